@@ -1,0 +1,79 @@
+//! The backend seam: anything that can execute one [`RequestSpec`] and report what happened
+//! into an [`Exchange`]. The runner owns timing of the schedule, timeouts and cancellation; a
+//! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat and completions, streamed or
+//! not). Later: embeddings, image models, generic JSON, or any async call timed as a library.
+
+pub mod openai;
+pub mod sse;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use goodput_protocol::ChatMessage;
+
+use crate::record::Exchange;
+
+/// What to send: produced by a workload, consumed by a backend.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestSpec {
+    /// Position in the schedule (0-based).
+    pub index: u64,
+    /// The prompt.
+    pub input: RequestInput,
+    /// Prompt tokens the workload counted, if it did.
+    pub expected_input_tokens: Option<u64>,
+    /// `max_tokens` to ask for (None: the server's default).
+    pub max_output_tokens: Option<u64>,
+    /// Multi-turn: the turn index within its conversation.
+    pub turn: Option<u32>,
+}
+
+/// The prompt of a request.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestInput {
+    /// A single text prompt (sent as one user message on the chat API).
+    Text(String),
+    /// A whole conversation (chat API; flattened into one prompt on the completions API).
+    Messages(Vec<ChatMessage>),
+    /// Several prompts in one request (completions API list of prompts; one choice each).
+    Batch(Vec<String>),
+}
+
+/// Counts signs of life from the target (bytes received, requests finished) so the runner's
+/// no-progress watchdog can tell a slow server from a dead one. Lock-free; cheap to bump.
+#[derive(Debug, Default)]
+pub struct Activity(AtomicU64);
+
+impl Activity {
+    /// Notes that something was received.
+    pub fn bump(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The count so far.
+    pub fn count(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// A boxed, sendable future (keeps [`Backend`] object-safe).
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Executes requests against a target.
+///
+/// Contract: `send` fills `exchange` as events happen (so a caller that drops the future on a
+/// timeout keeps everything received so far), bumps `activity` whenever bytes arrive, sets
+/// `exchange.failure` on any failure, and never panics on any server reply. It does not
+/// retry, except to re-send a request that provably never reached the server (counted in
+/// `exchange.retries`).
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// Sends one request.
+    fn send<'a>(
+        &'a self,
+        request: &'a RequestSpec,
+        exchange: &'a mut Exchange,
+        activity: &'a Activity,
+    ) -> BoxFuture<'a, ()>;
+}

@@ -1,0 +1,1 @@
+//! OpenAI backend (to be written).

@@ -1,0 +1,1 @@
+//! SSE decoder (to be written).

@@ -1,0 +1,169 @@
+//! `POST /v1/chat/completions`: request, non-streamed response and streamed chunk.
+
+use serde::{Deserialize, Serialize};
+
+use crate::usage::{StreamOptions, Usage};
+
+/// A chat completion request. Unknown fields are accepted and ignored, as real servers do.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatCompletionRequest {
+    /// Model name.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// Maximum tokens to generate (deprecated alias of `max_completion_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Maximum tokens to generate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u64>,
+    /// Stream the answer as server-sent events.
+    #[serde(default)]
+    pub stream: Option<bool>,
+    /// Streaming options (usage reporting).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_options: Option<StreamOptions>,
+    /// Keep generating after the end-of-sequence token (vLLM, SGLang, llama.cpp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ignore_eos: Option<bool>,
+    /// Generate at least this many tokens before end-of-sequence may end the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_tokens: Option<u64>,
+    /// Number of choices; only 1 is supported by the simulator.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u64>,
+}
+
+impl ChatCompletionRequest {
+    /// The generation limit the request asks for: `max_completion_tokens`, else `max_tokens`.
+    pub fn max_output_tokens(&self) -> Option<u64> {
+        self.max_completion_tokens.or(self.max_tokens)
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// The message text, as a string or as content parts.
+    #[serde(default)]
+    pub content: MessageContent,
+}
+
+impl ChatMessage {
+    /// A message with plain text content.
+    pub fn new(role: &str, text: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.to_string(),
+            content: MessageContent::Text(text.into()),
+        }
+    }
+}
+
+/// Message content: a string, a list of typed parts, or null.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    /// Plain text.
+    Text(String),
+    /// Typed parts; only `text` parts carry text.
+    Parts(Vec<ContentPart>),
+    /// No content (assistant tool-call turns).
+    #[default]
+    Null,
+}
+
+impl MessageContent {
+    /// Every text part joined with no separator.
+    pub fn text(&self) -> String {
+        match self {
+            MessageContent::Text(text) => text.clone(),
+            MessageContent::Parts(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
+            MessageContent::Null => String::new(),
+        }
+    }
+}
+
+/// One typed content part.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContentPart {
+    /// Part type, e.g. `text` or `image_url`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The text of a `text` part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// A complete (non-streamed) chat answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatCompletion {
+    /// Response id.
+    pub id: String,
+    /// Always `chat.completion`.
+    pub object: String,
+    /// Unix time of creation.
+    pub created: u64,
+    /// Model name.
+    pub model: String,
+    /// The answers.
+    pub choices: Vec<ChatChoice>,
+    /// Token usage.
+    pub usage: Usage,
+}
+
+/// One answer of a non-streamed chat completion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatChoice {
+    /// Choice index.
+    pub index: u32,
+    /// The assistant message.
+    pub message: ChatMessage,
+    /// Why generation stopped: `stop` or `length`.
+    pub finish_reason: Option<String>,
+}
+
+/// One streamed chat chunk (`object: chat.completion.chunk`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatCompletionChunk {
+    /// Response id (same on every chunk).
+    pub id: String,
+    /// Always `chat.completion.chunk`.
+    pub object: String,
+    /// Unix time of creation.
+    pub created: u64,
+    /// Model name.
+    pub model: String,
+    /// Deltas; empty on the final usage chunk.
+    pub choices: Vec<ChatChunkChoice>,
+    /// Usage: on the final chunk with `include_usage`, or on every chunk with
+    /// `continuous_usage_stats`; omitted otherwise (as vLLM's chat endpoint does).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// One choice delta of a streamed chat chunk.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatChunkChoice {
+    /// Choice index.
+    pub index: u32,
+    /// What this chunk adds.
+    pub delta: ChatDelta,
+    /// Always null here; kept for wire compatibility.
+    pub logprobs: Option<serde_json::Value>,
+    /// Set on the chunk carrying the last token.
+    pub finish_reason: Option<String>,
+}
+
+/// The delta of a streamed chat chunk.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ChatDelta {
+    /// `assistant` on the first (role-only) chunk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Generated text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+}

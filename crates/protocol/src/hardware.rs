@@ -1,0 +1,457 @@
+//! Model and accelerator descriptions, their presets, and the figures derived from them:
+//! parameter count, weight bytes, KV bytes per token, KV capacity, FLOPs per token and the
+//! bandwidth-bound decode floor. The simulator's roofline and the client's utilisation report
+//! both use these, so the two always agree on the arithmetic.
+
+use serde::{Deserialize, Serialize};
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+/// Numeric format of weights or KV cache entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DType {
+    /// 32-bit float.
+    Fp32,
+    /// 16-bit brain float.
+    Bf16,
+    /// 16-bit float.
+    Fp16,
+    /// 8-bit float.
+    Fp8,
+    /// 8-bit integer.
+    Int8,
+    /// 4-bit integer (weights only).
+    Int4,
+}
+
+impl DType {
+    /// Bytes per element.
+    pub fn bytes(self) -> f64 {
+        match self {
+            DType::Fp32 => 4.0,
+            DType::Bf16 | DType::Fp16 => 2.0,
+            DType::Fp8 | DType::Int8 => 1.0,
+            DType::Int4 => 0.5,
+        }
+    }
+}
+
+/// A dense decoder-only transformer, described by its config.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSpec {
+    /// Name served at `/v1/models`.
+    pub name: String,
+    /// Transformer layers.
+    pub layers: u32,
+    /// Hidden size `d`.
+    pub hidden: u32,
+    /// Attention (query) heads.
+    pub heads: u32,
+    /// Key/value heads (grouped-query attention).
+    pub kv_heads: u32,
+    /// Dimension of one head.
+    pub head_dim: u32,
+    /// MLP intermediate size (SwiGLU: three matrices of `hidden × ffn`).
+    pub ffn: u32,
+    /// Vocabulary size.
+    pub vocab: u32,
+    /// Whether the output head shares the input embedding matrix.
+    #[serde(default)]
+    pub tied_embeddings: bool,
+    /// Maximum context length in tokens.
+    pub max_context: u32,
+    /// Weight format.
+    #[serde(default = "default_dtype")]
+    pub weight_dtype: DType,
+    /// KV cache format.
+    #[serde(default = "default_dtype")]
+    pub kv_dtype: DType,
+}
+
+fn default_dtype() -> DType {
+    DType::Bf16
+}
+
+impl ModelSpec {
+    /// Names of the built-in model presets.
+    pub const PRESETS: [&'static str; 4] =
+        ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "llama-3.2-1b"];
+
+    /// A built-in model preset by name (see [`ModelSpec::PRESETS`]).
+    pub fn preset(name: &str) -> Option<ModelSpec> {
+        let spec = |name: &str, layers, hidden, heads, kv_heads, ffn, vocab, tied, ctx| ModelSpec {
+            name: name.to_string(),
+            layers,
+            hidden,
+            heads,
+            kv_heads,
+            head_dim: 128,
+            ffn,
+            vocab,
+            tied_embeddings: tied,
+            max_context: ctx,
+            weight_dtype: DType::Bf16,
+            kv_dtype: DType::Bf16,
+        };
+        match name {
+            "llama-3.1-8b" => Some(spec(name, 32, 4096, 32, 8, 14336, 128_256, false, 131_072)),
+            "llama-3.1-70b" => Some(spec(name, 80, 8192, 64, 8, 28672, 128_256, false, 131_072)),
+            "qwen2.5-7b" => Some(spec(name, 28, 3584, 28, 4, 18944, 152_064, false, 32_768)),
+            "llama-3.2-1b" => Some(ModelSpec {
+                head_dim: 64,
+                ..spec(name, 16, 2048, 32, 8, 8192, 128_256, true, 131_072)
+            }),
+            _ => None,
+        }
+    }
+
+    /// Parameters of one layer: attention projections, SwiGLU MLP and two norms.
+    fn layer_params(&self) -> f64 {
+        let d = f64::from(self.hidden);
+        let q = d * f64::from(self.heads) * f64::from(self.head_dim);
+        let kv = 2.0 * d * f64::from(self.kv_heads) * f64::from(self.head_dim);
+        let o = f64::from(self.heads) * f64::from(self.head_dim) * d;
+        let mlp = 3.0 * d * f64::from(self.ffn);
+        q + kv + o + mlp + 2.0 * d
+    }
+
+    fn embedding_params(&self) -> f64 {
+        f64::from(self.vocab) * f64::from(self.hidden)
+    }
+
+    /// Total parameter count: layers, input embedding, output head (unless tied), final norm.
+    pub fn params(&self) -> f64 {
+        let head = if self.tied_embeddings { 0.0 } else { self.embedding_params() };
+        f64::from(self.layers) * self.layer_params()
+            + self.embedding_params()
+            + head
+            + f64::from(self.hidden)
+    }
+
+    /// Parameters that take part in a matrix multiply for every token: all layers plus the
+    /// output head. The input embedding is a row gather, not a matmul.
+    pub fn matmul_params(&self) -> f64 {
+        f64::from(self.layers) * self.layer_params() + self.embedding_params()
+    }
+
+    /// Bytes of all weights.
+    pub fn weight_bytes(&self) -> f64 {
+        self.params() * self.weight_dtype.bytes()
+    }
+
+    /// Weight bytes streamed from memory on every forward step: everything but the input
+    /// embedding table, whose rows are gathered rather than read in full.
+    pub fn streamed_weight_bytes(&self) -> f64 {
+        let gathered = if self.tied_embeddings { 0.0 } else { self.embedding_params() };
+        (self.params() - gathered) * self.weight_dtype.bytes()
+    }
+
+    /// KV cache bytes per token: `2 (K and V) · layers · kv_heads · head_dim · bytes`.
+    pub fn kv_bytes_per_token(&self) -> f64 {
+        2.0 * f64::from(self.layers)
+            * f64::from(self.kv_heads)
+            * f64::from(self.head_dim)
+            * self.kv_dtype.bytes()
+    }
+
+    /// Linear-layer FLOPs for `tokens` new tokens: `2 · matmul_params · tokens`.
+    pub fn linear_flops(&self, tokens: f64) -> f64 {
+        2.0 * self.matmul_params() * tokens
+    }
+
+    /// Attention FLOPs (QKᵀ and AV) for `new` tokens appended after `context` cached tokens:
+    /// `4 · layers · heads · head_dim · new · (context + (new − 1) / 2)`.
+    pub fn attention_flops(&self, new: f64, context: f64) -> f64 {
+        if new <= 0.0 {
+            return 0.0;
+        }
+        4.0 * f64::from(self.layers)
+            * f64::from(self.heads)
+            * f64::from(self.head_dim)
+            * new
+            * (context + (new - 1.0) / 2.0)
+    }
+
+    /// Bytes of activations written per token and layer boundary (`layers · hidden · 2`).
+    pub fn activation_bytes_per_token(&self) -> f64 {
+        f64::from(self.layers) * f64::from(self.hidden) * 2.0
+    }
+
+    /// Checks that every dimension is positive and consistent.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let dims = [
+            ("layers", self.layers),
+            ("hidden", self.hidden),
+            ("heads", self.heads),
+            ("kv_heads", self.kv_heads),
+            ("head_dim", self.head_dim),
+            ("ffn", self.ffn),
+            ("vocab", self.vocab),
+            ("max_context", self.max_context),
+        ];
+        if let Some((field, _)) = dims.iter().find(|(_, value)| *value == 0) {
+            return Err(SpecError::new(&self.name, field, "must be greater than 0"));
+        }
+        if self.heads % self.kv_heads != 0 {
+            return Err(SpecError::new(&self.name, "kv_heads", "must divide heads"));
+        }
+        Ok(())
+    }
+}
+
+/// An accelerator (one GPU), described by its datasheet and achievable efficiencies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GpuSpec {
+    /// Name, e.g. `H100`.
+    pub name: String,
+    /// Dense BF16 tensor throughput, TFLOP/s.
+    pub bf16_tflops: f64,
+    /// Dense FP8 tensor throughput, TFLOP/s (0 when unsupported).
+    #[serde(default)]
+    pub fp8_tflops: f64,
+    /// Memory bandwidth, TB/s (10¹² bytes per second).
+    pub hbm_tb_per_sec: f64,
+    /// Memory, GiB.
+    pub memory_gib: f64,
+    /// Fraction of peak FLOP/s achieved in prefill (model FLOPs utilisation).
+    pub mfu_prefill: f64,
+    /// Fraction of peak FLOP/s achieved in decode.
+    pub mfu_decode: f64,
+    /// Fraction of peak bandwidth achieved by memory-bound kernels.
+    #[serde(default = "default_bandwidth_efficiency")]
+    pub bandwidth_efficiency: f64,
+    /// GPU-to-GPU bandwidth per direction for tensor-parallel all-reduce, GB/s.
+    pub interconnect_gb_per_sec: f64,
+}
+
+fn default_bandwidth_efficiency() -> f64 {
+    0.9
+}
+
+impl GpuSpec {
+    /// Names of the built-in accelerator presets.
+    pub const PRESETS: [&'static str; 4] = ["a100-80g", "h100", "h200", "l40s"];
+
+    /// A built-in accelerator preset by name (see [`GpuSpec::PRESETS`]).
+    pub fn preset(name: &str) -> Option<GpuSpec> {
+        let gpu = |name: &str, bf16, fp8, bw, mem, mfu_pf, mfu_dc, link| GpuSpec {
+            name: name.to_string(),
+            bf16_tflops: bf16,
+            fp8_tflops: fp8,
+            hbm_tb_per_sec: bw,
+            memory_gib: mem,
+            mfu_prefill: mfu_pf,
+            mfu_decode: mfu_dc,
+            bandwidth_efficiency: default_bandwidth_efficiency(),
+            interconnect_gb_per_sec: link,
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "a100-80g" | "a100" => Some(gpu("A100-80G", 312.0, 0.0, 2.039, 80.0, 0.38, 0.18, 300.0)),
+            "h100" => Some(gpu("H100", 989.5, 1979.0, 3.35, 80.0, 0.45, 0.30, 450.0)),
+            "h200" => Some(gpu("H200", 989.5, 1979.0, 4.8, 140.0, 0.45, 0.30, 450.0)),
+            "l40s" => Some(gpu("L40S", 362.05, 733.0, 0.864, 45.0, 0.32, 0.08, 32.0)),
+            _ => None,
+        }
+    }
+
+    /// Peak FLOP/s for weights of `dtype` (FP8 rate when the weights are 8-bit and supported).
+    pub fn peak_flops(&self, dtype: DType) -> f64 {
+        let tflops = if dtype.bytes() <= 1.0 && self.fp8_tflops > 0.0 {
+            self.fp8_tflops
+        } else {
+            self.bf16_tflops
+        };
+        tflops * 1e12
+    }
+
+    /// Achievable memory bandwidth in bytes per second.
+    pub fn effective_bandwidth(&self) -> f64 {
+        self.hbm_tb_per_sec * 1e12 * self.bandwidth_efficiency
+    }
+
+    /// Checks that every figure is positive and every efficiency is in (0, 1].
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let positive = [
+            ("bf16_tflops", self.bf16_tflops),
+            ("hbm_tb_per_sec", self.hbm_tb_per_sec),
+            ("memory_gib", self.memory_gib),
+            ("interconnect_gb_per_sec", self.interconnect_gb_per_sec),
+        ];
+        if let Some((field, _)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Err(SpecError::new(&self.name, field, "must be a positive number"));
+        }
+        let fractions = [
+            ("mfu_prefill", self.mfu_prefill),
+            ("mfu_decode", self.mfu_decode),
+            ("bandwidth_efficiency", self.bandwidth_efficiency),
+        ];
+        if let Some((field, _)) = fractions.iter().find(|(_, v)| !(*v > 0.0 && *v <= 1.0)) {
+            return Err(SpecError::new(&self.name, field, "must be in (0, 1]"));
+        }
+        if !(self.fp8_tflops.is_finite() && self.fp8_tflops >= 0.0) {
+            return Err(SpecError::new(&self.name, "fp8_tflops", "must be 0 or positive"));
+        }
+        Ok(())
+    }
+}
+
+/// A model served on `tensor_parallel` accelerators, and how much of their memory it may use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Deployment {
+    /// The model.
+    pub model: ModelSpec,
+    /// The accelerator (all the same).
+    pub gpu: GpuSpec,
+    /// Tensor-parallel degree (number of accelerators serving one replica).
+    pub tensor_parallel: u32,
+    /// Fraction of accelerator memory the server may use (vLLM `gpu_memory_utilization`).
+    pub gpu_memory_utilization: f64,
+}
+
+/// Memory reserved per accelerator for activations (dense models), GiB.
+pub const ACTIVATION_RESERVE_GIB: f64 = 5.5;
+/// Memory taken per accelerator by the CUDA context and other non-tensor allocations, GiB.
+pub const NON_TENSOR_GIB_SINGLE: f64 = 0.15;
+/// Same, when tensor parallel (NCCL buffers), GiB per accelerator.
+pub const NON_TENSOR_GIB_PARALLEL: f64 = 0.6;
+
+impl Deployment {
+    /// Bytes available to the KV cache over all accelerators of the replica:
+    /// `memory · utilisation · tp − weights − (activation reserve + non-tensor) · tp`.
+    /// Negative when the weights do not fit.
+    pub fn kv_pool_bytes(&self) -> f64 {
+        let tp = f64::from(self.tensor_parallel.max(1));
+        let non_tensor =
+            if self.tensor_parallel > 1 { NON_TENSOR_GIB_PARALLEL } else { NON_TENSOR_GIB_SINGLE };
+        let usable = self.gpu.memory_gib * self.gpu_memory_utilization * tp * GIB;
+        usable - self.model.weight_bytes() - (ACTIVATION_RESERVE_GIB + non_tensor) * tp * GIB
+    }
+
+    /// Tokens the KV cache holds (0 when the weights do not fit).
+    pub fn kv_capacity_tokens(&self) -> u64 {
+        let tokens = self.kv_pool_bytes() / self.model.kv_bytes_per_token();
+        if tokens.is_finite() && tokens > 0.0 { tokens as u64 } else { 0 }
+    }
+
+    /// Bandwidth-bound floor of one decode step at batch 1 (weights streamed once, KV of
+    /// `context` tokens read), seconds; no compute, no overheads.
+    pub fn decode_floor_secs(&self, context: f64) -> f64 {
+        let bytes = self.model.streamed_weight_bytes() + self.model.kv_bytes_per_token() * context;
+        bytes / (self.gpu.effective_bandwidth() * f64::from(self.tensor_parallel.max(1)))
+    }
+
+    /// Checks the model, the accelerator and the memory fraction, and that the weights fit.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        self.model.validate()?;
+        self.gpu.validate()?;
+        if self.tensor_parallel == 0 {
+            return Err(SpecError::new("deployment", "tensor_parallel", "must be at least 1"));
+        }
+        if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
+            return Err(SpecError::new("deployment", "gpu_memory_utilization", "must be in (0, 1]"));
+        }
+        if self.kv_capacity_tokens() == 0 {
+            let message = format!(
+                "{:.1} GiB of weights leave no room for a KV cache on {} × {} ({} GiB each); \
+                 raise tensor_parallel or use a larger accelerator",
+                self.model.weight_bytes() / GIB,
+                self.tensor_parallel,
+                self.gpu.name,
+                self.gpu.memory_gib
+            );
+            return Err(SpecError::new(&self.model.name, "weights", &message));
+        }
+        Ok(())
+    }
+}
+
+/// A model, accelerator or deployment description that cannot be used.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{subject}: `{field}` {message}")]
+pub struct SpecError {
+    /// What was being checked (model or accelerator name).
+    pub subject: String,
+    /// The offending field.
+    pub field: String,
+    /// What is wrong and how to fix it.
+    pub message: String,
+}
+
+impl SpecError {
+    fn new(subject: &str, field: &str, message: &str) -> Self {
+        SpecError {
+            subject: subject.to_string(),
+            field: field.to_string(),
+            message: message.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn llama8b_h100() -> Deployment {
+        Deployment {
+            model: ModelSpec::preset("llama-3.1-8b").unwrap(),
+            gpu: GpuSpec::preset("h100").unwrap(),
+            tensor_parallel: 1,
+            gpu_memory_utilization: 0.9,
+        }
+    }
+
+    #[test]
+    fn llama_8b_figures_match_the_published_config() {
+        let model = ModelSpec::preset("llama-3.1-8b").unwrap();
+        // 8.03 B parameters, 16.06 GB of BF16 weights, 128 KiB of KV per token.
+        assert!((model.params() / 1e9 - 8.030).abs() < 0.005, "{}", model.params());
+        assert!((model.weight_bytes() / 1e9 - 16.06).abs() < 0.01);
+        assert_eq!(model.kv_bytes_per_token(), 131_072.0);
+    }
+
+    #[test]
+    fn llama_70b_has_70_6_billion_parameters() {
+        let model = ModelSpec::preset("llama-3.1-70b").unwrap();
+        assert!((model.params() / 1e9 - 70.55).abs() < 0.05, "{}", model.params());
+        assert_eq!(model.kv_bytes_per_token(), 327_680.0);
+    }
+
+    #[test]
+    fn kv_capacity_of_8b_on_h100_is_about_421k_tokens() {
+        let tokens = llama8b_h100().kv_capacity_tokens();
+        assert!((415_000..=425_000).contains(&tokens), "{tokens}");
+    }
+
+    #[test]
+    fn batch1_decode_floor_is_weights_over_bandwidth() {
+        let deployment = llama8b_h100();
+        let floor = deployment.decode_floor_secs(0.0);
+        let expected = deployment.model.streamed_weight_bytes() / (3.35e12 * 0.9);
+        assert!((floor - expected).abs() < 1e-12);
+        assert!((0.004..0.006).contains(&floor), "{floor}");
+    }
+
+    #[test]
+    fn weights_that_do_not_fit_are_reported_with_a_fix() {
+        let mut deployment = llama8b_h100();
+        deployment.model = ModelSpec::preset("llama-3.1-70b").unwrap();
+        let error = deployment.validate().unwrap_err();
+        assert!(error.message.contains("raise tensor_parallel"), "{error}");
+        deployment.tensor_parallel = 4;
+        deployment.validate().unwrap();
+    }
+
+    #[test]
+    fn every_preset_is_valid() {
+        for name in ModelSpec::PRESETS {
+            ModelSpec::preset(name).unwrap().validate().unwrap();
+        }
+        for name in GpuSpec::PRESETS {
+            GpuSpec::preset(name).unwrap().validate().unwrap();
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! Shared vocabulary of goodput: the OpenAI-compatible wire types (requests, streamed chunks,
+//! usage, error bodies, model lists) and the model/accelerator descriptions with their derived
+//! roofline figures. Used by both the client (`goodput-core`) and the simulator (`goodput-sim`),
+//! so neither depends on the other. No I/O and no async here: serde types and arithmetic only.
+#![deny(missing_docs)]
+
+pub mod chat;
+pub mod completions;
+pub mod error;
+pub mod hardware;
+pub mod models;
+pub mod stream;
+pub mod usage;
+
+pub use chat::{ChatCompletionRequest, ChatMessage, MessageContent};
+pub use completions::{CompletionRequest, Prompt};
+pub use error::{ApiError, ApiErrorBody};
+pub use usage::{StreamOptions, Usage};

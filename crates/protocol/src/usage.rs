@@ -1,0 +1,51 @@
+//! Token accounting as servers report it (`usage`) and the `stream_options` that ask for it.
+
+use serde::{Deserialize, Serialize};
+
+/// Token usage of one request as reported by the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens in the prompt after the chat template was applied.
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    /// Tokens generated so far (cumulative when sent on every chunk).
+    #[serde(default)]
+    pub completion_tokens: u64,
+    /// `prompt_tokens + completion_tokens`.
+    #[serde(default)]
+    pub total_tokens: u64,
+    /// Breakdown of the prompt tokens, when the server reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+impl Usage {
+    /// Usage for `prompt` prompt tokens and `completion` generated tokens.
+    pub fn new(prompt: u64, completion: u64) -> Self {
+        Usage {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            total_tokens: prompt + completion,
+            prompt_tokens_details: None,
+        }
+    }
+}
+
+/// Prompt token breakdown (`usage.prompt_tokens_details`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct PromptTokensDetails {
+    /// Prompt tokens served from the prefix cache.
+    #[serde(default)]
+    pub cached_tokens: u64,
+}
+
+/// `stream_options` of a streaming request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct StreamOptions {
+    /// Send a final chunk with `choices: []` and the request's usage before `[DONE]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub include_usage: Option<bool>,
+    /// Send the cumulative usage on every chunk (vLLM extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub continuous_usage_stats: Option<bool>,
+}

@@ -1,0 +1,432 @@
+//! The continuous-batching engine: a vLLM-style iteration-level scheduler over a paged KV
+//! cache, timed by the roofline cost model.
+//!
+//! Each step: decode sequences first (1 token, plus draft tokens with speculative decoding),
+//! then running prompt chunks, then waiting requests in FIFO order, all under the step's token
+//! budget and `max_num_seqs`. When a running sequence needs a KV block and none is free, the
+//! newest running sequence is preempted (its KV freed, recomputed later) and put back at the
+//! head of the waiting queue. New requests are admitted only while a watermark of blocks stays
+//! free; the waiting queue is bounded and refuses requests beyond it.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Duration;
+
+use super::cost::{BatchEntry, StepCostModel};
+use super::kv::{BlockId, BlockPool, blocks_for};
+use super::speculative::AcceptanceSampler;
+use super::{
+    Engine, EngineEvent, EngineRequest, EngineStats, RequestId, Rejection, SimTime, StepSummary,
+};
+use crate::config::BatchingConfig;
+
+#[derive(Debug, Clone)]
+struct Sequence {
+    request: EngineRequest,
+    target_output: u32,
+    generated: u32,
+    computed: u32,
+    blocks: Vec<BlockId>,
+    registered_blocks: usize,
+    admitted_once: bool,
+}
+
+impl Sequence {
+    fn new(request: EngineRequest) -> Self {
+        Sequence {
+            target_output: request.output_tokens(),
+            request,
+            generated: 0,
+            computed: 0,
+            blocks: Vec::new(),
+            registered_blocks: 0,
+            admitted_once: false,
+        }
+    }
+
+    fn total_tokens(&self) -> u32 {
+        self.request.prompt_tokens + self.generated
+    }
+
+    fn pending(&self) -> u32 {
+        self.total_tokens() - self.computed
+    }
+
+    fn is_prefill(&self) -> bool {
+        self.generated == 0 || self.pending() > 1
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Scheduled {
+    id: RequestId,
+    new_tokens: u32,
+    drafts: u32,
+    context: u32,
+    is_prefill: bool,
+}
+
+#[derive(Debug, Clone)]
+struct ActiveStep {
+    ends_at: SimTime,
+    entries: Vec<Scheduled>,
+    summary: StepSummary,
+}
+
+/// The continuous-batching engine.
+#[derive(Debug)]
+pub struct BatchingEngine {
+    config: BatchingConfig,
+    cost: StepCostModel,
+    pool: BlockPool,
+    token_budget: u32,
+    watermark_blocks: u32,
+    waiting: VecDeque<Sequence>,
+    running: Vec<Sequence>,
+    step: Option<ActiveStep>,
+    speculative: Option<AcceptanceSampler>,
+    pending_events: Vec<EngineEvent>,
+    preemptions: u64,
+    prefix_queries: u64,
+    prefix_hits: u64,
+}
+
+impl BatchingEngine {
+    /// An idle engine; `config` must have passed [`BatchingConfig::validate`].
+    pub fn new(config: BatchingConfig, seed: u64) -> Self {
+        let blocks = u32::try_from(config.kv_blocks()).unwrap_or(u32::MAX);
+        let token_budget = if config.chunked_prefill {
+            config.max_num_batched_tokens
+        } else {
+            config.max_num_batched_tokens.max(config.effective_max_model_len())
+        };
+        BatchingEngine {
+            cost: StepCostModel::new(&config),
+            pool: BlockPool::new(blocks),
+            token_budget,
+            watermark_blocks: (f64::from(blocks) * config.watermark).floor() as u32,
+            speculative: config.speculative.as_ref().map(|s| AcceptanceSampler::new(s, seed)),
+            config,
+            waiting: VecDeque::new(),
+            running: Vec::new(),
+            step: None,
+            pending_events: Vec::new(),
+            preemptions: 0,
+            prefix_queries: 0,
+            prefix_hits: 0,
+        }
+    }
+
+    /// The engine's configuration.
+    pub fn config(&self) -> &BatchingConfig {
+        &self.config
+    }
+
+    fn check(&self, request: &EngineRequest) -> Result<(), Rejection> {
+        if request.prompt_tokens == 0 {
+            return Err(Rejection::Invalid("the prompt is empty".into()));
+        }
+        if request.max_output_tokens == 0 {
+            return Err(Rejection::Invalid("max_tokens must be at least 1".into()));
+        }
+        let limit = self.config.effective_max_model_len();
+        let wanted = u64::from(request.prompt_tokens) + u64::from(request.max_output_tokens);
+        if wanted > u64::from(limit) {
+            return Err(Rejection::TooLong(format!(
+                "This model's maximum context length is {limit} tokens. However, you requested \
+                 {wanted} tokens ({} in the messages, {} in the completion). Please reduce the \
+                 length of the messages or completion.",
+                request.prompt_tokens, request.max_output_tokens
+            )));
+        }
+        let needed = blocks_for(request.prompt_tokens + request.output_tokens(), self.block_size());
+        if needed > self.pool.total() {
+            return Err(Rejection::TooLong(format!(
+                "the request needs {needed} KV blocks but the whole cache holds {}",
+                self.pool.total()
+            )));
+        }
+        if self.waiting.len() >= self.config.max_waiting {
+            return Err(Rejection::QueueFull {
+                waiting: self.waiting.len(),
+                retry_after: Duration::from_secs(1),
+            });
+        }
+        Ok(())
+    }
+
+    fn block_size(&self) -> u32 {
+        self.config.block_size
+    }
+
+    /// Draft tokens to propose for a decode sequence this step.
+    fn drafts_for(&self, seq: &Sequence) -> u32 {
+        let k = self.speculative.as_ref().map_or(0, AcceptanceSampler::num_draft_tokens);
+        k.min(seq.target_output.saturating_sub(seq.generated + 1))
+    }
+
+    /// Builds the next batch and starts its step at `now`, if there is anything to run.
+    fn start_step(&mut self, now: SimTime) {
+        debug_assert!(self.step.is_none());
+        let mut entries = Vec::new();
+        let mut budget = self.token_budget;
+        let preempted = self.schedule_running(now, &mut entries, &mut budget);
+        if !preempted {
+            self.admit_waiting(now, &mut entries, &mut budget);
+        }
+        if entries.is_empty() {
+            self.abort_unschedulable(now);
+            return;
+        }
+        let batch: Vec<BatchEntry> = entries
+            .iter()
+            .map(|e| BatchEntry { new_tokens: e.new_tokens, context: e.context, is_prefill: e.is_prefill })
+            .collect();
+        let drafting = entries.iter().any(|e| e.drafts > 0);
+        let duration = self.cost.cost(&batch, drafting).duration();
+        let summary = StepSummary {
+            started: now,
+            duration,
+            sequences: u32::try_from(entries.len()).unwrap_or(u32::MAX),
+            batched_tokens: entries.iter().map(|e| e.new_tokens).sum(),
+            prefill_tokens: entries.iter().filter(|e| e.is_prefill).map(|e| e.new_tokens).sum(),
+        };
+        self.step = Some(ActiveStep { ends_at: now + duration, entries, summary });
+    }
+
+    /// Schedules running sequences, decodes first. Returns whether anything was preempted.
+    fn schedule_running(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) -> bool {
+        let mut order: Vec<usize> = (0..self.running.len()).filter(|&i| !self.running[i].is_prefill()).collect();
+        order.extend((0..self.running.len()).filter(|&i| self.running[i].is_prefill()));
+        let mut preempted = false;
+        for index in order {
+            if index >= self.running.len() || *budget == 0 {
+                continue;
+            }
+            let seq = &self.running[index];
+            let entry = if seq.is_prefill() {
+                let new = if self.config.chunked_prefill { seq.pending().min(*budget) } else { seq.pending() };
+                if new > *budget {
+                    continue;
+                }
+                Scheduled { id: seq.request.id, new_tokens: new, drafts: 0, context: seq.computed, is_prefill: true }
+            } else {
+                let drafts = self.drafts_for(seq).min(budget.saturating_sub(1));
+                Scheduled { id: seq.request.id, new_tokens: 1 + drafts, drafts, context: seq.computed, is_prefill: false }
+            };
+            let need = blocks_for(seq.computed + entry.new_tokens, self.block_size())
+                .saturating_sub(u32::try_from(seq.blocks.len()).unwrap_or(u32::MAX));
+            let mut self_preempted = false;
+            while self.pool.free() < need {
+                let victim = self.running.len() - 1;
+                self.preempt_last(now, entries, budget);
+                preempted = true;
+                if victim == index {
+                    self_preempted = true;
+                    break;
+                }
+            }
+            if self_preempted {
+                break;
+            }
+            if let Some(blocks) = self.pool.allocate(need) {
+                self.running[index].blocks.extend(blocks);
+                *budget -= entry.new_tokens;
+                entries.push(entry);
+            }
+        }
+        preempted
+    }
+
+    /// Preempts the newest running sequence: frees its KV and requeues it at the front.
+    fn preempt_last(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) {
+        let Some(mut seq) = self.running.pop() else { return };
+        if let Some(pos) = entries.iter().position(|e| e.id == seq.request.id) {
+            *budget += entries.remove(pos).new_tokens;
+        }
+        self.pool.release(&seq.blocks);
+        seq.blocks.clear();
+        seq.registered_blocks = 0;
+        seq.computed = 0;
+        self.preemptions += 1;
+        self.pending_events.push(EngineEvent::Preempted { id: seq.request.id, at: now });
+        self.waiting.push_front(seq);
+    }
+
+    /// Admits waiting requests in FIFO order while budget, sequence slots and blocks allow.
+    fn admit_waiting(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) {
+        let max_seqs = self.config.max_num_seqs as usize;
+        while *budget > 0 && self.running.len() < max_seqs {
+            let Some(seq) = self.waiting.front() else { break };
+            let total = seq.total_tokens();
+            let reusable = if self.config.prefix_caching {
+                let limit = ((total - 1) / self.block_size()) as usize;
+                self.pool.cached_prefix_len(&seq.request.block_hashes).min(limit)
+            } else {
+                0
+            };
+            let cached_tokens = u32::try_from(reusable).unwrap_or(u32::MAX) * self.block_size();
+            let pending = total - cached_tokens;
+            let new = if self.config.chunked_prefill { pending.min(*budget) } else { pending };
+            if new > *budget {
+                break;
+            }
+            let need = blocks_for(cached_tokens + new, self.block_size()).saturating_sub(
+                u32::try_from(reusable).unwrap_or(u32::MAX),
+            );
+            let reserve = need + u32::try_from(reusable).unwrap_or(u32::MAX) + self.watermark_blocks;
+            if self.pool.free() < reserve {
+                break;
+            }
+            let Some(mut seq) = self.waiting.pop_front() else { break };
+            let mut blocks = self.pool.acquire_cached(&seq.request.block_hashes, reusable);
+            match self.pool.allocate(need) {
+                Some(fresh) => blocks.extend(fresh),
+                None => {
+                    self.pool.release(&blocks);
+                    self.waiting.push_front(seq);
+                    break;
+                }
+            }
+            self.prefix_queries += u64::from(seq.request.prompt_tokens);
+            self.prefix_hits += u64::from(cached_tokens.min(seq.request.prompt_tokens));
+            seq.blocks = blocks;
+            seq.registered_blocks = reusable;
+            seq.computed = cached_tokens;
+            if !seq.admitted_once {
+                seq.admitted_once = true;
+                self.pending_events.push(EngineEvent::Scheduled { id: seq.request.id, at: now });
+            }
+            entries.push(Scheduled {
+                id: seq.request.id,
+                new_tokens: new,
+                drafts: 0,
+                context: cached_tokens,
+                is_prefill: true,
+            });
+            *budget -= new;
+            self.running.push(seq);
+        }
+    }
+
+    /// Nothing could be scheduled although work is waiting: drop the head so the engine cannot
+    /// stall forever (cannot happen with a validated configuration; a guard, not a policy).
+    fn abort_unschedulable(&mut self, now: SimTime) {
+        if !self.running.is_empty() {
+            return;
+        }
+        if let Some(seq) = self.waiting.pop_front() {
+            self.pending_events.push(EngineEvent::Aborted {
+                id: seq.request.id,
+                at: now,
+                reason: "the request cannot be scheduled with this engine configuration".into(),
+            });
+        }
+    }
+
+    /// Applies a finished step: advances every sequence it carried and emits their tokens.
+    fn complete_step(&mut self, step: ActiveStep) {
+        let at = step.ends_at;
+        let by_id: HashMap<RequestId, Scheduled> = step.entries.iter().map(|e| (e.id, *e)).collect();
+        let mut finished = Vec::new();
+        for index in 0..self.running.len() {
+            let Some(entry) = by_id.get(&self.running[index].request.id) else { continue };
+            let accepted = match (&mut self.speculative, entry.drafts) {
+                (Some(sampler), drafts) if drafts > 0 => sampler.verify(drafts),
+                _ => 0,
+            };
+            let seq = &mut self.running[index];
+            seq.computed += entry.new_tokens - entry.drafts + accepted;
+            let produced = if seq.computed >= seq.total_tokens() {
+                // Every known token is computed: the step sampled new ones.
+                let produced = (1 + accepted).min(seq.target_output - seq.generated);
+                seq.generated += produced;
+                seq.computed = seq.computed.min(seq.total_tokens() - 1);
+                produced
+            } else {
+                0
+            };
+            let done = seq.generated >= seq.target_output;
+            if produced > 0 {
+                let reason = done.then(|| seq.request.finish_reason());
+                self.pending_events.push(EngineEvent::Tokens { id: seq.request.id, at, count: produced, finished: reason });
+            }
+            self.register_prompt_blocks(index);
+            if done {
+                finished.push(index);
+            }
+        }
+        for index in finished.into_iter().rev() {
+            let seq = self.running.remove(index);
+            self.pool.release(&seq.blocks);
+        }
+        self.pending_events.push(EngineEvent::Step(step.summary));
+    }
+
+    /// Publishes the hashes of prompt blocks that are now fully computed.
+    fn register_prompt_blocks(&mut self, index: usize) {
+        if !self.config.prefix_caching {
+            return;
+        }
+        let block_size = self.block_size();
+        let seq = &mut self.running[index];
+        let full = (seq.computed.min(seq.request.prompt_tokens) / block_size) as usize;
+        let limit = full.min(seq.request.block_hashes.len()).min(seq.blocks.len());
+        while seq.registered_blocks < limit {
+            let i = seq.registered_blocks;
+            self.pool.register(seq.blocks[i], seq.request.block_hashes[i]);
+            seq.registered_blocks += 1;
+        }
+    }
+}
+
+impl Engine for BatchingEngine {
+    fn submit(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
+        self.check(&request)?;
+        self.waiting.push_back(Sequence::new(request));
+        if self.step.is_none() {
+            self.start_step(now);
+        }
+        Ok(())
+    }
+
+    fn cancel(&mut self, _now: SimTime, id: RequestId) {
+        if let Some(pos) = self.waiting.iter().position(|s| s.request.id == id) {
+            if let Some(seq) = self.waiting.remove(pos) {
+                self.pool.release(&seq.blocks);
+            }
+        } else if let Some(pos) = self.running.iter().position(|s| s.request.id == id) {
+            let seq = self.running.remove(pos);
+            self.pool.release(&seq.blocks);
+        }
+    }
+
+    fn next_event_at(&self) -> Option<SimTime> {
+        self.step.as_ref().map(|step| step.ends_at)
+    }
+
+    fn advance(&mut self, now: SimTime, events: &mut Vec<EngineEvent>) {
+        events.append(&mut self.pending_events);
+        while let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
+            let ends_at = step.ends_at;
+            self.complete_step(step);
+            if !self.running.is_empty() || !self.waiting.is_empty() {
+                self.start_step(ends_at);
+            }
+            events.append(&mut self.pending_events);
+        }
+    }
+
+    fn stats(&self) -> EngineStats {
+        EngineStats {
+            running: self.running.len(),
+            waiting: self.waiting.len(),
+            kv_usage: self.pool.usage(),
+            kv_blocks_total: u64::from(self.pool.total()),
+            block_size: self.block_size(),
+            preemptions_total: self.preemptions,
+            prefix_queries_tokens: self.prefix_queries,
+            prefix_hits_tokens: self.prefix_hits,
+            speculative: self.speculative.as_ref().map(|s| s.stats().clone()).unwrap_or_default(),
+        }
+    }
+}

@@ -1,0 +1,143 @@
+//! The fixed-timing engine: `slots` requests are served at once; a request that gets a slot at
+//! `t` delivers its first token at `t + ttft` and every further token `itl` after the previous
+//! one (in chunks of `tokens_per_chunk`); requests beyond the slots wait in FIFO order. Client
+//! measurements against it can be checked exactly.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::{Engine, EngineEvent, EngineRequest, EngineStats, RequestId, Rejection, SimTime};
+use crate::config::FixedTimingConfig;
+
+#[derive(Debug, Clone)]
+struct Active {
+    request: EngineRequest,
+    next_at: SimTime,
+    emitted: u32,
+    total: u32,
+}
+
+/// The fixed-timing engine.
+#[derive(Debug)]
+pub struct FixedTimingEngine {
+    config: FixedTimingConfig,
+    slots: Vec<Option<Active>>,
+    waiting: VecDeque<EngineRequest>,
+    pending_events: Vec<EngineEvent>,
+}
+
+impl FixedTimingEngine {
+    /// An idle engine; `config` must have passed [`FixedTimingConfig::validate`].
+    pub fn new(config: FixedTimingConfig) -> Self {
+        FixedTimingEngine {
+            slots: vec![None; config.slots as usize],
+            waiting: VecDeque::new(),
+            pending_events: Vec::new(),
+            config,
+        }
+    }
+
+    /// Service time of a request with `output_tokens` tokens: `ttft + (n − 1) · itl`.
+    pub fn service_time(&self, output_tokens: u32) -> Duration {
+        self.config.ttft + self.config.itl * output_tokens.saturating_sub(1)
+    }
+
+    fn start(&mut self, slot: usize, now: SimTime, request: EngineRequest) {
+        self.pending_events.push(EngineEvent::Scheduled { id: request.id, at: now });
+        let total = request.output_tokens();
+        let first_chunk = self.config.tokens_per_chunk.min(total);
+        let next_at = now + self.config.ttft + self.config.itl * (first_chunk - 1);
+        self.slots[slot] = Some(Active { request, next_at, emitted: 0, total });
+    }
+
+    /// Delivers the next chunk of the slot whose turn it is, at its scheduled time.
+    fn deliver(&mut self, slot: usize) {
+        let Some(active) = self.slots[slot].as_mut() else { return };
+        let at = active.next_at;
+        let count = self.config.tokens_per_chunk.min(active.total - active.emitted);
+        active.emitted += count;
+        let done = active.emitted >= active.total;
+        let finished = done.then(|| active.request.finish_reason());
+        self.pending_events.push(EngineEvent::Tokens { id: active.request.id, at, count, finished });
+        if done {
+            self.slots[slot] = None;
+            if let Some(next) = self.waiting.pop_front() {
+                self.start(slot, at, next);
+            }
+        } else {
+            let next_chunk = self.config.tokens_per_chunk.min(active.total - active.emitted);
+            active.next_at = at + self.config.itl * next_chunk;
+        }
+    }
+
+    fn earliest_slot(&self) -> Option<(usize, SimTime)> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(|(i, slot)| slot.as_ref().map(|a| (i, a.next_at)))
+            .min_by_key(|&(i, at)| (at, i))
+    }
+}
+
+impl Engine for FixedTimingEngine {
+    fn submit(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
+        if request.max_output_tokens == 0 {
+            return Err(Rejection::Invalid("max_tokens must be at least 1".into()));
+        }
+        let wanted = u64::from(request.prompt_tokens) + u64::from(request.max_output_tokens);
+        if wanted > u64::from(self.config.max_model_len) {
+            return Err(Rejection::TooLong(format!(
+                "This model's maximum context length is {} tokens. However, you requested {wanted} tokens.",
+                self.config.max_model_len
+            )));
+        }
+        match self.slots.iter().position(Option::is_none) {
+            Some(slot) => self.start(slot, now, request),
+            None if self.waiting.len() >= self.config.max_waiting => {
+                return Err(Rejection::QueueFull {
+                    waiting: self.waiting.len(),
+                    retry_after: self.service_time(1).max(Duration::from_millis(100)),
+                });
+            }
+            None => self.waiting.push_back(request),
+        }
+        Ok(())
+    }
+
+    fn cancel(&mut self, now: SimTime, id: RequestId) {
+        if let Some(pos) = self.waiting.iter().position(|r| r.id == id) {
+            self.waiting.remove(pos);
+            return;
+        }
+        let slot = self.slots.iter().position(|s| s.as_ref().is_some_and(|a| a.request.id == id));
+        if let Some(slot) = slot {
+            self.slots[slot] = None;
+            if let Some(next) = self.waiting.pop_front() {
+                self.start(slot, now, next);
+            }
+        }
+    }
+
+    fn next_event_at(&self) -> Option<SimTime> {
+        self.earliest_slot().map(|(_, at)| at)
+    }
+
+    fn advance(&mut self, now: SimTime, events: &mut Vec<EngineEvent>) {
+        events.append(&mut self.pending_events);
+        while let Some((slot, at)) = self.earliest_slot() {
+            if at > now {
+                break;
+            }
+            self.deliver(slot);
+            events.append(&mut self.pending_events);
+        }
+    }
+
+    fn stats(&self) -> EngineStats {
+        EngineStats {
+            running: self.slots.iter().filter(|s| s.is_some()).count(),
+            waiting: self.waiting.len(),
+            ..EngineStats::default()
+        }
+    }
+}

@@ -1,0 +1,29 @@
+//! goodput's embedded inference-server simulator.
+//!
+//! Layout:
+//! - [`config`]: what to simulate (engine kind, model × accelerator, scheduler, faults).
+//! - [`engine`]: discrete-event engines: [`engine::batching`] (continuous batching over a
+//!   paged KV cache with a roofline step time) and [`engine::fixed`] (constant TTFT/ITL on N
+//!   slots). They own no clock and do no I/O.
+//! - [`virtual_time`]: runs an engine in virtual time (no HTTP, no sleeping).
+//!
+//! The simulator never depends on `goodput-core`; both share `goodput-protocol`.
+#![deny(missing_docs)]
+
+pub mod config;
+pub mod engine;
+pub mod virtual_time;
+
+pub use config::{EngineConfig, SimConfig};
+pub use engine::{Engine, EngineEvent, EngineRequest};
+pub use virtual_time::Simulation;
+
+/// Builds the engine a configuration describes (the configuration must be valid).
+pub fn build_engine(config: &SimConfig) -> Box<dyn Engine> {
+    match &config.engine {
+        EngineConfig::Batching(batching) => {
+            Box::new(engine::batching::BatchingEngine::new(batching.clone(), config.seed))
+        }
+        EngineConfig::Fixed(fixed) => Box::new(engine::fixed::FixedTimingEngine::new(fixed.clone())),
+    }
+}
