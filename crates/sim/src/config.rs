@@ -24,6 +24,10 @@ pub struct SimConfig {
     pub faults: FaultConfig,
     /// How `usage.prompt_tokens` is counted.
     pub prompt_tokenizer: PromptTokenizer,
+    /// Mean answer length when a request lets the model stop (no `ignore_eos`): the
+    /// end-of-sequence position is drawn from a geometric distribution with this mean (never
+    /// before `min_tokens`). Absent: the model never stops early and answers fill `max_tokens`.
+    pub natural_output_tokens_mean: Option<f64>,
 }
 
 impl Default for SimConfig {
@@ -35,6 +39,7 @@ impl Default for SimConfig {
             seed: 0,
             faults: FaultConfig::default(),
             prompt_tokenizer: PromptTokenizer::Cl100k,
+            natural_output_tokens_mean: None,
         }
     }
 }
@@ -422,6 +427,11 @@ impl SimConfig {
             return Err(ConfigError::invalid("time_scale", "must be a positive number"));
         }
         self.faults.validate()?;
+        if let Some(mean) = self.natural_output_tokens_mean {
+            if !(mean.is_finite() && mean >= 1.0) {
+                return Err(ConfigError::invalid("natural_output_tokens_mean", "must be at least 1"));
+            }
+        }
         match &self.engine {
             EngineConfig::Batching(config) => config.validate(),
             EngineConfig::Fixed(config) => config.validate(),
