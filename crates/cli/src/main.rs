@@ -1,1 +1,24 @@
-fn main() {}
+//! The `goodput` binary: parses the command line and hands over to [`app::run`], which returns
+//! the exit status. Errors print with their causes; a closed stdout (`| head`) is not an error.
+
+mod app;
+mod args;
+mod cli;
+mod commands;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    match app::run(cli) {
+        Ok(code) => code,
+        Err(error) if app::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(app::EXIT_USAGE)
+        }
+    }
+}

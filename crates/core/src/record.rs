@@ -77,12 +77,20 @@ pub struct Failure {
 impl Failure {
     /// A failure of `kind` with a message.
     pub fn new(kind: OutcomeKind, message: impl Into<String>) -> Self {
-        Failure { kind, status: None, message: message.into() }
+        Failure {
+            kind,
+            status: None,
+            message: message.into(),
+        }
     }
 
     /// An HTTP status failure.
     pub fn http(status: u16, message: impl Into<String>) -> Self {
-        Failure { kind: OutcomeKind::Http, status: Some(status), message: message.into() }
+        Failure {
+            kind: OutcomeKind::Http,
+            status: Some(status),
+            message: message.into(),
+        }
     }
 }
 
@@ -98,8 +106,14 @@ pub struct ChunkArrival {
 }
 
 /// Response headers worth keeping (lower-case names).
-pub const KEPT_HEADERS: [&str; 6] =
-    ["server", "x-request-id", "retry-after", "date", "x-ratelimit-remaining-requests", "via"];
+pub const KEPT_HEADERS: [&str; 6] = [
+    "server",
+    "x-request-id",
+    "retry-after",
+    "date",
+    "x-ratelimit-remaining-requests",
+    "via",
+];
 
 /// Longest generated text kept per request (longer answers are counted, not stored).
 pub const MAX_KEPT_TEXT: usize = 1 << 20;
@@ -149,7 +163,11 @@ impl Exchange {
         if self.text.len() + text.len() <= MAX_KEPT_TEXT {
             self.text.push_str(text);
         }
-        self.chunks.push(ChunkArrival { at, text_bytes: bytes, cumulative_tokens });
+        self.chunks.push(ChunkArrival {
+            at,
+            text_bytes: bytes,
+            cumulative_tokens,
+        });
     }
 
     /// Marks the request failed unless an earlier failure is already recorded.
@@ -264,4 +282,68 @@ impl RequestRecord {
     pub fn is_ok(&self) -> bool {
         self.failure.is_none()
     }
+}
+
+/// Latencies derived from a record: the single definition every metric uses
+/// (see `docs/metrics.md`).
+impl RequestRecord {
+    /// TTFT from the scheduled send time: `first_token − scheduled`.
+    pub fn ttft(&self) -> Option<Duration> {
+        self.first_token_us
+            .map(|t| micros(t.saturating_sub(self.scheduled_us)))
+    }
+
+    /// TTFT from the actual send: `first_token − sent`.
+    pub fn ttft_from_send(&self) -> Option<Duration> {
+        Some(micros(self.first_token_us?.saturating_sub(self.sent_us?)))
+    }
+
+    /// E2E from the scheduled send time to the last generated output: `last_token − scheduled`.
+    pub fn e2e(&self) -> Option<Duration> {
+        self.last_token_us
+            .map(|t| micros(t.saturating_sub(self.scheduled_us)))
+    }
+
+    /// E2E from the actual send: `last_token − sent`.
+    pub fn e2e_from_send(&self) -> Option<Duration> {
+        Some(micros(self.last_token_us?.saturating_sub(self.sent_us?)))
+    }
+
+    /// TPOT: `(last_token − first_token) / (output_tokens − 1)`; needs two or more tokens.
+    pub fn tpot(&self) -> Option<Duration> {
+        let (first, last) = (self.first_token_us?, self.last_token_us?);
+        (self.output_tokens >= 2)
+            .then(|| micros(last.saturating_sub(first)) / tokens_u32(self.output_tokens - 1))
+    }
+
+    /// Dispatch lag: `sent − scheduled` (includes any client-side queueing).
+    pub fn dispatch_lag(&self) -> Option<Duration> {
+        self.sent_us
+            .map(|t| micros(t.saturating_sub(self.scheduled_us)))
+    }
+
+    /// Time spent in the client-side concurrency queue: `dequeued − scheduled`.
+    pub fn client_queue_wait(&self) -> Duration {
+        micros(self.dequeued_us.saturating_sub(self.scheduled_us))
+    }
+
+    /// Per-token inter-token latencies: for every output chunk after the first, the gap since
+    /// the previous chunk split evenly over the chunk's `k` tokens, as `(gap / k, k)`.
+    pub fn itl_samples(&self) -> impl Iterator<Item = (Duration, u64)> + '_ {
+        self.chunks
+            .windows(2)
+            .filter(|pair| pair[1][1] > 0)
+            .map(|pair| {
+                let gap = micros(pair[1][0].saturating_sub(pair[0][0]));
+                (gap / tokens_u32(pair[1][1]), pair[1][1])
+            })
+    }
+}
+
+fn micros(us: u64) -> Duration {
+    Duration::from_micros(us)
+}
+
+fn tokens_u32(tokens: u64) -> u32 {
+    u32::try_from(tokens.max(1)).unwrap_or(u32::MAX)
 }

@@ -80,7 +80,9 @@ impl MessageContent {
     pub fn text(&self) -> String {
         match self {
             MessageContent::Text(text) => text.clone(),
-            MessageContent::Parts(parts) => parts.iter().filter_map(|p| p.text.as_deref()).collect(),
+            MessageContent::Parts(parts) => {
+                parts.iter().filter_map(|p| p.text.as_deref()).collect()
+            }
             MessageContent::Null => String::new(),
         }
     }

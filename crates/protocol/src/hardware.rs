@@ -76,8 +76,12 @@ fn default_dtype() -> DType {
 
 impl ModelSpec {
     /// Names of the built-in model presets.
-    pub const PRESETS: [&'static str; 4] =
-        ["llama-3.1-8b", "llama-3.1-70b", "qwen2.5-7b", "llama-3.2-1b"];
+    pub const PRESETS: [&'static str; 4] = [
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "qwen2.5-7b",
+        "llama-3.2-1b",
+    ];
 
     /// A built-in model preset by name (see [`ModelSpec::PRESETS`]).
     pub fn preset(name: &str) -> Option<ModelSpec> {
@@ -123,7 +127,11 @@ impl ModelSpec {
 
     /// Total parameter count: layers, input embedding, output head (unless tied), final norm.
     pub fn params(&self) -> f64 {
-        let head = if self.tied_embeddings { 0.0 } else { self.embedding_params() };
+        let head = if self.tied_embeddings {
+            0.0
+        } else {
+            self.embedding_params()
+        };
         f64::from(self.layers) * self.layer_params()
             + self.embedding_params()
             + head
@@ -144,7 +152,11 @@ impl ModelSpec {
     /// Weight bytes streamed from memory on every forward step: everything but the input
     /// embedding table, whose rows are gathered rather than read in full.
     pub fn streamed_weight_bytes(&self) -> f64 {
-        let gathered = if self.tied_embeddings { 0.0 } else { self.embedding_params() };
+        let gathered = if self.tied_embeddings {
+            0.0
+        } else {
+            self.embedding_params()
+        };
         (self.params() - gathered) * self.weight_dtype.bytes()
     }
 
@@ -194,7 +206,7 @@ impl ModelSpec {
         if let Some((field, _)) = dims.iter().find(|(_, value)| *value == 0) {
             return Err(SpecError::new(&self.name, field, "must be greater than 0"));
         }
-        if self.heads % self.kv_heads != 0 {
+        if !self.heads.is_multiple_of(self.kv_heads) {
             return Err(SpecError::new(&self.name, "kv_heads", "must divide heads"));
         }
         Ok(())
@@ -249,7 +261,9 @@ impl GpuSpec {
             interconnect_gb_per_sec: link,
         };
         match name.to_ascii_lowercase().as_str() {
-            "a100-80g" | "a100" => Some(gpu("A100-80G", 312.0, 0.0, 2.039, 80.0, 0.38, 0.18, 300.0)),
+            "a100-80g" | "a100" => {
+                Some(gpu("A100-80G", 312.0, 0.0, 2.039, 80.0, 0.38, 0.18, 300.0))
+            }
             "h100" => Some(gpu("H100", 989.5, 1979.0, 3.35, 80.0, 0.45, 0.30, 450.0)),
             "h200" => Some(gpu("H200", 989.5, 1979.0, 4.8, 140.0, 0.45, 0.30, 450.0)),
             "l40s" => Some(gpu("L40S", 362.05, 733.0, 0.864, 45.0, 0.32, 0.08, 32.0)),
@@ -281,7 +295,11 @@ impl GpuSpec {
             ("interconnect_gb_per_sec", self.interconnect_gb_per_sec),
         ];
         if let Some((field, _)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
-            return Err(SpecError::new(&self.name, field, "must be a positive number"));
+            return Err(SpecError::new(
+                &self.name,
+                field,
+                "must be a positive number",
+            ));
         }
         let fractions = [
             ("mfu_prefill", self.mfu_prefill),
@@ -292,7 +310,11 @@ impl GpuSpec {
             return Err(SpecError::new(&self.name, field, "must be in (0, 1]"));
         }
         if !(self.fp8_tflops.is_finite() && self.fp8_tflops >= 0.0) {
-            return Err(SpecError::new(&self.name, "fp8_tflops", "must be 0 or positive"));
+            return Err(SpecError::new(
+                &self.name,
+                "fp8_tflops",
+                "must be 0 or positive",
+            ));
         }
         Ok(())
     }
@@ -324,8 +346,11 @@ impl Deployment {
     /// Negative when the weights do not fit.
     pub fn kv_pool_bytes(&self) -> f64 {
         let tp = f64::from(self.tensor_parallel.max(1));
-        let non_tensor =
-            if self.tensor_parallel > 1 { NON_TENSOR_GIB_PARALLEL } else { NON_TENSOR_GIB_SINGLE };
+        let non_tensor = if self.tensor_parallel > 1 {
+            NON_TENSOR_GIB_PARALLEL
+        } else {
+            NON_TENSOR_GIB_SINGLE
+        };
         let usable = self.gpu.memory_gib * self.gpu_memory_utilization * tp * GIB;
         usable - self.model.weight_bytes() - (ACTIVATION_RESERVE_GIB + non_tensor) * tp * GIB
     }
@@ -333,7 +358,11 @@ impl Deployment {
     /// Tokens the KV cache holds (0 when the weights do not fit).
     pub fn kv_capacity_tokens(&self) -> u64 {
         let tokens = self.kv_pool_bytes() / self.model.kv_bytes_per_token();
-        if tokens.is_finite() && tokens > 0.0 { tokens as u64 } else { 0 }
+        if tokens.is_finite() && tokens > 0.0 {
+            tokens as u64
+        } else {
+            0
+        }
     }
 
     /// Bandwidth-bound floor of one decode step at batch 1 (weights streamed once, KV of
@@ -348,10 +377,18 @@ impl Deployment {
         self.model.validate()?;
         self.gpu.validate()?;
         if self.tensor_parallel == 0 {
-            return Err(SpecError::new("deployment", "tensor_parallel", "must be at least 1"));
+            return Err(SpecError::new(
+                "deployment",
+                "tensor_parallel",
+                "must be at least 1",
+            ));
         }
         if !(self.gpu_memory_utilization > 0.0 && self.gpu_memory_utilization <= 1.0) {
-            return Err(SpecError::new("deployment", "gpu_memory_utilization", "must be in (0, 1]"));
+            return Err(SpecError::new(
+                "deployment",
+                "gpu_memory_utilization",
+                "must be in (0, 1]",
+            ));
         }
         if self.kv_capacity_tokens() == 0 {
             let message = format!(
@@ -408,7 +445,11 @@ mod tests {
     fn llama_8b_figures_match_the_published_config() {
         let model = ModelSpec::preset("llama-3.1-8b").unwrap();
         // 8.03 B parameters, 16.06 GB of BF16 weights, 128 KiB of KV per token.
-        assert!((model.params() / 1e9 - 8.030).abs() < 0.005, "{}", model.params());
+        assert!(
+            (model.params() / 1e9 - 8.030).abs() < 0.005,
+            "{}",
+            model.params()
+        );
         assert!((model.weight_bytes() / 1e9 - 16.06).abs() < 0.01);
         assert_eq!(model.kv_bytes_per_token(), 131_072.0);
     }
@@ -416,7 +457,11 @@ mod tests {
     #[test]
     fn llama_70b_has_70_6_billion_parameters() {
         let model = ModelSpec::preset("llama-3.1-70b").unwrap();
-        assert!((model.params() / 1e9 - 70.55).abs() < 0.05, "{}", model.params());
+        assert!(
+            (model.params() / 1e9 - 70.55).abs() < 0.05,
+            "{}",
+            model.params()
+        );
         assert_eq!(model.kv_bytes_per_token(), 327_680.0);
     }
 

@@ -11,6 +11,7 @@ pub mod hardware;
 pub mod models;
 pub mod stream;
 pub mod usage;
+pub mod vocabulary;
 
 pub use chat::{ChatCompletionRequest, ChatMessage, MessageContent};
 pub use completions::{CompletionRequest, Prompt};

@@ -82,7 +82,10 @@ impl<'a> ChoiceView<'a> {
     /// Whether the choice carries generated output: non-empty text or a tool-call delta.
     pub fn has_output(&self) -> bool {
         self.generated_text().is_some()
-            || self.delta.as_ref().is_some_and(|delta| delta.tool_calls.is_some())
+            || self
+                .delta
+                .as_ref()
+                .is_some_and(|delta| delta.tool_calls.is_some())
     }
 }
 

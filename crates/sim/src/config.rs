@@ -57,6 +57,7 @@ pub enum PromptTokenizer {
 /// The engine model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // built once per simulator; boxing would only obscure it
 pub enum EngineConfig {
     /// Continuous batching with paged KV cache and a roofline step time.
     Batching(BatchingConfig),
@@ -167,7 +168,9 @@ impl BatchingConfig {
 
     /// Checks every field, naming the one to fix.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        self.deployment().validate().map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        self.deployment()
+            .validate()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let positive = [
             ("max_num_seqs", self.max_num_seqs),
             ("max_num_batched_tokens", self.max_num_batched_tokens),
@@ -185,7 +188,10 @@ impl BatchingConfig {
             return Err(ConfigError::invalid("watermark", "must be in [0, 0.5)"));
         }
         if self.kv_blocks() == 0 {
-            return Err(ConfigError::invalid("kv_blocks_override", "must be at least 1"));
+            return Err(ConfigError::invalid(
+                "kv_blocks_override",
+                "must be at least 1",
+            ));
         }
         self.overheads.validate()?;
         if let Some(speculative) = &self.speculative {
@@ -277,10 +283,16 @@ impl SpeculativeConfig {
             ));
         }
         if self.acceptance.iter().any(|r| !(0.0..=1.0).contains(r)) {
-            return Err(ConfigError::invalid("speculative.acceptance", "rates must be in [0, 1]"));
+            return Err(ConfigError::invalid(
+                "speculative.acceptance",
+                "rates must be in [0, 1]",
+            ));
         }
         if !(self.draft_cost_ratio.is_finite() && self.draft_cost_ratio >= 0.0) {
-            return Err(ConfigError::invalid("speculative.draft_cost_ratio", "must be 0 or positive"));
+            return Err(ConfigError::invalid(
+                "speculative.draft_cost_ratio",
+                "must be 0 or positive",
+            ));
         }
         Ok(())
     }
@@ -328,7 +340,10 @@ impl FixedTimingConfig {
             return Err(ConfigError::invalid("slots", "must be at least 1"));
         }
         if self.tokens_per_chunk == 0 {
-            return Err(ConfigError::invalid("tokens_per_chunk", "must be at least 1"));
+            return Err(ConfigError::invalid(
+                "tokens_per_chunk",
+                "must be at least 1",
+            ));
         }
         if self.max_model_len == 0 {
             return Err(ConfigError::invalid("max_model_len", "must be at least 1"));
@@ -392,10 +407,16 @@ impl FaultConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let rates = self.rates();
         if let Some((name, _)) = rates.iter().find(|(_, r)| !(0.0..=1.0).contains(r)) {
-            return Err(ConfigError::invalid(&format!("faults.{name}"), "must be in [0, 1]"));
+            return Err(ConfigError::invalid(
+                &format!("faults.{name}"),
+                "must be in [0, 1]",
+            ));
         }
         if rates.iter().map(|(_, r)| r).sum::<f64>() > 1.0 + 1e-9 {
-            return Err(ConfigError::invalid("faults", "rates must sum to at most 1"));
+            return Err(ConfigError::invalid(
+                "faults",
+                "rates must sum to at most 1",
+            ));
         }
         Ok(())
     }
@@ -424,13 +445,19 @@ impl SimConfig {
     /// Checks the whole configuration, naming the field to fix.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
-            return Err(ConfigError::invalid("time_scale", "must be a positive number"));
+            return Err(ConfigError::invalid(
+                "time_scale",
+                "must be a positive number",
+            ));
         }
         self.faults.validate()?;
-        if let Some(mean) = self.natural_output_tokens_mean {
-            if !(mean.is_finite() && mean >= 1.0) {
-                return Err(ConfigError::invalid("natural_output_tokens_mean", "must be at least 1"));
-            }
+        if let Some(mean) = self.natural_output_tokens_mean
+            && !(mean.is_finite() && mean >= 1.0)
+        {
+            return Err(ConfigError::invalid(
+                "natural_output_tokens_mean",
+                "must be at least 1",
+            ));
         }
         match &self.engine {
             EngineConfig::Batching(config) => config.validate(),
@@ -440,7 +467,9 @@ impl SimConfig {
 
     /// The model name to serve.
     pub fn model_name(&self) -> String {
-        self.served_model_name.clone().unwrap_or_else(|| self.engine.default_model_name())
+        self.served_model_name
+            .clone()
+            .unwrap_or_else(|| self.engine.default_model_name())
     }
 }
 
@@ -493,11 +522,16 @@ mod model_ref {
         Custom(ModelSpec),
     }
 
-    pub(super) fn serialize<S: serde::Serializer>(spec: &ModelSpec, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: serde::Serializer>(
+        spec: &ModelSpec,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         spec.serialize(s)
     }
 
-    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<ModelSpec, D::Error> {
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<ModelSpec, D::Error> {
         match ModelRef::deserialize(d)? {
             ModelRef::Custom(spec) => Ok(spec),
             ModelRef::Preset(name) => ModelSpec::preset(&name).ok_or_else(|| {
@@ -574,11 +608,22 @@ mod tests {
         "#;
         let config: SimConfig = toml::from_str(text).unwrap();
         config.validate().unwrap();
-        let EngineConfig::Batching(engine) = &config.engine else { panic!("batching") };
+        let EngineConfig::Batching(engine) = &config.engine else {
+            panic!("batching")
+        };
         assert_eq!(engine.model.layers, 80);
         assert_eq!(engine.tensor_parallel, 4);
         let expected = 1.0 + 0.8 + 0.8 * 0.5;
-        assert!((engine.speculative.as_ref().unwrap().expected_tokens_per_step() - expected).abs() < 1e-12);
+        assert!(
+            (engine
+                .speculative
+                .as_ref()
+                .unwrap()
+                .expected_tokens_per_step()
+                - expected)
+                .abs()
+                < 1e-12
+        );
     }
 
     #[test]
@@ -592,14 +637,20 @@ mod tests {
     fn fixed_engine_from_json() {
         let text = r#"{"engine": {"kind": "fixed", "ttft": 250, "itl": 5.5, "slots": 2}}"#;
         let config: SimConfig = serde_json::from_str(text).unwrap();
-        let EngineConfig::Fixed(fixed) = &config.engine else { panic!("fixed") };
+        let EngineConfig::Fixed(fixed) = &config.engine else {
+            panic!("fixed")
+        };
         assert_eq!(fixed.ttft, Duration::from_millis(250));
         assert_eq!(fixed.itl, Duration::from_micros(5500));
     }
 
     #[test]
     fn fault_rates_must_sum_to_one_at_most() {
-        let faults = FaultConfig { http_500: 0.7, http_429: 0.7, ..FaultConfig::default() };
+        let faults = FaultConfig {
+            http_500: 0.7,
+            http_429: 0.7,
+            ..FaultConfig::default()
+        };
         assert!(faults.validate().is_err());
     }
 }

@@ -6,24 +6,39 @@
 //!   paged KV cache with a roofline step time) and [`engine::fixed`] (constant TTFT/ITL on N
 //!   slots). They own no clock and do no I/O.
 //! - [`virtual_time`]: runs an engine in virtual time (no HTTP, no sleeping).
+//! - [`driver`]: runs an engine in real (or scaled) time behind a cloneable handle.
+//! - [`text`]: prompt token counting, prefix-cache block hashes, generated words.
+//! - [`server_metrics`]: the vLLM-named Prometheus metrics served at `/metrics`.
+//! - [`http`]: the OpenAI-compatible HTTP server ([`SimServer`], [`spawn`]).
+//! - [`explain`](mod@explain): the derived figures behind `goodput sim --explain`.
 //!
 //! The simulator never depends on `goodput-core`; both share `goodput-protocol`.
 #![deny(missing_docs)]
 
 pub mod config;
+pub mod driver;
 pub mod engine;
+pub mod explain;
+pub mod http;
+pub mod server_metrics;
+pub mod text;
 pub mod virtual_time;
 
 pub use config::{EngineConfig, SimConfig};
 pub use engine::{Engine, EngineEvent, EngineRequest};
+pub use explain::explain;
+pub use http::{RunningSim, SimServer, SpawnError, spawn};
 pub use virtual_time::Simulation;
 
 /// Builds the engine a configuration describes (the configuration must be valid).
 pub fn build_engine(config: &SimConfig) -> Box<dyn Engine> {
     match &config.engine {
-        EngineConfig::Batching(batching) => {
-            Box::new(engine::batching::BatchingEngine::new(batching.clone(), config.seed))
+        EngineConfig::Batching(batching) => Box::new(engine::batching::BatchingEngine::new(
+            batching.clone(),
+            config.seed,
+        )),
+        EngineConfig::Fixed(fixed) => {
+            Box::new(engine::fixed::FixedTimingEngine::new(fixed.clone()))
         }
-        EngineConfig::Fixed(fixed) => Box::new(engine::fixed::FixedTimingEngine::new(fixed.clone())),
     }
 }

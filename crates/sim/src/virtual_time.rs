@@ -114,7 +114,11 @@ impl Simulation {
     pub fn submit(&mut self, at: SimTime, request: EngineRequest) {
         self.run_until(at.max(self.now));
         let id = request.id;
-        let mut timeline = RequestTimeline { id, arrival: self.now, ..RequestTimeline::default() };
+        let mut timeline = RequestTimeline {
+            id,
+            arrival: self.now,
+            ..RequestTimeline::default()
+        };
         if let Err(rejection) = self.engine.submit(self.now, request) {
             timeline.rejected = Some(rejection);
         }
@@ -136,7 +140,9 @@ impl Simulation {
 
     /// Advances to the engine's next event and returns what happened (empty when idle).
     pub fn run_next(&mut self) -> Vec<EngineEvent> {
-        let Some(at) = self.engine.next_event_at() else { return Vec::new() };
+        let Some(at) = self.engine.next_event_at() else {
+            return Vec::new();
+        };
         self.now = self.now.max(at);
         self.engine.advance(self.now, &mut self.events);
         let happened = self.events.clone();
@@ -175,7 +181,12 @@ impl Simulation {
                         self.timelines[i].scheduled.get_or_insert(at);
                     }
                 }
-                EngineEvent::Tokens { id, at, count, finished } => {
+                EngineEvent::Tokens {
+                    id,
+                    at,
+                    count,
+                    finished,
+                } => {
                     if let Some(i) = timeline(&id) {
                         let t = &mut self.timelines[i];
                         t.deliveries.push((at, count));

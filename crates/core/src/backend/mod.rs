@@ -3,6 +3,7 @@
 //! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat and completions, streamed or
 //! not). Later: embeddings, image models, generic JSON, or any async call timed as a library.
 
+pub mod discovery;
 pub mod openai;
 pub mod sse;
 

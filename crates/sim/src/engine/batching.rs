@@ -15,7 +15,7 @@ use super::cost::{BatchEntry, StepCostModel};
 use super::kv::{BlockId, BlockPool, blocks_for};
 use super::speculative::AcceptanceSampler;
 use super::{
-    Engine, EngineEvent, EngineRequest, EngineStats, RequestId, Rejection, SimTime, StepSummary,
+    Engine, EngineEvent, EngineRequest, EngineStats, Rejection, RequestId, SimTime, StepSummary,
 };
 use crate::config::BatchingConfig;
 
@@ -97,14 +97,19 @@ impl BatchingEngine {
         let token_budget = if config.chunked_prefill {
             config.max_num_batched_tokens
         } else {
-            config.max_num_batched_tokens.max(config.effective_max_model_len())
+            config
+                .max_num_batched_tokens
+                .max(config.effective_max_model_len())
         };
         BatchingEngine {
             cost: StepCostModel::new(&config),
             pool: BlockPool::new(blocks),
             token_budget,
             watermark_blocks: (f64::from(blocks) * config.watermark).floor() as u32,
-            speculative: config.speculative.as_ref().map(|s| AcceptanceSampler::new(s, seed)),
+            speculative: config
+                .speculative
+                .as_ref()
+                .map(|s| AcceptanceSampler::new(s, seed)),
             config,
             waiting: VecDeque::new(),
             running: Vec::new(),
@@ -138,7 +143,10 @@ impl BatchingEngine {
                 request.prompt_tokens, request.max_output_tokens
             )));
         }
-        let needed = blocks_for(request.prompt_tokens + request.output_tokens(), self.block_size());
+        let needed = blocks_for(
+            request.prompt_tokens + request.output_tokens(),
+            self.block_size(),
+        );
         if needed > self.pool.total() {
             return Err(Rejection::TooLong(format!(
                 "the request needs {needed} KV blocks but the whole cache holds {}",
@@ -160,7 +168,10 @@ impl BatchingEngine {
 
     /// Draft tokens to propose for a decode sequence this step.
     fn drafts_for(&self, seq: &Sequence) -> u32 {
-        let k = self.speculative.as_ref().map_or(0, AcceptanceSampler::num_draft_tokens);
+        let k = self
+            .speculative
+            .as_ref()
+            .map_or(0, AcceptanceSampler::num_draft_tokens);
         k.min(seq.target_output.saturating_sub(seq.generated + 1))
     }
 
@@ -179,7 +190,11 @@ impl BatchingEngine {
         }
         let batch: Vec<BatchEntry> = entries
             .iter()
-            .map(|e| BatchEntry { new_tokens: e.new_tokens, context: e.context, is_prefill: e.is_prefill })
+            .map(|e| BatchEntry {
+                new_tokens: e.new_tokens,
+                context: e.context,
+                is_prefill: e.is_prefill,
+            })
             .collect();
         let drafting = entries.iter().any(|e| e.drafts > 0);
         let duration = self.cost.cost(&batch, drafting).duration();
@@ -188,14 +203,29 @@ impl BatchingEngine {
             duration,
             sequences: u32::try_from(entries.len()).unwrap_or(u32::MAX),
             batched_tokens: entries.iter().map(|e| e.new_tokens).sum(),
-            prefill_tokens: entries.iter().filter(|e| e.is_prefill).map(|e| e.new_tokens).sum(),
+            prefill_tokens: entries
+                .iter()
+                .filter(|e| e.is_prefill)
+                .map(|e| e.new_tokens)
+                .sum(),
         };
-        self.step = Some(ActiveStep { ends_at: now + duration, entries, summary });
+        self.step = Some(ActiveStep {
+            ends_at: now + duration,
+            entries,
+            summary,
+        });
     }
 
     /// Schedules running sequences, decodes first. Returns whether anything was preempted.
-    fn schedule_running(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) -> bool {
-        let mut order: Vec<usize> = (0..self.running.len()).filter(|&i| !self.running[i].is_prefill()).collect();
+    fn schedule_running(
+        &mut self,
+        now: SimTime,
+        entries: &mut Vec<Scheduled>,
+        budget: &mut u32,
+    ) -> bool {
+        let mut order: Vec<usize> = (0..self.running.len())
+            .filter(|&i| !self.running[i].is_prefill())
+            .collect();
         order.extend((0..self.running.len()).filter(|&i| self.running[i].is_prefill()));
         let mut preempted = false;
         for index in order {
@@ -204,14 +234,30 @@ impl BatchingEngine {
             }
             let seq = &self.running[index];
             let entry = if seq.is_prefill() {
-                let new = if self.config.chunked_prefill { seq.pending().min(*budget) } else { seq.pending() };
+                let new = if self.config.chunked_prefill {
+                    seq.pending().min(*budget)
+                } else {
+                    seq.pending()
+                };
                 if new > *budget {
                     continue;
                 }
-                Scheduled { id: seq.request.id, new_tokens: new, drafts: 0, context: seq.computed, is_prefill: true }
+                Scheduled {
+                    id: seq.request.id,
+                    new_tokens: new,
+                    drafts: 0,
+                    context: seq.computed,
+                    is_prefill: true,
+                }
             } else {
                 let drafts = self.drafts_for(seq).min(budget.saturating_sub(1));
-                Scheduled { id: seq.request.id, new_tokens: 1 + drafts, drafts, context: seq.computed, is_prefill: false }
+                Scheduled {
+                    id: seq.request.id,
+                    new_tokens: 1 + drafts,
+                    drafts,
+                    context: seq.computed,
+                    is_prefill: false,
+                }
             };
             let need = blocks_for(seq.computed + entry.new_tokens, self.block_size())
                 .saturating_sub(u32::try_from(seq.blocks.len()).unwrap_or(u32::MAX));
@@ -239,7 +285,9 @@ impl BatchingEngine {
 
     /// Preempts the newest running sequence: frees its KV and requeues it at the front.
     fn preempt_last(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) {
-        let Some(mut seq) = self.running.pop() else { return };
+        let Some(mut seq) = self.running.pop() else {
+            return;
+        };
         if let Some(pos) = entries.iter().position(|e| e.id == seq.request.id) {
             *budget += entries.remove(pos).new_tokens;
         }
@@ -248,7 +296,10 @@ impl BatchingEngine {
         seq.registered_blocks = 0;
         seq.computed = 0;
         self.preemptions += 1;
-        self.pending_events.push(EngineEvent::Preempted { id: seq.request.id, at: now });
+        self.pending_events.push(EngineEvent::Preempted {
+            id: seq.request.id,
+            at: now,
+        });
         self.waiting.push_front(seq);
     }
 
@@ -256,29 +307,41 @@ impl BatchingEngine {
     fn admit_waiting(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) {
         let max_seqs = self.config.max_num_seqs as usize;
         while *budget > 0 && self.running.len() < max_seqs {
-            let Some(seq) = self.waiting.front() else { break };
+            let Some(seq) = self.waiting.front() else {
+                break;
+            };
             let total = seq.total_tokens();
             let reusable = if self.config.prefix_caching {
                 let limit = ((total - 1) / self.block_size()) as usize;
-                self.pool.cached_prefix_len(&seq.request.block_hashes).min(limit)
+                self.pool
+                    .cached_prefix_len(&seq.request.block_hashes)
+                    .min(limit)
             } else {
                 0
             };
             let cached_tokens = u32::try_from(reusable).unwrap_or(u32::MAX) * self.block_size();
             let pending = total - cached_tokens;
-            let new = if self.config.chunked_prefill { pending.min(*budget) } else { pending };
+            let new = if self.config.chunked_prefill {
+                pending.min(*budget)
+            } else {
+                pending
+            };
             if new > *budget {
                 break;
             }
-            let need = blocks_for(cached_tokens + new, self.block_size()).saturating_sub(
-                u32::try_from(reusable).unwrap_or(u32::MAX),
-            );
-            let reserve = need + u32::try_from(reusable).unwrap_or(u32::MAX) + self.watermark_blocks;
+            let need = blocks_for(cached_tokens + new, self.block_size())
+                .saturating_sub(u32::try_from(reusable).unwrap_or(u32::MAX));
+            let reserve =
+                need + u32::try_from(reusable).unwrap_or(u32::MAX) + self.watermark_blocks;
             if self.pool.free() < reserve {
                 break;
             }
-            let Some(mut seq) = self.waiting.pop_front() else { break };
-            let mut blocks = self.pool.acquire_cached(&seq.request.block_hashes, reusable);
+            let Some(mut seq) = self.waiting.pop_front() else {
+                break;
+            };
+            let mut blocks = self
+                .pool
+                .acquire_cached(&seq.request.block_hashes, reusable);
             match self.pool.allocate(need) {
                 Some(fresh) => blocks.extend(fresh),
                 None => {
@@ -294,7 +357,10 @@ impl BatchingEngine {
             seq.computed = cached_tokens;
             if !seq.admitted_once {
                 seq.admitted_once = true;
-                self.pending_events.push(EngineEvent::Scheduled { id: seq.request.id, at: now });
+                self.pending_events.push(EngineEvent::Scheduled {
+                    id: seq.request.id,
+                    at: now,
+                });
             }
             entries.push(Scheduled {
                 id: seq.request.id,
@@ -326,10 +392,13 @@ impl BatchingEngine {
     /// Applies a finished step: advances every sequence it carried and emits their tokens.
     fn complete_step(&mut self, step: ActiveStep) {
         let at = step.ends_at;
-        let by_id: HashMap<RequestId, Scheduled> = step.entries.iter().map(|e| (e.id, *e)).collect();
+        let by_id: HashMap<RequestId, Scheduled> =
+            step.entries.iter().map(|e| (e.id, *e)).collect();
         let mut finished = Vec::new();
         for index in 0..self.running.len() {
-            let Some(entry) = by_id.get(&self.running[index].request.id) else { continue };
+            let Some(entry) = by_id.get(&self.running[index].request.id) else {
+                continue;
+            };
             let accepted = match (&mut self.speculative, entry.drafts) {
                 (Some(sampler), drafts) if drafts > 0 => sampler.verify(drafts),
                 _ => 0,
@@ -348,7 +417,12 @@ impl BatchingEngine {
             let done = seq.generated >= seq.target_output;
             if produced > 0 {
                 let reason = done.then(|| seq.request.finish_reason());
-                self.pending_events.push(EngineEvent::Tokens { id: seq.request.id, at, count: produced, finished: reason });
+                self.pending_events.push(EngineEvent::Tokens {
+                    id: seq.request.id,
+                    at,
+                    count: produced,
+                    finished: reason,
+                });
             }
             self.register_prompt_blocks(index);
             if done {
@@ -370,10 +444,13 @@ impl BatchingEngine {
         let block_size = self.block_size();
         let seq = &mut self.running[index];
         let full = (seq.computed.min(seq.request.prompt_tokens) / block_size) as usize;
-        let limit = full.min(seq.request.block_hashes.len()).min(seq.blocks.len());
+        let limit = full
+            .min(seq.request.block_hashes.len())
+            .min(seq.blocks.len());
         while seq.registered_blocks < limit {
             let i = seq.registered_blocks;
-            self.pool.register(seq.blocks[i], seq.request.block_hashes[i]);
+            self.pool
+                .register(seq.blocks[i], seq.request.block_hashes[i]);
             seq.registered_blocks += 1;
         }
     }
@@ -426,7 +503,11 @@ impl Engine for BatchingEngine {
             preemptions_total: self.preemptions,
             prefix_queries_tokens: self.prefix_queries,
             prefix_hits_tokens: self.prefix_hits,
-            speculative: self.speculative.as_ref().map(|s| s.stats().clone()).unwrap_or_default(),
+            speculative: self
+                .speculative
+                .as_ref()
+                .map(|s| s.stats().clone())
+                .unwrap_or_default(),
         }
     }
 }

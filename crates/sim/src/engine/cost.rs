@@ -48,7 +48,10 @@ pub struct StepCost {
 impl StepCost {
     /// The step's duration.
     pub fn total_secs(&self) -> f64 {
-        self.overhead_secs + self.compute_secs.max(self.memory_secs) + self.comm_secs + self.draft_secs
+        self.overhead_secs
+            + self.compute_secs.max(self.memory_secs)
+            + self.comm_secs
+            + self.draft_secs
     }
 
     /// The step's duration as a [`Duration`] (rounded to the nanosecond).
@@ -75,10 +78,9 @@ pub struct StepCostModel {
 impl StepCostModel {
     /// The cost model of a batching engine configuration.
     pub fn new(config: &BatchingConfig) -> Self {
-        let draft_factor = config
-            .speculative
-            .as_ref()
-            .map_or(0.0, |s| f64::from(s.num_draft_tokens()) * s.draft_cost_ratio);
+        let draft_factor = config.speculative.as_ref().map_or(0.0, |s| {
+            f64::from(s.num_draft_tokens()) * s.draft_cost_ratio
+        });
         StepCostModel {
             model: config.model.clone(),
             gpu: config.gpu.clone(),
@@ -118,7 +120,11 @@ impl StepCostModel {
         let memory_secs = bytes / (self.gpu.effective_bandwidth() * tp);
         let comm_secs = self.all_reduce_secs(new_tokens);
         let forward = compute_secs.max(memory_secs);
-        let draft_secs = if drafting { self.draft_factor * forward } else { 0.0 };
+        let draft_secs = if drafting {
+            self.draft_factor * forward
+        } else {
+            0.0
+        };
         let layers = f64::from(self.model.layers);
         let overhead_us = self.overheads.per_step_us
             + self.overheads.per_layer_us * layers
@@ -149,7 +155,13 @@ mod tests {
     use super::*;
 
     fn decode_batch(size: u32, context: u32) -> Vec<BatchEntry> {
-        (0..size).map(|_| BatchEntry { new_tokens: 1, context, is_prefill: false }).collect()
+        (0..size)
+            .map(|_| BatchEntry {
+                new_tokens: 1,
+                context,
+                is_prefill: false,
+            })
+            .collect()
     }
 
     fn model_8b_h100() -> (BatchingConfig, StepCostModel) {
@@ -168,7 +180,11 @@ mod tests {
         assert!((cost.memory_secs - weights) / weights < 0.01, "{cost:?}");
         let overhead = (126.0 + 32.0 * 32.0 + 4.0) * 1e-6;
         assert!((cost.total_secs() - (cost.memory_secs + overhead)).abs() < 1e-9);
-        assert!((0.0055..0.0065).contains(&cost.total_secs()), "{}", cost.total_secs());
+        assert!(
+            (0.0055..0.0065).contains(&cost.total_secs()),
+            "{}",
+            cost.total_secs()
+        );
     }
 
     #[test]
@@ -182,7 +198,14 @@ mod tests {
     #[test]
     fn prefill_is_compute_bound_and_about_33ms_per_1k_tokens() {
         let (_, model) = model_8b_h100();
-        let cost = model.cost(&[BatchEntry { new_tokens: 1024, context: 0, is_prefill: true }], false);
+        let cost = model.cost(
+            &[BatchEntry {
+                new_tokens: 1024,
+                context: 0,
+                is_prefill: true,
+            }],
+            false,
+        );
         assert!(!cost.is_memory_bound());
         assert!((0.030..0.040).contains(&cost.compute_secs), "{cost:?}");
     }

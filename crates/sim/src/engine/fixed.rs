@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::{Engine, EngineEvent, EngineRequest, EngineStats, RequestId, Rejection, SimTime};
+use super::{Engine, EngineEvent, EngineRequest, EngineStats, Rejection, RequestId, SimTime};
 use crate::config::FixedTimingConfig;
 
 #[derive(Debug, Clone)]
@@ -43,29 +43,50 @@ impl FixedTimingEngine {
     }
 
     fn start(&mut self, slot: usize, now: SimTime, request: EngineRequest) {
-        self.pending_events.push(EngineEvent::Scheduled { id: request.id, at: now });
+        self.pending_events.push(EngineEvent::Scheduled {
+            id: request.id,
+            at: now,
+        });
         let total = request.output_tokens();
         let first_chunk = self.config.tokens_per_chunk.min(total);
         let next_at = now + self.config.ttft + self.config.itl * (first_chunk - 1);
-        self.slots[slot] = Some(Active { request, next_at, emitted: 0, total });
+        self.slots[slot] = Some(Active {
+            request,
+            next_at,
+            emitted: 0,
+            total,
+        });
     }
 
     /// Delivers the next chunk of the slot whose turn it is, at its scheduled time.
     fn deliver(&mut self, slot: usize) {
-        let Some(active) = self.slots[slot].as_mut() else { return };
+        let Some(active) = self.slots[slot].as_mut() else {
+            return;
+        };
         let at = active.next_at;
-        let count = self.config.tokens_per_chunk.min(active.total - active.emitted);
+        let count = self
+            .config
+            .tokens_per_chunk
+            .min(active.total - active.emitted);
         active.emitted += count;
         let done = active.emitted >= active.total;
         let finished = done.then(|| active.request.finish_reason());
-        self.pending_events.push(EngineEvent::Tokens { id: active.request.id, at, count, finished });
+        self.pending_events.push(EngineEvent::Tokens {
+            id: active.request.id,
+            at,
+            count,
+            finished,
+        });
         if done {
             self.slots[slot] = None;
             if let Some(next) = self.waiting.pop_front() {
                 self.start(slot, at, next);
             }
         } else {
-            let next_chunk = self.config.tokens_per_chunk.min(active.total - active.emitted);
+            let next_chunk = self
+                .config
+                .tokens_per_chunk
+                .min(active.total - active.emitted);
             active.next_at = at + self.config.itl * next_chunk;
         }
     }
@@ -109,7 +130,10 @@ impl Engine for FixedTimingEngine {
             self.waiting.remove(pos);
             return;
         }
-        let slot = self.slots.iter().position(|s| s.as_ref().is_some_and(|a| a.request.id == id));
+        let slot = self
+            .slots
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|a| a.request.id == id));
         if let Some(slot) = slot {
             self.slots[slot] = None;
             if let Some(next) = self.waiting.pop_front() {

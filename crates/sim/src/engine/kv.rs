@@ -61,7 +61,10 @@ impl BlockPool {
 
     /// How many leading hashes are in the cache (the reusable prefix, in blocks).
     pub fn cached_prefix_len(&self, hashes: &[u64]) -> usize {
-        hashes.iter().take_while(|hash| self.cached.contains_key(hash)).count()
+        hashes
+            .iter()
+            .take_while(|hash| self.cached.contains_key(hash))
+            .count()
     }
 
     /// Takes a reference on the cached blocks of the first `count` hashes.
@@ -69,7 +72,9 @@ impl BlockPool {
     pub fn acquire_cached(&mut self, hashes: &[u64], count: usize) -> Vec<BlockId> {
         let mut acquired = Vec::with_capacity(count);
         for hash in &hashes[..count] {
-            let Some(&id) = self.cached.get(hash) else { break };
+            let Some(&id) = self.cached.get(hash) else {
+                break;
+            };
             let block = &mut self.blocks[id as usize];
             if let Some(stamp) = block.free_stamp.take() {
                 self.free_queue.remove(&stamp);
@@ -92,10 +97,10 @@ impl BlockPool {
             let block = &mut self.blocks[id as usize];
             block.free_stamp = None;
             block.ref_count = 1;
-            if let Some(hash) = block.hash.take() {
-                if self.cached.get(&hash) == Some(&id) {
-                    self.cached.remove(&hash);
-                }
+            if let Some(hash) = block.hash.take()
+                && self.cached.get(&hash) == Some(&id)
+            {
+                self.cached.remove(&hash);
             }
             allocated.push(id);
         }

@@ -65,7 +65,10 @@ mod tests {
 
     #[test]
     fn mean_tokens_per_step_matches_the_product_series() {
-        let config = SpeculativeConfig { acceptance: vec![0.85, 0.6, 0.3], draft_cost_ratio: 0.05 };
+        let config = SpeculativeConfig {
+            acceptance: vec![0.85, 0.6, 0.3],
+            draft_cost_ratio: 0.05,
+        };
         let mut sampler = AcceptanceSampler::new(&config, 42);
         let steps: u32 = 200_000;
         let tokens: u64 = (0..steps).map(|_| 1 + u64::from(sampler.verify(3))).sum();
@@ -74,12 +77,18 @@ mod tests {
         assert!((mean - expected).abs() < 0.01, "{mean} vs {expected}");
         let stats = sampler.stats();
         assert_eq!(stats.drafts, u64::from(steps));
-        assert_eq!(stats.accepted_per_position.iter().sum::<u64>(), stats.accepted_tokens);
+        assert_eq!(
+            stats.accepted_per_position.iter().sum::<u64>(),
+            stats.accepted_tokens
+        );
     }
 
     #[test]
     fn same_seed_same_draws() {
-        let config = SpeculativeConfig { acceptance: vec![0.5; 4], draft_cost_ratio: 0.0 };
+        let config = SpeculativeConfig {
+            acceptance: vec![0.5; 4],
+            draft_cost_ratio: 0.0,
+        };
         let mut a = AcceptanceSampler::new(&config, 9);
         let mut b = AcceptanceSampler::new(&config, 9);
         let draws_a: Vec<u32> = (0..100).map(|_| a.verify(4)).collect();

@@ -1,0 +1,280 @@
+//! `goodput run` arguments and their conversion into a validated [`RunPlan`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use clap::ValueEnum;
+use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
+use goodput_core::metrics::Slo;
+use goodput_core::units::parse_duration;
+
+/// The SLO applied when none is given: MLPerf Inference's llama3.1-8b Server-scenario limits.
+pub(crate) const DEFAULT_SLO: &str = "ttft=2s,tpot=100ms";
+
+/// Which OpenAI API to call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ApiArg {
+    /// `/v1/chat/completions`.
+    Chat,
+    /// `/v1/completions`.
+    Completions,
+}
+
+/// Open-loop arrival process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum ArrivalArg {
+    /// Exponential gaps (memoryless).
+    #[default]
+    Poisson,
+    /// Equal gaps.
+    Constant,
+    /// Gamma gaps with shape --burstiness.
+    Gamma,
+}
+
+/// Benchmark a target under load.
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// Base URL of an OpenAI-compatible server, e.g. http://localhost:8000/v1. Without it the
+    /// embedded simulator is started on a loopback port and benchmarked.
+    #[arg(long, env = "GOODPUT_TARGET", help_heading = "Target")]
+    pub(crate) target: Option<String>,
+    /// API to call.
+    #[arg(long, value_enum, default_value_t = ApiArg::Chat, help_heading = "Target")]
+    pub(crate) api: ApiArg,
+    /// Model name to send (default: the first model the target lists at /v1/models).
+    #[arg(long, help_heading = "Target")]
+    pub(crate) model: Option<String>,
+    /// Ask for whole answers instead of streams (TTFT, TPOT and ITL are then not measured).
+    #[arg(long, help_heading = "Target")]
+    pub(crate) no_stream: bool,
+    /// Extra request header, repeatable.
+    #[arg(long = "header", value_name = "NAME:VALUE", help_heading = "Target")]
+    pub(crate) headers: Vec<String>,
+    /// API key sent as a bearer token (never written to any output).
+    #[arg(
+        long,
+        env = "GOODPUT_API_KEY",
+        hide_env_values = true,
+        help_heading = "Target"
+    )]
+    pub(crate) api_key: Option<String>,
+    /// JSON object merged into every request body (sampling parameters, vendor options).
+    #[arg(long, value_name = "JSON", help_heading = "Target")]
+    pub(crate) extra_body: Option<String>,
+    /// Do not send `ignore_eos`/`min_tokens` (the answer length is then up to the model).
+    #[arg(long, help_heading = "Target")]
+    pub(crate) no_ignore_eos: bool,
+    /// Do not ask for usage on every chunk (`stream_options.continuous_usage_stats`).
+    #[arg(long, help_heading = "Target")]
+    pub(crate) no_continuous_usage: bool,
+
+    /// Prompt length in tokens (cl100k_base).
+    #[arg(long, default_value_t = 512, help_heading = "Workload")]
+    pub(crate) input_tokens: u32,
+    /// Answer length in tokens (`max_tokens`, enforced with ignore_eos).
+    #[arg(long, default_value_t = 128, help_heading = "Workload")]
+    pub(crate) output_tokens: u32,
+
+    /// Closed loop: keep this many requests in flight.
+    #[arg(long, conflicts_with = "rate", help_heading = "Load")]
+    pub(crate) concurrency: Option<u32>,
+    /// Open loop: arrivals per second (default 10 when no load is given).
+    #[arg(long, help_heading = "Load")]
+    pub(crate) rate: Option<f64>,
+    /// Open-loop arrival process.
+    #[arg(long, value_enum, default_value_t, help_heading = "Load")]
+    pub(crate) arrival: ArrivalArg,
+    /// Gamma shape for --arrival gamma (1 = Poisson, < 1 burstier).
+    #[arg(long, help_heading = "Load")]
+    pub(crate) burstiness: Option<f64>,
+    /// Open loop: cap on requests in flight; arrivals beyond it queue in the client and the
+    /// wait counts in their latency.
+    #[arg(long, requires = "rate", help_heading = "Load")]
+    pub(crate) max_concurrency: Option<u32>,
+
+    /// Stop scheduling after this many requests (warmup included).
+    #[arg(long, help_heading = "Duration")]
+    pub(crate) requests: Option<u64>,
+    /// Stop scheduling after this long, e.g. 60s (default 30s when --requests is not given).
+    #[arg(long, value_parser = parse_duration, help_heading = "Duration")]
+    pub(crate) duration: Option<Duration>,
+    /// Leading part excluded from metrics: a percentage (10%), a request count (50), a
+    /// duration (5s), or 0.
+    #[arg(long, default_value = "10%", help_heading = "Duration")]
+    pub(crate) warmup: String,
+    /// Longest one request may take.
+    #[arg(long, default_value = "300s", value_parser = parse_duration, help_heading = "Duration")]
+    pub(crate) request_timeout: Duration,
+    /// Abandon the run when nothing arrives for this long while requests are in flight.
+    #[arg(long, default_value = "60s", value_parser = parse_duration, help_heading = "Duration")]
+    pub(crate) no_progress_timeout: Duration,
+
+    /// Latency targets: per-request thresholds (`ttft=500ms,tpot=50ms,e2e=5s`) that decide
+    /// goodput, and run-level percentiles (`ttft_p99=800ms`); `none` disables.
+    #[arg(long, default_value = DEFAULT_SLO, help_heading = "Measurement")]
+    pub(crate) slo: String,
+    /// Seed of the schedule and the prompts (default: random, recorded in the report).
+    #[arg(long, help_heading = "Measurement")]
+    pub(crate) seed: Option<u64>,
+    /// Width of the time-series windows.
+    #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Measurement")]
+    pub(crate) window: Duration,
+    /// Exit with status 1 when more than this fraction of measured requests failed.
+    #[arg(long, value_name = "FRACTION", help_heading = "Measurement")]
+    pub(crate) max_error_rate: Option<f64>,
+
+    /// Write requests.jsonl (flushed as requests finish), run.json and report.json here.
+    #[arg(long, help_heading = "Output")]
+    pub(crate) out: Option<PathBuf>,
+    /// Print the report as JSON on stdout instead of the summary table.
+    #[arg(long, help_heading = "Output")]
+    pub(crate) json: bool,
+    /// No progress lines on stderr.
+    #[arg(long, short, help_heading = "Output")]
+    pub(crate) quiet: bool,
+    /// Label recorded in the report, repeatable (e.g. --tag gpu=H100).
+    #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Output")]
+    pub(crate) tags: Vec<String>,
+
+    /// Embedded simulator: configuration file (TOML or JSON; see `goodput sim --help`).
+    #[arg(long, conflicts_with = "target", help_heading = "Embedded simulator")]
+    pub(crate) sim_config: Option<PathBuf>,
+    /// Embedded simulator: model preset.
+    #[arg(long, conflicts_with_all = ["target", "sim_config"], help_heading = "Embedded simulator")]
+    pub(crate) sim_model: Option<String>,
+    /// Embedded simulator: accelerator preset.
+    #[arg(long, conflicts_with_all = ["target", "sim_config"], help_heading = "Embedded simulator")]
+    pub(crate) sim_gpu: Option<String>,
+}
+
+/// A `--warmup` value.
+pub(crate) fn parse_warmup(text: &str) -> Result<Warmup> {
+    let text = text.trim();
+    if text == "0" || text.eq_ignore_ascii_case("none") {
+        return Ok(Warmup::None);
+    }
+    if let Some(percent) = text.strip_suffix('%') {
+        let percent: f64 = percent
+            .trim()
+            .parse()
+            .with_context(|| format!("--warmup {text}: not a percentage"))?;
+        return Ok(if percent == 0.0 {
+            Warmup::None
+        } else {
+            Warmup::Fraction(percent / 100.0)
+        });
+    }
+    if let Ok(count) = text.parse::<u64>() {
+        return Ok(Warmup::Requests(count));
+    }
+    parse_duration(text).map(Warmup::Duration).with_context(|| {
+        format!(
+            "--warmup {text}: expected a percentage (10%), a request count (50) or a duration (5s)"
+        )
+    })
+}
+
+/// The SLO from `--slo` (`none` disables).
+pub(crate) fn parse_slo(text: &str) -> Result<Option<Slo>> {
+    if text.trim().eq_ignore_ascii_case("none") {
+        return Ok(None);
+    }
+    Ok(Some(Slo::parse(text).context("--slo")?))
+}
+
+impl RunArgs {
+    /// The load: closed loop with --concurrency, else open loop (default 10/s).
+    fn load(&self) -> Result<LoadSpec> {
+        if let Some(concurrency) = self.concurrency {
+            if self.max_concurrency.is_some() {
+                bail!(
+                    "--max-concurrency applies to open loop (--rate); closed loop already caps at --concurrency"
+                );
+            }
+            return Ok(LoadSpec::Closed { concurrency });
+        }
+        let arrival = match (self.arrival, self.burstiness) {
+            (ArrivalArg::Poisson, None) => Arrival::Poisson,
+            (ArrivalArg::Constant, None) => Arrival::Constant,
+            (ArrivalArg::Gamma, Some(burstiness)) => Arrival::Gamma { burstiness },
+            (ArrivalArg::Gamma, None) => bail!("--arrival gamma needs --burstiness (e.g. 0.5)"),
+            (_, Some(_)) => bail!("--burstiness applies to --arrival gamma"),
+        };
+        Ok(LoadSpec::Open {
+            rate_per_sec: self.rate.unwrap_or(10.0),
+            arrival,
+            max_concurrency: self.max_concurrency,
+        })
+    }
+
+    /// The validated run configuration (`seed` already chosen).
+    pub(crate) fn run_config(&self, seed: u64) -> Result<RunConfig> {
+        let duration = match (self.requests, self.duration) {
+            (None, None) => Some(Duration::from_secs(30)),
+            (_, duration) => duration,
+        };
+        let config = RunConfig {
+            load: self.load()?,
+            max_requests: self.requests,
+            duration,
+            warmup: parse_warmup(&self.warmup)?,
+            request_timeout: self.request_timeout,
+            no_progress_timeout: self.no_progress_timeout,
+            slo: parse_slo(&self.slo)?,
+            seed,
+            window: self.window,
+        };
+        config.validate()?;
+        if let Some(rate) = self.max_error_rate
+            && !(0.0..=1.0).contains(&rate)
+        {
+            bail!("--max-error-rate: must be a fraction in [0, 1], e.g. 0.01");
+        }
+        if self.input_tokens == 0 {
+            bail!("--input-tokens: must be at least 1");
+        }
+        if self.output_tokens == 0 {
+            bail!("--output-tokens: must be at least 1");
+        }
+        Ok(config)
+    }
+
+    /// `--tag key=value` pairs.
+    pub(crate) fn tags(&self) -> Result<Vec<(String, String)>> {
+        self.tags
+            .iter()
+            .map(|tag| {
+                let (key, value) = tag
+                    .split_once('=')
+                    .with_context(|| format!("--tag {tag}: expected KEY=VALUE"))?;
+                Ok((key.trim().to_string(), value.trim().to_string()))
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn warmup_forms() {
+        assert_eq!(parse_warmup("10%").unwrap(), Warmup::Fraction(0.1));
+        assert_eq!(parse_warmup("50").unwrap(), Warmup::Requests(50));
+        assert_eq!(
+            parse_warmup("5s").unwrap(),
+            Warmup::Duration(Duration::from_secs(5))
+        );
+        assert_eq!(parse_warmup("0").unwrap(), Warmup::None);
+        assert!(parse_warmup("lots").is_err());
+    }
+
+    #[test]
+    fn slo_none_disables() {
+        assert!(parse_slo("none").unwrap().is_none());
+        assert!(parse_slo(DEFAULT_SLO).unwrap().is_some());
+    }
+}

@@ -1,0 +1,239 @@
+//! `goodput sim` arguments and their conversion into a [`SimConfig`]: a configuration file as
+//! the base, flags on top.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use goodput_core::units::parse_duration;
+use goodput_protocol::hardware::{GpuSpec, ModelSpec};
+use goodput_sim::config::{
+    BatchingConfig, EngineConfig, FixedTimingConfig, SimConfig, SpeculativeConfig,
+};
+
+/// Serve or explain the simulated engine.
+#[derive(Debug, clap::Args)]
+pub(crate) struct SimArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8000")]
+    pub(crate) listen: SocketAddr,
+    /// Print the derived figures (KV capacity, step times, throughput by batch) and exit.
+    #[arg(long)]
+    pub(crate) explain: bool,
+    /// Configuration file (TOML or JSON); flags below override it.
+    #[arg(long)]
+    pub(crate) config: Option<PathBuf>,
+    /// Simulated seconds per real second (e.g. 10 runs ten times faster than real time).
+    #[arg(long)]
+    pub(crate) time_scale: Option<f64>,
+    /// Seed of every random choice.
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Model name served (default: the preset's name).
+    #[arg(long)]
+    pub(crate) served_model_name: Option<String>,
+    /// Mean answer length when requests let the model stop (no ignore_eos).
+    #[arg(long)]
+    pub(crate) eos_mean_tokens: Option<f64>,
+
+    #[command(flatten)]
+    pub(crate) batching: BatchingArgs,
+    #[command(flatten)]
+    pub(crate) fixed: FixedArgs,
+    #[command(flatten)]
+    pub(crate) faults: FaultArgs,
+}
+
+/// Continuous-batching engine options.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Batching engine")]
+pub(crate) struct BatchingArgs {
+    /// Model preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-3.2-1b.
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// Accelerator preset: a100-80g, h100, h200, l40s.
+    #[arg(long)]
+    pub(crate) gpu: Option<String>,
+    /// Tensor-parallel degree.
+    #[arg(long)]
+    pub(crate) tp: Option<u32>,
+    /// Most sequences per step.
+    #[arg(long)]
+    pub(crate) max_num_seqs: Option<u32>,
+    /// Token budget per step.
+    #[arg(long)]
+    pub(crate) max_num_batched_tokens: Option<u32>,
+    /// Compute each prompt in one step instead of chunks.
+    #[arg(long)]
+    pub(crate) no_chunked_prefill: bool,
+    /// Do not reuse KV blocks of shared prompt prefixes.
+    #[arg(long)]
+    pub(crate) no_prefix_caching: bool,
+    /// Force the KV pool size, in blocks.
+    #[arg(long)]
+    pub(crate) kv_blocks: Option<u64>,
+    /// Most waiting requests before answering 429.
+    #[arg(long)]
+    pub(crate) max_waiting: Option<usize>,
+    /// Speculative decoding: per-position conditional acceptance rates, e.g. 0.8,0.6,0.4.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) spec_acceptance: Vec<f64>,
+    /// Speculative decoding: draft cost relative to the target model.
+    #[arg(long)]
+    pub(crate) spec_draft_cost: Option<f64>,
+}
+
+/// Fixed-timing engine options.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Fixed-timing engine")]
+pub(crate) struct FixedArgs {
+    /// Use the fixed-timing engine (constant TTFT and ITL on N slots).
+    #[arg(long)]
+    pub(crate) fixed: bool,
+    /// Time to first token after getting a slot.
+    #[arg(long, value_parser = parse_duration, requires = "fixed")]
+    pub(crate) ttft: Option<Duration>,
+    /// Time between tokens.
+    #[arg(long, value_parser = parse_duration, requires = "fixed")]
+    pub(crate) itl: Option<Duration>,
+    /// Requests served at once.
+    #[arg(long, requires = "fixed")]
+    pub(crate) slots: Option<u32>,
+    /// Tokens per streamed chunk.
+    #[arg(long, requires = "fixed")]
+    pub(crate) tokens_per_chunk: Option<u32>,
+}
+
+/// Fault injection rates (probability per request).
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Fault injection (probability per request)")]
+pub(crate) struct FaultArgs {
+    /// Answer HTTP 500.
+    #[arg(long)]
+    pub(crate) fault_http_500: Option<f64>,
+    /// Answer HTTP 429 with Retry-After.
+    #[arg(long)]
+    pub(crate) fault_http_429: Option<f64>,
+    /// Reset the connection mid-stream.
+    #[arg(long)]
+    pub(crate) fault_reset: Option<f64>,
+    /// Stall mid-stream.
+    #[arg(long)]
+    pub(crate) fault_stall: Option<f64>,
+    /// How long a stall lasts (default: forever).
+    #[arg(long, value_parser = parse_duration)]
+    pub(crate) fault_stall_for: Option<Duration>,
+    /// Send a malformed SSE line mid-stream.
+    #[arg(long)]
+    pub(crate) fault_malformed: Option<f64>,
+    /// Send an error object mid-stream.
+    #[arg(long)]
+    pub(crate) fault_error: Option<f64>,
+}
+
+fn set<T>(target: &mut T, value: Option<T>) {
+    if let Some(value) = value {
+        *target = value;
+    }
+}
+
+impl SimArgs {
+    /// The simulator configuration: the file (or defaults) with flags applied, validated.
+    pub(crate) fn sim_config(&self) -> Result<SimConfig> {
+        let mut config = match &self.config {
+            Some(path) => SimConfig::from_file(path)?,
+            None => SimConfig::default(),
+        };
+        set(&mut config.time_scale, self.time_scale);
+        set(&mut config.seed, self.seed);
+        if self.served_model_name.is_some() {
+            config.served_model_name.clone_from(&self.served_model_name);
+        }
+        if self.eos_mean_tokens.is_some() {
+            config.natural_output_tokens_mean = self.eos_mean_tokens;
+        }
+        if self.fixed.fixed {
+            let mut fixed = match &config.engine {
+                EngineConfig::Fixed(fixed) => fixed.clone(),
+                EngineConfig::Batching(_) => FixedTimingConfig::default(),
+            };
+            self.fixed.apply(&mut fixed);
+            config.engine = EngineConfig::Fixed(fixed);
+        } else if let EngineConfig::Batching(batching) = &mut config.engine {
+            self.batching.apply(batching)?;
+        } else if self.batching.model.is_some() || self.batching.gpu.is_some() {
+            bail!(
+                "--model/--gpu apply to the batching engine, but the config file selects the fixed engine"
+            );
+        }
+        self.faults.apply(&mut config.faults);
+        config.validate()?;
+        Ok(config)
+    }
+}
+
+impl BatchingArgs {
+    fn apply(&self, config: &mut BatchingConfig) -> Result<()> {
+        if let Some(name) = &self.model {
+            config.model = ModelSpec::preset(name).with_context(|| {
+                format!(
+                    "--model {name}: unknown preset; presets: {}",
+                    ModelSpec::PRESETS.join(", ")
+                )
+            })?;
+        }
+        if let Some(name) = &self.gpu {
+            config.gpu = GpuSpec::preset(name).with_context(|| {
+                format!(
+                    "--gpu {name}: unknown preset; presets: {}",
+                    GpuSpec::PRESETS.join(", ")
+                )
+            })?;
+        }
+        set(&mut config.tensor_parallel, self.tp);
+        set(&mut config.max_num_seqs, self.max_num_seqs);
+        set(
+            &mut config.max_num_batched_tokens,
+            self.max_num_batched_tokens,
+        );
+        set(&mut config.max_waiting, self.max_waiting);
+        config.chunked_prefill &= !self.no_chunked_prefill;
+        config.prefix_caching &= !self.no_prefix_caching;
+        if self.kv_blocks.is_some() {
+            config.kv_blocks_override = self.kv_blocks;
+        }
+        if !self.spec_acceptance.is_empty() {
+            config.speculative = Some(SpeculativeConfig {
+                acceptance: self.spec_acceptance.clone(),
+                draft_cost_ratio: self.spec_draft_cost.unwrap_or(0.05),
+            });
+        } else if self.spec_draft_cost.is_some() {
+            bail!("--spec-draft-cost needs --spec-acceptance");
+        }
+        Ok(())
+    }
+}
+
+impl FixedArgs {
+    fn apply(&self, config: &mut FixedTimingConfig) {
+        set(&mut config.ttft, self.ttft);
+        set(&mut config.itl, self.itl);
+        set(&mut config.slots, self.slots);
+        set(&mut config.tokens_per_chunk, self.tokens_per_chunk);
+    }
+}
+
+impl FaultArgs {
+    fn apply(&self, faults: &mut goodput_sim::config::FaultConfig) {
+        set(&mut faults.http_500, self.fault_http_500);
+        set(&mut faults.http_429, self.fault_http_429);
+        set(&mut faults.reset_mid_stream, self.fault_reset);
+        set(&mut faults.stall_mid_stream, self.fault_stall);
+        set(&mut faults.malformed_sse, self.fault_malformed);
+        set(&mut faults.error_mid_stream, self.fault_error);
+        if let Some(stall) = self.fault_stall_for {
+            faults.stall_ms = Some(u64::try_from(stall.as_millis()).unwrap_or(u64::MAX));
+        }
+    }
+}

@@ -1,0 +1,50 @@
+//! The command line: `goodput run | sim | report`, defined with clap derive. Doc comments are
+//! the help text. Values are parsed here; cross-field validation happens when the arguments
+//! are turned into the engine's configuration (see `args`).
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::args::run::RunArgs;
+use crate::args::sim::SimArgs;
+
+/// Measure how much work an LLM inference deployment completes per second while meeting its
+/// latency targets.
+///
+/// Without a target, `goodput run` benchmarks an embedded simulated inference engine, so it
+/// works on any machine.
+#[derive(Debug, Parser)]
+#[command(name = "goodput", version, max_term_width = 100)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Benchmark an OpenAI-compatible server (default: the embedded simulator) under open- or
+    /// closed-loop load and report throughput, latency percentiles and goodput.
+    Run(Box<RunArgs>),
+    /// Serve the simulated inference engine over an OpenAI-compatible HTTP API, or explain its
+    /// derived figures (--explain).
+    Sim(Box<SimArgs>),
+    /// Rebuild a report from a run's journal (requests.jsonl).
+    Report(ReportArgs),
+}
+
+/// Arguments of `goodput report`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct ReportArgs {
+    /// The journal (`requests.jsonl`) or the run's output directory.
+    pub(crate) journal: PathBuf,
+    /// Override the SLO recorded with the run (`none` to drop it).
+    #[arg(long)]
+    pub(crate) slo: Option<String>,
+    /// Write `report.json` into this directory (default: print only).
+    #[arg(long)]
+    pub(crate) out: Option<PathBuf>,
+    /// Print the report as JSON instead of the summary table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

@@ -1,0 +1,31 @@
+//! `goodput sim`: serve the simulated engine until Ctrl-C, or print its derived figures.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use crate::app::EXIT_OK;
+use crate::args::sim::SimArgs;
+
+/// Runs `goodput sim`.
+pub(crate) async fn run(args: SimArgs) -> Result<ExitCode> {
+    let config = args.sim_config()?;
+    if args.explain {
+        print!("{}", goodput_sim::explain::explain(&config));
+        return Ok(ExitCode::from(EXIT_OK));
+    }
+    let listener = tokio::net::TcpListener::bind(args.listen)
+        .await
+        .with_context(|| format!("--listen {}: cannot bind", args.listen))?;
+    let address = listener.local_addr().context("reading the bound address")?;
+    let server = goodput_sim::SimServer::new(config).context("starting the simulator")?;
+    eprintln!(
+        "goodput sim: serving {} on http://{address}/v1 (Ctrl-C to stop)",
+        server.model_name()
+    );
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    server.serve(listener, shutdown).await.context("serving")?;
+    Ok(ExitCode::from(EXIT_OK))
+}

@@ -1,0 +1,4 @@
+//! Exporters: everything they print or write comes from the [`goodput_core::report::Report`].
+
+pub(crate) mod json;
+pub(crate) mod table;

@@ -1,0 +1,211 @@
+//! The terminal summary: what was measured, under which load, with units and scope on every
+//! figure; latency percentiles from the scheduled send (and from the actual send beside);
+//! goodput under the SLO; stability; warnings with their fixes.
+
+use std::fmt::Write as _;
+use std::io::Write;
+
+use anyhow::{Context, Result};
+use goodput_core::report::{LatencyStats, LoadReport, Report, StepReport};
+
+/// Prints the summary of every step on stdout.
+pub(crate) fn print_summary(report: &Report) -> Result<()> {
+    let text = render(report);
+    std::io::stdout()
+        .lock()
+        .write_all(text.as_bytes())
+        .context("writing to stdout")
+}
+
+/// The summary as text.
+pub(crate) fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let run = &report.run;
+    let _ = writeln!(
+        out,
+        "goodput {} · {} · model {} · {} API, {}",
+        report.tool.version,
+        run.target,
+        run.model,
+        run.api,
+        if run.stream {
+            "streamed"
+        } else {
+            "not streamed"
+        }
+    );
+    for step in &report.steps {
+        render_step(&mut out, step);
+    }
+    if !report.warnings.is_empty() {
+        let _ = writeln!(out, "\nWarnings");
+        for warning in &report.warnings {
+            let _ = writeln!(out, "  ! {} — {}", warning.message, warning.fix);
+        }
+    }
+    out
+}
+
+fn describe_load(load: &LoadReport) -> String {
+    match (load.concurrency, load.rate_per_sec) {
+        (Some(concurrency), _) => format!("closed loop, concurrency {concurrency}"),
+        (None, Some(rate)) => {
+            let cap = load
+                .max_concurrency
+                .map(|c| format!(", client cap {c} in flight"))
+                .unwrap_or_default();
+            format!(
+                "open loop, {} arrivals at {rate:.2} req/s{cap}",
+                load.arrival.as_deref().unwrap_or("poisson")
+            )
+        }
+        (None, None) => load.mode.clone(),
+    }
+}
+
+fn render_step(out: &mut String, step: &StepReport) {
+    let r = &step.requests;
+    let t = &step.throughput;
+    let _ = writeln!(
+        out,
+        "\nLoad: {} · measured {:.1} s (after {} warmup requests)",
+        describe_load(&step.load),
+        step.duration_secs,
+        r.warmup
+    );
+    let _ = writeln!(
+        out,
+        "Requests: {} scheduled · {} sent · {} completed · {} failed{}",
+        r.scheduled,
+        r.sent,
+        r.completed,
+        r.failed,
+        failures(step)
+    );
+    let _ = writeln!(
+        out,
+        "\nThroughput (completed work per second, whole target)"
+    );
+    if let Some(offered) = t.offered_requests_per_sec {
+        let _ = writeln!(
+            out,
+            "  {:<22}{:>12.2} req/s   (arrivals, not throughput)",
+            "offered load", offered
+        );
+    }
+    for (name, value, unit) in [
+        ("requests", t.requests_per_sec, "req/s"),
+        ("input tokens", t.input_tokens_per_sec, "tok/s"),
+        ("output tokens", t.output_tokens_per_sec, "tok/s"),
+        ("total tokens", t.total_tokens_per_sec, "tok/s"),
+    ] {
+        let _ = writeln!(out, "  {name:<22}{value:>12.2} {unit}");
+    }
+    let tokens = &step.tokens;
+    let _ = writeln!(
+        out,
+        "  per request: input {} tokens, output {} tokens (mean)",
+        fmt_opt(tokens.input_per_request.mean, 0),
+        fmt_opt(tokens.output_per_request.mean, 0)
+    );
+    render_latency(out, step);
+    render_goodput(out, step);
+    let s = &step.stability;
+    let growth = s
+        .queue_growth_per_sec
+        .map(|g| format!(", in-flight trend {g:+.2}/s"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nStability: {} — {}{growth}",
+        if s.stable { "stable" } else { "UNSTABLE" },
+        s.reason
+    );
+}
+
+fn failures(step: &StepReport) -> String {
+    if step.requests.failed_by_kind.is_empty() {
+        return String::new();
+    }
+    let kinds: Vec<String> = step
+        .requests
+        .failed_by_kind
+        .iter()
+        .map(|(kind, n)| format!("{kind} {n}"))
+        .collect();
+    format!(" ({})", kinds.join(", "))
+}
+
+fn render_latency(out: &mut String, step: &StepReport) {
+    let l = &step.latency_ms;
+    let s = &step.latency_from_send_ms;
+    let _ = writeln!(
+        out,
+        "\nLatency (ms){:>14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        "mean", "p50", "p90", "p95", "p99", "p99.9", "max", "n"
+    );
+    let rows: [(&str, &LatencyStats); 8] = [
+        ("TTFT", &l.ttft),
+        ("TPOT", &l.tpot),
+        ("ITL", &l.itl),
+        ("E2E", &l.e2e),
+        ("TTFT from send", &s.ttft),
+        ("E2E from send", &s.e2e),
+        ("dispatch lag", &l.dispatch_lag),
+        ("client queue", &l.client_queue_wait),
+    ];
+    for (name, stats) in rows {
+        let _ = writeln!(
+            out,
+            "  {name:<18}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
+            fmt_opt(stats.mean, 1),
+            fmt_opt(stats.p50, 1),
+            fmt_opt(stats.p90, 1),
+            fmt_opt(stats.p95, 1),
+            fmt_opt(stats.p99, 1),
+            fmt_opt(stats.p999, 1),
+            fmt_opt(stats.max, 1),
+            stats.count
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  (TTFT, E2E: from the scheduled send time, so client-side queueing counts; \"from send\": from the actual send)"
+    );
+}
+
+fn render_goodput(out: &mut String, step: &StepReport) {
+    let g = &step.goodput;
+    let Some(slo) = &g.slo else {
+        let _ = writeln!(out, "\nGoodput: no SLO given (--slo)");
+        return;
+    };
+    let _ = writeln!(out, "\nGoodput under SLO {slo}");
+    if let (Some(fraction), Some(rps), Some(tps)) = (
+        g.attained_fraction,
+        g.requests_per_sec,
+        g.output_tokens_per_sec,
+    ) {
+        let _ = writeln!(
+            out,
+            "  {:.1} % of requests met every threshold · {rps:.2} good req/s · {tps:.1} good output tok/s",
+            fraction * 100.0
+        );
+    }
+    for objective in &g.objectives {
+        let measured = objective
+            .measured_ms
+            .map_or("∞ (failures)".to_string(), |v| format!("{v:.1} ms"));
+        let _ = writeln!(
+            out,
+            "  {} ≤ {:.1} ms: {measured} → {}",
+            objective.name,
+            objective.max_ms,
+            if objective.pass { "PASS" } else { "FAIL" }
+        );
+    }
+}
+
+fn fmt_opt(value: Option<f64>, decimals: usize) -> String {
+    value.map_or("-".to_string(), |v| format!("{v:.decimals$}"))
+}

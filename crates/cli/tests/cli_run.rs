@@ -1,0 +1,286 @@
+//! `goodput run` / `goodput report` end to end against the embedded simulator: files, schema,
+//! journal rebuild, exit codes, secrets, Ctrl-C.
+#![allow(clippy::unwrap_used)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+fn goodput() -> Command {
+    Command::cargo_bin("goodput").unwrap()
+}
+
+/// A simulator config file with the fixed-timing engine and optional faults.
+fn fixed_sim(dir: &Path, ttft_ms: u64, faults: &str) -> String {
+    let path = dir.join("sim.json");
+    let text = format!(
+        r#"{{"engine": {{"kind": "fixed", "ttft": {ttft_ms}, "itl": 2, "slots": 16}},
+            "prompt_tokenizer": "words", "faults": {{{faults}}}}}"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn validate_against_schema(report: &Value) {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schema/report.v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report.json does not match the schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn run_writes_journal_manifest_and_a_schema_valid_report_that_rebuilds_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let sim = fixed_sim(dir.path(), 20, "");
+    let output = goodput()
+        .args([
+            "run",
+            "--quiet",
+            "--rate",
+            "40",
+            "--requests",
+            "60",
+            "--warmup",
+            "10",
+        ])
+        .args([
+            "--input-tokens",
+            "32",
+            "--output-tokens",
+            "8",
+            "--seed",
+            "7",
+            "--tag",
+            "gpu=none",
+        ])
+        .args(["--sim-config", &sim, "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "stdout: {stdout}\nstderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("Throughput") && stdout.contains("TTFT"),
+        "{stdout}"
+    );
+
+    let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 60);
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let step = &report["steps"][0];
+    assert_eq!(step["requests"]["scheduled"], 50);
+    assert_eq!(step["requests"]["warmup"], 10);
+    assert_eq!(step["requests"]["completed"], 50);
+    assert_eq!(report["run"]["seed"], 7);
+    assert_eq!(report["run"]["tags"]["gpu"], "none");
+    assert_eq!(report["run"]["end_reason"], "completed");
+    assert!(read_json(&out.join("run.json"))["config"]["slo"].is_object());
+
+    let rebuilt = goodput()
+        .args(["report", out.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        rebuilt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rebuilt.stderr)
+    );
+    let rebuilt: Value = serde_json::from_slice(&rebuilt.stdout).unwrap();
+    validate_against_schema(&rebuilt);
+    assert_eq!(
+        rebuilt["steps"], report["steps"],
+        "the journal rebuilds the same figures"
+    );
+}
+
+#[test]
+fn bad_flags_exit_2_and_name_the_flag() {
+    for (args, needle) in [
+        (vec!["--rate", "0"], "--rate"),
+        (vec!["--concurrency", "0"], "--concurrency"),
+        (vec!["--warmup", "lots"], "--warmup"),
+        (vec!["--slo", "ttft=5"], "unit"),
+        (vec!["--extra-body", "[1]"], "--extra-body"),
+        (vec!["--arrival", "gamma"], "--burstiness"),
+        (vec!["--target", "ftp://example.com"], "ftp"),
+    ] {
+        let output = goodput().arg("run").args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn a_run_where_every_request_fails_exits_1_and_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = fixed_sim(dir.path(), 5, r#""http_500": 1.0"#);
+    let output = goodput()
+        .args([
+            "run",
+            "--quiet",
+            "--json",
+            "--concurrency",
+            "2",
+            "--requests",
+            "10",
+            "--warmup",
+            "0",
+        ])
+        .args(["--sim-config", &sim])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["steps"][0]["requests"]["failed_by_kind"]["http"], 10);
+    assert_eq!(
+        report["steps"][0]["requests"]["failed_by_status"]["500"],
+        10
+    );
+}
+
+#[test]
+fn max_error_rate_turns_failures_into_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = fixed_sim(dir.path(), 5, r#""http_429": 0.3"#);
+    let run = |max: &str| {
+        goodput()
+            .args([
+                "run",
+                "--quiet",
+                "--concurrency",
+                "4",
+                "--requests",
+                "60",
+                "--warmup",
+                "0",
+                "--seed",
+                "3",
+            ])
+            .args(["--sim-config", &sim, "--max-error-rate", max])
+            .output()
+            .unwrap()
+    };
+    assert_eq!(run("0.05").status.code(), Some(1));
+    assert_eq!(run("0.9").status.code(), Some(0));
+}
+
+#[test]
+fn the_api_key_never_appears_in_any_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let sim = fixed_sim(dir.path(), 5, r#""http_500": 0.3, "error_mid_stream": 0.3"#);
+    let secret = "sk-goodput-test-7f3a9c";
+    let output = goodput()
+        .args([
+            "run",
+            "--concurrency",
+            "2",
+            "--requests",
+            "20",
+            "--api-key",
+            secret,
+        ])
+        .args([
+            "--header",
+            &format!("X-Api-Key: {secret}"),
+            "--sim-config",
+            &sim,
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .env("GOODPUT_API_KEY", secret)
+        .output()
+        .unwrap();
+    let mut everything = String::from_utf8_lossy(&output.stdout).to_string();
+    everything.push_str(&String::from_utf8_lossy(&output.stderr));
+    for file in ["requests.jsonl", "report.json", "run.json"] {
+        everything.push_str(&std::fs::read_to_string(out.join(file)).unwrap());
+    }
+    assert!(!everything.contains(secret), "the key leaked");
+    assert!(everything.contains("***"), "the redaction is visible");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_keeps_every_finished_request_and_writes_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let sim = fixed_sim(dir.path(), 300, "");
+    let mut child = goodput()
+        .args([
+            "run",
+            "--quiet",
+            "--concurrency",
+            "4",
+            "--duration",
+            "60s",
+            "--warmup",
+            "0",
+        ])
+        .args(["--sim-config", &sim, "--out", out.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let journal = out.join("requests.jsonl");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&journal).map_or(0, |t| t.lines().count()) < 8 {
+        assert!(Instant::now() < deadline, "no requests finished");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(130));
+    let lines = std::fs::read_to_string(&journal).unwrap().lines().count() as u64;
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    assert_eq!(report["run"]["end_reason"], "interrupted");
+    let requests = &report["steps"][0]["requests"];
+    assert_eq!(
+        requests["scheduled"].as_u64().unwrap(),
+        lines,
+        "every scheduled request is journaled"
+    );
+    assert!(requests["failed_by_kind"]["cancelled"].as_u64().unwrap() >= 1);
+    assert!(requests["completed"].as_u64().unwrap() >= 8);
+}
+
+#[test]
+fn the_schema_rejects_a_report_that_breaks_the_contract() {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../schema/report.v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(!validator.is_valid(&serde_json::json!({"schema_version": 1})));
+    assert!(!validator.is_valid(&serde_json::json!({
+        "schema_version": 2, "tool": {}, "run": {}, "steps": [], "warnings": []
+    })));
+}

@@ -1,0 +1,497 @@
+//! Reading OpenAI-compatible replies into an [`Exchange`]: SSE streams chunk by chunk,
+//! whole JSON bodies, and error bodies (message extracted from every shape servers use).
+
+use std::borrow::Cow;
+
+use goodput_protocol::Usage;
+use goodput_protocol::stream::{ChunkView, ServerTimings};
+use http::StatusCode;
+use http::header::{HeaderMap, LOCATION, RETRY_AFTER};
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::time::{Duration, Instant};
+
+use crate::backend::Activity;
+use crate::backend::sse::{SseDecoder, SseError, SseEvent};
+use crate::http::{ResponseBody, failure_from_hyper};
+use crate::record::{Exchange, Failure, OutcomeKind};
+
+/// Most bytes of an error body read.
+const MAX_ERROR_BODY: usize = 64 << 10;
+/// Longest server message kept in a failure.
+const MAX_MESSAGE_CHARS: usize = 1000;
+/// After `[DONE]` (or a stream error), how much to drain so the connection can be reused, how
+/// long to wait for the body's end before returning (it normally follows at once), and how long
+/// to keep draining in the background after that.
+const DRAIN_BYTES: usize = 64 << 10;
+const DRAIN_INLINE: Duration = Duration::from_millis(10);
+const DRAIN_BACKGROUND: Duration = Duration::from_secs(2);
+
+/// Size limits of one reply.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub(super) max_line_bytes: usize,
+    pub(super) max_body_bytes: usize,
+}
+
+/// Reads up to `limit` bytes; `Ok((bytes, true))` when the body ended within the limit.
+async fn read_limited(
+    body: &mut ResponseBody,
+    limit: usize,
+    activity: &Activity,
+) -> Result<(Vec<u8>, bool), (Vec<u8>, hyper::Error)> {
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.data().await {
+        activity.bump();
+        match frame {
+            Ok(data) if bytes.len() + data.len() > limit => {
+                bytes.extend_from_slice(&data[..limit - bytes.len()]);
+                return Ok((bytes, false));
+            }
+            Ok(data) => bytes.extend_from_slice(&data),
+            Err(error) => return Err((bytes, error)),
+        }
+    }
+    Ok((bytes, true))
+}
+
+/// A non-2xx reply: always a [`Failure::http`] with the server's message.
+pub(super) async fn read_error(
+    status: StatusCode,
+    headers: &HeaderMap,
+    mut body: ResponseBody,
+    activity: &Activity,
+) -> Result<(), Failure> {
+    let bytes = match read_limited(&mut body, MAX_ERROR_BODY, activity).await {
+        Ok((bytes, _)) | Err((bytes, _)) => bytes,
+    };
+    let text = if bytes.iter().all(u8::is_ascii_whitespace) {
+        "(empty body)".to_string()
+    } else {
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(value) => error_text(&value),
+            Err(_) => String::from_utf8_lossy(&bytes).trim().to_string(),
+        }
+    };
+    let mut message = format!(
+        "HTTP {} {}: {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or(""),
+        truncate(&text)
+    );
+    for (name, label) in [
+        (RETRY_AFTER, "retry-after"),
+        (LOCATION, "location; redirects are not followed"),
+    ] {
+        if let Some(value) = headers.get(name).and_then(|value| value.to_str().ok()) {
+            message.push_str(&format!(" ({label}: {})", truncate(value)));
+        }
+    }
+    Err(Failure::http(status.as_u16(), message))
+}
+
+/// The message of an error payload, whatever its shape: `{"error": {"message", "type"}}`,
+/// `{"error": "text", "error_type"}`, `{"object": "error", "message"}`, `{"detail": …}`,
+/// `{"code", "message", "type"}` (llama.cpp), a plain string, or else the JSON itself.
+pub(super) fn error_text(value: &Value) -> String {
+    let Value::Object(map) = value else {
+        return value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_string);
+    };
+    let kind = map
+        .get("type")
+        .or_else(|| map.get("error_type"))
+        .and_then(Value::as_str);
+    let message = match map.get("error").filter(|inner| !inner.is_null()) {
+        Some(inner @ Value::Object(_)) => return error_text(inner),
+        Some(inner) => Some(error_text(inner)),
+        None => map
+            .get("message")
+            .or_else(|| map.get("detail"))
+            .map(error_text),
+    };
+    match (message, kind) {
+        (Some(message), Some(kind)) => format!("{message} ({kind})"),
+        (Some(message), None) => message,
+        (None, _) => value.to_string(),
+    }
+}
+
+fn truncate(text: &str) -> Cow<'_, str> {
+    match text.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((end, _)) => Cow::Owned(format!("{}…", &text[..end])),
+        None => Cow::Borrowed(text),
+    }
+}
+
+fn sse_failure(error: &SseError) -> Failure {
+    let message = match error {
+        SseError::LineTooLong { limit } | SseError::EventTooLarge { limit } => {
+            format!("oversized stream line: {error} (limit {limit} bytes, see max_line_bytes)")
+        }
+        SseError::InvalidUtf8 { .. } => format!("bad stream: {error}"),
+    };
+    Failure::new(OutcomeKind::Protocol, message)
+}
+
+enum Flow {
+    More,
+    Done,
+}
+
+/// State of one SSE reply.
+struct StreamReader {
+    decoder: SseDecoder,
+    events: Vec<SseEvent>,
+    /// JSON chunks parsed.
+    chunks: u64,
+    /// A `finish_reason` was seen (a stream may then end without `[DONE]`).
+    finished: bool,
+}
+
+impl StreamReader {
+    /// Decodes `bytes` received at `now`; events decoded before a decoding error still count.
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        now: Instant,
+        exchange: &mut Exchange,
+    ) -> Result<Flow, Failure> {
+        let decoded = self.decoder.feed(bytes, &mut self.events);
+        if let Flow::Done = self.handle_events(now, exchange)? {
+            return Ok(Flow::Done);
+        }
+        decoded.map_err(|error| sse_failure(&error))?;
+        Ok(Flow::More)
+    }
+
+    fn finish(&mut self, now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
+        let decoded = self.decoder.finish(&mut self.events);
+        if let Flow::Done = self.handle_events(now, exchange)? {
+            return Ok(());
+        }
+        decoded.map_err(|error| sse_failure(&error))?;
+        if self.finished {
+            Ok(())
+        } else {
+            Err(Failure::new(
+                OutcomeKind::Protocol,
+                format!(
+                    "stream ended before [DONE] after {} chunks (no finish_reason either)",
+                    self.chunks
+                ),
+            ))
+        }
+    }
+
+    fn handle_events(&mut self, now: Instant, exchange: &mut Exchange) -> Result<Flow, Failure> {
+        let mut events = std::mem::take(&mut self.events);
+        let mut flow = Ok(Flow::More);
+        for event in events.drain(..) {
+            flow = self.on_event(&event, now, exchange);
+            if !matches!(flow, Ok(Flow::More)) {
+                break;
+            }
+        }
+        events.clear();
+        self.events = events;
+        flow
+    }
+
+    fn on_event(
+        &mut self,
+        event: &SseEvent,
+        now: Instant,
+        exchange: &mut Exchange,
+    ) -> Result<Flow, Failure> {
+        exchange.first_event_at.get_or_insert(now);
+        if event.is_error() {
+            let text = match serde_json::from_str::<Value>(&event.data) {
+                Ok(value) => error_text(&value),
+                Err(_) => event.data.clone(),
+            };
+            return Err(stream_error(&text));
+        }
+        let data = event.data.trim_ascii();
+        if data == "[DONE]" {
+            return Ok(Flow::Done);
+        }
+        if data.is_empty() {
+            return Ok(Flow::More);
+        }
+        self.chunks += 1;
+        let chunk: ChunkView<'_> = serde_json::from_str(data).map_err(|error| {
+            let start: String = data.chars().take(120).collect();
+            Failure::new(
+                OutcomeKind::Protocol,
+                format!(
+                    "invalid JSON in stream chunk {}: {error} (data starts: {start:?})",
+                    self.chunks
+                ),
+            )
+        })?;
+        let has_error = chunk.error.as_ref().is_some_and(|error| !error.is_null());
+        if has_error || chunk.object.as_deref() == Some("error") {
+            // The whole payload: siblings such as TGI's `error_type` belong to the message.
+            let whole: Value = serde_json::from_str(data).unwrap_or(Value::Null);
+            return Err(stream_error(&error_text(&whole)));
+        }
+        let cumulative = chunk.usage.map(|usage| usage.completion_tokens);
+        for choice in chunk.choices.iter().flatten() {
+            exchange.choices = exchange.choices.max(choice.index.saturating_add(1));
+            if choice.has_output() {
+                exchange.push_output(now, choice.generated_text().unwrap_or(""), cumulative);
+            }
+            if let Some(reason) = &choice.finish_reason {
+                exchange.finish_reason = Some(reason.to_string());
+                self.finished = true;
+            }
+        }
+        if chunk.usage.is_some() {
+            exchange.usage = chunk.usage;
+        }
+        if chunk.timings.is_some() {
+            exchange.server_timings = chunk.timings;
+        }
+        Ok(Flow::More)
+    }
+}
+
+fn stream_error(text: &str) -> Failure {
+    Failure::new(
+        OutcomeKind::StreamError,
+        format!("server error in stream: {}", truncate(text)),
+    )
+}
+
+/// A 2xx SSE reply, chunk by chunk.
+pub(super) async fn read_stream(
+    mut body: ResponseBody,
+    exchange: &mut Exchange,
+    activity: &Activity,
+    limits: Limits,
+) -> Result<(), Failure> {
+    let mut reader = StreamReader {
+        decoder: SseDecoder::new(limits.max_line_bytes),
+        events: Vec::new(),
+        chunks: 0,
+        finished: false,
+    };
+    loop {
+        let frame = body.data().await;
+        let now = Instant::now();
+        match frame {
+            Some(Ok(bytes)) => {
+                activity.bump();
+                match reader.feed(&bytes, now, exchange) {
+                    Ok(Flow::More) => {}
+                    Ok(Flow::Done) => {
+                        body.finish(DRAIN_BYTES, DRAIN_INLINE, DRAIN_BACKGROUND)
+                            .await;
+                        return Ok(());
+                    }
+                    Err(failure) => {
+                        if failure.kind == OutcomeKind::StreamError {
+                            body.finish(DRAIN_BYTES, DRAIN_INLINE, DRAIN_BACKGROUND)
+                                .await;
+                        }
+                        return Err(failure);
+                    }
+                }
+            }
+            Some(Err(error)) => {
+                let cause = failure_from_hyper(&error, false);
+                return Err(Failure::new(
+                    cause.kind,
+                    format!(
+                        "connection closed mid-stream after {} chunks: {}",
+                        reader.chunks, cause.message
+                    ),
+                ));
+            }
+            None => return reader.finish(now, exchange),
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct WholeView<'a> {
+    #[serde(default, borrow)]
+    choices: Option<Vec<WholeChoice<'a>>>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    timings: Option<ServerTimings>,
+    #[serde(default)]
+    error: Option<Value>,
+    #[serde(default, borrow)]
+    object: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct WholeChoice<'a> {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default)]
+    message: Option<WholeMessage>,
+    #[serde(default, borrow)]
+    text: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct WholeMessage {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+}
+
+impl WholeChoice<'_> {
+    /// Reasoning then content (chat), or the completion text.
+    fn append_text(&self, out: &mut String) {
+        if let Some(text) = &self.text {
+            out.push_str(text);
+        }
+        let Some(message) = &self.message else { return };
+        for reasoning in [&message.reasoning_content, &message.reasoning]
+            .into_iter()
+            .flatten()
+        {
+            out.push_str(reasoning);
+        }
+        match &message.content {
+            Some(Value::String(text)) => out.push_str(text),
+            Some(Value::Array(parts)) => {
+                parts
+                    .iter()
+                    .filter_map(|part| part.get("text")?.as_str())
+                    .for_each(|text| out.push_str(text));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A 2xx JSON reply, read whole; its output counts as arriving when the body ended.
+pub(super) async fn read_whole(
+    mut body: ResponseBody,
+    exchange: &mut Exchange,
+    activity: &Activity,
+    limits: Limits,
+) -> Result<(), Failure> {
+    let bytes = match read_limited(&mut body, limits.max_body_bytes, activity).await {
+        Ok((bytes, true)) => bytes,
+        Ok((_, false)) => {
+            return Err(Failure::new(
+                OutcomeKind::Protocol,
+                format!(
+                    "response body exceeds {} bytes (see max_body_bytes)",
+                    limits.max_body_bytes
+                ),
+            ));
+        }
+        Err((bytes, error)) => {
+            let cause = failure_from_hyper(&error, false);
+            let message = format!(
+                "connection closed after {} body bytes: {}",
+                bytes.len(),
+                cause.message
+            );
+            return Err(Failure::new(cause.kind, message));
+        }
+    };
+    record_whole(&bytes, Instant::now(), exchange)
+}
+
+/// Records a whole JSON answer that arrived at `now`.
+fn record_whole(bytes: &[u8], now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
+    let view: WholeView<'_> = serde_json::from_slice(bytes).map_err(|error| {
+        Failure::new(
+            OutcomeKind::Protocol,
+            format!("invalid JSON response body: {error}"),
+        )
+    })?;
+    let has_error = view.error.as_ref().is_some_and(|error| !error.is_null());
+    if has_error || view.object.as_deref() == Some("error") {
+        let whole: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+        return Err(stream_error(&error_text(&whole)));
+    }
+    let Some(choices) = view.choices else {
+        return Err(Failure::new(
+            OutcomeKind::Protocol,
+            "response has no `choices`",
+        ));
+    };
+    let mut text = String::new();
+    for (position, choice) in choices.iter().enumerate() {
+        let index = choice
+            .index
+            .unwrap_or(u32::try_from(position).unwrap_or(u32::MAX));
+        exchange.choices = exchange.choices.max(index.saturating_add(1));
+        choice.append_text(&mut text);
+        if let Some(reason) = &choice.finish_reason {
+            exchange.finish_reason = Some(reason.to_string());
+        }
+    }
+    let tokens = view.usage.map(|usage| usage.completion_tokens);
+    if !text.is_empty() || tokens.is_some_and(|tokens| tokens > 0) {
+        exchange.push_output(now, &text, tokens);
+    }
+    exchange.usage = view.usage;
+    exchange.server_timings = view.timings;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn error_shapes() {
+        for (body, expected) in [
+            (
+                r#"{"error":{"message":"bad","type":"invalid_request_error","code":400}}"#,
+                "bad (invalid_request_error)",
+            ),
+            (
+                r#"{"error":"overloaded","error_type":"overloaded"}"#,
+                "overloaded (overloaded)",
+            ),
+            (
+                r#"{"object":"error","message":"old vllm","type":"BadRequestError"}"#,
+                "old vllm (BadRequestError)",
+            ),
+            (
+                r#"{"error":{"object":"error","message":"nested"}}"#,
+                "nested",
+            ),
+            (r#"{"detail":"Not Found"}"#, "Not Found"),
+            (
+                r#"{"code":400,"message":"ctx","type":"exceed_context_size_error"}"#,
+                "ctx (exceed_context_size_error)",
+            ),
+            (r#""plain""#, "plain"),
+            (r#"{"weird":1}"#, r#"{"weird":1}"#),
+        ] {
+            assert_eq!(
+                error_text(&serde_json::from_str(body).unwrap()),
+                expected,
+                "{body}"
+            );
+        }
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        let long = "é".repeat(MAX_MESSAGE_CHARS + 5);
+        let short = truncate(&long);
+        assert_eq!(short.chars().count(), MAX_MESSAGE_CHARS + 1);
+        assert!(short.ends_with('…'));
+    }
+}

@@ -1,0 +1,12 @@
+//! Metrics: mergeable histograms, per-window time series, SLO evaluation, and the aggregator
+//! that folds request records into a step report. Every definition is in `docs/metrics.md`.
+
+pub mod aggregate;
+pub mod histogram;
+pub mod slo;
+pub mod timeline;
+pub mod windows;
+
+pub use aggregate::StepAggregator;
+pub use histogram::{CountHistogram, LatencyHistogram};
+pub use slo::Slo;

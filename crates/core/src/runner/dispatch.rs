@@ -1,0 +1,174 @@
+//! Dispatchers: closed loop (N workers, each sends its next request when the previous ends)
+//! and open loop (a precomputed schedule, one task per arrival, optional client-side
+//! concurrency cap), plus the no-progress watchdog.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::sync::{Semaphore, mpsc};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::RunMonitor;
+use super::request::{RequestContext, Ticket, execute};
+use crate::backend::Activity;
+use crate::config::{LoadSpec, RunConfig};
+use crate::record::{Phase, RequestRecord};
+use crate::schedule::ArrivalSchedule;
+use crate::workload::Workload;
+
+/// What the dispatcher needs.
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    pub(super) config: RunConfig,
+    pub(super) workload: Arc<dyn Workload>,
+    pub(super) monitor: Arc<RunMonitor>,
+    pub(super) context: RequestContext,
+}
+
+impl Plan {
+    /// Whether request `index` at `offset` may still be scheduled.
+    fn admits(&self, index: u64, offset: Duration) -> bool {
+        self.config.max_requests.is_none_or(|max| index < max)
+            && self
+                .config
+                .duration
+                .is_none_or(|duration| offset < duration)
+    }
+
+    fn ticket(&self, index: u64, scheduled: Instant) -> Ticket {
+        let offset = scheduled.saturating_duration_since(self.context.start);
+        let phase = if self.config.is_warmup(index, offset) {
+            Phase::Warmup
+        } else {
+            Phase::Measure
+        };
+        Ticket {
+            index,
+            phase,
+            scheduled,
+        }
+    }
+}
+
+type RecordSender = mpsc::UnboundedSender<RequestRecord>;
+
+/// Schedules every request of the run; returns once the last one is scheduled (they may
+/// still be running).
+pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: CancellationToken) {
+    let plan = Arc::new(plan);
+    match plan.config.load {
+        LoadSpec::Closed { concurrency } => closed_loop(plan, concurrency, sender, stop).await,
+        LoadSpec::Open {
+            rate_per_sec,
+            arrival,
+            max_concurrency,
+        } => {
+            let schedule = ArrivalSchedule::new(rate_per_sec, arrival, plan.config.seed);
+            let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
+            open_loop(plan, schedule, limit, sender, stop).await;
+        }
+    }
+}
+
+async fn open_loop(
+    plan: Arc<Plan>,
+    schedule: ArrivalSchedule,
+    limit: Option<Arc<Semaphore>>,
+    sender: RecordSender,
+    stop: CancellationToken,
+) {
+    for (index, offset) in (0u64..).zip(schedule) {
+        if !plan.admits(index, offset) {
+            break;
+        }
+        let at = plan.context.start + offset;
+        tokio::select! {
+            biased;
+            () = stop.cancelled() => break,
+            () = tokio::time::sleep_until(at) => {}
+        }
+        let ticket = plan.ticket(index, at);
+        plan.monitor.scheduled();
+        let (plan, sender, stop, limit) = (
+            Arc::clone(&plan),
+            sender.clone(),
+            stop.clone(),
+            limit.clone(),
+        );
+        tokio::spawn(async move {
+            let spec = plan.workload.request(index);
+            let record = execute(&plan.context, ticket, spec, limit, &stop).await;
+            let _ = sender.send(record);
+        });
+    }
+}
+
+async fn closed_loop(
+    plan: Arc<Plan>,
+    concurrency: u32,
+    sender: RecordSender,
+    stop: CancellationToken,
+) {
+    let next = Arc::new(AtomicU64::new(0));
+    let mut workers = Vec::with_capacity(concurrency as usize);
+    for _ in 0..concurrency {
+        let (plan, sender, stop, next) = (
+            Arc::clone(&plan),
+            sender.clone(),
+            stop.clone(),
+            Arc::clone(&next),
+        );
+        workers.push(tokio::spawn(async move {
+            while !stop.is_cancelled() {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let now = Instant::now();
+                if !plan.admits(index, now.saturating_duration_since(plan.context.start)) {
+                    break;
+                }
+                let ticket = plan.ticket(index, now);
+                plan.monitor.scheduled();
+                let spec = plan.workload.request(index);
+                let record = execute(&plan.context, ticket, spec, None, &stop).await;
+                if sender.send(record).is_err() {
+                    break;
+                }
+            }
+        }));
+    }
+    drop(sender);
+    for worker in workers {
+        let _ = worker.await;
+    }
+}
+
+/// Cancels the run when requests are in flight and no activity was seen for `deadline`.
+/// Returns whether it fired.
+pub(super) async fn watch_progress(
+    activity: Arc<Activity>,
+    monitor: Arc<RunMonitor>,
+    deadline: Duration,
+    abandoned: Arc<AtomicBool>,
+    stop: CancellationToken,
+) -> bool {
+    let tick = (deadline / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+    let mut last_count = activity.count();
+    let mut last_change = Instant::now();
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return false,
+            () = tokio::time::sleep(tick) => {}
+        }
+        let count = activity.count();
+        let idle = monitor.progress().in_flight == 0;
+        if count != last_count || idle {
+            last_count = count;
+            last_change = Instant::now();
+        } else if last_change.elapsed() >= deadline {
+            abandoned.store(true, Ordering::Relaxed);
+            stop.cancel();
+            return true;
+        }
+    }
+}

@@ -1,0 +1,254 @@
+//! The runner: sends a workload on a schedule through a backend, bounds every request by its
+//! timeout and the whole run by a no-progress deadline, and hands each finished request's
+//! [`RequestRecord`] to the record sinks (journal, aggregator, progress) as it completes.
+//!
+//! It never prints and never computes statistics itself. Records flow over a channel from the
+//! request tasks to the sinks, which run on the caller's task, so no lock is held on the hot
+//! path.
+
+mod dispatch;
+pub mod journal;
+mod request;
+
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Activity, Backend};
+use crate::config::RunConfig;
+use crate::record::RequestRecord;
+use crate::tokens::TokenCounter;
+use crate::workload::Workload;
+
+pub use journal::{JournalWriter, read_journal};
+
+/// Receives every finished request, in completion order.
+pub trait RecordSink: Send {
+    /// Takes one record. An error stops the run (a journal that cannot be written must not
+    /// silently lose requests).
+    fn record(&mut self, record: &RequestRecord) -> io::Result<()>;
+}
+
+impl RecordSink for JournalWriter {
+    fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
+        self.append(record)
+    }
+}
+
+impl RecordSink for crate::metrics::StepAggregator {
+    fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
+        self.add(record);
+        Ok(())
+    }
+}
+
+/// Live counters of a run, readable from any thread while it runs.
+#[derive(Debug, Default)]
+pub struct RunMonitor {
+    scheduled: AtomicU64,
+    in_flight: AtomicU64,
+    completed: AtomicU64,
+    failed: AtomicU64,
+    output_tokens: AtomicU64,
+}
+
+/// A copy of the live counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Progress {
+    /// Requests scheduled so far.
+    pub scheduled: u64,
+    /// Scheduled and not finished (client queue included).
+    pub in_flight: u64,
+    /// Finished successfully.
+    pub completed: u64,
+    /// Finished with a failure.
+    pub failed: u64,
+    /// Output tokens of finished requests.
+    pub output_tokens: u64,
+}
+
+impl RunMonitor {
+    /// The counters now.
+    pub fn progress(&self) -> Progress {
+        Progress {
+            scheduled: self.scheduled.load(Ordering::Relaxed),
+            in_flight: self.in_flight.load(Ordering::Relaxed),
+            completed: self.completed.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+            output_tokens: self.output_tokens.load(Ordering::Relaxed),
+        }
+    }
+
+    fn scheduled(&self) {
+        self.scheduled.fetch_add(1, Ordering::Relaxed);
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn finished(&self, record: &RequestRecord) {
+        self.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let counter = if record.is_ok() {
+            &self.completed
+        } else {
+            &self.failed
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        self.output_tokens
+            .fetch_add(record.output_tokens, Ordering::Relaxed);
+    }
+}
+
+/// Why a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndReason {
+    /// Every scheduled request finished.
+    Completed,
+    /// Stopped from outside (Ctrl-C); in-flight requests were recorded as cancelled.
+    Interrupted,
+    /// Nothing was received for the no-progress timeout while requests were in flight.
+    NoProgress,
+    /// A record sink failed (e.g. the journal could not be written).
+    SinkFailed,
+}
+
+impl EndReason {
+    /// `completed`, `interrupted`, `no_progress` or `sink_failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EndReason::Completed => "completed",
+            EndReason::Interrupted => "interrupted",
+            EndReason::NoProgress => "no_progress",
+            EndReason::SinkFailed => "sink_failed",
+        }
+    }
+}
+
+/// How a run went.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// Why it ended.
+    pub end_reason: EndReason,
+    /// Records delivered to the sinks.
+    pub records: u64,
+    /// Wall-clock start.
+    pub started_at: SystemTime,
+    /// From start to the last record.
+    pub elapsed: Duration,
+    /// The sink error that stopped the run, if any.
+    pub sink_error: Option<io::Error>,
+}
+
+/// Everything a run needs.
+#[derive(Debug, Clone)]
+pub struct Runner {
+    config: RunConfig,
+    backend: Arc<dyn Backend>,
+    workload: Arc<dyn Workload>,
+    counter: Arc<dyn TokenCounter>,
+    streamed: bool,
+    monitor: Arc<RunMonitor>,
+}
+
+impl Runner {
+    /// A runner; `config` must have passed [`RunConfig::validate`]. `streamed` says whether the
+    /// backend streams (non-streamed requests have no TTFT).
+    pub fn new(
+        config: RunConfig,
+        backend: Arc<dyn Backend>,
+        workload: Arc<dyn Workload>,
+        counter: Arc<dyn TokenCounter>,
+        streamed: bool,
+    ) -> Self {
+        Runner {
+            config,
+            backend,
+            workload,
+            counter,
+            streamed,
+            monitor: Arc::default(),
+        }
+    }
+
+    /// Live counters (clone the `Arc` to watch from another task).
+    pub fn monitor(&self) -> Arc<RunMonitor> {
+        Arc::clone(&self.monitor)
+    }
+
+    /// Runs to the end, feeding `sinks`. `cancel` stops the run (in-flight requests are
+    /// recorded as cancelled).
+    pub async fn run(
+        &self,
+        sinks: &mut [&mut dyn RecordSink],
+        cancel: CancellationToken,
+    ) -> RunOutcome {
+        let started_at = SystemTime::now();
+        let start = Instant::now();
+        let stop = cancel.child_token();
+        let activity = Arc::new(Activity::default());
+        let abandoned = Arc::new(AtomicBool::new(false));
+        let (sender, mut records) = mpsc::unbounded_channel();
+        let plan = dispatch::Plan {
+            config: self.config.clone(),
+            workload: Arc::clone(&self.workload),
+            monitor: Arc::clone(&self.monitor),
+            context: request::RequestContext {
+                start,
+                backend: Arc::clone(&self.backend),
+                counter: Arc::clone(&self.counter),
+                activity: Arc::clone(&activity),
+                request_timeout: self.config.request_timeout,
+                streamed: self.streamed,
+                abandoned: Arc::clone(&abandoned),
+                no_progress_timeout: self.config.no_progress_timeout,
+            },
+        };
+        let dispatcher = tokio::spawn(dispatch::dispatch(plan, sender, stop.clone()));
+        let watchdog = tokio::spawn(dispatch::watch_progress(
+            activity,
+            Arc::clone(&self.monitor),
+            self.config.no_progress_timeout,
+            abandoned,
+            stop.clone(),
+        ));
+        let mut delivered = 0;
+        let mut sink_error = None;
+        while let Some(record) = records.recv().await {
+            self.monitor.finished(&record);
+            delivered += 1;
+            if sink_error.is_some() {
+                continue;
+            }
+            for sink in sinks.iter_mut() {
+                if let Err(error) = sink.record(&record) {
+                    sink_error = Some(error);
+                    stop.cancel();
+                    break;
+                }
+            }
+        }
+        let elapsed = start.elapsed();
+        let _ = dispatcher.await;
+        watchdog.abort();
+        let stalled = matches!(watchdog.await, Ok(true));
+        let end_reason = if sink_error.is_some() {
+            EndReason::SinkFailed
+        } else if cancel.is_cancelled() {
+            EndReason::Interrupted
+        } else if stalled {
+            EndReason::NoProgress
+        } else {
+            EndReason::Completed
+        };
+        RunOutcome {
+            end_reason,
+            records: delivered,
+            started_at,
+            elapsed,
+            sink_error,
+        }
+    }
+}

@@ -1,0 +1,301 @@
+//! One request's life inside the runner: wait for a concurrency permit, send it through the
+//! backend under the request timeout and the run's cancellation, then turn the [`Exchange`]
+//! into a [`RequestRecord`] (token counts from `usage` first, per-chunk token attribution).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::{Activity, Backend, RequestInput, RequestSpec};
+use crate::record::{Exchange, Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
+use crate::tokens::{TokenCounter, apportion};
+
+/// What the runner knows about a request before it is sent.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ticket {
+    pub(crate) index: u64,
+    pub(crate) phase: Phase,
+    pub(crate) scheduled: Instant,
+}
+
+/// Shared by every request of a run.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestContext {
+    pub(crate) start: Instant,
+    pub(crate) backend: Arc<dyn Backend>,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    pub(crate) activity: Arc<Activity>,
+    pub(crate) request_timeout: Duration,
+    pub(crate) streamed: bool,
+    /// Set by the no-progress watchdog before it stops the run.
+    pub(crate) abandoned: Arc<AtomicBool>,
+    pub(crate) no_progress_timeout: Duration,
+}
+
+impl RequestContext {
+    /// The failure of a request stopped by the run's cancellation.
+    fn stopped(&self, while_what: &str) -> Failure {
+        if self.abandoned.load(Ordering::Relaxed) {
+            Failure::new(
+                OutcomeKind::Timeout,
+                format!(
+                    "run abandoned {while_what}: nothing received for {:?}",
+                    self.no_progress_timeout
+                ),
+            )
+        } else {
+            Failure::new(OutcomeKind::Cancelled, format!("run stopped {while_what}"))
+        }
+    }
+}
+
+/// Runs one request to its end and returns its record; never panics, never hangs past the
+/// request timeout or the cancellation.
+pub(crate) async fn execute(
+    ctx: &RequestContext,
+    ticket: Ticket,
+    spec: RequestSpec,
+    limit: Option<Arc<Semaphore>>,
+    cancel: &CancellationToken,
+) -> RequestRecord {
+    let mut exchange = Exchange::default();
+    let capped = limit.is_some();
+    let _permit = match limit {
+        None => None,
+        Some(semaphore) => tokio::select! {
+            biased;
+            () = cancel.cancelled() => {
+                exchange.fail(ctx.stopped("while the request was queued"));
+                let now = Instant::now();
+                return finalize(ctx, ticket, now, &spec, exchange, now);
+            }
+            permit = semaphore.acquire_owned() => permit.ok(),
+        },
+    };
+    // Without a cap there is no client queue: the wait before sending is dispatch lag only.
+    let dequeued = if capped {
+        Instant::now()
+    } else {
+        ticket.scheduled
+    };
+    let send = ctx.backend.send(&spec, &mut exchange, &ctx.activity);
+    let outcome = tokio::select! {
+        biased;
+        () = cancel.cancelled() => Some(ctx.stopped("while the request was in flight")),
+        finished = tokio::time::timeout(ctx.request_timeout, send) => match finished {
+            Ok(()) => None,
+            Err(_) => Some(Failure::new(
+                OutcomeKind::Timeout,
+                format!("no complete answer within the request timeout ({:?})", ctx.request_timeout),
+            )),
+        },
+    };
+    if let Some(failure) = outcome {
+        exchange.fail(failure);
+    }
+    ctx.activity.bump();
+    finalize(ctx, ticket, dequeued, &spec, exchange, Instant::now())
+}
+
+/// Turns a finished exchange into the journal record.
+pub(crate) fn finalize(
+    ctx: &RequestContext,
+    ticket: Ticket,
+    dequeued: Instant,
+    spec: &RequestSpec,
+    exchange: Exchange,
+    end: Instant,
+) -> RequestRecord {
+    let us = |at: Instant| {
+        u64::try_from(at.saturating_duration_since(ctx.start).as_micros()).unwrap_or(u64::MAX)
+    };
+    let text_complete = exchange.text.len() as u64 == exchange.text_bytes;
+    let tokenizer_count =
+        (text_complete && !exchange.chunks.is_empty()).then(|| ctx.counter.count(&exchange.text));
+    let (output_tokens, output_source) = match (exchange.usage, tokenizer_count) {
+        (Some(usage), _) => (usage.completion_tokens, TokenSource::Usage),
+        (None, Some(counted)) => (counted, TokenSource::Tokenizer),
+        (None, None) => (exchange.chunks.len() as u64, TokenSource::None),
+    };
+    let chunk_tokens = chunk_token_counts(&exchange, output_tokens, ctx.counter.as_ref());
+    let chunks: Vec<[u64; 2]> = exchange
+        .chunks
+        .iter()
+        .zip(&chunk_tokens)
+        .map(|(c, &n)| [us(c.at), n])
+        .collect();
+    let (input_tokens, input_source) = input_tokens(&exchange, spec, ctx.counter.as_ref());
+    let streamed = ctx.streamed;
+    RequestRecord {
+        index: ticket.index,
+        phase: ticket.phase,
+        scheduled_us: us(ticket.scheduled),
+        dequeued_us: us(dequeued),
+        sent_us: exchange.sent_at.map(us),
+        response_us: exchange.response_at.map(us),
+        first_token_us: if streamed {
+            chunks.first().map(|c| c[0])
+        } else {
+            None
+        },
+        last_token_us: chunks.last().map(|c| c[0]),
+        end_us: us(end),
+        streamed,
+        input_tokens,
+        input_tokens_source: input_source,
+        expected_input_tokens: spec.expected_input_tokens,
+        output_tokens,
+        output_tokens_source: output_source,
+        requested_output_tokens: spec.max_output_tokens,
+        tokenizer_output_tokens: tokenizer_count,
+        chunks,
+        items: exchange.choices.max(match &spec.input {
+            RequestInput::Batch(prompts) => u32::try_from(prompts.len()).unwrap_or(u32::MAX),
+            _ => 1,
+        }),
+        status: exchange.status,
+        failure: exchange.failure,
+        finish_reason: exchange.finish_reason,
+        retries: exchange.retries,
+        headers: exchange.headers,
+        server_timings: exchange.server_timings,
+        turn: spec.turn,
+    }
+}
+
+/// Tokens carried by each output chunk, summing to `total`:
+/// 1. cumulative usage on every chunk (continuous usage): the differences;
+/// 2. as many chunks as tokens: one each;
+/// 3. otherwise `total` apportioned by each chunk's tokenizer count (or its byte length when
+///    the text was too long to keep).
+fn chunk_token_counts(exchange: &Exchange, total: u64, counter: &dyn TokenCounter) -> Vec<u64> {
+    let chunks = &exchange.chunks;
+    if chunks.is_empty() {
+        return Vec::new();
+    }
+    if chunks.iter().all(|c| c.cumulative_tokens.is_some()) {
+        let mut previous = 0;
+        let mut counts: Vec<u64> = chunks
+            .iter()
+            .map(|c| {
+                let cumulative = c.cumulative_tokens.unwrap_or(previous).max(previous);
+                let delta = cumulative - previous;
+                previous = cumulative;
+                delta
+            })
+            .collect();
+        let sum: u64 = counts.iter().sum();
+        if sum <= total {
+            if let Some(last) = counts.last_mut() {
+                *last += total - sum;
+            }
+            return counts;
+        }
+        return apportion(total, &counts);
+    }
+    if chunks.len() as u64 == total {
+        return vec![1; chunks.len()];
+    }
+    let text_complete = exchange.text.len() as u64 == exchange.text_bytes;
+    let weights: Vec<u64> = if text_complete {
+        let mut offset = 0usize;
+        chunks
+            .iter()
+            .map(|c| {
+                let end = (offset + c.text_bytes as usize).min(exchange.text.len());
+                let piece = exchange.text.get(offset..end).unwrap_or("");
+                offset = end;
+                counter.count(piece)
+            })
+            .collect()
+    } else {
+        chunks.iter().map(|c| u64::from(c.text_bytes)).collect()
+    };
+    apportion(total, &weights)
+}
+
+/// Prompt tokens: the server's usage, else the workload's count, else goodput's tokenizer.
+fn input_tokens(
+    exchange: &Exchange,
+    spec: &RequestSpec,
+    counter: &dyn TokenCounter,
+) -> (Option<u64>, TokenSource) {
+    if let Some(usage) = exchange.usage {
+        return (Some(usage.prompt_tokens), TokenSource::Usage);
+    }
+    if let Some(expected) = spec.expected_input_tokens {
+        return (Some(expected), TokenSource::Workload);
+    }
+    let counted = match &spec.input {
+        RequestInput::Text(text) => counter.count(text),
+        RequestInput::Messages(messages) => messages
+            .iter()
+            .map(|m| counter.count(&m.content.text()))
+            .sum(),
+        RequestInput::Batch(prompts) => prompts.iter().map(|p| counter.count(p)).sum(),
+    };
+    (Some(counted), TokenSource::Tokenizer)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::record::ChunkArrival;
+    use crate::tokens::Tiktoken;
+
+    fn exchange(pieces: &[(&str, Option<u64>)]) -> Exchange {
+        let mut exchange = Exchange::default();
+        let at = Instant::now();
+        for (text, cumulative) in pieces {
+            exchange.push_output(at, text, *cumulative);
+        }
+        exchange
+    }
+
+    #[test]
+    fn continuous_usage_gives_exact_per_chunk_counts() {
+        let e = exchange(&[(" a b", Some(2)), (" c", Some(3)), (" d e f", Some(6))]);
+        assert_eq!(
+            chunk_token_counts(&e, 6, &Tiktoken::cl100k()),
+            vec![2, 1, 3]
+        );
+        // A trailing token the server counted but sent no text for goes to the last chunk.
+        assert_eq!(
+            chunk_token_counts(&e, 7, &Tiktoken::cl100k()),
+            vec![2, 1, 4]
+        );
+    }
+
+    #[test]
+    fn without_usage_per_chunk_counts_follow_the_tokenizer() {
+        let e = exchange(&[(" the", None), (" cat sat on", None), (" the mat", None)]);
+        assert_eq!(
+            chunk_token_counts(&e, 6, &Tiktoken::cl100k()),
+            vec![1, 3, 2]
+        );
+        // The usage total wins; the split follows the tokenizer's proportions.
+        assert_eq!(
+            chunk_token_counts(&e, 12, &Tiktoken::cl100k()),
+            vec![2, 6, 4]
+        );
+    }
+
+    #[test]
+    fn one_chunk_per_token_is_taken_as_is() {
+        let mut e = exchange(&[(" x", None), (" y", None)]);
+        e.chunks.push(ChunkArrival {
+            at: Instant::now(),
+            text_bytes: 0,
+            cumulative_tokens: None,
+        });
+        assert_eq!(
+            chunk_token_counts(&e, 3, &Tiktoken::cl100k()),
+            vec![1, 1, 1]
+        );
+    }
+}

@@ -1,0 +1,116 @@
+//! Units at the edges: parsing durations people type (`500ms`, `1.5s`, `2m`) and printing them
+//! back, and serde adapters for durations as milliseconds. Inside the engine every duration is
+//! a [`Duration`]; numbers with units appear only in reports.
+
+use std::time::Duration;
+
+/// A duration string that cannot be understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid duration `{text}`: {reason} (examples: 250us, 500ms, 1.5s, 2m, 1h)")]
+pub struct DurationError {
+    /// The input.
+    pub text: String,
+    /// What is wrong.
+    pub reason: &'static str,
+}
+
+/// Parses a non-negative number followed by a unit: `ns`, `us`/`µs`, `ms`, `s`, `m`, `h`.
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    let error = |reason| DurationError {
+        text: text.to_string(),
+        reason,
+    };
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or_else(|| error("add a unit"))?;
+    let (number, unit) = trimmed.split_at(split);
+    let value: f64 = number.parse().map_err(|_| error("not a number"))?;
+    let seconds_per_unit = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "s" | "sec" | "secs" => 1.0,
+        "m" | "min" | "mins" => 60.0,
+        "h" | "hr" | "hrs" => 3600.0,
+        _ => return Err(error("unknown unit")),
+    };
+    Duration::try_from_secs_f64(value * seconds_per_unit).map_err(|_| error("out of range"))
+}
+
+/// Prints a duration in the largest unit that keeps it short and exact enough to parse back.
+pub fn format_duration(value: Duration) -> String {
+    let us = value.as_micros();
+    if us == 0 {
+        return "0s".to_string();
+    }
+    let (amount, unit) = if us >= 1_000_000 {
+        (us as f64 / 1e6, "s")
+    } else if us >= 1000 {
+        (us as f64 / 1e3, "ms")
+    } else {
+        (us as f64, "us")
+    };
+    let mut text = format!("{amount:.3}");
+    while text.ends_with('0') {
+        text.pop();
+    }
+    if text.ends_with('.') {
+        text.pop();
+    }
+    format!("{text}{unit}")
+}
+
+/// Milliseconds as a float with microsecond resolution, for reports.
+pub fn to_ms(value: Duration) -> f64 {
+    (value.as_micros() as f64) / 1000.0
+}
+
+/// Serde adapter: a [`Duration`] as (fractional) milliseconds.
+pub mod serde_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes milliseconds.
+    pub fn serialize<S: Serializer>(value: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(super::to_ms(*value))
+    }
+
+    /// Reads milliseconds.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(ms / 1000.0)
+            .map_err(|_| serde::de::Error::custom("expected a non-negative number of milliseconds"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn parses_common_forms() {
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration(" 2m ").unwrap(), Duration::from_secs(120));
+        assert_eq!(parse_duration("250us").unwrap(), Duration::from_micros(250));
+        assert_eq!(parse_duration("1h").unwrap(), Duration::from_secs(3600));
+        assert!(
+            parse_duration("10")
+                .unwrap_err()
+                .to_string()
+                .contains("add a unit")
+        );
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("3 parsecs").is_err());
+    }
+
+    #[test]
+    fn formats_round_trip() {
+        for text in ["500ms", "1.5s", "2s", "250us", "0s", "12.345ms"] {
+            assert_eq!(format_duration(parse_duration(text).unwrap()), text);
+        }
+    }
+}

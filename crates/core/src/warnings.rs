@@ -1,0 +1,154 @@
+//! Methodology checks: warnings attached to a report when the run itself undermines its
+//! numbers (too few samples for the percentile quoted, too short a window, no warmup, an SLO
+//! judged in closed loop, failures, an unstable queue, a client that could not keep the
+//! schedule, token counts that disagree). Each names the fix.
+
+use crate::config::{LoadSpec, RunConfig, Warmup};
+use crate::report::{StepReport, Warning};
+use crate::runner::EndReason;
+
+/// Samples below which a p99 is not trustworthy (MLPerf early stopping: 459 passing queries
+/// are needed to claim p99 at 99 % confidence with no over-latency query).
+pub const P99_TRUSTED_SAMPLES: u64 = 459;
+
+/// Measurement windows shorter than this are flagged.
+pub const SHORT_WINDOW_SECS: f64 = 10.0;
+
+/// Dispatch lag p99 above which, in open loop without a cap, the client is suspected of not
+/// keeping the schedule, ms.
+pub const DISPATCH_LAG_ALARM_MS: f64 = 5.0;
+
+fn warning(code: &str, message: String, fix: &str) -> Warning {
+    Warning {
+        code: code.to_string(),
+        message,
+        fix: fix.to_string(),
+    }
+}
+
+/// Every warning that applies to a run with `config`, its steps and how it ended.
+pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    match end {
+        EndReason::Interrupted => warnings.push(warning(
+            "interrupted",
+            "the run was interrupted; in-flight requests were recorded as cancelled".into(),
+            "let the run finish for complete figures",
+        )),
+        EndReason::NoProgress => warnings.push(warning(
+            "no_progress",
+            format!(
+                "the target sent nothing for {:?} with requests in flight; the run was abandoned",
+                config.no_progress_timeout
+            ),
+            "check the server; raise --no-progress-timeout if it is just very slow",
+        )),
+        EndReason::SinkFailed => warnings.push(warning(
+            "journal_failed",
+            "writing the journal failed; the run was stopped".into(),
+            "free disk space or choose another --out directory",
+        )),
+        EndReason::Completed => {}
+    }
+    if config.warmup == Warmup::None {
+        warnings.push(warning(
+            "no_warmup",
+            "no warmup: cold-start effects (connection set-up, caches, compilation) are in the numbers".into(),
+            "add --warmup 10% (or a request count or duration)",
+        ));
+    }
+    if config.slo.is_some() && matches!(config.load, LoadSpec::Closed { .. }) {
+        warnings.push(warning(
+            "slo_in_closed_loop",
+            "the SLO was judged under closed-loop load, which hides queueing delay".into(),
+            "validate SLOs with open-loop load: --rate R (Poisson arrivals)",
+        ));
+    }
+    for step in steps {
+        check_step(config, step, &mut warnings);
+    }
+    warnings
+}
+
+fn check_step(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>) {
+    let completed = step.requests.completed;
+    if completed < P99_TRUSTED_SAMPLES {
+        warnings.push(warning(
+            "few_samples",
+            format!("p99 figures rest on {completed} completed requests; {P99_TRUSTED_SAMPLES} are needed to trust a p99 at 99 % confidence"),
+            "run more requests (--requests) or longer (--duration)",
+        ));
+    }
+    if step.duration_secs < SHORT_WINDOW_SECS {
+        warnings.push(warning(
+            "short_window",
+            format!("the measurement window is {:.1} s; short windows report peaks, not sustainable throughput", step.duration_secs),
+            "measure for at least a minute (--duration 60s)",
+        ));
+    }
+    if step.requests.failed > 0 {
+        let kinds: Vec<String> = step
+            .requests
+            .failed_by_kind
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        warnings.push(warning(
+            "failures",
+            format!("{} of {} measured requests failed ({}); latency percentiles cover successes only, goodput counts failures as misses", step.requests.failed, step.requests.scheduled, kinds.join(", ")),
+            "see failed_by_kind and the journal's failure messages",
+        ));
+    }
+    if !step.stability.stable {
+        warnings.push(warning(
+            "unstable",
+            format!("the queue was not stable: {}; this throughput is not sustainable", step.stability.reason),
+            "lower the load until the run is stable, or use `goodput capacity` to find the sustainable rate",
+        ));
+    }
+    let open_uncapped = matches!(
+        config.load,
+        LoadSpec::Open {
+            max_concurrency: None,
+            ..
+        }
+    );
+    if let Some(lag) = step
+        .latency_ms
+        .dispatch_lag
+        .p99
+        .filter(|lag| open_uncapped && *lag > DISPATCH_LAG_ALARM_MS)
+    {
+        warnings.push(warning(
+            "client_lag",
+            format!("dispatch lag p99 is {lag:.1} ms: the client did not keep its schedule"),
+            "lower the rate, give the client more CPU, or run it on another machine",
+        ));
+    }
+    let tokens = &step.tokens;
+    if tokens.usage_tokenizer_disagreements > 0 {
+        warnings.push(warning(
+            "usage_disagrees",
+            format!("{} requests' server usage differs from goodput's tokenizer by more than 10 %", tokens.usage_tokenizer_disagreements),
+            "expected with a different model vocabulary; otherwise check the server's usage reporting",
+        ));
+    }
+    if tokens.output_length_mismatches > 0 {
+        warnings.push(warning(
+            "output_length_mismatch",
+            format!(
+                "{} requests generated a different number of tokens than requested",
+                tokens.output_length_mismatches
+            ),
+            "make sure the server honours ignore_eos/min_tokens, or compare by output tokens",
+        ));
+    }
+    if completed > 0 && tokens.output_from_tokenizer == completed {
+        warnings.push(warning(
+            "no_usage",
+            "the server reported no usage; output tokens were counted with goodput's tokenizer"
+                .into(),
+            "enable usage reporting on the server (stream_options.include_usage)",
+        ));
+    }
+}

@@ -1,0 +1,362 @@
+//! The HTTP client under the backend: keep-alive connections the server closes, requests
+//! re-sent only when provably unsent, exact timestamps under paused time, refused
+//! connections, TLS errors, pool bounds. Loopback or in-memory pipes only.
+#![allow(clippy::unwrap_used)]
+
+#[path = "support/harness.rs"]
+mod harness;
+#[path = "support/wire_server.rs"]
+mod wire_server;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use goodput_core::backend::Activity;
+use goodput_core::backend::Backend;
+use goodput_core::backend::openai::{ApiKind, OpenAiBackend};
+use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, ResponseBody, Target};
+use goodput_core::record::{Exchange, OutcomeKind};
+use harness::*;
+use http_body_util::Full;
+use tokio::time::Instant;
+use wire_server::{LAST_CHUNK, State, Step, TcpServer, chunk, sse_head};
+
+#[tokio::test]
+async fn connection_refused_is_transport() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let exchange = send(
+        &backend_at(&format!("http://{addr}"), config(ApiKind::Chat)),
+        &text_spec(),
+    )
+    .await;
+    let (kind, message) = failure(&exchange);
+    assert_eq!(kind, OutcomeKind::Transport);
+    assert!(
+        message.contains("refused") && message.contains(&addr.to_string()),
+        "{message}"
+    );
+    assert!(exchange.sent_at.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_closing_keep_alive_connections_cost_no_request() {
+    // After each response, with and without `connection: close`; then a 50 ms idle timeout.
+    let closing = |header: &'static str| {
+        move |_: usize, _: &wire_server::Captured| {
+            let mut steps = ok_stream();
+            steps[0] = Step::Write(sse_head(header));
+            steps.push(Step::Close);
+            steps
+        }
+    };
+    for (state, gaps) in [
+        (State::new(closing("connection: close\r\n")), [0, 0]),
+        (State::new(closing("")), [0, 5]),
+        (
+            State {
+                idle_close: Some(Duration::from_millis(50)),
+                ..State::new(|_, _| ok_stream())
+            },
+            [0, 80],
+        ),
+    ] {
+        let server = TcpServer::start(state).await;
+        let backend = backend_at(&server.url(), config(ApiKind::Chat));
+        for n in 0..30 {
+            tokio::time::sleep(Duration::from_millis(gaps[n % 2])).await;
+            let exchange = send(&backend, &text_spec()).await;
+            assert_eq!(exchange.failure, None, "request {n}");
+        }
+        assert_eq!(server.state.requests().len(), 30);
+    }
+}
+
+#[tokio::test]
+async fn request_the_server_may_have_seen_is_not_resent() {
+    let server = TcpServer::start(State::new(|n, _| {
+        if n == 1 {
+            vec![Step::Close]
+        } else {
+            ok_stream()
+        }
+    }))
+    .await;
+    let backend = backend_at(&server.url(), config(ApiKind::Chat));
+    assert_eq!(send(&backend, &text_spec()).await.failure, None);
+    let exchange = send(&backend, &text_spec()).await;
+    assert_eq!(failure(&exchange).0, OutcomeKind::Transport);
+    assert!(exchange.reused_connection);
+    assert_eq!((exchange.retries, server.state.requests().len()), (0, 2));
+}
+
+#[tokio::test]
+async fn stalled_stream_keeps_what_arrived_when_the_caller_gives_up() {
+    let steps = vec![
+        Step::Write(sse_head("")),
+        Step::Write(chunk(content("a", None).as_bytes())),
+        Step::Stall,
+    ];
+    let server = TcpServer::start(State::new(move |_, _| steps.clone())).await;
+    let backend = backend_at(&server.url(), config(ApiKind::Chat));
+    let mut exchange = Exchange::default();
+    let activity = Activity::default();
+    let spec = text_spec();
+    let timed_out = tokio::time::timeout(
+        Duration::from_millis(300),
+        backend.send(&spec, &mut exchange, &activity),
+    )
+    .await;
+    assert!(timed_out.is_err());
+    assert_eq!((exchange.chunks.len(), exchange.text.as_str()), (1, "a"));
+}
+
+type Slot = Arc<Mutex<Option<tokio::io::DuplexStream>>>;
+
+/// A client whose connections are in-memory pipes served by `state`; with `first`, the
+/// server end of the first connection is handed to the test instead.
+fn duplex_client(state: State, first: Option<Slot>, config: HttpConfig) -> HttpClient {
+    let opened = Arc::new(Mutex::new(0usize));
+    let connector = FnConnector::new(move || {
+        let (client, mut server) = tokio::io::duplex(1 << 16);
+        let (state, first, opened) = (state.clone(), first.clone(), opened.clone());
+        async move {
+            let n = std::mem::replace(&mut *opened.lock().unwrap(), usize::MAX);
+            match first {
+                Some(slot) if n == 0 => *slot.lock().unwrap() = Some(server),
+                _ => drop(tokio::spawn(async move {
+                    wire_server::serve(&mut server, &state).await
+                })),
+            }
+            Ok(Box::new(client) as BoxIo)
+        }
+    });
+    let target = Target::parse("http://sim.local/v1").unwrap();
+    HttpClient::new(target, Arc::new(connector), config)
+}
+
+/// Waits for the server end of the first connection.
+async fn take_first(slot: &Slot) -> tokio::io::DuplexStream {
+    loop {
+        if let Some(io) = slot.lock().unwrap().take() {
+            return io;
+        }
+        tokio::task::yield_now().await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn exact_timestamps_under_paused_time() {
+    let ms = Duration::from_millis;
+    let steps = vec![
+        Step::Sleep(ms(100)),
+        Step::Write(sse_head("")),
+        Step::Sleep(ms(50)),
+        Step::Write(chunk(ROLE.as_bytes())),
+        Step::Sleep(ms(50)),
+        Step::Write(chunk(content("Hel", None).as_bytes())),
+        Step::Sleep(ms(20)),
+        Step::Write(chunk(
+            format!("{}{DONE}", content("lo", Some("stop"))).as_bytes(),
+        )),
+        Step::Write(LAST_CHUNK.to_vec()),
+    ];
+    let state = State::new(move |_, _| steps.clone());
+    let client = duplex_client(state, None, HttpConfig::default());
+    let backend = OpenAiBackend::new(config(ApiKind::Chat), client.clone()).unwrap();
+    let mut exchanges = Vec::new();
+    for _ in 0..2 {
+        let t0 = Instant::now();
+        exchanges.push((t0, send(&backend, &text_spec()).await));
+    }
+    for (n, (t0, exchange)) in exchanges.iter().enumerate() {
+        assert_eq!(exchange.failure, None);
+        assert_eq!(exchange.sent_at, Some(*t0));
+        assert_eq!(exchange.response_at, Some(*t0 + ms(100)));
+        assert_eq!(exchange.first_event_at, Some(*t0 + ms(150)));
+        let times: Vec<_> = exchange.chunks.iter().map(|c| c.at - *t0).collect();
+        assert_eq!(times, [ms(200), ms(220)]);
+        assert_eq!(exchange.reused_connection, n == 1);
+        assert_eq!(exchange.connect_time, (n == 0).then_some(Duration::ZERO));
+    }
+    assert_eq!(client.stats().opened, 1);
+}
+
+#[tokio::test(start_paused = true)]
+async fn request_handed_back_unsent_is_resent_on_a_fresh_connection() {
+    let state = State::new(|_, _| ok_stream());
+    let first: Slot = Arc::new(Mutex::new(None));
+    let client = duplex_client(state.clone(), Some(first.clone()), HttpConfig::default());
+    let backend = OpenAiBackend::new(config(ApiKind::Chat), client.clone()).unwrap();
+    let serve_one = async {
+        let mut io = take_first(&first).await;
+        let request = wire_server::read_request(&mut io, None).await.unwrap();
+        for step in (state.responder)(0, &request) {
+            if let Step::Write(bytes) = step {
+                tokio::io::AsyncWriteExt::write_all(&mut io, &bytes)
+                    .await
+                    .unwrap();
+            }
+        }
+        io
+    };
+    let spec = text_spec();
+    let (exchange, server_end) = tokio::join!(send(&backend, &spec), serve_one);
+    assert_eq!((exchange.failure, exchange.retries), (None, 0));
+    tokio::task::yield_now().await;
+    // The server closes the idle connection just as the next request is handed to it.
+    drop(server_end);
+    let exchange = send(&backend, &text_spec()).await;
+    assert_eq!(exchange.failure, None);
+    assert_eq!((exchange.retries, exchange.reused_connection), (1, false));
+    assert_eq!(client.stats().opened, 2);
+}
+
+/// A POST through the client alone (no backend).
+fn post(uri: &str) -> http::Request<Full<Bytes>> {
+    let mut request = http::Request::new(Full::new(Bytes::from_static(b"{}")));
+    *request.method_mut() = http::Method::POST;
+    *request.uri_mut() = uri.parse().unwrap();
+    request
+}
+
+async fn read_to_end(body: &mut ResponseBody) -> usize {
+    let mut bytes = 0;
+    while let Some(frame) = body.data().await {
+        bytes += frame.unwrap().len();
+    }
+    bytes
+}
+
+#[tokio::test]
+async fn only_bodies_read_to_the_end_give_their_connection_back() {
+    let server = TcpServer::start(State::new(|_, _| ok_stream())).await;
+    let client = HttpClient::tcp(Target::parse(&server.url()).unwrap(), HttpConfig::default());
+    let mut exchange = Exchange::default();
+    let response = client
+        .send(post("/v1/chat/completions"), &mut exchange)
+        .await
+        .unwrap();
+    drop(response);
+    let mut response = client
+        .send(post("/v1/chat/completions"), &mut exchange)
+        .await
+        .unwrap();
+    assert!(
+        !exchange.reused_connection,
+        "a body dropped midway closes its connection"
+    );
+    assert!(read_to_end(response.body_mut()).await > 0);
+    client
+        .send(post("/v1/chat/completions"), &mut exchange)
+        .await
+        .unwrap();
+    assert!(exchange.reused_connection);
+    let stats = client.stats();
+    assert_eq!((stats.opened, stats.reused), (2, 1));
+}
+
+#[tokio::test]
+async fn absolute_uris_are_sent_in_origin_form_with_host_and_user_agent() {
+    let server = TcpServer::start(State::new(|_, _| ok_stream())).await;
+    let client = HttpClient::tcp(Target::parse(&server.url()).unwrap(), HttpConfig::default());
+    let mut exchange = Exchange::default();
+    let mut response = client
+        .send(post("http://elsewhere.example/v1/x?y=1"), &mut exchange)
+        .await
+        .unwrap();
+    read_to_end(response.body_mut()).await;
+    let request = &server.state.requests()[0];
+    assert!(
+        request.head.starts_with("POST /v1/x?y=1 HTTP/1.1\r\n"),
+        "{}",
+        request.head
+    );
+    assert_eq!(request.header("host"), Some(server.addr.to_string()));
+    assert!(
+        request
+            .header("user-agent")
+            .unwrap()
+            .starts_with("goodput/")
+    );
+}
+
+#[tokio::test]
+async fn idle_pool_is_bounded() {
+    let server = TcpServer::start(State::new(|_, _| ok_stream())).await;
+    let config = HttpConfig {
+        max_idle: 1,
+        ..HttpConfig::default()
+    };
+    let client = HttpClient::tcp(Target::parse(&server.url()).unwrap(), config);
+    let one = || async {
+        let mut exchange = Exchange::default();
+        client
+            .send(post("/v1/chat/completions"), &mut exchange)
+            .await
+            .unwrap()
+    };
+    let mut responses = vec![one().await, one().await, one().await];
+    for response in &mut responses {
+        read_to_end(response.body_mut()).await;
+    }
+    let stats = client.stats();
+    assert_eq!((stats.opened, stats.idle), (3, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn connections_idle_past_the_timeout_are_not_reused() {
+    let config = HttpConfig {
+        idle_timeout: Duration::from_secs(4),
+        ..HttpConfig::default()
+    };
+    let client = duplex_client(State::new(|_, _| ok_stream()), None, config);
+    let backend = OpenAiBackend::new(harness::config(ApiKind::Chat), client.clone()).unwrap();
+    assert_eq!(send(&backend, &text_spec()).await.failure, None);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(send(&backend, &text_spec()).await.reused_connection);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let exchange = send(&backend, &text_spec()).await;
+    assert_eq!(
+        (exchange.failure, exchange.reused_connection),
+        (None, false)
+    );
+    assert_eq!((client.stats().opened, client.stats().discarded), (2, 1));
+}
+
+#[cfg(feature = "tls")]
+#[tokio::test]
+async fn tls_errors_are_transport_failures_naming_the_host() {
+    // A plain-HTTP server answering the TLS ClientHello with an HTTP error.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut stream, _) = listener.accept().await.unwrap();
+        let reply = b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n";
+        tokio::io::AsyncWriteExt::write_all(&mut stream, reply)
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    });
+    let url = format!("https://{addr}/v1");
+    let exchange = send(&backend_at(&url, config(ApiKind::Chat)), &text_spec()).await;
+    let (kind, message) = failure(&exchange);
+    assert_eq!(kind, OutcomeKind::Transport);
+    assert!(
+        message.contains("TLS handshake with `127.0.0.1` failed"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn host_names_resolve_and_the_working_address_is_kept() {
+    // `localhost` may resolve to ::1 first while the server listens on 127.0.0.1 only.
+    let server = TcpServer::start(State::new(|_, _| ok_stream())).await;
+    let url = format!("http://localhost:{}/v1", server.addr.port());
+    let backend = backend_at(&url, config(ApiKind::Chat));
+    for _ in 0..3 {
+        assert_eq!(send(&backend, &text_spec()).await.failure, None);
+    }
+}

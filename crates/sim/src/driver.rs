@@ -1,0 +1,555 @@
+//! Runs an engine in real (or scaled) time: a task owns the `Box<dyn Engine>`, and cloneable
+//! [`DriverHandle`]s submit requests, cancel them, and read [`EngineStats`] and the
+//! server-side metrics.
+//!
+//! Simulated time is `(tokio::time::Instant::now() − start) × time_scale`. The task loop:
+//! advance the engine to the current simulated time, forward each request's events to its
+//! channel, then wait for either a command or the real instant of the engine's next event.
+//! Everything uses `tokio::time`, so tests can run it under `tokio::time::pause()`. A request
+//! whose [`RequestEvents`] is dropped (the client went away) is cancelled in the engine.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::{Instant, sleep_until};
+
+use crate::engine::{
+    Engine, EngineEvent, EngineRequest, EngineStats, FinishReason, Rejection, RequestId, SimTime,
+};
+use crate::server_metrics::ServerMetrics;
+
+/// Maps between the real (tokio) clock and simulated time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SimClock {
+    start: Instant,
+    time_scale: f64,
+}
+
+impl SimClock {
+    /// A clock whose simulated time 0 is `start`; `time_scale` simulated seconds pass per real
+    /// second (must be positive and finite).
+    pub fn new(start: Instant, time_scale: f64) -> Self {
+        SimClock { start, time_scale }
+    }
+
+    /// The current simulated time.
+    pub fn now(&self) -> SimTime {
+        self.to_sim(Instant::now().saturating_duration_since(self.start))
+    }
+
+    /// Simulated duration of a real one.
+    pub fn to_sim(&self, real: Duration) -> Duration {
+        if self.time_scale == 1.0 {
+            real
+        } else {
+            scale(real, self.time_scale)
+        }
+    }
+
+    /// Real duration of a simulated one.
+    pub fn to_real(&self, sim: Duration) -> Duration {
+        if self.time_scale == 1.0 {
+            sim
+        } else {
+            scale(sim, 1.0 / self.time_scale)
+        }
+    }
+
+    /// The real instant at which simulated time reaches `at` (a year from now if that is
+    /// beyond what the clock can represent).
+    pub fn instant_of(&self, at: SimTime) -> Instant {
+        self.start
+            .checked_add(self.to_real(at))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
+    }
+}
+
+/// `duration × factor`, saturating instead of panicking on overflow.
+fn scale(duration: Duration, factor: f64) -> Duration {
+    Duration::try_from_secs_f64(duration.as_secs_f64() * factor).unwrap_or(Duration::MAX)
+}
+
+/// What happens to one submitted request, as its client sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RequestUpdate {
+    /// `count` tokens were generated; `finished` is set with the last ones.
+    Tokens {
+        /// Tokens generated at once.
+        count: u32,
+        /// Why generation ended, on the last tokens.
+        finished: Option<FinishReason>,
+    },
+    /// The engine dropped the request; nothing more will come.
+    Aborted {
+        /// Why.
+        reason: String,
+    },
+}
+
+impl RequestUpdate {
+    fn is_final(&self) -> bool {
+        matches!(
+            self,
+            RequestUpdate::Aborted { .. }
+                | RequestUpdate::Tokens {
+                    finished: Some(_),
+                    ..
+                }
+        )
+    }
+}
+
+/// Why a submission failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SubmitError {
+    /// The engine refused one of the requests (none of them was kept).
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+    /// The driver task has stopped (the runtime is shutting down).
+    #[error("the simulated engine has stopped")]
+    Stopped,
+}
+
+/// The updates of a group of requests submitted together, tagged with each request's position
+/// in the group. Dropping it cancels the requests that have not finished.
+#[derive(Debug)]
+pub struct RequestEvents {
+    updates: mpsc::UnboundedReceiver<(usize, RequestUpdate)>,
+    /// Engine id of each request still running, by position.
+    live: Vec<Option<RequestId>>,
+    commands: mpsc::UnboundedSender<Command>,
+}
+
+impl RequestEvents {
+    /// The next update; `None` once every request has finished (or the driver stopped).
+    pub async fn recv(&mut self) -> Option<(usize, RequestUpdate)> {
+        let (position, update) = self.updates.recv().await?;
+        if update.is_final()
+            && let Some(slot) = self.live.get_mut(position)
+        {
+            *slot = None;
+        }
+        Some((position, update))
+    }
+
+    /// Number of requests in the group.
+    pub fn len(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Whether the group is empty.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// Cancels every request of the group that has not finished; no more updates follow.
+    pub fn cancel(&mut self) {
+        let ids: Vec<RequestId> = self.live.iter_mut().filter_map(Option::take).collect();
+        if !ids.is_empty() {
+            let _ = self.commands.send(Command::Cancel { ids });
+        }
+        self.updates.close();
+    }
+}
+
+impl Drop for RequestEvents {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+#[derive(Debug)]
+enum Command {
+    Submit {
+        requests: Vec<EngineRequest>,
+        reply: oneshot::Sender<Result<RequestEvents, SubmitError>>,
+    },
+    Cancel {
+        ids: Vec<RequestId>,
+    },
+}
+
+/// State the driver publishes for handles to read.
+#[derive(Debug)]
+struct Published {
+    stats: EngineStats,
+    metrics: ServerMetrics,
+}
+
+/// Talks to the driver task. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct DriverHandle {
+    commands: mpsc::UnboundedSender<Command>,
+    published: Arc<Mutex<Published>>,
+    clock: SimClock,
+}
+
+impl DriverHandle {
+    /// Spawns the driver of `engine` on `runtime`, with simulated time 0 now.
+    pub fn spawn(
+        runtime: &tokio::runtime::Handle,
+        engine: Box<dyn Engine>,
+        time_scale: f64,
+        metrics: ServerMetrics,
+    ) -> DriverHandle {
+        let clock = SimClock::new(Instant::now(), time_scale);
+        let (commands, receiver) = mpsc::unbounded_channel();
+        let published = Arc::new(Mutex::new(Published {
+            stats: engine.stats(),
+            metrics,
+        }));
+        let driver = Driver {
+            engine,
+            clock,
+            commands: receiver,
+            command_sender: commands.downgrade(),
+            routes: HashMap::new(),
+            published: Arc::clone(&published),
+            next_id: 0,
+            now: SimTime::ZERO,
+        };
+        runtime.spawn(driver.run());
+        DriverHandle {
+            commands,
+            published,
+            clock,
+        }
+    }
+
+    /// Submits a group of requests (one per prompt). Their `id`s are replaced by unique ids
+    /// the driver assigns. Either all are accepted or none is (the first rejection is returned).
+    pub async fn submit(&self, requests: Vec<EngineRequest>) -> Result<RequestEvents, SubmitError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands
+            .send(Command::Submit { requests, reply })
+            .map_err(|_| SubmitError::Stopped)?;
+        answer.await.unwrap_or(Err(SubmitError::Stopped))
+    }
+
+    /// The engine's state as of its last advance.
+    pub fn stats(&self) -> EngineStats {
+        self.lock().stats.clone()
+    }
+
+    /// The Prometheus exposition of the server-side metrics.
+    pub fn render_metrics(&self) -> String {
+        let published = self.lock();
+        published.metrics.render(&published.stats)
+    }
+
+    /// Counts a request refused before it reached the engine.
+    pub fn record_rejection(&self, reason: &str) {
+        self.lock().metrics.record_rejection(reason);
+    }
+
+    /// The clock mapping real to simulated time.
+    pub fn clock(&self) -> SimClock {
+        self.clock
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Published> {
+        self.published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Where a request's updates go.
+#[derive(Debug)]
+struct Route {
+    updates: mpsc::UnboundedSender<(usize, RequestUpdate)>,
+    position: usize,
+}
+
+/// The task that owns the engine.
+#[derive(Debug)]
+struct Driver {
+    engine: Box<dyn Engine>,
+    clock: SimClock,
+    commands: mpsc::UnboundedReceiver<Command>,
+    /// Handed to [`RequestEvents`] so they can cancel; weak so it does not keep the loop alive.
+    command_sender: mpsc::WeakUnboundedSender<Command>,
+    routes: HashMap<RequestId, Route>,
+    published: Arc<Mutex<Published>>,
+    next_id: RequestId,
+    /// The simulated time the engine was last advanced to (never goes backwards).
+    now: SimTime,
+}
+
+impl Driver {
+    async fn run(mut self) {
+        let mut reached = None;
+        loop {
+            self.advance(reached.take());
+            let command = match self.engine.next_event_at() {
+                Some(at) => tokio::select! {
+                    command = self.commands.recv() => command,
+                    () = sleep_until(self.clock.instant_of(at)) => {
+                        reached = Some(at);
+                        continue;
+                    }
+                },
+                None => self.commands.recv().await,
+            };
+            match command {
+                Some(Command::Submit { requests, reply }) => self.submit(requests, reply),
+                Some(Command::Cancel { ids }) => self.cancel(&ids),
+                None => break,
+            }
+        }
+    }
+
+    /// Advances the engine to the current simulated time (at least `reached`, the event time a
+    /// timer just fired for, so rounding in the clock conversion cannot stall the loop), then
+    /// delivers what happened and publishes the new state.
+    fn advance(&mut self, reached: Option<SimTime>) {
+        self.now = self
+            .now
+            .max(self.clock.now())
+            .max(reached.unwrap_or_default());
+        let mut events = Vec::new();
+        self.engine.advance(self.now, &mut events);
+        let mut published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for event in &events {
+            if deliver(&mut self.routes, event) {
+                published.metrics.record_event(event);
+            } else if let Some(id) = event_request(event) {
+                // The client went away: stop generating for it (its tokens were not delivered).
+                self.engine.cancel(self.now, id);
+                published.metrics.record_abort(id);
+            }
+        }
+        published.stats = self.engine.stats();
+    }
+}
+
+/// Forwards a request event to its client; `false` when the client is gone.
+fn deliver(routes: &mut HashMap<RequestId, Route>, event: &EngineEvent) -> bool {
+    let (id, update) = match event {
+        EngineEvent::Tokens {
+            id,
+            count,
+            finished,
+            ..
+        } => (
+            *id,
+            RequestUpdate::Tokens {
+                count: *count,
+                finished: *finished,
+            },
+        ),
+        EngineEvent::Aborted { id, reason, .. } => (
+            *id,
+            RequestUpdate::Aborted {
+                reason: reason.clone(),
+            },
+        ),
+        _ => return true,
+    };
+    let Some(route) = routes.get(&id) else {
+        return true;
+    };
+    let last = update.is_final();
+    let sent = route.updates.send((route.position, update)).is_ok();
+    if last || !sent {
+        routes.remove(&id);
+    }
+    sent
+}
+
+impl Driver {
+    fn submit(
+        &mut self,
+        requests: Vec<EngineRequest>,
+        reply: oneshot::Sender<Result<RequestEvents, SubmitError>>,
+    ) {
+        self.advance(None);
+        let Some(commands) = self.command_sender.upgrade() else {
+            return;
+        };
+        let (updates, receiver) = mpsc::unbounded_channel();
+        let mut accepted: Vec<RequestId> = Vec::with_capacity(requests.len());
+        let mut published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (position, mut request) in requests.into_iter().enumerate() {
+            request.id = self.next_id;
+            self.next_id += 1;
+            let (id, prompt_tokens) = (request.id, request.prompt_tokens);
+            if let Err(rejection) = self.engine.submit(self.now, request) {
+                for id in accepted {
+                    self.engine.cancel(self.now, id);
+                    self.routes.remove(&id);
+                    published.metrics.forget(id);
+                }
+                published
+                    .metrics
+                    .record_rejection(rejection_reason(&rejection));
+                published.stats = self.engine.stats();
+                let _ = reply.send(Err(SubmitError::Rejected(rejection)));
+                return;
+            }
+            published
+                .metrics
+                .record_arrival(id, self.now, prompt_tokens);
+            self.routes.insert(
+                id,
+                Route {
+                    updates: updates.clone(),
+                    position,
+                },
+            );
+            accepted.push(id);
+        }
+        published.stats = self.engine.stats();
+        drop(published);
+        let live = accepted.iter().copied().map(Some).collect();
+        let events = RequestEvents {
+            updates: receiver,
+            live,
+            commands,
+        };
+        if let Err(Ok(mut events)) = reply.send(Ok(events)) {
+            // The submitter is gone already.
+            events.cancel();
+        }
+    }
+
+    fn cancel(&mut self, ids: &[RequestId]) {
+        self.advance(None);
+        let mut published = self
+            .published
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for id in ids {
+            if self.routes.remove(id).is_some() {
+                self.engine.cancel(self.now, *id);
+                published.metrics.record_abort(*id);
+            }
+        }
+        published.stats = self.engine.stats();
+    }
+}
+
+/// The request an event is about, for events that are delivered to clients.
+fn event_request(event: &EngineEvent) -> Option<RequestId> {
+    match event {
+        EngineEvent::Tokens { id, .. } | EngineEvent::Aborted { id, .. } => Some(*id),
+        _ => None,
+    }
+}
+
+/// The `reason` label of `goodput_sim:requests_rejected_total` for an engine rejection.
+pub fn rejection_reason(rejection: &Rejection) -> &'static str {
+    match rejection {
+        Rejection::QueueFull { .. } => "queue_full",
+        Rejection::TooLong(_) => "too_long",
+        Rejection::Invalid(_) => "invalid",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::config::FixedTimingConfig;
+    use crate::engine::fixed::FixedTimingEngine;
+    use crate::server_metrics::CacheConfigInfo;
+
+    fn fixed_driver(slots: u32, max_waiting: usize, time_scale: f64) -> DriverHandle {
+        let config = FixedTimingConfig {
+            ttft: Duration::from_millis(200),
+            itl: Duration::from_millis(10),
+            slots,
+            max_waiting,
+            ..FixedTimingConfig::default()
+        };
+        let metrics = ServerMetrics::new("m", 1000, CacheConfigInfo::default());
+        let runtime = tokio::runtime::Handle::current();
+        DriverHandle::spawn(
+            &runtime,
+            Box::new(FixedTimingEngine::new(config)),
+            time_scale,
+            metrics,
+        )
+    }
+
+    fn request(tokens: u32) -> EngineRequest {
+        EngineRequest {
+            id: 0,
+            prompt_tokens: 10,
+            block_hashes: Vec::new(),
+            max_output_tokens: tokens,
+            stop_after_tokens: tokens,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn tokens_arrive_at_their_simulated_times() {
+        let driver = fixed_driver(1, 0, 2.0);
+        let start = Instant::now();
+        let mut events = driver.submit(vec![request(3)]).await.unwrap();
+        let mut arrivals = Vec::new();
+        while let Some((position, update)) = events.recv().await {
+            assert_eq!(position, 0);
+            arrivals.push((start.elapsed(), update));
+        }
+        let times: Vec<Duration> = arrivals.iter().map(|(at, _)| *at).collect();
+        assert_eq!(times, [100, 105, 110].map(Duration::from_millis));
+        assert_eq!(
+            arrivals[2].1,
+            RequestUpdate::Tokens {
+                count: 1,
+                finished: Some(FinishReason::Length)
+            }
+        );
+        let counters = driver.published.lock().unwrap().metrics.token_counters();
+        assert_eq!(
+            (counters.prompt_tokens, counters.generation_tokens),
+            (10, 3)
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_full_queue_rejects_and_dropping_events_cancels() {
+        let driver = fixed_driver(1, 0, 1.0);
+        let first = driver.submit(vec![request(1000)]).await.unwrap();
+        let refused = driver.submit(vec![request(5)]).await.unwrap_err();
+        assert!(
+            matches!(refused, SubmitError::Rejected(Rejection::QueueFull { .. })),
+            "{refused:?}"
+        );
+        assert_eq!(driver.stats().running, 1);
+        drop(first);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+        assert_eq!(driver.stats().running, 0);
+        assert!(
+            driver
+                .render_metrics()
+                .contains("finished_reason=\"abort\"} 1")
+        );
+        assert!(driver.render_metrics().contains("reason=\"queue_full\"} 1"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_group_is_rejected_as_a_whole() {
+        let driver = fixed_driver(1, 1, 1.0);
+        // Three requests on one slot with one waiting place: the third is refused, and the
+        // first two are withdrawn.
+        let refused = driver
+            .submit(vec![request(5), request(5), request(5)])
+            .await
+            .unwrap_err();
+        assert!(matches!(
+            refused,
+            SubmitError::Rejected(Rejection::QueueFull { .. })
+        ));
+        assert_eq!((driver.stats().running, driver.stats().waiting), (0, 0));
+    }
+}

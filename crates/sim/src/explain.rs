@@ -1,0 +1,384 @@
+//! `goodput sim --explain`: the figures the simulator derives from its configuration, each with
+//! the formula and the inputs that produced it. Every number comes from the same code the engine
+//! uses ([`StepCostModel`], the protocol's [`Deployment`] and [`ModelSpec`] methods, the fixed
+//! engine's service time), so the explanation cannot drift from the simulation.
+
+use std::fmt::Write as _;
+
+use goodput_protocol::hardware::{
+    ACTIVATION_RESERVE_GIB, Deployment, ModelSpec, NON_TENSOR_GIB_PARALLEL, NON_TENSOR_GIB_SINGLE,
+};
+
+use crate::config::{BatchingConfig, EngineConfig, FixedTimingConfig, SimConfig};
+use crate::engine::cost::{BatchEntry, StepCost, StepCostModel};
+use crate::engine::fixed::FixedTimingEngine;
+use crate::engine::kv::blocks_for;
+
+const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Context length of the decode rows.
+const DECODE_CONTEXT: u32 = 1024;
+/// Prompt length of the prefill row (1k tokens).
+const PREFILL_TOKENS: u32 = 1000;
+/// Batch sizes of the decode table.
+const DECODE_BATCHES: [u32; 6] = [1, 8, 32, 64, 128, 256];
+/// Answer length used for the fixed engine's service time when no natural mean is set.
+const FIXED_SAMPLE_TOKENS: u32 = 256;
+
+/// A human-readable account of what `config` simulates and the figures derived from it.
+pub fn explain(config: &SimConfig) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "model served as: {}", config.model_name());
+    let _ = writeln!(
+        out,
+        "time scale: {} simulated seconds per real second",
+        config.time_scale
+    );
+    match &config.engine {
+        EngineConfig::Batching(batching) => explain_batching(&mut out, batching),
+        EngineConfig::Fixed(fixed) => {
+            explain_fixed(&mut out, fixed, config.natural_output_tokens_mean)
+        }
+    }
+    out
+}
+
+fn explain_batching(out: &mut String, config: &BatchingConfig) {
+    let deployment = config.deployment();
+    let model = &deployment.model;
+    let _ = writeln!(
+        out,
+        "engine: continuous batching, {} on {} × {} (max_num_seqs {}, max_num_batched_tokens {}, \
+         block_size {}, chunked_prefill {}, prefix_caching {})",
+        model.name,
+        deployment.tensor_parallel,
+        deployment.gpu.name,
+        config.max_num_seqs,
+        config.max_num_batched_tokens,
+        config.block_size,
+        config.chunked_prefill,
+        config.prefix_caching,
+    );
+    explain_model(out, model);
+    explain_kv(out, config, &deployment);
+    let cost = StepCostModel::new(config);
+    explain_batch1_decode(out, config, &cost);
+    explain_prefill(out, &cost);
+    explain_decode_table(out, config, &cost);
+}
+
+fn explain_model(out: &mut String, model: &ModelSpec) {
+    let _ = writeln!(out, "\nmodel");
+    let head = if model.tied_embeddings {
+        "tied output head"
+    } else {
+        "+ output head"
+    };
+    let _ = writeln!(
+        out,
+        "  parameters          {:>10.3} B   = layers · (q + k + v + o + 3 · hidden · ffn + 2 norms) + \
+         embeddings {head} [layers {}, hidden {}, heads {}, kv_heads {}, head_dim {}, ffn {}, vocab {}]",
+        model.params() / 1e9,
+        model.layers,
+        model.hidden,
+        model.heads,
+        model.kv_heads,
+        model.head_dim,
+        model.ffn,
+        model.vocab,
+    );
+    let _ = writeln!(
+        out,
+        "  weight bytes        {:>10.2} GB  = parameters × {} B ({:?}) = {:.2} GiB",
+        model.weight_bytes() / 1e9,
+        model.weight_dtype.bytes(),
+        model.weight_dtype,
+        model.weight_bytes() / GIB,
+    );
+    let _ = writeln!(
+        out,
+        "  KV bytes per token  {:>10.0} B   = 2 · layers · kv_heads · head_dim · bytes = 2 · {} · {} · {} · {} ({:?})",
+        model.kv_bytes_per_token(),
+        model.layers,
+        model.kv_heads,
+        model.head_dim,
+        model.kv_dtype.bytes(),
+        model.kv_dtype,
+    );
+}
+
+fn explain_kv(out: &mut String, config: &BatchingConfig, deployment: &Deployment) {
+    let tp = deployment.tensor_parallel.max(1);
+    let non_tensor = if tp > 1 {
+        NON_TENSOR_GIB_PARALLEL
+    } else {
+        NON_TENSOR_GIB_SINGLE
+    };
+    let _ = writeln!(out, "\nKV cache");
+    let _ = writeln!(
+        out,
+        "  pool                {:>10.2} GiB = memory · utilisation · tp − weights − (activations + non-tensor) · tp \
+         = {} · {} · {tp} − {:.2} − ({ACTIVATION_RESERVE_GIB} + {non_tensor}) · {tp}",
+        deployment.kv_pool_bytes() / GIB,
+        deployment.gpu.memory_gib,
+        deployment.gpu_memory_utilization,
+        deployment.model.weight_bytes() / GIB,
+    );
+    let _ = writeln!(
+        out,
+        "  capacity            {:>10}     = pool / KV bytes per token (tokens)",
+        deployment.kv_capacity_tokens(),
+    );
+    let source = match config.kv_blocks_override {
+        Some(_) => "kv_blocks_override".to_string(),
+        None => format!("capacity / block_size ({})", config.block_size),
+    };
+    let _ = writeln!(
+        out,
+        "  blocks              {:>10}     = {source}",
+        config.kv_blocks()
+    );
+}
+
+fn explain_batch1_decode(out: &mut String, config: &BatchingConfig, cost: &StepCostModel) {
+    let step = cost.cost(&decode_batch(1, DECODE_CONTEXT), false);
+    let model = &config.model;
+    let gpu = &config.gpu;
+    let _ = writeln!(out, "\ndecode step, batch 1, context {DECODE_CONTEXT}");
+    let bytes = model.streamed_weight_bytes()
+        + model.kv_bytes_per_token() * f64::from(DECODE_CONTEXT + 1)
+        + model.activation_bytes_per_token();
+    let _ = writeln!(
+        out,
+        "  memory              {:>10.3} ms  = (streamed weights + KV of context + activations) / (bandwidth · efficiency · tp) \
+         = {:.2} GB / ({} TB/s · {} · {})",
+        step.memory_secs * 1e3,
+        bytes / 1e9,
+        gpu.hbm_tb_per_sec,
+        gpu.bandwidth_efficiency,
+        config.tensor_parallel,
+    );
+    let _ = writeln!(
+        out,
+        "  compute             {:>10.3} ms  = (linear + attention FLOPs) / (peak · MFU_decode · tp) = {:.3} GFLOP / ({:.1} TFLOP/s · {} · {})",
+        step.compute_secs * 1e3,
+        (model.linear_flops(1.0) + model.attention_flops(1.0, f64::from(DECODE_CONTEXT))) / 1e9,
+        gpu.peak_flops(model.weight_dtype) / 1e12,
+        gpu.mfu_decode,
+        config.tensor_parallel,
+    );
+    let overheads = &config.overheads;
+    let _ = writeln!(
+        out,
+        "  overhead            {:>10.3} ms  = per_step + per_layer · layers + per_sequence · 1 = {} + {} · {} + {} µs",
+        step.overhead_secs * 1e3,
+        overheads.per_step_us,
+        overheads.per_layer_us,
+        model.layers,
+        overheads.per_sequence_us,
+    );
+    if step.comm_secs > 0.0 {
+        let _ = writeln!(
+            out,
+            "  all-reduce          {:>10.3} ms  = 2 · layers · (latency + bytes / link)",
+            step.comm_secs * 1e3
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  total               {:>10.3} ms  = overhead + max(memory, compute){} ({}-bound) → {:.1} tokens/s",
+        step.total_secs() * 1e3,
+        if step.comm_secs > 0.0 {
+            " + all-reduce"
+        } else {
+            ""
+        },
+        bound(&step),
+        1.0 / step.total_secs(),
+    );
+}
+
+fn explain_prefill(out: &mut String, cost: &StepCostModel) {
+    let step = cost.cost(
+        &[BatchEntry {
+            new_tokens: PREFILL_TOKENS,
+            context: 0,
+            is_prefill: true,
+        }],
+        false,
+    );
+    let _ = writeln!(out, "\nprefill");
+    let _ = writeln!(
+        out,
+        "  time for 1k tokens  {:>10.3} ms  = overhead + max(memory, compute) in one step \
+         (compute {:.3} ms at MFU_prefill, memory {:.3} ms; {}-bound)",
+        step.total_secs() * 1e3,
+        step.compute_secs * 1e3,
+        step.memory_secs * 1e3,
+        bound(&step),
+    );
+}
+
+fn explain_decode_table(out: &mut String, config: &BatchingConfig, cost: &StepCostModel) {
+    let per_sequence_blocks = blocks_for(DECODE_CONTEXT + 1, config.block_size).max(1);
+    let kv_sequences = config.kv_blocks() / u64::from(per_sequence_blocks);
+    let cap = u64::from(config.max_num_seqs).min(kv_sequences).max(1);
+    let cap = u32::try_from(cap).unwrap_or(u32::MAX);
+    let _ = writeln!(
+        out,
+        "\ndecode at context {DECODE_CONTEXT} (batch capped by max_num_seqs {} and KV capacity {kv_sequences} sequences)",
+        config.max_num_seqs,
+    );
+    let _ = writeln!(
+        out,
+        "  {:>6}  {:>10}  {:>12}  {:>8}",
+        "batch", "step ms", "output tok/s", "bound"
+    );
+    let mut shown = Vec::new();
+    for requested in DECODE_BATCHES {
+        let batch = requested.min(cap);
+        if shown.contains(&batch) {
+            continue;
+        }
+        shown.push(batch);
+        let step = cost.cost(&decode_batch(batch, DECODE_CONTEXT), false);
+        let note = if batch < requested {
+            format!(" (capped from {requested})")
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            out,
+            "  {batch:>6}  {:>10.3}  {:>12.1}  {:>8}{note}",
+            step.total_secs() * 1e3,
+            f64::from(batch) / step.total_secs(),
+            bound(&step),
+        );
+    }
+}
+
+fn explain_fixed(out: &mut String, config: &FixedTimingConfig, natural_mean: Option<f64>) {
+    let _ = writeln!(out, "engine: fixed timing");
+    let _ = writeln!(out, "  slots               {:>10}", config.slots);
+    let _ = writeln!(
+        out,
+        "  TTFT                {:>10.3} ms",
+        config.ttft.as_secs_f64() * 1e3
+    );
+    let _ = writeln!(
+        out,
+        "  ITL                 {:>10.3} ms",
+        config.itl.as_secs_f64() * 1e3
+    );
+    let _ = writeln!(out, "  tokens per chunk    {:>10}", config.tokens_per_chunk);
+    let _ = writeln!(out, "  max waiting         {:>10}", config.max_waiting);
+    let _ = writeln!(out, "  max model len       {:>10}", config.max_model_len);
+    let sample = natural_mean.map_or(FIXED_SAMPLE_TOKENS, |mean| {
+        mean.round().clamp(1.0, f64::from(u32::MAX)) as u32
+    });
+    let service = FixedTimingEngine::new(config.clone())
+        .service_time(sample)
+        .as_secs_f64();
+    let _ = writeln!(
+        out,
+        "  service time S      {:>10.3} ms  = ttft + (n − 1) · itl = {} + {} · {} ms for n = {sample} output tokens",
+        service * 1e3,
+        config.ttft.as_secs_f64() * 1e3,
+        sample.saturating_sub(1),
+        config.itl.as_secs_f64() * 1e3,
+    );
+    if service > 0.0 {
+        let capacity = f64::from(config.slots) / service;
+        let _ = writeln!(
+            out,
+            "  capacity            {capacity:>10.3} requests/s = slots / S = {} / {service:.3} s ({:.1} output tokens/s)",
+            config.slots,
+            capacity * f64::from(sample),
+        );
+    }
+}
+
+fn decode_batch(size: u32, context: u32) -> Vec<BatchEntry> {
+    (0..size)
+        .map(|_| BatchEntry {
+            new_tokens: 1,
+            context,
+            is_prefill: false,
+        })
+        .collect()
+}
+
+fn bound(step: &StepCost) -> &'static str {
+    if step.is_memory_bound() {
+        "memory"
+    } else {
+        "compute"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn batching_explanation_names_every_figure() {
+        let text = explain(&SimConfig::default());
+        for needle in [
+            "parameters",
+            "8.030 B",
+            "KV bytes per token",
+            "131072 B",
+            "capacity",
+            "blocks",
+            "memory",
+            "compute",
+            "overhead",
+            "tokens/s",
+            "prefill",
+            "output tok/s",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+        let rows = text
+            .lines()
+            .filter(|line| line.trim_start().starts_with(|c: char| c.is_ascii_digit()))
+            .count();
+        assert_eq!(rows, DECODE_BATCHES.len(), "{text}");
+    }
+
+    #[test]
+    fn decode_table_is_capped_by_max_num_seqs() {
+        let config = SimConfig {
+            engine: EngineConfig::Batching(BatchingConfig {
+                max_num_seqs: 40,
+                ..BatchingConfig::default()
+            }),
+            ..SimConfig::default()
+        };
+        let text = explain(&config);
+        assert!(text.contains("(capped from 64)"), "{text}");
+        assert!(
+            !text.contains("(capped from 128)"),
+            "duplicates are dropped:\n{text}"
+        );
+    }
+
+    #[test]
+    fn fixed_explanation_gives_service_time_and_capacity() {
+        let fixed = FixedTimingConfig {
+            ttft: Duration::from_millis(200),
+            itl: Duration::from_millis(10),
+            slots: 4,
+            ..FixedTimingConfig::default()
+        };
+        let config = SimConfig {
+            engine: EngineConfig::Fixed(fixed),
+            ..SimConfig::default()
+        };
+        let text = explain(&config);
+        // S = 200 + 255 · 10 = 2750 ms; capacity = 4 / 2.75 s.
+        assert!(text.contains("2750.000 ms"), "{text}");
+        assert!(text.contains("1.455 requests/s"), "{text}");
+    }
+}

@@ -1,0 +1,184 @@
+//! Delivering an answer as engine events arrive: streamed (server-sent events written by a
+//! producer task into the response body) or whole (one JSON body once every token is in), with
+//! the mid-answer faults applied once about half of the tokens have been generated.
+
+use std::future::pending;
+use std::time::Duration;
+
+use hyper::Response;
+use hyper::StatusCode;
+
+use goodput_protocol::ApiErrorBody;
+
+use super::answer::{Answer, DONE_EVENT, MALFORMED_EVENT, error_event, to_json};
+use super::body::{ClientGone, ConnectionAbort, FrameSink, SimBody};
+use super::faults::{Fault, PendingFault};
+use super::routes::{error_response, json_response};
+use crate::driver::{RequestEvents, RequestUpdate};
+
+/// Frames queued for a slow client before the producer waits.
+const STREAM_BUFFER_FRAMES: usize = 64;
+
+/// An accepted request on its way to the client.
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    /// The answer being built.
+    pub(crate) answer: Answer,
+    /// The engine's updates for the request's prompts.
+    pub(crate) events: RequestEvents,
+    /// A fault still to strike.
+    pub(crate) fault: Option<PendingFault>,
+    /// How long a stall lasts in real time (`None`: until the client leaves).
+    pub(crate) stall: Option<Duration>,
+}
+
+impl Exchange {
+    /// The pending fault, if the answer has reached it (it strikes only once).
+    fn fault_due(&mut self) -> Option<Fault> {
+        let generated = self.answer.generated();
+        self.fault
+            .take_if(|pending| generated >= pending.after_tokens)
+            .map(|pending| pending.fault)
+    }
+
+    /// Waits out a stall: the configured time, or until the client leaves.
+    async fn stall(&self, client_gone: impl Future<Output = ()>) {
+        match self.stall {
+            Some(duration) => {
+                tokio::select! {
+                    () = tokio::time::sleep(duration) => {}
+                    () = client_gone => {}
+                }
+            }
+            None => client_gone.await,
+        }
+    }
+}
+
+/// Whether a stream goes on after a fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Stop,
+}
+
+/// Starts streaming the answer; returns the response body it is written to.
+pub(crate) fn start_stream(exchange: Exchange) -> SimBody {
+    let (body, sink) = SimBody::channel(STREAM_BUFFER_FRAMES);
+    tokio::spawn(async move {
+        // `Err` only means the client went away; dropping the exchange cancels the request.
+        let _ = stream_answer(exchange, &sink).await;
+    });
+    body
+}
+
+async fn stream_answer(mut exchange: Exchange, sink: &FrameSink) -> Result<(), ClientGone> {
+    let mut role_sent = false;
+    loop {
+        let next = tokio::select! {
+            next = exchange.events.recv() => next,
+            () = sink.closed() => return Err(ClientGone),
+        };
+        let Some((index, update)) = next else { break };
+        match update {
+            RequestUpdate::Aborted { reason } => {
+                exchange.events.cancel();
+                sink.send(error_event(&reason)).await?;
+                return sink.send(DONE_EVENT).await;
+            }
+            RequestUpdate::Tokens { count, finished } => {
+                if exchange.answer.is_chat() && !role_sent {
+                    sink.send(exchange.answer.role_event()).await?;
+                    role_sent = true;
+                }
+                let text = exchange.answer.add_tokens(index, count, finished);
+                sink.send(exchange.answer.delta_event(index, text, finished))
+                    .await?;
+                if let Some(fault) = exchange.fault_due()
+                    && inject_stream_fault(fault, &mut exchange, sink).await? == Flow::Stop
+                {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    if let Some(usage) = exchange.answer.usage_event() {
+        sink.send(usage).await?;
+    }
+    sink.send(DONE_EVENT).await
+}
+
+async fn inject_stream_fault(
+    fault: Fault,
+    exchange: &mut Exchange,
+    sink: &FrameSink,
+) -> Result<Flow, ClientGone> {
+    match fault {
+        Fault::MalformedSse => {
+            sink.send(MALFORMED_EVENT).await?;
+            Ok(Flow::Continue)
+        }
+        Fault::ErrorMidStream => {
+            exchange.events.cancel();
+            sink.send(error_event("injected fault: the server failed mid-stream"))
+                .await?;
+            sink.send(DONE_EVENT).await?;
+            Ok(Flow::Stop)
+        }
+        Fault::ResetMidStream => {
+            exchange.events.cancel();
+            sink.abort().await;
+            Ok(Flow::Stop)
+        }
+        Fault::StallMidStream => {
+            // Free the engine slot; the connection stays open and silent.
+            exchange.events.cancel();
+            exchange.stall(sink.closed()).await;
+            sink.abort().await;
+            Ok(Flow::Stop)
+        }
+        Fault::Http500 | Fault::Http429 => Ok(Flow::Continue),
+    }
+}
+
+/// Waits for the whole answer and returns it as one JSON response (or applies a fault).
+pub(crate) async fn collect_answer(
+    mut exchange: Exchange,
+) -> Result<Response<SimBody>, ConnectionAbort> {
+    let mut malformed = false;
+    while let Some((index, update)) = exchange.events.recv().await {
+        let (count, finished) = match update {
+            RequestUpdate::Tokens { count, finished } => (count, finished),
+            RequestUpdate::Aborted { reason } => {
+                return Ok(error_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "server_error",
+                    &reason,
+                    None,
+                ));
+            }
+        };
+        exchange.answer.add_tokens(index, count, finished);
+        match exchange.fault_due() {
+            Some(Fault::ResetMidStream) => return Err(ConnectionAbort),
+            Some(Fault::StallMidStream) => {
+                exchange.events.cancel();
+                exchange.stall(pending()).await;
+                return Err(ConnectionAbort);
+            }
+            Some(Fault::ErrorMidStream) => {
+                // A 200 whose body is an error object.
+                let message = "injected fault: the server failed while generating";
+                let error = ApiErrorBody::new("server_error", message, None, 500);
+                return Ok(json_response(StatusCode::OK, to_json(&error)));
+            }
+            Some(Fault::MalformedSse) => malformed = true,
+            Some(Fault::Http500 | Fault::Http429) | None => {}
+        }
+    }
+    let mut body = exchange.answer.final_body();
+    if malformed {
+        body.truncate(body.len() / 2);
+    }
+    Ok(json_response(StatusCode::OK, body))
+}

@@ -1,0 +1,258 @@
+//! The textbook behaviours of a continuous-batching server, reproduced by the batching engine
+//! in virtual time: saturation, the bandwidth-bound decode floor, KV exhaustion, prefill
+//! interference and chunked prefill, prefix caching, speculative decoding.
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig, SpeculativeConfig};
+use goodput_sim::engine::batching::BatchingEngine;
+use goodput_sim::engine::{EngineEvent, EngineRequest};
+use goodput_sim::virtual_time::Simulation;
+use goodput_sim::{Engine, build_engine};
+
+fn request(id: u64, prompt: u32, output: u32) -> EngineRequest {
+    EngineRequest {
+        id,
+        prompt_tokens: prompt,
+        block_hashes: Vec::new(),
+        max_output_tokens: output,
+        stop_after_tokens: output,
+    }
+}
+
+fn engine(config: BatchingConfig) -> Box<dyn Engine> {
+    let config = SimConfig {
+        engine: EngineConfig::Batching(config),
+        ..SimConfig::default()
+    };
+    config.validate().unwrap();
+    build_engine(&config)
+}
+
+/// Closed loop of `concurrency` requests for `total` requests; returns (output tokens/s,
+/// mean TTFT).
+fn closed_loop(concurrency: u32, total: u64, prompt: u32, output: u32) -> (f64, Duration) {
+    let mut sim = Simulation::new(engine(BatchingConfig::default()));
+    let mut next = 0;
+    while next < u64::from(concurrency) {
+        sim.submit(Duration::ZERO, request(next, prompt, output));
+        next += 1;
+    }
+    loop {
+        let events = sim.run_next();
+        if events.is_empty() {
+            break;
+        }
+        let finished = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    EngineEvent::Tokens {
+                        finished: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        for _ in 0..finished {
+            if next < total {
+                let now = sim.now();
+                sim.submit(now, request(next, prompt, output));
+                next += 1;
+            }
+        }
+    }
+    let timelines = sim.timelines();
+    let elapsed = timelines
+        .iter()
+        .filter_map(|t| t.finished.map(|(at, _)| at))
+        .max()
+        .unwrap();
+    let tokens: u32 = timelines.iter().map(|t| t.output_tokens()).sum();
+    let ttft: Duration = timelines
+        .iter()
+        .map(|t| t.ttft().unwrap())
+        .sum::<Duration>()
+        / timelines.len() as u32;
+    (f64::from(tokens) / elapsed.as_secs_f64(), ttft)
+}
+
+#[test]
+fn throughput_rises_with_concurrency_then_saturates() {
+    let rates: Vec<f64> = [1, 8, 64, 256]
+        .iter()
+        .map(|&c| closed_loop(c, u64::from(c) * 4, 512, 256).0)
+        .collect();
+    assert!(rates[1] > 5.0 * rates[0], "{rates:?}");
+    assert!(rates[2] > 3.0 * rates[1], "{rates:?}");
+    assert!(
+        rates[3] < 2.5 * rates[2],
+        "gains flatten at high batch: {rates:?}"
+    );
+}
+
+#[test]
+fn past_saturation_ttft_grows_with_queueing_while_output_rate_stays_flat() {
+    // max_num_seqs 256: beyond it requests queue for a slot.
+    let (rate_256, ttft_256) = closed_loop(256, 1024, 256, 256);
+    let (rate_768, ttft_768) = closed_loop(768, 3072, 256, 256);
+    assert!(
+        (rate_768 - rate_256).abs() / rate_256 < 0.15,
+        "{rate_256} vs {rate_768}"
+    );
+    assert!(ttft_768 > ttft_256 * 3, "{ttft_256:?} vs {ttft_768:?}");
+}
+
+#[test]
+fn batch_one_decode_step_is_weight_bytes_over_bandwidth_plus_overhead() {
+    let config = BatchingConfig::default();
+    let weights_secs = config.model.streamed_weight_bytes()
+        / (config.gpu.hbm_tb_per_sec * 1e12 * config.gpu.bandwidth_efficiency);
+    let overhead_secs = (126.0 + 32.0 * 32.0 + 4.0) * 1e-6;
+    let sim = Simulation::run_open_loop(engine(config), [(Duration::ZERO, request(1, 128, 64))]);
+    let timeline = sim.timeline(1).unwrap();
+    let gaps: Vec<Duration> = timeline.delivery_gaps().collect();
+    let expected = weights_secs + overhead_secs;
+    for gap in &gaps {
+        let error = (gap.as_secs_f64() - expected).abs() / expected;
+        assert!(error < 0.02, "step {gap:?}, expected {expected} s");
+    }
+    assert!((0.0055..0.0065).contains(&expected));
+}
+
+#[test]
+fn kv_exhaustion_preempts_and_refuses_instead_of_growing_without_bound() {
+    let config = BatchingConfig {
+        kv_blocks_override: Some(256),
+        max_waiting: 16,
+        ..BatchingConfig::default()
+    };
+    // 40 long requests at once: 256 blocks of 16 tokens hold 4096 tokens, far less than needed.
+    let arrivals = (0..40).map(|id| (Duration::ZERO, request(id, 200, 600)));
+    let sim = Simulation::run_open_loop(engine(config), arrivals);
+    let refused = sim
+        .timelines()
+        .iter()
+        .filter(|t| t.rejected.is_some())
+        .count();
+    let preemptions: u32 = sim.timelines().iter().map(|t| t.preemptions).sum();
+    assert!(refused > 0, "the bounded queue refuses the excess");
+    assert!(preemptions > 0, "decode growth preempts");
+    let completed = sim
+        .timelines()
+        .iter()
+        .filter(|t| t.finished.is_some())
+        .count();
+    assert_eq!(completed + refused, 40, "everything admitted completes");
+    assert_eq!(
+        sim.engine().stats().preemptions_total,
+        u64::from(preemptions)
+    );
+}
+
+/// Worst gap between token deliveries of decoding requests while a long prompt arrives.
+fn worst_itl_with_long_prefill(chunked: bool) -> Duration {
+    let config = BatchingConfig {
+        chunked_prefill: chunked,
+        max_num_batched_tokens: 512,
+        ..BatchingConfig::default()
+    };
+    let mut arrivals: Vec<(Duration, EngineRequest)> = (0..8)
+        .map(|id| (Duration::ZERO, request(id, 64, 400)))
+        .collect();
+    arrivals.push((Duration::from_millis(300), request(100, 8000, 4)));
+    let sim = Simulation::run_open_loop(engine(config), arrivals);
+    (0..8)
+        .flat_map(|id| {
+            sim.timeline(id)
+                .unwrap()
+                .delivery_gaps()
+                .collect::<Vec<_>>()
+        })
+        .max()
+        .unwrap()
+}
+
+#[test]
+fn a_long_prefill_spikes_itl_and_chunked_prefill_shrinks_the_spike() {
+    let whole = worst_itl_with_long_prefill(false);
+    let chunked = worst_itl_with_long_prefill(true);
+    assert!(
+        whole > Duration::from_millis(200),
+        "an 8k-token prefill step stalls decodes: {whole:?}"
+    );
+    assert!(
+        chunked < whole / 4,
+        "chunked {chunked:?} vs whole {whole:?}"
+    );
+}
+
+fn mean_ttft_with_shared_prefix(prefix_caching: bool) -> Duration {
+    let config = BatchingConfig {
+        prefix_caching,
+        ..BatchingConfig::default()
+    };
+    // 2048-token shared system prompt (128 blocks) + a 64-token unique tail.
+    let shared: Vec<u64> = (0..128).map(|i| 0xabc0_0000 + i).collect();
+    let arrivals = (0..20).map(|id| {
+        let mut hashes = shared.clone();
+        hashes.extend((0..4).map(|j| id * 1000 + j));
+        let request = EngineRequest {
+            id,
+            prompt_tokens: 2048 + 64,
+            block_hashes: hashes,
+            max_output_tokens: 16,
+            stop_after_tokens: 16,
+        };
+        (Duration::from_millis(200 * id), request)
+    });
+    let sim = Simulation::run_open_loop(engine(config), arrivals);
+    let later: Vec<Duration> = sim.timelines()[1..]
+        .iter()
+        .map(|t| t.ttft().unwrap())
+        .collect();
+    later.iter().sum::<Duration>() / later.len() as u32
+}
+
+#[test]
+fn shared_prefixes_lower_ttft_with_prefix_caching() {
+    let cached = mean_ttft_with_shared_prefix(true);
+    let uncached = mean_ttft_with_shared_prefix(false);
+    assert!(
+        cached * 3 < uncached,
+        "cached {cached:?} vs uncached {uncached:?}"
+    );
+}
+
+#[test]
+fn speculative_decoding_raises_tokens_per_step_by_the_expected_factor() {
+    let speculative = SpeculativeConfig {
+        acceptance: vec![0.8, 0.6, 0.4],
+        draft_cost_ratio: 0.05,
+    };
+    let expected = speculative.expected_tokens_per_step();
+    let config = BatchingConfig {
+        speculative: Some(speculative),
+        ..BatchingConfig::default()
+    };
+    let arrivals = (0..16).map(|id| (Duration::ZERO, request(id, 32, 4000)));
+    let sim = Simulation::run_open_loop(Box::new(BatchingEngine::new(config, 11)), arrivals);
+    let mut tokens = 0u32;
+    let mut steps = 0u32;
+    for timeline in sim.timelines() {
+        // Skip the prefill's token and the last delivery (clamped at the output limit).
+        let decode = &timeline.deliveries[1..timeline.deliveries.len() - 1];
+        tokens += decode.iter().map(|(_, count)| count).sum::<u32>();
+        steps += u32::try_from(decode.len()).unwrap();
+    }
+    let mean = f64::from(tokens) / f64::from(steps);
+    assert!(
+        (mean - expected).abs() < 0.03,
+        "mean {mean} vs expected {expected}"
+    );
+    let stats = sim.engine().stats().speculative;
+    let per_draft = stats.accepted_tokens as f64 / stats.drafts as f64;
+    assert!((per_draft + 1.0 - expected).abs() < 0.03, "{stats:?}");
+}
