@@ -96,6 +96,11 @@ fn run_writes_journal_manifest_and_a_schema_valid_report_that_rebuilds_exactly()
     assert_eq!(report["run"]["end_reason"], "completed");
     assert!(read_json(&out.join("run.json"))["config"]["slo"].is_object());
 
+    assert_rebuilds_from_the_journal(&out, &report);
+}
+
+/// `goodput report DIR` gives the same steps as the live run.
+fn assert_rebuilds_from_the_journal(out: &Path, report: &Value) {
     let rebuilt = goodput()
         .args(["report", out.to_str().unwrap(), "--json"])
         .output()

@@ -134,13 +134,14 @@ fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
     }
 }
 
-impl RunConfig {
-    /// Checks every setting and their combinations.
+impl LoadSpec {
+    /// Checks the load's parameters.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        match self.load {
+        match *self {
             LoadSpec::Closed { concurrency: 0 } => {
-                return Err(invalid("--concurrency", "must be at least 1"));
+                Err(invalid("--concurrency", "must be at least 1"))
             }
+            LoadSpec::Closed { .. } => Ok(()),
             LoadSpec::Open {
                 rate_per_sec,
                 arrival,
@@ -160,9 +161,31 @@ impl RunConfig {
                 if max_concurrency == Some(0) {
                     return Err(invalid("--max-concurrency", "must be at least 1"));
                 }
+                Ok(())
             }
-            LoadSpec::Closed { .. } => {}
         }
+    }
+}
+
+impl RunConfig {
+    /// Checks every setting and their combinations.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.load.validate()?;
+        self.validate_stop()?;
+        if self.request_timeout.is_zero() {
+            return Err(invalid("--request-timeout", "must be longer than zero"));
+        }
+        if self.no_progress_timeout.is_zero() {
+            return Err(invalid("--no-progress-timeout", "must be longer than zero"));
+        }
+        if self.window < Duration::from_millis(10) {
+            return Err(invalid("--window", "must be at least 10ms"));
+        }
+        Ok(())
+    }
+
+    /// Checks that the run ends and that the warmup leaves something to measure.
+    fn validate_stop(&self) -> Result<(), ConfigError> {
         if self.max_requests.is_none() && self.duration.is_none() {
             return Err(invalid(
                 "--requests",
@@ -176,36 +199,20 @@ impl RunConfig {
             return Err(invalid("--duration", "must be longer than zero"));
         }
         match self.warmup {
-            Warmup::Fraction(f) if !(0.0..1.0).contains(&f) => {
-                return Err(invalid(
-                    "--warmup",
-                    "a fraction must be in [0, 1), e.g. 10%",
-                ));
-            }
-            Warmup::Requests(n) if self.max_requests.is_some_and(|max| n >= max) => {
-                return Err(invalid(
-                    "--warmup",
-                    "leaves no measured request; lower it or raise --requests",
-                ));
-            }
-            Warmup::Duration(d) if self.duration.is_some_and(|max| d >= max) => {
-                return Err(invalid(
-                    "--warmup",
-                    "is as long as the run; lower it or raise --duration",
-                ));
-            }
-            _ => {}
+            Warmup::Fraction(f) if !(0.0..1.0).contains(&f) => Err(invalid(
+                "--warmup",
+                "a fraction must be in [0, 1), e.g. 10%",
+            )),
+            Warmup::Requests(n) if self.max_requests.is_some_and(|max| n >= max) => Err(invalid(
+                "--warmup",
+                "leaves no measured request; lower it or raise --requests",
+            )),
+            Warmup::Duration(d) if self.duration.is_some_and(|max| d >= max) => Err(invalid(
+                "--warmup",
+                "is as long as the run; lower it or raise --duration",
+            )),
+            _ => Ok(()),
         }
-        if self.request_timeout.is_zero() {
-            return Err(invalid("--request-timeout", "must be longer than zero"));
-        }
-        if self.no_progress_timeout.is_zero() {
-            return Err(invalid("--no-progress-timeout", "must be longer than zero"));
-        }
-        if self.window < Duration::from_millis(10) {
-            return Err(invalid("--window", "must be at least 10ms"));
-        }
-        Ok(())
     }
 
     /// Whether request `index`, scheduled `offset` after the start, is part of the warmup.

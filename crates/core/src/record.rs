@@ -28,11 +28,14 @@ pub enum OutcomeKind {
     StreamError,
     /// The run was stopped (Ctrl-C, deadline) while the request was in flight or queued.
     Cancelled,
+    /// goodput could not build the request (e.g. a batch of prompts on the chat API); nothing
+    /// was sent.
+    Invalid,
 }
 
 impl OutcomeKind {
     /// Every kind, in report order.
-    pub const ALL: [OutcomeKind; 7] = [
+    pub const ALL: [OutcomeKind; 8] = [
         OutcomeKind::Ok,
         OutcomeKind::Http,
         OutcomeKind::Timeout,
@@ -40,6 +43,7 @@ impl OutcomeKind {
         OutcomeKind::Protocol,
         OutcomeKind::StreamError,
         OutcomeKind::Cancelled,
+        OutcomeKind::Invalid,
     ];
 
     /// The snake_case name used in reports.
@@ -52,6 +56,7 @@ impl OutcomeKind {
             OutcomeKind::Protocol => "protocol",
             OutcomeKind::StreamError => "stream_error",
             OutcomeKind::Cancelled => "cancelled",
+            OutcomeKind::Invalid => "invalid",
         }
     }
 }

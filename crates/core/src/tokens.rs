@@ -67,6 +67,82 @@ impl TokenCounter for Tiktoken {
     }
 }
 
+/// A Hugging Face tokenizer loaded from a local `tokenizer.json` (never downloaded).
+#[cfg(feature = "hf-tokenizer")]
+pub struct HfTokenizer {
+    name: String,
+    tokenizer: tokenizers::Tokenizer,
+}
+
+#[cfg(feature = "hf-tokenizer")]
+impl fmt::Debug for HfTokenizer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HfTokenizer")
+            .field("name", &self.name)
+            .finish()
+    }
+}
+
+/// A tokenizer that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot load tokenizer {path}: {message}")]
+pub struct TokenizerError {
+    /// What was asked for.
+    pub path: String,
+    /// Why it failed.
+    pub message: String,
+}
+
+#[cfg(feature = "hf-tokenizer")]
+impl HfTokenizer {
+    /// Loads `path` (a `tokenizer.json`).
+    pub fn from_file(path: &std::path::Path) -> Result<Self, TokenizerError> {
+        let tokenizer = tokenizers::Tokenizer::from_file(path).map_err(|e| TokenizerError {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(HfTokenizer {
+            name: path.display().to_string(),
+            tokenizer,
+        })
+    }
+}
+
+#[cfg(feature = "hf-tokenizer")]
+impl TokenCounter for HfTokenizer {
+    fn count(&self, text: &str) -> u64 {
+        // Encoding plain text without special tokens cannot fail for a loaded tokenizer;
+        // should it, the text is counted as empty rather than aborting the run.
+        self.tokenizer
+            .encode(text, false)
+            .map_or(0, |encoding| encoding.len() as u64)
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A token counter by name: `cl100k_base`, `o200k_base`, or a path to a `tokenizer.json`.
+pub fn counter_by_name(name: &str) -> Result<std::sync::Arc<dyn TokenCounter>, TokenizerError> {
+    if let Some(tiktoken) = Tiktoken::by_name(name) {
+        return Ok(std::sync::Arc::new(tiktoken));
+    }
+    #[cfg(feature = "hf-tokenizer")]
+    {
+        Ok(std::sync::Arc::new(HfTokenizer::from_file(
+            std::path::Path::new(name),
+        )?))
+    }
+    #[cfg(not(feature = "hf-tokenizer"))]
+    Err(TokenizerError {
+        path: name.to_string(),
+        message: "not an embedded encoding (cl100k_base, o200k_base), and this build has no \
+                  tokenizer.json support (feature hf-tokenizer)"
+            .into(),
+    })
+}
+
 /// Splits `total` tokens over parts in proportion to `weights` (largest remainder), so the
 /// parts sum to `total` exactly. All-zero weights split evenly.
 pub fn apportion(total: u64, weights: &[u64]) -> Vec<u64> {
@@ -118,6 +194,18 @@ mod tests {
         }
         let text = WORDS.join(" ");
         assert_eq!(counter.count(&text), WORDS.len() as u64);
+    }
+
+    #[test]
+    fn counters_by_name_include_local_tokenizer_json() {
+        assert_eq!(counter_by_name("o200k_base").unwrap().name(), "o200k_base");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tokenizer.json");
+        let counter = counter_by_name(path).unwrap();
+        assert_eq!(counter.count("hello world the dog"), 4);
+        let error = counter_by_name("/nonexistent/tokenizer.json")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("/nonexistent/tokenizer.json"), "{error}");
     }
 
     #[test]

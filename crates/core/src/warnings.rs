@@ -71,6 +71,14 @@ pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Wa
 }
 
 fn check_step(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>) {
+    check_sample(step, warnings);
+    check_outcome(step, warnings);
+    check_client(config, step, warnings);
+    check_tokens(step, warnings);
+}
+
+/// Enough samples and a long enough window for the figures quoted.
+fn check_sample(step: &StepReport, warnings: &mut Vec<Warning>) {
     let completed = step.requests.completed;
     if completed < P99_TRUSTED_SAMPLES {
         warnings.push(warning(
@@ -86,6 +94,10 @@ fn check_step(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>
             "measure for at least a minute (--duration 60s)",
         ));
     }
+}
+
+/// Failures and an unstable queue.
+fn check_outcome(step: &StepReport, warnings: &mut Vec<Warning>) {
     if step.requests.failed > 0 {
         let kinds: Vec<String> = step
             .requests
@@ -106,6 +118,10 @@ fn check_step(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>
             "lower the load until the run is stable, or use `goodput capacity` to find the sustainable rate",
         ));
     }
+}
+
+/// A client that could not keep its schedule.
+fn check_client(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>) {
     let open_uncapped = matches!(
         config.load,
         LoadSpec::Open {
@@ -125,6 +141,11 @@ fn check_step(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>
             "lower the rate, give the client more CPU, or run it on another machine",
         ));
     }
+}
+
+/// Token counts that disagree or lengths that missed the request.
+fn check_tokens(step: &StepReport, warnings: &mut Vec<Warning>) {
+    let completed = step.requests.completed;
     let tokens = &step.tokens;
     if tokens.usage_tokenizer_disagreements > 0 {
         warnings.push(warning(

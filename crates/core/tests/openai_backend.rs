@@ -584,6 +584,8 @@ async fn chat_batch_fails_before_sending() {
             server.state.clone(),
         )
     };
-    assert!(failure(&exchange).1.contains("completions API"));
+    let (kind, message) = failure(&exchange);
+    assert_eq!(kind, OutcomeKind::Invalid);
+    assert!(message.contains("completions API"));
     assert!(state.requests().is_empty() && exchange.sent_at.is_none());
 }

@@ -6,13 +6,13 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Usage {
     /// Tokens in the prompt after the chat template was applied.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_zero")]
     pub prompt_tokens: u64,
     /// Tokens generated so far (cumulative when sent on every chunk).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_zero")]
     pub completion_tokens: u64,
     /// `prompt_tokens + completion_tokens`.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_zero")]
     pub total_tokens: u64,
     /// Breakdown of the prompt tokens, when the server reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -35,7 +35,7 @@ impl Usage {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct PromptTokensDetails {
     /// Prompt tokens served from the prefix cache.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "null_as_zero")]
     pub cached_tokens: u64,
 }
 
@@ -48,4 +48,25 @@ pub struct StreamOptions {
     /// Send the cumulative usage on every chunk (vLLM extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub continuous_usage_stats: Option<bool>,
+}
+
+/// Reads a count that some servers send as `null` (e.g. `"completion_tokens": null` on an
+/// intermediate chunk) as 0.
+fn null_as_zero<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+    Ok(Option::<u64>::deserialize(deserializer)?.unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn null_counts_read_as_zero() {
+        let usage: Usage = serde_json::from_str(
+            r#"{"prompt_tokens":5,"completion_tokens":null,"total_tokens":5}"#,
+        )
+        .unwrap();
+        assert_eq!(usage, Usage::new(5, 0));
+    }
 }

@@ -70,6 +70,11 @@ pub(crate) struct RunArgs {
     #[arg(long, help_heading = "Target")]
     pub(crate) no_continuous_usage: bool,
 
+    /// Tokenizer for counting when the server reports no usage, and for checking its usage:
+    /// `cl100k_base`, `o200k_base`, or a local `tokenizer.json` path.
+    #[arg(long, default_value = "cl100k_base", help_heading = "Target")]
+    pub(crate) tokenizer: String,
+
     /// Prompt length in tokens (cl100k_base).
     #[arg(long, default_value_t = 512, help_heading = "Workload")]
     pub(crate) input_tokens: u32,

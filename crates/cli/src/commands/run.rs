@@ -17,7 +17,7 @@ use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::report::{LoadReport, Report, RunInfo, SCHEMA_VERSION, ToolInfo};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
-use goodput_core::tokens::Tiktoken;
+use goodput_core::tokens::counter_by_name;
 use goodput_core::warnings;
 use goodput_core::workload::{SyntheticWorkload, Workload};
 use goodput_sim::config::{EngineConfig, SimConfig};
@@ -65,13 +65,8 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         workload.as_ref(),
         command_line,
     )?;
-    let runner = Runner::new(
-        config.clone(),
-        backend,
-        workload,
-        Arc::new(Tiktoken::cl100k()),
-        streamed,
-    );
+    let counter = counter_by_name(&args.tokenizer).context("--tokenizer")?;
+    let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
     let cancel = CancellationToken::new();
@@ -275,7 +270,11 @@ fn run_info(
         },
         model: model.to_string(),
         stream: streamed,
-        workload: workload.describe(),
+        workload: {
+            let mut described = workload.describe();
+            described.insert("counting_tokenizer".into(), args.tokenizer.clone().into());
+            described
+        },
         slo: config.slo.as_ref().map(ToString::to_string),
         window_secs: config.window.as_secs_f64(),
         end_reason: "running".into(),

@@ -31,6 +31,16 @@ pub struct RequestSpec {
     pub turn: Option<u32>,
 }
 
+impl RequestSpec {
+    /// Items the request asks for: the number of prompts of a batch, else 1.
+    pub fn items(&self) -> u32 {
+        match &self.input {
+            RequestInput::Batch(prompts) => u32::try_from(prompts.len()).unwrap_or(u32::MAX),
+            RequestInput::Text(_) | RequestInput::Messages(_) => 1,
+        }
+    }
+}
+
 /// The prompt of a request.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RequestInput {

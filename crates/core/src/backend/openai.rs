@@ -371,5 +371,5 @@ fn flatten(messages: &[ChatMessage]) -> String {
 
 /// A request goodput cannot build (reported before anything is sent).
 fn invalid(message: impl Into<String>) -> Failure {
-    Failure::new(OutcomeKind::Protocol, message)
+    Failure::new(OutcomeKind::Invalid, message)
 }

@@ -15,7 +15,7 @@ use super::histogram::{CountHistogram, LatencyHistogram};
 use super::slo::{LatencyMetric, Slo};
 use super::timeline::{CompletedWork, CompletionTimeline};
 use super::windows::Windows;
-use crate::record::{OutcomeKind, Phase, RequestRecord, TokenSource};
+use crate::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
 use crate::report::{
     CountStats, GoodputReport, LatencyFromSendReport, LatencyReport, LatencyStats, LoadReport,
     ObjectiveResult, RequestCounts, StepReport, Throughput, TokenReport,
@@ -88,59 +88,58 @@ impl StepAggregator {
             .is_some_and(|slo| slo.request_complies(record));
         if record.is_ok() {
             let input = record.input_tokens.unwrap_or(0);
-            self.completed_work.add(
-                record.end_us,
-                record.items.max(1),
-                input,
-                record.output_tokens,
-                complies,
-            );
+            let items = record.items.max(1);
+            self.completed_work
+                .add(record.end_us, items, input, record.output_tokens, complies);
         }
         if record.phase == Phase::Warmup {
             self.counts.warmup += 1;
             return;
         }
+        self.add_measured(record);
+        match &record.failure {
+            None => self.add_completed(record),
+            Some(failure) => self.add_failed(failure),
+        }
+        self.compliant += u64::from(complies);
+    }
+
+    /// Counts and spans of a measured request, whatever its outcome.
+    fn add_measured(&mut self, record: &RequestRecord) {
         self.counts.scheduled += 1;
         self.counts.sent += u64::from(record.sent_us.is_some());
         self.counts.retries += u64::from(record.retries);
+        let (scheduled, end) = (record.scheduled_us, record.end_us);
         self.first_scheduled_us = Some(
             self.first_scheduled_us
-                .map_or(record.scheduled_us, |t| t.min(record.scheduled_us)),
+                .map_or(scheduled, |t| t.min(scheduled)),
         );
         self.last_scheduled_us = Some(
             self.last_scheduled_us
-                .map_or(record.scheduled_us, |t| t.max(record.scheduled_us)),
+                .map_or(scheduled, |t| t.max(scheduled)),
         );
-        self.last_end_us = Some(
-            self.last_end_us
-                .map_or(record.end_us, |t| t.max(record.end_us)),
-        );
+        self.last_end_us = Some(self.last_end_us.map_or(end, |t| t.max(end)));
         if let Some(lag) = record.dispatch_lag() {
             self.latencies.dispatch_lag.record(lag);
         }
         self.latencies
             .client_queue_wait
             .record(record.client_queue_wait());
-        match &record.failure {
-            None => self.add_completed(record),
-            Some(failure) => {
-                self.counts.failed += 1;
-                *self
-                    .counts
-                    .failed_by_kind
-                    .entry(failure.kind.as_str().to_string())
-                    .or_insert(0) += 1;
-                if let Some(status) = failure.status {
-                    *self
-                        .counts
-                        .failed_by_status
-                        .entry(status.to_string())
-                        .or_insert(0) += 1;
-                }
-            }
-        }
-        if complies {
-            self.compliant += 1;
+    }
+
+    fn add_failed(&mut self, failure: &Failure) {
+        self.counts.failed += 1;
+        *self
+            .counts
+            .failed_by_kind
+            .entry(failure.kind.as_str().to_string())
+            .or_insert(0) += 1;
+        if let Some(status) = failure.status {
+            *self
+                .counts
+                .failed_by_status
+                .entry(status.to_string())
+                .or_insert(0) += 1;
         }
     }
 

@@ -190,7 +190,7 @@ impl Runner {
         let stop = cancel.child_token();
         let activity = Arc::new(Activity::default());
         let abandoned = Arc::new(AtomicBool::new(false));
-        let (sender, mut records) = mpsc::unbounded_channel();
+        let (sender, records) = mpsc::unbounded_channel();
         let plan = dispatch::Plan {
             config: self.config.clone(),
             workload: Arc::clone(&self.workload),
@@ -214,6 +214,34 @@ impl Runner {
             abandoned,
             stop.clone(),
         ));
+        let (delivered, sink_error) = self.deliver(records, sinks, &stop).await;
+        let elapsed = start.elapsed();
+        let _ = dispatcher.await;
+        watchdog.abort();
+        let stalled = matches!(watchdog.await, Ok(true));
+        let end_reason = match (&sink_error, cancel.is_cancelled(), stalled) {
+            (Some(_), _, _) => EndReason::SinkFailed,
+            (None, true, _) => EndReason::Interrupted,
+            (None, false, true) => EndReason::NoProgress,
+            (None, false, false) => EndReason::Completed,
+        };
+        RunOutcome {
+            end_reason,
+            records: delivered,
+            started_at,
+            elapsed,
+            sink_error,
+        }
+    }
+
+    /// Hands every record to the sinks until all request tasks are done; the first sink error
+    /// stops the run (later records are still counted, not written).
+    async fn deliver(
+        &self,
+        mut records: mpsc::UnboundedReceiver<RequestRecord>,
+        sinks: &mut [&mut dyn RecordSink],
+        stop: &CancellationToken,
+    ) -> (u64, Option<io::Error>) {
         let mut delivered = 0;
         let mut sink_error = None;
         while let Some(record) = records.recv().await {
@@ -230,25 +258,6 @@ impl Runner {
                 }
             }
         }
-        let elapsed = start.elapsed();
-        let _ = dispatcher.await;
-        watchdog.abort();
-        let stalled = matches!(watchdog.await, Ok(true));
-        let end_reason = if sink_error.is_some() {
-            EndReason::SinkFailed
-        } else if cancel.is_cancelled() {
-            EndReason::Interrupted
-        } else if stalled {
-            EndReason::NoProgress
-        } else {
-            EndReason::Completed
-        };
-        RunOutcome {
-            end_reason,
-            records: delivered,
-            started_at,
-            elapsed,
-            sink_error,
-        }
+        (delivered, sink_error)
     }
 }

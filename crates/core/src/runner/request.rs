@@ -113,14 +113,8 @@ pub(crate) fn finalize(
     let us = |at: Instant| {
         u64::try_from(at.saturating_duration_since(ctx.start).as_micros()).unwrap_or(u64::MAX)
     };
-    let text_complete = exchange.text.len() as u64 == exchange.text_bytes;
-    let tokenizer_count =
-        (text_complete && !exchange.chunks.is_empty()).then(|| ctx.counter.count(&exchange.text));
-    let (output_tokens, output_source) = match (exchange.usage, tokenizer_count) {
-        (Some(usage), _) => (usage.completion_tokens, TokenSource::Usage),
-        (None, Some(counted)) => (counted, TokenSource::Tokenizer),
-        (None, None) => (exchange.chunks.len() as u64, TokenSource::None),
-    };
+    let output = OutputCount::of(&exchange, ctx.counter.as_ref());
+    let (output_tokens, output_source) = (output.tokens, output.source);
     let chunk_tokens = chunk_token_counts(&exchange, output_tokens, ctx.counter.as_ref());
     let chunks: Vec<[u64; 2]> = exchange
         .chunks
@@ -151,12 +145,9 @@ pub(crate) fn finalize(
         output_tokens,
         output_tokens_source: output_source,
         requested_output_tokens: spec.max_output_tokens,
-        tokenizer_output_tokens: tokenizer_count,
+        tokenizer_output_tokens: output.tokenizer,
         chunks,
-        items: exchange.choices.max(match &spec.input {
-            RequestInput::Batch(prompts) => u32::try_from(prompts.len()).unwrap_or(u32::MAX),
-            _ => 1,
-        }),
+        items: exchange.choices.max(spec.items()),
         status: exchange.status,
         failure: exchange.failure,
         finish_reason: exchange.finish_reason,
@@ -164,6 +155,33 @@ pub(crate) fn finalize(
         headers: exchange.headers,
         server_timings: exchange.server_timings,
         turn: spec.turn,
+    }
+}
+
+/// A request's output token count and where it came from.
+struct OutputCount {
+    tokens: u64,
+    source: TokenSource,
+    /// goodput's tokenizer over the whole text, when the text was kept in full.
+    tokenizer: Option<u64>,
+}
+
+impl OutputCount {
+    /// Usage first; else the tokenizer over the text; else the number of output chunks.
+    fn of(exchange: &Exchange, counter: &dyn TokenCounter) -> OutputCount {
+        let text_complete = exchange.text.len() as u64 == exchange.text_bytes;
+        let tokenizer =
+            (text_complete && !exchange.chunks.is_empty()).then(|| counter.count(&exchange.text));
+        let (tokens, source) = match (exchange.usage, tokenizer) {
+            (Some(usage), _) => (usage.completion_tokens, TokenSource::Usage),
+            (None, Some(counted)) => (counted, TokenSource::Tokenizer),
+            (None, None) => (exchange.chunks.len() as u64, TokenSource::None),
+        };
+        OutputCount {
+            tokens,
+            source,
+            tokenizer,
+        }
     }
 }
 

@@ -65,6 +65,15 @@ struct Scheduled {
     is_prefill: bool,
 }
 
+/// How a waiting sequence would be admitted.
+#[derive(Debug, Clone, Copy)]
+struct Admission {
+    reusable_blocks: usize,
+    cached_tokens: u32,
+    new_tokens: u32,
+    new_blocks: u32,
+}
+
 #[derive(Debug, Clone)]
 struct ActiveStep {
     ends_at: SimTime,
@@ -223,56 +232,29 @@ impl BatchingEngine {
         entries: &mut Vec<Scheduled>,
         budget: &mut u32,
     ) -> bool {
+        let is_prefill = |seqs: &[Sequence], i: usize| seqs[i].is_prefill();
         let mut order: Vec<usize> = (0..self.running.len())
-            .filter(|&i| !self.running[i].is_prefill())
+            .filter(|&i| !is_prefill(&self.running, i))
             .collect();
-        order.extend((0..self.running.len()).filter(|&i| self.running[i].is_prefill()));
+        order.extend((0..self.running.len()).filter(|&i| is_prefill(&self.running, i)));
         let mut preempted = false;
         for index in order {
             if index >= self.running.len() || *budget == 0 {
                 continue;
             }
-            let seq = &self.running[index];
-            let entry = if seq.is_prefill() {
-                let new = if self.config.chunked_prefill {
-                    seq.pending().min(*budget)
-                } else {
-                    seq.pending()
-                };
-                if new > *budget {
-                    continue;
-                }
-                Scheduled {
-                    id: seq.request.id,
-                    new_tokens: new,
-                    drafts: 0,
-                    context: seq.computed,
-                    is_prefill: true,
-                }
-            } else {
-                let drafts = self.drafts_for(seq).min(budget.saturating_sub(1));
-                Scheduled {
-                    id: seq.request.id,
-                    new_tokens: 1 + drafts,
-                    drafts,
-                    context: seq.computed,
-                    is_prefill: false,
-                }
+            let Some(entry) = self.plan_running(index, *budget) else {
+                continue;
             };
+            let seq = &self.running[index];
             let need = blocks_for(seq.computed + entry.new_tokens, self.block_size())
                 .saturating_sub(u32::try_from(seq.blocks.len()).unwrap_or(u32::MAX));
-            let mut self_preempted = false;
             while self.pool.free() < need {
                 let victim = self.running.len() - 1;
                 self.preempt_last(now, entries, budget);
                 preempted = true;
                 if victim == index {
-                    self_preempted = true;
-                    break;
+                    return true;
                 }
-            }
-            if self_preempted {
-                break;
             }
             if let Some(blocks) = self.pool.allocate(need) {
                 self.running[index].blocks.extend(blocks);
@@ -281,6 +263,35 @@ impl BatchingEngine {
             }
         }
         preempted
+    }
+
+    /// What running sequence `index` would compute this step with `budget` tokens left:
+    /// its next prompt chunk, or one decode token plus drafts. `None` when an unchunked
+    /// prompt does not fit.
+    fn plan_running(&self, index: usize, budget: u32) -> Option<Scheduled> {
+        let seq = &self.running[index];
+        if seq.is_prefill() {
+            let new = if self.config.chunked_prefill {
+                seq.pending().min(budget)
+            } else {
+                seq.pending()
+            };
+            return (new <= budget).then_some(Scheduled {
+                id: seq.request.id,
+                new_tokens: new,
+                drafts: 0,
+                context: seq.computed,
+                is_prefill: true,
+            });
+        }
+        let drafts = self.drafts_for(seq).min(budget.saturating_sub(1));
+        Some(Scheduled {
+            id: seq.request.id,
+            new_tokens: 1 + drafts,
+            drafts,
+            context: seq.computed,
+            is_prefill: false,
+        })
     }
 
     /// Preempts the newest running sequence: frees its KV and requeues it at the front.
@@ -307,42 +318,20 @@ impl BatchingEngine {
     fn admit_waiting(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) {
         let max_seqs = self.config.max_num_seqs as usize;
         while *budget > 0 && self.running.len() < max_seqs {
-            let Some(seq) = self.waiting.front() else {
+            let Some(admission) = self
+                .waiting
+                .front()
+                .and_then(|seq| self.plan_admission(seq, *budget))
+            else {
                 break;
             };
-            let total = seq.total_tokens();
-            let reusable = if self.config.prefix_caching {
-                let limit = ((total - 1) / self.block_size()) as usize;
-                self.pool
-                    .cached_prefix_len(&seq.request.block_hashes)
-                    .min(limit)
-            } else {
-                0
-            };
-            let cached_tokens = u32::try_from(reusable).unwrap_or(u32::MAX) * self.block_size();
-            let pending = total - cached_tokens;
-            let new = if self.config.chunked_prefill {
-                pending.min(*budget)
-            } else {
-                pending
-            };
-            if new > *budget {
-                break;
-            }
-            let need = blocks_for(cached_tokens + new, self.block_size())
-                .saturating_sub(u32::try_from(reusable).unwrap_or(u32::MAX));
-            let reserve =
-                need + u32::try_from(reusable).unwrap_or(u32::MAX) + self.watermark_blocks;
-            if self.pool.free() < reserve {
-                break;
-            }
             let Some(mut seq) = self.waiting.pop_front() else {
                 break;
             };
             let mut blocks = self
                 .pool
-                .acquire_cached(&seq.request.block_hashes, reusable);
-            match self.pool.allocate(need) {
+                .acquire_cached(&seq.request.block_hashes, admission.reusable_blocks);
+            match self.pool.allocate(admission.new_blocks) {
                 Some(fresh) => blocks.extend(fresh),
                 None => {
                     self.pool.release(&blocks);
@@ -350,11 +339,12 @@ impl BatchingEngine {
                     break;
                 }
             }
+            let cached = admission.cached_tokens;
             self.prefix_queries += u64::from(seq.request.prompt_tokens);
-            self.prefix_hits += u64::from(cached_tokens.min(seq.request.prompt_tokens));
+            self.prefix_hits += u64::from(cached.min(seq.request.prompt_tokens));
             seq.blocks = blocks;
-            seq.registered_blocks = reusable;
-            seq.computed = cached_tokens;
+            seq.registered_blocks = admission.reusable_blocks;
+            seq.computed = cached;
             if !seq.admitted_once {
                 seq.admitted_once = true;
                 self.pending_events.push(EngineEvent::Scheduled {
@@ -362,16 +352,50 @@ impl BatchingEngine {
                     at: now,
                 });
             }
+            let new_tokens = admission.new_tokens;
             entries.push(Scheduled {
                 id: seq.request.id,
-                new_tokens: new,
+                new_tokens,
                 drafts: 0,
-                context: cached_tokens,
+                context: cached,
                 is_prefill: true,
             });
-            *budget -= new;
+            *budget -= new_tokens;
             self.running.push(seq);
         }
+    }
+
+    /// Whether `seq` can be admitted with `budget` tokens left: its reusable prefix, first
+    /// chunk and the blocks it needs, keeping the watermark free.
+    fn plan_admission(&self, seq: &Sequence, budget: u32) -> Option<Admission> {
+        let total = seq.total_tokens();
+        let reusable_blocks = if self.config.prefix_caching {
+            let limit = ((total - 1) / self.block_size()) as usize;
+            self.pool
+                .cached_prefix_len(&seq.request.block_hashes)
+                .min(limit)
+        } else {
+            0
+        };
+        let reusable = u32::try_from(reusable_blocks).unwrap_or(u32::MAX);
+        let cached_tokens = reusable * self.block_size();
+        let pending = total - cached_tokens;
+        let new_tokens = if self.config.chunked_prefill {
+            pending.min(budget)
+        } else {
+            pending
+        };
+        if new_tokens > budget {
+            return None;
+        }
+        let new_blocks =
+            blocks_for(cached_tokens + new_tokens, self.block_size()).saturating_sub(reusable);
+        (self.pool.free() >= new_blocks + reusable + self.watermark_blocks).then_some(Admission {
+            reusable_blocks,
+            cached_tokens,
+            new_tokens,
+            new_blocks,
+        })
     }
 
     /// Nothing could be scheduled although work is waiting: drop the head so the engine cannot

@@ -1,0 +1,278 @@
+//! Engine configurations: the continuous-batching engine (model, accelerator, scheduler,
+//! KV cache, overheads, speculative decoding) and the fixed-timing engine.
+
+use std::time::Duration;
+
+use goodput_protocol::hardware::{Deployment, GpuSpec, ModelSpec};
+use serde::{Deserialize, Serialize};
+
+use super::{ConfigError, duration_ms, gpu_ref, model_ref, preset_gpu, preset_model};
+
+/// A vLLM-style continuous-batching engine on modelled hardware.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BatchingConfig {
+    /// The model (a preset name or a full description).
+    #[serde(with = "model_ref")]
+    pub model: ModelSpec,
+    /// The accelerator (a preset name or a full description).
+    #[serde(with = "gpu_ref")]
+    pub gpu: GpuSpec,
+    /// Accelerators per replica (tensor parallel degree).
+    pub tensor_parallel: u32,
+    /// Fraction of accelerator memory the server may use.
+    pub gpu_memory_utilization: f64,
+    /// Longest prompt plus output accepted (default: the model's context length).
+    pub max_model_len: Option<u32>,
+    /// Most sequences in one step.
+    pub max_num_seqs: u32,
+    /// Token budget of one step.
+    pub max_num_batched_tokens: u32,
+    /// Tokens per KV block.
+    pub block_size: u32,
+    /// Split long prompts across steps (otherwise a prompt is computed in one step).
+    pub chunked_prefill: bool,
+    /// Reuse KV blocks of identical prompt prefixes.
+    pub prefix_caching: bool,
+    /// Fraction of KV blocks kept free when admitting new requests.
+    pub watermark: f64,
+    /// Most requests waiting for admission; beyond it requests get HTTP 429.
+    pub max_waiting: usize,
+    /// Override the KV pool size in blocks (default: derived from memory).
+    pub kv_blocks_override: Option<u64>,
+    /// Fixed costs added to every step.
+    pub overheads: StepOverheads,
+    /// Speculative decoding (off when absent).
+    pub speculative: Option<SpeculativeConfig>,
+}
+
+impl Default for BatchingConfig {
+    fn default() -> Self {
+        BatchingConfig {
+            model: preset_model("llama-3.1-8b"),
+            gpu: preset_gpu("h100"),
+            tensor_parallel: 1,
+            gpu_memory_utilization: 0.9,
+            max_model_len: None,
+            max_num_seqs: 256,
+            max_num_batched_tokens: 2048,
+            block_size: 16,
+            chunked_prefill: true,
+            prefix_caching: true,
+            watermark: 0.01,
+            max_waiting: 1024,
+            kv_blocks_override: None,
+            overheads: StepOverheads::default(),
+            speculative: None,
+        }
+    }
+}
+
+impl BatchingConfig {
+    /// The model on its accelerators.
+    pub fn deployment(&self) -> Deployment {
+        Deployment {
+            model: self.model.clone(),
+            gpu: self.gpu.clone(),
+            tensor_parallel: self.tensor_parallel,
+            gpu_memory_utilization: self.gpu_memory_utilization,
+        }
+    }
+
+    /// `max_model_len`, defaulting to the model's context length.
+    pub fn effective_max_model_len(&self) -> u32 {
+        self.max_model_len.unwrap_or(self.model.max_context)
+    }
+
+    /// KV blocks in the pool: the override, or the derived capacity divided by the block size.
+    pub fn kv_blocks(&self) -> u64 {
+        self.kv_blocks_override.unwrap_or_else(|| {
+            self.deployment().kv_capacity_tokens() / u64::from(self.block_size.max(1))
+        })
+    }
+
+    /// Checks every field, naming the one to fix.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.deployment()
+            .validate()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        let positive = [
+            ("max_num_seqs", self.max_num_seqs),
+            ("max_num_batched_tokens", self.max_num_batched_tokens),
+            ("block_size", self.block_size),
+        ];
+        for (field, value) in positive {
+            if value == 0 {
+                return Err(ConfigError::invalid(field, "must be at least 1"));
+            }
+        }
+        if self.effective_max_model_len() == 0 {
+            return Err(ConfigError::invalid("max_model_len", "must be at least 1"));
+        }
+        if !(0.0..0.5).contains(&self.watermark) {
+            return Err(ConfigError::invalid("watermark", "must be in [0, 0.5)"));
+        }
+        if self.kv_blocks() == 0 {
+            return Err(ConfigError::invalid(
+                "kv_blocks_override",
+                "must be at least 1",
+            ));
+        }
+        self.overheads.validate()?;
+        if let Some(speculative) = &self.speculative {
+            speculative.validate()?;
+        }
+        Ok(())
+    }
+}
+
+/// Fixed per-step and per-sequence costs (CPU scheduling, kernel launches, sampling).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct StepOverheads {
+    /// Added to every step, µs.
+    pub per_step_us: f64,
+    /// Added to every step per model layer, µs.
+    pub per_layer_us: f64,
+    /// Added to every step per sequence in the batch, µs.
+    pub per_sequence_us: f64,
+    /// Latency of one all-reduce when tensor parallel, µs (two per layer).
+    pub all_reduce_us: f64,
+}
+
+impl Default for StepOverheads {
+    fn default() -> Self {
+        StepOverheads {
+            per_step_us: 126.0,
+            per_layer_us: 32.0,
+            per_sequence_us: 4.0,
+            all_reduce_us: 8.0,
+        }
+    }
+}
+
+impl StepOverheads {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let fields = [
+            ("overheads.per_step_us", self.per_step_us),
+            ("overheads.per_layer_us", self.per_layer_us),
+            ("overheads.per_sequence_us", self.per_sequence_us),
+            ("overheads.all_reduce_us", self.all_reduce_us),
+        ];
+        match fields.iter().find(|(_, v)| !(v.is_finite() && *v >= 0.0)) {
+            Some((field, _)) => Err(ConfigError::invalid(field, "must be 0 or positive")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Speculative decoding: a draft model proposes tokens the target model verifies in one step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpeculativeConfig {
+    /// Conditional acceptance probability per draft position: entry `i` is the chance that
+    /// draft token `i` is accepted given that tokens `0..i` were. Its length is the number of
+    /// draft tokens proposed per step (K).
+    pub acceptance: Vec<f64>,
+    /// Cost of one draft forward relative to one target forward (`c_draft / c_target`).
+    #[serde(default = "default_draft_cost")]
+    pub draft_cost_ratio: f64,
+}
+
+fn default_draft_cost() -> f64 {
+    0.05
+}
+
+impl SpeculativeConfig {
+    /// Draft tokens proposed per step (K).
+    pub fn num_draft_tokens(&self) -> u32 {
+        u32::try_from(self.acceptance.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Expected tokens produced per verification step: `1 + r1 + r1·r2 + …`.
+    pub fn expected_tokens_per_step(&self) -> f64 {
+        let mut expected = 1.0;
+        let mut reach = 1.0;
+        for rate in &self.acceptance {
+            reach *= rate;
+            expected += reach;
+        }
+        expected
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if self.acceptance.is_empty() || self.acceptance.len() > 16 {
+            return Err(ConfigError::invalid(
+                "speculative.acceptance",
+                "needs 1 to 16 per-position rates",
+            ));
+        }
+        if self.acceptance.iter().any(|r| !(0.0..=1.0).contains(r)) {
+            return Err(ConfigError::invalid(
+                "speculative.acceptance",
+                "rates must be in [0, 1]",
+            ));
+        }
+        if !(self.draft_cost_ratio.is_finite() && self.draft_cost_ratio >= 0.0) {
+            return Err(ConfigError::invalid(
+                "speculative.draft_cost_ratio",
+                "must be 0 or positive",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Constant-timing engine for exact client checks: each request holds one of `slots` slots;
+/// its first token comes `ttft` after it gets a slot and every further token `itl` after the
+/// previous one. Requests beyond the slots wait in FIFO order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FixedTimingConfig {
+    /// Time from getting a slot to the first token.
+    #[serde(with = "duration_ms")]
+    pub ttft: Duration,
+    /// Time between consecutive tokens.
+    #[serde(with = "duration_ms")]
+    pub itl: Duration,
+    /// Requests served at once.
+    pub slots: u32,
+    /// Tokens delivered per event (a chunk of k tokens arrives every k · itl).
+    pub tokens_per_chunk: u32,
+    /// Most requests waiting for a slot; beyond it requests get HTTP 429.
+    pub max_waiting: usize,
+    /// Longest prompt plus output accepted, tokens.
+    pub max_model_len: u32,
+}
+
+impl Default for FixedTimingConfig {
+    fn default() -> Self {
+        FixedTimingConfig {
+            ttft: Duration::from_millis(100),
+            itl: Duration::from_millis(10),
+            slots: 8,
+            tokens_per_chunk: 1,
+            max_waiting: 100_000,
+            max_model_len: 131_072,
+        }
+    }
+}
+
+impl FixedTimingConfig {
+    /// Checks every field, naming the one to fix.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.slots == 0 {
+            return Err(ConfigError::invalid("slots", "must be at least 1"));
+        }
+        if self.tokens_per_chunk == 0 {
+            return Err(ConfigError::invalid(
+                "tokens_per_chunk",
+                "must be at least 1",
+            ));
+        }
+        if self.max_model_len == 0 {
+            return Err(ConfigError::invalid("max_model_len", "must be at least 1"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,324 @@
+//! Simulator configuration: which engine (roofline continuous batching or fixed timing), its
+//! scheduler and hardware, fault injection, time scale and seed. Loadable from TOML or JSON;
+//! every field has a default so a file only names what it changes.
+
+mod engine;
+mod faults;
+
+pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig, StepOverheads};
+pub use faults::FaultConfig;
+
+use std::path::Path;
+
+use goodput_protocol::hardware::{GpuSpec, ModelSpec};
+use serde::{Deserialize, Serialize};
+
+/// Everything the simulator needs to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SimConfig {
+    /// The engine model.
+    pub engine: EngineConfig,
+    /// Model name served at `/v1/models` (default: the model preset's name, or `sim-fixed`).
+    pub served_model_name: Option<String>,
+    /// Simulated seconds per real second (2.0 runs twice as fast as real time).
+    pub time_scale: f64,
+    /// Seed for every random choice (acceptance, EOS, faults, generated text).
+    pub seed: u64,
+    /// Fault injection rates.
+    pub faults: FaultConfig,
+    /// How `usage.prompt_tokens` is counted.
+    pub prompt_tokenizer: PromptTokenizer,
+    /// Mean answer length when a request lets the model stop (no `ignore_eos`): the
+    /// end-of-sequence position is drawn from a geometric distribution with this mean (never
+    /// before `min_tokens`). Absent: the model never stops early and answers fill `max_tokens`.
+    pub natural_output_tokens_mean: Option<f64>,
+}
+
+impl Default for SimConfig {
+    fn default() -> Self {
+        SimConfig {
+            engine: EngineConfig::Batching(BatchingConfig::default()),
+            served_model_name: None,
+            time_scale: 1.0,
+            seed: 0,
+            faults: FaultConfig::default(),
+            prompt_tokenizer: PromptTokenizer::Cl100k,
+            natural_output_tokens_mean: None,
+        }
+    }
+}
+
+/// How the simulator counts prompt tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptTokenizer {
+    /// OpenAI `cl100k_base` BPE (embedded; exact, ~1 µs per token).
+    Cl100k,
+    /// Whitespace-separated words (fast; for client-overhead benchmarks).
+    Words,
+}
+
+/// The engine model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // built once per simulator; boxing would only obscure it
+pub enum EngineConfig {
+    /// Continuous batching with paged KV cache and a roofline step time.
+    Batching(BatchingConfig),
+    /// Constant TTFT and ITL on N slots with a FIFO queue (for exact client checks).
+    Fixed(FixedTimingConfig),
+}
+
+impl EngineConfig {
+    /// The name the served model gets when none is configured.
+    pub fn default_model_name(&self) -> String {
+        match self {
+            EngineConfig::Batching(config) => config.model.name.clone(),
+            EngineConfig::Fixed(_) => "sim-fixed".to_string(),
+        }
+    }
+
+    /// Longest prompt plus output the engine accepts, in tokens.
+    pub fn max_model_len(&self) -> u32 {
+        match self {
+            EngineConfig::Batching(config) => config.effective_max_model_len(),
+            EngineConfig::Fixed(config) => config.max_model_len,
+        }
+    }
+}
+
+impl SimConfig {
+    /// Reads a TOML (`.toml`) or JSON (any other extension) configuration file.
+    pub fn from_file(path: &Path) -> Result<SimConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let parsed = if path.extension().is_some_and(|ext| ext == "toml") {
+            toml::from_str(&text).map_err(|e| e.to_string())
+        } else {
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        };
+        let config: SimConfig = parsed.map_err(|message| ConfigError::Parse {
+            path: path.display().to_string(),
+            message,
+        })?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the whole configuration, naming the field to fix.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+            return Err(ConfigError::invalid(
+                "time_scale",
+                "must be a positive number",
+            ));
+        }
+        self.faults.validate()?;
+        if let Some(mean) = self.natural_output_tokens_mean
+            && !(mean.is_finite() && mean >= 1.0)
+        {
+            return Err(ConfigError::invalid(
+                "natural_output_tokens_mean",
+                "must be at least 1",
+            ));
+        }
+        match &self.engine {
+            EngineConfig::Batching(config) => config.validate(),
+            EngineConfig::Fixed(config) => config.validate(),
+        }
+    }
+
+    /// The model name to serve.
+    pub fn model_name(&self) -> String {
+        self.served_model_name
+            .clone()
+            .unwrap_or_else(|| self.engine.default_model_name())
+    }
+}
+
+/// A configuration that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read simulator config {path}: {source}")]
+    Read {
+        /// File.
+        path: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML/JSON for this schema.
+    #[error("invalid simulator config {path}: {message}")]
+    Parse {
+        /// File.
+        path: String,
+        /// What the parser said.
+        message: String,
+    },
+    /// A value is out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ConfigError {
+    fn invalid(field: &str, message: &str) -> Self {
+        ConfigError::Invalid(format!("simulator config: `{field}` {message}"))
+    }
+}
+
+fn preset_model(name: &str) -> ModelSpec {
+    ModelSpec::preset(name).unwrap_or_else(|| unreachable!("built-in preset {name} exists"))
+}
+
+fn preset_gpu(name: &str) -> GpuSpec {
+    GpuSpec::preset(name).unwrap_or_else(|| unreachable!("built-in preset {name} exists"))
+}
+
+/// Serde adapter: a model is a preset name or a full table.
+mod model_ref {
+    use super::*;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ModelRef {
+        Preset(String),
+        Custom(ModelSpec),
+    }
+
+    pub(super) fn serialize<S: serde::Serializer>(
+        spec: &ModelSpec,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        spec.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(
+        d: D,
+    ) -> Result<ModelSpec, D::Error> {
+        match ModelRef::deserialize(d)? {
+            ModelRef::Custom(spec) => Ok(spec),
+            ModelRef::Preset(name) => ModelSpec::preset(&name).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown model preset `{name}`; presets: {}",
+                    ModelSpec::PRESETS.join(", ")
+                ))
+            }),
+        }
+    }
+}
+
+/// Serde adapter: an accelerator is a preset name or a full table.
+mod gpu_ref {
+    use super::*;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum GpuRef {
+        Preset(String),
+        Custom(GpuSpec),
+    }
+
+    pub(super) fn serialize<S: serde::Serializer>(spec: &GpuSpec, s: S) -> Result<S::Ok, S::Error> {
+        spec.serialize(s)
+    }
+
+    pub(super) fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<GpuSpec, D::Error> {
+        match GpuRef::deserialize(d)? {
+            GpuRef::Custom(spec) => Ok(spec),
+            GpuRef::Preset(name) => GpuSpec::preset(&name).ok_or_else(|| {
+                serde::de::Error::custom(format!(
+                    "unknown GPU preset `{name}`; presets: {}",
+                    GpuSpec::PRESETS.join(", ")
+                ))
+            }),
+        }
+    }
+}
+
+/// Serde adapter: durations as (fractional) milliseconds.
+mod duration_ms {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(value: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(value.as_secs_f64() * 1000.0)
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(ms / 1000.0)
+            .map_err(|_| serde::de::Error::custom("must be a non-negative number of milliseconds"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn toml_names_presets_and_overrides() {
+        let text = r#"
+            seed = 7
+            [engine]
+            kind = "batching"
+            model = "llama-3.1-70b"
+            gpu = "h100"
+            tensor_parallel = 4
+            [engine.speculative]
+            acceptance = [0.8, 0.5]
+        "#;
+        let config: SimConfig = toml::from_str(text).unwrap();
+        config.validate().unwrap();
+        let EngineConfig::Batching(engine) = &config.engine else {
+            panic!("batching")
+        };
+        assert_eq!(engine.model.layers, 80);
+        assert_eq!(engine.tensor_parallel, 4);
+        let expected = 1.0 + 0.8 + 0.8 * 0.5;
+        assert!(
+            (engine
+                .speculative
+                .as_ref()
+                .unwrap()
+                .expected_tokens_per_step()
+                - expected)
+                .abs()
+                < 1e-12
+        );
+    }
+
+    #[test]
+    fn unknown_preset_lists_the_known_ones() {
+        let text = "[engine]\nkind = \"batching\"\nmodel = \"gpt-9\"\n";
+        let error = toml::from_str::<SimConfig>(text).unwrap_err().to_string();
+        assert!(error.contains("llama-3.1-8b"), "{error}");
+    }
+
+    #[test]
+    fn fixed_engine_from_json() {
+        let text = r#"{"engine": {"kind": "fixed", "ttft": 250, "itl": 5.5, "slots": 2}}"#;
+        let config: SimConfig = serde_json::from_str(text).unwrap();
+        let EngineConfig::Fixed(fixed) = &config.engine else {
+            panic!("fixed")
+        };
+        assert_eq!(fixed.ttft, Duration::from_millis(250));
+        assert_eq!(fixed.itl, Duration::from_micros(5500));
+    }
+
+    #[test]
+    fn fault_rates_must_sum_to_one_at_most() {
+        let faults = FaultConfig {
+            http_500: 0.7,
+            http_429: 0.7,
+            ..FaultConfig::default()
+        };
+        assert!(faults.validate().is_err());
+    }
+}
