@@ -289,3 +289,83 @@ fn the_schema_rejects_a_report_that_breaks_the_contract() {
         "schema_version": 2, "tool": {}, "run": {}, "steps": [], "warnings": []
     })));
 }
+
+#[test]
+fn an_external_target_is_benchmarked_with_its_model_discovered() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let simulator = runtime.block_on(async {
+        let config: goodput_sim::SimConfig = serde_json::from_str(
+            r#"{"engine": {"kind": "fixed", "ttft": 10, "itl": 1, "slots": 4},
+                "served_model_name": "tiny-test-model", "prompt_tokenizer": "words"}"#,
+        )
+        .unwrap();
+        goodput_sim::spawn(config, ([127, 0, 0, 1], 0).into())
+            .await
+            .unwrap()
+    });
+    let target = format!("http://{}/v1", simulator.addr());
+    let output = goodput()
+        .args([
+            "run",
+            "--quiet",
+            "--json",
+            "--target",
+            &target,
+            "--concurrency",
+            "2",
+        ])
+        .args(["--requests", "8", "--warmup", "0", "--output-tokens", "4"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["run"]["model"], "tiny-test-model");
+    assert_eq!(report["steps"][0]["requests"]["completed"], 8);
+    assert_eq!(report["steps"][0]["tokens"]["output_total"], 32);
+    runtime.block_on(simulator.shutdown_and_wait()).unwrap();
+}
+
+#[test]
+fn non_streamed_runs_measure_e2e_but_no_first_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = fixed_sim(dir.path(), 20, "");
+    let output = goodput()
+        .args([
+            "run",
+            "--quiet",
+            "--json",
+            "--no-stream",
+            "--concurrency",
+            "2",
+            "--requests",
+            "6",
+        ])
+        .args([
+            "--warmup",
+            "0",
+            "--output-tokens",
+            "5",
+            "--sim-config",
+            &sim,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let latency = &report["steps"][0]["latency_ms"];
+    assert_eq!(latency["ttft"]["count"], 0);
+    assert_eq!(latency["e2e"]["count"], 6);
+    assert!(
+        latency["e2e"]["p50"].as_f64().unwrap() >= 28.0,
+        "ttft 20 ms + 4 × 2 ms"
+    );
+    assert_eq!(report["steps"][0]["tokens"]["output_total"], 30);
+}

@@ -163,3 +163,30 @@ async fn warmup_requests_are_journaled_but_not_measured() {
     assert_eq!(result.step.requests.scheduled, 14);
     assert_eq!(result.step.latency_ms.ttft.count, 14);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_real_loopback_tcp_latency_is_never_below_the_configured_timing() {
+    // Real sockets and real time: only the lower bounds are exact; the upper bounds are loose
+    // because the test shares two cores with everything else.
+    let running = goodput_sim::spawn(fixed(50, 5, 4), ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap();
+    let target = goodput_core::http::Target::parse(&running.base_url()).unwrap();
+    let client = goodput_core::http::HttpClient::tcp(target, Default::default());
+    let workload = std::sync::Arc::new(goodput_core::workload::SyntheticWorkload {
+        input_tokens: 16,
+        output_tokens: Some(6),
+        seed: 1,
+    });
+    let model = running.server().model_name().to_string();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let result = util::run_with(closed(2, 8), client, util::openai(&model), workload, cancel).await;
+    let latency = &result.step.latency_ms;
+    assert_eq!(result.step.requests.completed, 8);
+    let ttft = latency.ttft.p50.unwrap();
+    let tpot = latency.tpot.p50.unwrap();
+    assert!((50.0..300.0).contains(&ttft), "ttft {ttft}");
+    assert!((4.9..30.0).contains(&tpot), "tpot {tpot}");
+    assert!(result.records.iter().all(|r| r.output_tokens == 6));
+    running.shutdown_and_wait().await.unwrap();
+}
