@@ -29,6 +29,16 @@ pub enum LoadSpec {
         /// the wait counts in their latency.
         max_concurrency: Option<u32>,
     },
+    /// Open loop whose rate changes by phase (e.g. nominal → overload → nominal); the run
+    /// lasts as long as the phases together.
+    Profile {
+        /// The phases, in order.
+        phases: Vec<crate::profile::RatePhase>,
+        /// Arrival process within each phase.
+        arrival: Arrival,
+        /// Client-side cap on requests in flight.
+        max_concurrency: Option<u32>,
+    },
 }
 
 /// Arrival process of open-loop load.
@@ -99,6 +109,15 @@ pub struct RunConfig {
     /// Width of time-series windows.
     #[serde(with = "crate::units::serde_ms")]
     pub window: Duration,
+    /// How many times faster than real time the target's clock runs (the embedded
+    /// simulator's time scale). Schedules, durations, recorded times and every metric are in
+    /// the target's time; only the request and no-progress timeouts are real time.
+    #[serde(default = "one")]
+    pub time_scale: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl Default for RunConfig {
@@ -113,6 +132,7 @@ impl Default for RunConfig {
             slo: None,
             seed: 0,
             window: Duration::from_secs(1),
+            time_scale: 1.0,
         }
     }
 }
@@ -137,11 +157,20 @@ fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
 impl LoadSpec {
     /// Checks the load's parameters.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let LoadSpec::Profile { phases, arrival, max_concurrency } = self {
+            crate::profile::validate_phases(phases).map_err(|e| invalid("--phases", e.to_string()))?;
+            let first = LoadSpec::Open {
+                rate_per_sec: phases[0].rate_per_sec,
+                arrival: *arrival,
+                max_concurrency: *max_concurrency,
+            };
+            return first.validate();
+        }
         match *self {
             LoadSpec::Closed { concurrency: 0 } => {
                 Err(invalid("--concurrency", "must be at least 1"))
             }
-            LoadSpec::Closed { .. } => Ok(()),
+            LoadSpec::Closed { .. } | LoadSpec::Profile { .. } => Ok(()),
             LoadSpec::Open {
                 rate_per_sec,
                 arrival,
@@ -180,6 +209,9 @@ impl RunConfig {
         }
         if self.window < Duration::from_millis(10) {
             return Err(invalid("--window", "must be at least 10ms"));
+        }
+        if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
+            return Err(invalid("--time-scale", "must be a positive number"));
         }
         Ok(())
     }

@@ -24,14 +24,17 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod capacity;
 pub mod config;
 pub mod http;
 pub mod manifest;
 pub mod metrics;
+pub mod profile;
 pub mod record;
 pub mod report;
 pub mod runner;
 pub mod schedule;
+pub mod sweep;
 pub mod tokens;
 pub mod units;
 pub mod warnings;

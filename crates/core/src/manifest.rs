@@ -41,6 +41,7 @@ impl From<&LoadSpec> for LoadReport {
                 arrival: None,
                 burstiness: None,
                 max_concurrency: None,
+                phases: None,
             },
             LoadSpec::Open {
                 rate_per_sec,
@@ -56,6 +57,19 @@ impl From<&LoadSpec> for LoadReport {
                     _ => None,
                 },
                 max_concurrency,
+                phases: None,
+            },
+            LoadSpec::Profile { ref phases, arrival, max_concurrency } => LoadReport {
+                mode: "open".into(),
+                concurrency: None,
+                rate_per_sec: None,
+                arrival: Some(arrival.name().to_string()),
+                burstiness: match arrival {
+                    crate::config::Arrival::Gamma { burstiness } => Some(burstiness),
+                    _ => None,
+                },
+                max_concurrency,
+                phases: Some(phases.clone()),
             },
         }
     }

@@ -275,6 +275,13 @@ pub struct RequestRecord {
     /// Multi-turn: the turn index within its conversation (0 = first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// The step (load level) of a multi-step run — sweep or capacity probe — it belongs to.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub step: u32,
+}
+
+fn is_zero(value: &u32) -> bool {
+    *value == 0
 }
 
 impl RequestRecord {

@@ -25,6 +25,23 @@ pub struct Report {
     pub steps: Vec<StepReport>,
     /// Problems with the run itself that undermine its numbers, each with the fix.
     pub warnings: Vec<Warning>,
+    /// The sweep summary (load levels and knee), for `goodput sweep`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::SweepReport>,
+    /// The capacity verdict, for `goodput capacity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::CapacityReport>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Report {
+    /// A report of `steps`, without sweep or capacity sections.
+    pub fn new(tool: ToolInfo, run: RunInfo, steps: Vec<StepReport>, warnings: Vec<Warning>) -> Self {
+        Report { schema_version: SCHEMA_VERSION, tool, run, steps, warnings, sweep: None, capacity: None }
+    }
 }
 
 /// The tool that wrote a report.
@@ -61,6 +78,10 @@ pub struct RunInfo {
     pub slo: Option<String>,
     /// Width of the time-series windows, seconds.
     pub window_secs: f64,
+    /// How many times faster than real time the target's clock ran; every figure is in the
+    /// target's time.
+    #[serde(default = "one")]
+    pub time_scale: f64,
     /// Why the run ended: `completed`, `interrupted`, `no_progress`.
     pub end_reason: String,
     /// User tags (`--tag key=value`).
@@ -82,6 +103,9 @@ pub struct LoadReport {
     pub burstiness: Option<f64>,
     /// Client-side concurrency cap in open loop.
     pub max_concurrency: Option<u32>,
+    /// Rate phases of a phase profile, in order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phases: Option<Vec<crate::profile::RatePhase>>,
 }
 
 /// Request counts of a step (measured requests; warmup counted apart).
@@ -264,6 +288,9 @@ pub struct StepReport {
     pub stability: Stability,
     /// Time series.
     pub windows: Vec<WindowReport>,
+    /// Recovery after the overload phase of a phase profile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<crate::metrics::recovery::RecoveryReport>,
 }
 
 /// A problem with the run itself, with its fix.

@@ -13,6 +13,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use rand_distr::{Distribution, Exp, Gamma};
 
 use crate::config::Arrival;
+use crate::profile::RatePhase;
 
 /// Offsets of successive arrivals from the run start.
 #[derive(Debug, Clone)]
@@ -77,6 +78,52 @@ impl Iterator for ArrivalSchedule {
     }
 }
 
+/// Offsets of a phase profile: each phase runs its own arrival process at its rate from the
+/// phase's start, and the schedule ends with the last phase.
+#[derive(Debug, Clone)]
+pub struct PhasedSchedule {
+    phases: Vec<RatePhase>,
+    arrival: Arrival,
+    seed: u64,
+    current: usize,
+    phase_start: Duration,
+    inner: ArrivalSchedule,
+}
+
+impl PhasedSchedule {
+    /// A schedule over `phases` (validated: non-empty, positive rates and lengths).
+    pub fn new(phases: Vec<RatePhase>, arrival: Arrival, seed: u64) -> Self {
+        let first_rate = phases.first().map_or(1.0, |p| p.rate_per_sec);
+        PhasedSchedule {
+            inner: ArrivalSchedule::new(first_rate, arrival, seed),
+            phases,
+            arrival,
+            seed,
+            current: 0,
+            phase_start: Duration::ZERO,
+        }
+    }
+}
+
+impl Iterator for PhasedSchedule {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        loop {
+            let phase = self.phases.get(self.current)?;
+            let offset = self.inner.next()?;
+            if offset < phase.duration {
+                return Some(self.phase_start + offset);
+            }
+            self.phase_start += phase.duration;
+            self.current += 1;
+            let next = self.phases.get(self.current)?;
+            let seed = self.seed ^ (self.current as u64).wrapping_mul(0x9e37_79b9);
+            self.inner = ArrivalSchedule::new(next.rate_per_sec, self.arrival, seed);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +158,24 @@ mod tests {
             .take(50)
             .collect();
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn phases_change_the_rate_at_their_boundaries() {
+        let phase = |rate: f64, secs: u64| RatePhase {
+            name: String::new(),
+            rate_per_sec: rate,
+            duration: Duration::from_secs(secs),
+        };
+        let offsets: Vec<Duration> =
+            PhasedSchedule::new(vec![phase(2.0, 10), phase(10.0, 5), phase(1.0, 10)], Arrival::Constant, 1).collect();
+        let count = |from: u64, to: u64| {
+            offsets.iter().filter(|o| **o >= Duration::from_secs(from) && **o < Duration::from_secs(to)).count()
+        };
+        assert_eq!(count(0, 10), 20);
+        assert_eq!(count(10, 15), 50);
+        assert_eq!(count(15, 25), 10);
+        assert_eq!(offsets.len(), 80, "the schedule ends with the last phase");
     }
 
     #[test]

@@ -190,3 +190,22 @@ async fn over_real_loopback_tcp_latency_is_never_below_the_configured_timing() {
     assert!(result.records.iter().all(|r| r.output_tokens == 6));
     running.shutdown_and_wait().await.unwrap();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_sped_up_target_is_measured_in_its_own_time() {
+    // The simulator runs 4× faster than real time; goodput schedules and reports in its time.
+    let mut sim = fixed(200, 10, 4);
+    sim.time_scale = 4.0;
+    let mut config = open(8.0, 40, None);
+    config.time_scale = 4.0;
+    config.warmup = Warmup::Requests(8);
+    let started = tokio::time::Instant::now();
+    let result = run_sim(sim, config, 16, 11).await;
+    let step = &result.step;
+    assert_ms(step.latency_ms.ttft.p50, 200.0, 4.0);
+    assert_ms(step.latency_ms.tpot.p50, 10.0, 0.4);
+    assert!((step.throughput.offered_requests_per_sec.unwrap() - 8.0).abs() < 1e-6);
+    assert!((step.throughput.requests_per_sec - 8.0).abs() < 0.3, "{:?}", step.throughput);
+    // 40 arrivals at 8/s of target time take 39/8 s of target time, a quarter of that really.
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+}

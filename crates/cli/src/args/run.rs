@@ -126,6 +126,10 @@ pub(crate) struct RunArgs {
     /// Width of the time-series windows.
     #[arg(long, default_value = "1s", value_parser = parse_duration, help_heading = "Measurement")]
     pub(crate) window: Duration,
+    /// The target's clock runs this many times faster than real time: with the embedded
+    /// simulator it sets the simulator's time scale; every figure is then in simulated time.
+    #[arg(long, help_heading = "Measurement")]
+    pub(crate) time_scale: Option<f64>,
     /// Exit with status 1 when more than this fraction of measured requests failed.
     #[arg(long, value_name = "FRACTION", help_heading = "Measurement")]
     pub(crate) max_error_rate: Option<f64>,
@@ -230,6 +234,7 @@ impl RunArgs {
             slo: parse_slo(&self.slo)?,
             seed,
             window: self.window,
+            time_scale: self.time_scale.unwrap_or(1.0),
         };
         config.validate()?;
         if let Some(rate) = self.max_error_rate

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::metrics::StepAggregator;
-use goodput_core::report::{LoadReport, Report, SCHEMA_VERSION};
+use goodput_core::report::{LoadReport, Report};
 use goodput_core::runner::{EndReason, read_journal};
 use goodput_core::warnings;
 
@@ -52,13 +52,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     }
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let warnings = warnings::check(&config, &steps, EndReason::Completed);
-    let report = Report {
-        schema_version: SCHEMA_VERSION,
-        tool: manifest.tool,
-        run,
-        steps,
-        warnings,
-    };
+    let report = Report::new(manifest.tool, run, steps, warnings);
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;

@@ -15,7 +15,7 @@ use goodput_core::config::RunConfig;
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::StepAggregator;
-use goodput_core::report::{LoadReport, Report, RunInfo, SCHEMA_VERSION, ToolInfo};
+use goodput_core::report::{LoadReport, Report, RunInfo, ToolInfo};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
 use goodput_core::tokens::counter_by_name;
 use goodput_core::warnings;
@@ -31,6 +31,8 @@ use crate::output;
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
 struct Endpoint {
     url: String,
+    /// Target-time seconds per real second.
+    time_scale: f64,
     label: String,
     model: Option<String>,
     simulator: Option<goodput_sim::RunningSim>,
@@ -39,8 +41,9 @@ struct Endpoint {
 /// Runs `goodput run`.
 pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let seed = args.seed.unwrap_or_else(random_seed);
-    let config = args.run_config(seed)?;
+    let mut config = args.run_config(seed)?;
     let endpoint = start_endpoint(&args, seed).await?;
+    config.time_scale = endpoint.time_scale;
     let target =
         Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
     let client = HttpClient::tcp(target, HttpConfig::default());
@@ -142,6 +145,7 @@ fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome) -> u8 {
 async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint> {
     if let Some(url) = &args.target {
         return Ok(Endpoint {
+            time_scale: args.time_scale.unwrap_or(1.0),
             url: url.clone(),
             label: redact_url(url),
             model: None,
@@ -149,6 +153,7 @@ async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint> {
         });
     }
     let config = embedded_sim_config(args, seed)?;
+    let time_scale = config.time_scale;
     let label = describe_simulator(&config);
     let model = config.model_name();
     let simulator = goodput_sim::spawn(config, ([127, 0, 0, 1], 0).into())
@@ -156,6 +161,7 @@ async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint> {
         .context("starting the embedded simulator")?;
     let url = format!("http://{}/v1", simulator.addr());
     Ok(Endpoint {
+        time_scale,
         url,
         label,
         model: Some(model),
@@ -180,6 +186,9 @@ fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig> {
             batching.gpu = goodput_protocol::hardware::GpuSpec::preset(name)
                 .with_context(|| format!("--sim-gpu {name}: unknown preset"))?;
         }
+    }
+    if let Some(time_scale) = args.time_scale {
+        config.time_scale = time_scale;
     }
     config.validate()?;
     Ok(config)
@@ -277,6 +286,7 @@ fn run_info(
         },
         slo: config.slo.as_ref().map(ToString::to_string),
         window_secs: config.window.as_secs_f64(),
+        time_scale: config.time_scale,
         end_reason: "running".into(),
         tags: args.tags()?.into_iter().collect::<BTreeMap<_, _>>(),
     })
@@ -308,13 +318,7 @@ fn build_report(
     run.end_reason = outcome.end_reason.as_str().to_string();
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let warnings = warnings::check(config, &steps, outcome.end_reason);
-    Report {
-        schema_version: SCHEMA_VERSION,
-        tool: tool_info(),
-        run,
-        steps,
-        warnings,
-    }
+    Report::new(tool_info(), run, steps, warnings)
 }
 
 /// First Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at once (the journal is

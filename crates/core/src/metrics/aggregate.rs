@@ -12,7 +12,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::histogram::{CountHistogram, LatencyHistogram};
-use super::slo::{LatencyMetric, Slo};
+use super::slo::{LatencyMetric, PercentileObjective, Slo};
+use super::recovery::recovery;
 use super::timeline::{CompletedWork, CompletionTimeline};
 use super::windows::Windows;
 use crate::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
@@ -55,6 +56,9 @@ pub struct StepAggregator {
     latencies: Latencies,
     tokens: Tokens,
     compliant: u64,
+    /// Per percentile objective of the SLO: (samples, misses) over measured requests (over
+    /// tokens for ITL).
+    objective_tallies: Vec<(u64, u64)>,
     completed_work: CompletionTimeline,
     first_scheduled_us: Option<u64>,
     last_scheduled_us: Option<u64>,
@@ -66,6 +70,7 @@ impl StepAggregator {
     /// An empty aggregator judging requests against `slo`, with time-series windows of `window`.
     pub fn new(slo: Option<Slo>, window: Duration) -> Self {
         StepAggregator {
+            objective_tallies: vec![(0, 0); slo.as_ref().map_or(0, |slo| slo.objectives.len())],
             slo,
             counts: RequestCounts::default(),
             latencies: Latencies::default(),
@@ -81,11 +86,8 @@ impl StepAggregator {
 
     /// Folds in one finished request.
     pub fn add(&mut self, record: &RequestRecord) {
-        self.add_to_windows(record);
-        let complies = self
-            .slo
-            .as_ref()
-            .is_some_and(|slo| slo.request_complies(record));
+        let complies = self.slo.as_ref().is_some_and(|slo| slo.request_complies(record));
+        self.add_to_windows(record, self.slo.is_some().then_some(complies));
         if record.is_ok() {
             let input = record.input_tokens.unwrap_or(0);
             let items = record.items.max(1);
@@ -97,6 +99,7 @@ impl StepAggregator {
             return;
         }
         self.add_measured(record);
+        self.tally_objectives(record);
         match &record.failure {
             None => self.add_completed(record),
             Some(failure) => self.add_failed(failure),
@@ -127,6 +130,30 @@ impl StepAggregator {
             .record(record.client_queue_wait());
     }
 
+    /// Counts, per percentile objective, the samples and the misses of a measured request:
+    /// a failed request misses every request-level objective; an ITL objective counts tokens.
+    fn tally_objectives(&mut self, record: &RequestRecord) {
+        let Some(slo) = &self.slo else { return };
+        for (objective, (samples, misses)) in slo.objectives.iter().zip(&mut self.objective_tallies) {
+            let (n, missed) = objective_tally(objective, record);
+            *samples += n;
+            *misses += missed;
+        }
+    }
+
+    /// Measured requests, compliant requests and the per-objective tallies, for statistical
+    /// verdicts on attainment targets.
+    pub fn compliance(&self) -> Compliance {
+        let objectives = self.slo.as_ref().map_or_else(Vec::new, |slo| {
+            slo.objectives
+                .iter()
+                .zip(&self.objective_tallies)
+                .map(|(objective, &(samples, misses))| ObjectiveTally { objective: *objective, samples, misses })
+                .collect()
+        });
+        Compliance { measured: self.counts.scheduled, compliant: self.compliant, objectives }
+    }
+
     fn add_failed(&mut self, failure: &Failure) {
         self.counts.failed += 1;
         *self
@@ -143,8 +170,10 @@ impl StepAggregator {
         }
     }
 
-    fn add_to_windows(&mut self, record: &RequestRecord) {
+    fn add_to_windows(&mut self, record: &RequestRecord, complies: Option<bool>) {
         self.windows.add_arrival(record.scheduled_us);
+        let (ttft, e2e) = if record.is_ok() { (record.ttft(), record.e2e()) } else { (None, None) };
+        self.windows.add_outcome(record.scheduled_us, ttft, e2e, complies);
         if let Some(sent) = record.sent_us {
             self.windows.add_sent(sent);
         }
@@ -236,6 +265,9 @@ impl StepAggregator {
             items_per_sec: per_sec(work.items),
         };
         let last_arrival = self.last_scheduled_us.unwrap_or(start_us);
+        let windows = self.windows.report();
+        let width_secs = self.windows.width().as_secs_f64();
+        let recovery = load.phases.as_deref().and_then(|phases| recovery(&windows, width_secs, phases));
         StepReport {
             load,
             duration_secs,
@@ -253,7 +285,8 @@ impl StepAggregator {
                 per_sec(work.compliant_output_tokens),
             ),
             stability: self.windows.stability(start_us, last_arrival),
-            windows: self.windows.report(),
+            windows,
+            recovery,
         }
     }
 
@@ -344,6 +377,47 @@ impl StepAggregator {
             .copied()
             .unwrap_or(0)
     }
+}
+
+/// How a measured set of requests fared against the SLO.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Compliance {
+    /// Measured requests (failures included).
+    pub measured: u64,
+    /// Of them, those meeting every per-request threshold.
+    pub compliant: u64,
+    /// Per percentile objective: samples and misses.
+    pub objectives: Vec<ObjectiveTally>,
+}
+
+/// Samples and misses of one percentile objective.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ObjectiveTally {
+    /// The objective.
+    pub objective: PercentileObjective,
+    /// Samples judged (requests; tokens for ITL).
+    pub samples: u64,
+    /// Samples above the objective's maximum (failed requests count as misses).
+    pub misses: u64,
+}
+
+/// `(samples, misses)` a request contributes to `objective`.
+fn objective_tally(objective: &PercentileObjective, record: &RequestRecord) -> (u64, u64) {
+    if objective.metric == LatencyMetric::Itl {
+        return record.itl_samples().fold((0, 0), |(n, missed), (gap, tokens)| {
+            (n + tokens, missed + if gap > objective.max { tokens } else { 0 })
+        });
+    }
+    if !record.is_ok() {
+        return (1, 1);
+    }
+    let value = match objective.metric {
+        LatencyMetric::Ttft => record.ttft(),
+        LatencyMetric::Tpot => record.tpot(),
+        LatencyMetric::E2e => record.e2e(),
+        LatencyMetric::Itl => None,
+    };
+    (1, u64::from(value.is_some_and(|v| v > objective.max)))
 }
 
 /// The `percentile` of successful samples with `failed` requests counted as infinitely late;

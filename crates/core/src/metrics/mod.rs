@@ -3,8 +3,10 @@
 
 pub mod aggregate;
 pub mod histogram;
+pub mod recovery;
 pub mod slo;
 pub mod timeline;
+pub mod trend;
 pub mod windows;
 
 pub use aggregate::StepAggregator;

@@ -11,15 +11,30 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::trend::{Trend, fit, trends};
+
 /// Counts per window of fixed width, indexed from the run start.
 #[derive(Debug, Clone)]
 pub struct Windows {
     width_us: u64,
-    arrivals: Vec<u64>,
-    sent: Vec<u64>,
-    completions: Vec<u64>,
-    failures: Vec<u64>,
-    output_tokens: Vec<u64>,
+    windows: Vec<WindowCounts>,
+}
+
+/// What one window counted.
+#[derive(Debug, Clone, Copy, Default)]
+struct WindowCounts {
+    arrivals: u64,
+    sent: u64,
+    completions: u64,
+    failures: u64,
+    output_tokens: u64,
+    /// Arrivals judged against the SLO's per-request thresholds, and those that met them.
+    judged: u64,
+    compliant: u64,
+    ttft_sum_us: u64,
+    ttft_count: u64,
+    e2e_sum_us: u64,
+    e2e_count: u64,
 }
 
 /// One window of the report's time series.
@@ -39,6 +54,16 @@ pub struct WindowReport {
     pub output_tokens: u64,
     /// Requests scheduled but not finished at the window's end (client queue included).
     pub in_flight: u64,
+    /// Mean TTFT of the successful requests scheduled in the window, ms.
+    #[serde(default)]
+    pub mean_ttft_ms: Option<f64>,
+    /// Mean E2E of the successful requests scheduled in the window, ms.
+    #[serde(default)]
+    pub mean_e2e_ms: Option<f64>,
+    /// Fraction of the requests scheduled in the window that met every SLO threshold
+    /// (failures count as misses); `None` without an SLO.
+    #[serde(default)]
+    pub slo_attained: Option<f64>,
 }
 
 /// The stability verdict.
@@ -54,19 +79,15 @@ pub struct Stability {
     pub windows_assessed: usize,
     /// Why, in words.
     pub reason: String,
+    /// Trends of throughput and latency over the measured windows (soak degradation).
+    #[serde(default)]
+    pub trends: Vec<Trend>,
 }
 
 impl Windows {
     /// Empty series of `width` windows.
     pub fn new(width: Duration) -> Self {
-        Windows {
-            width_us: u64::try_from(width.as_micros()).unwrap_or(u64::MAX).max(1),
-            arrivals: Vec::new(),
-            sent: Vec::new(),
-            completions: Vec::new(),
-            failures: Vec::new(),
-            output_tokens: Vec::new(),
-        }
+        Windows { width_us: u64::try_from(width.as_micros()).unwrap_or(u64::MAX).max(1), windows: Vec::new() }
     }
 
     /// Window width.
@@ -74,81 +95,78 @@ impl Windows {
         Duration::from_micros(self.width_us)
     }
 
-    fn bump(series: &mut Vec<u64>, index: usize, amount: u64) {
-        if series.len() <= index {
-            series.resize(index + 1, 0);
-        }
-        series[index] += amount;
-    }
-
     fn index(&self, at_us: u64) -> usize {
         usize::try_from(at_us / self.width_us).unwrap_or(usize::MAX)
     }
 
+    fn at(&mut self, at_us: u64) -> &mut WindowCounts {
+        let index = self.index(at_us).min(1 << 24);
+        if self.windows.len() <= index {
+            self.windows.resize(index + 1, WindowCounts::default());
+        }
+        &mut self.windows[index]
+    }
+
     /// A request scheduled at `at_us`.
     pub fn add_arrival(&mut self, at_us: u64) {
-        let i = self.index(at_us);
-        Self::bump(&mut self.arrivals, i, 1);
+        self.at(at_us).arrivals += 1;
     }
 
     /// A request sent at `at_us`.
     pub fn add_sent(&mut self, at_us: u64) {
-        let i = self.index(at_us);
-        Self::bump(&mut self.sent, i, 1);
+        self.at(at_us).sent += 1;
     }
 
     /// A request that ended at `at_us`, successfully or not.
     pub fn add_end(&mut self, at_us: u64, ok: bool) {
-        let i = self.index(at_us);
-        Self::bump(
-            if ok {
-                &mut self.completions
-            } else {
-                &mut self.failures
-            },
-            i,
-            1,
-        );
+        let window = self.at(at_us);
+        if ok { window.completions += 1 } else { window.failures += 1 }
     }
 
     /// `tokens` output tokens received at `at_us`.
     pub fn add_output_tokens(&mut self, at_us: u64, tokens: u64) {
-        let i = self.index(at_us);
-        Self::bump(&mut self.output_tokens, i, tokens);
+        self.at(at_us).output_tokens += tokens;
     }
 
-    fn len(&self) -> usize {
-        [
-            &self.arrivals,
-            &self.sent,
-            &self.completions,
-            &self.failures,
-            &self.output_tokens,
-        ]
-        .iter()
-        .map(|s| s.len())
-        .max()
-        .unwrap_or(0)
+    /// The latencies and SLO verdict of a request scheduled at `scheduled_us` (latencies of
+    /// successful requests only; `complies` is `None` without an SLO).
+    pub fn add_outcome(&mut self, scheduled_us: u64, ttft: Option<Duration>, e2e: Option<Duration>, complies: Option<bool>) {
+        let window = self.at(scheduled_us);
+        if let Some(ttft) = ttft {
+            window.ttft_sum_us += u64::try_from(ttft.as_micros()).unwrap_or(u64::MAX);
+            window.ttft_count += 1;
+        }
+        if let Some(e2e) = e2e {
+            window.e2e_sum_us += u64::try_from(e2e.as_micros()).unwrap_or(u64::MAX);
+            window.e2e_count += 1;
+        }
+        if let Some(complies) = complies {
+            window.judged += 1;
+            window.compliant += u64::from(complies);
+        }
     }
 
     /// The whole series as report rows.
     pub fn report(&self) -> Vec<WindowReport> {
-        let at = |series: &Vec<u64>, i: usize| series.get(i).copied().unwrap_or(0);
+        let mean_ms = |sum: u64, count: u64| (count > 0).then(|| sum as f64 / count as f64 / 1000.0);
         let mut in_flight: i64 = 0;
-        (0..self.len())
-            .map(|i| {
-                let arrivals = at(&self.arrivals, i);
-                let ended = at(&self.completions, i) + at(&self.failures, i);
-                in_flight +=
-                    i64::try_from(arrivals).unwrap_or(i64::MAX) - i64::try_from(ended).unwrap_or(0);
+        self.windows
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                let ended = w.completions + w.failures;
+                in_flight += i64::try_from(w.arrivals).unwrap_or(i64::MAX) - i64::try_from(ended).unwrap_or(0);
                 WindowReport {
                     start_secs: (i as u64 * self.width_us) as f64 / 1e6,
-                    arrivals,
-                    sent: at(&self.sent, i),
-                    completions: at(&self.completions, i),
-                    failures: at(&self.failures, i),
-                    output_tokens: at(&self.output_tokens, i),
+                    arrivals: w.arrivals,
+                    sent: w.sent,
+                    completions: w.completions,
+                    failures: w.failures,
+                    output_tokens: w.output_tokens,
                     in_flight: u64::try_from(in_flight.max(0)).unwrap_or(0),
+                    mean_ttft_ms: mean_ms(w.ttft_sum_us, w.ttft_count),
+                    mean_e2e_ms: mean_ms(w.e2e_sum_us, w.e2e_count),
+                    slo_attained: (w.judged > 0).then(|| w.compliant as f64 / w.judged as f64),
                 }
             })
             .collect()
@@ -165,16 +183,17 @@ impl Windows {
         let arrivals: u64 = assessed.iter().map(|w| w.arrivals).sum();
         let completions: u64 = assessed.iter().map(|w| w.completions + w.failures).sum();
         let ratio = (arrivals > 0).then(|| completions as f64 / arrivals as f64);
-        let trend = in_flight_trend(&assessed, self.width_us as f64 / 1e6);
+        let points: Vec<(f64, f64)> = assessed.iter().map(|w| (w.start_secs, w.in_flight as f64)).collect();
+        let trend = fit(&points);
         let mut stable = true;
         let mut reason = String::from("in-flight requests did not grow and completions kept pace");
         if let Some(trend) = &trend {
-            let growth = trend.slope * trend.span_secs;
+            let growth = trend.slope * trend.span;
             if trend.slope > 0.0 && trend.t_stat > 3.0 && growth > (0.1 * trend.mean).max(2.0) {
                 stable = false;
                 reason = format!(
                     "in-flight requests grew by {:.1}/s ({growth:.0} over {:.0} s)",
-                    trend.slope, trend.span_secs
+                    trend.slope, trend.span
                 );
             }
         }
@@ -190,61 +209,16 @@ impl Windows {
         if assessed.len() < 4 {
             reason.push_str(" (few windows: low confidence)");
         }
+        let measured: Vec<&WindowReport> = rows.iter().take(to).skip(self.index(start_us) + 1).collect();
         Stability {
             stable,
             queue_growth_per_sec: trend.map(|t| t.slope),
             completion_ratio: ratio,
             windows_assessed: assessed.len(),
             reason,
+            trends: trends(&measured, self.width_us as f64 / 1e6),
         }
     }
-}
-
-struct Trend {
-    slope: f64,
-    t_stat: f64,
-    mean: f64,
-    span_secs: f64,
-}
-
-/// Least-squares slope of in-flight over window index, scaled to per-second.
-fn in_flight_trend(rows: &[&WindowReport], width_secs: f64) -> Option<Trend> {
-    let n = rows.len();
-    if n < 3 {
-        return None;
-    }
-    let xs: Vec<f64> = (0..n).map(|i| i as f64 * width_secs).collect();
-    let ys: Vec<f64> = rows.iter().map(|w| w.in_flight as f64).collect();
-    let (mean_x, mean_y) = (
-        xs.iter().sum::<f64>() / n as f64,
-        ys.iter().sum::<f64>() / n as f64,
-    );
-    let sxx: f64 = xs.iter().map(|x| (x - mean_x).powi(2)).sum();
-    let sxy: f64 = xs
-        .iter()
-        .zip(&ys)
-        .map(|(x, y)| (x - mean_x) * (y - mean_y))
-        .sum();
-    let slope = sxy / sxx;
-    let residual: f64 = xs
-        .iter()
-        .zip(&ys)
-        .map(|(x, y)| (y - mean_y - slope * (x - mean_x)).powi(2))
-        .sum();
-    let se = (residual / (n as f64 - 2.0) / sxx).sqrt();
-    let t_stat = if se > 0.0 {
-        slope / se
-    } else if slope > 0.0 {
-        f64::INFINITY
-    } else {
-        0.0
-    };
-    Some(Trend {
-        slope,
-        t_stat,
-        mean: mean_y,
-        span_secs: xs[n - 1] - xs[0],
-    })
 }
 
 #[cfg(test)]

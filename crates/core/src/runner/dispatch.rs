@@ -15,7 +15,7 @@ use super::request::{RequestContext, Ticket, execute};
 use crate::backend::Activity;
 use crate::config::{LoadSpec, RunConfig};
 use crate::record::{Phase, RequestRecord};
-use crate::schedule::ArrivalSchedule;
+use crate::schedule::{ArrivalSchedule, PhasedSchedule};
 use crate::workload::Workload;
 
 /// What the dispatcher needs.
@@ -25,6 +25,8 @@ pub(super) struct Plan {
     pub(super) workload: Arc<dyn Workload>,
     pub(super) monitor: Arc<RunMonitor>,
     pub(super) context: RequestContext,
+    /// Cancelled to stop scheduling while scheduled requests finish.
+    pub(super) finish: CancellationToken,
 }
 
 impl Plan {
@@ -38,7 +40,7 @@ impl Plan {
     }
 
     fn ticket(&self, index: u64, scheduled: Instant) -> Ticket {
-        let offset = scheduled.saturating_duration_since(self.context.start);
+        let offset = self.context.target_offset(scheduled);
         let phase = if self.config.is_warmup(index, offset) {
             Phase::Warmup
         } else {
@@ -69,12 +71,17 @@ pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: Cancellatio
             let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
             open_loop(plan, schedule, limit, sender, stop).await;
         }
+        LoadSpec::Profile { ref phases, arrival, max_concurrency } => {
+            let schedule = PhasedSchedule::new(phases.clone(), arrival, plan.config.seed);
+            let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
+            open_loop(Arc::clone(&plan), schedule, limit, sender, stop).await;
+        }
     }
 }
 
 async fn open_loop(
     plan: Arc<Plan>,
-    schedule: ArrivalSchedule,
+    schedule: impl Iterator<Item = Duration>,
     limit: Option<Arc<Semaphore>>,
     sender: RecordSender,
     stop: CancellationToken,
@@ -83,10 +90,11 @@ async fn open_loop(
         if !plan.admits(index, offset) {
             break;
         }
-        let at = plan.context.start + offset;
+        let at = plan.context.start + offset.div_f64(plan.config.time_scale);
         tokio::select! {
             biased;
             () = stop.cancelled() => break,
+            () = plan.finish.cancelled() => break,
             () = tokio::time::sleep_until(at) => {}
         }
         let ticket = plan.ticket(index, at);
@@ -121,10 +129,10 @@ async fn closed_loop(
             Arc::clone(&next),
         );
         workers.push(tokio::spawn(async move {
-            while !stop.is_cancelled() {
+            while !stop.is_cancelled() && !plan.finish.is_cancelled() {
                 let index = next.fetch_add(1, Ordering::Relaxed);
                 let now = Instant::now();
-                if !plan.admits(index, now.saturating_duration_since(plan.context.start)) {
+                if !plan.admits(index, plan.context.target_offset(now)) {
                     break;
                 }
                 let ticket = plan.ticket(index, now);

@@ -151,6 +151,8 @@ pub struct Runner {
     counter: Arc<dyn TokenCounter>,
     streamed: bool,
     monitor: Arc<RunMonitor>,
+    finish: CancellationToken,
+    step: u32,
 }
 
 impl Runner {
@@ -170,7 +172,21 @@ impl Runner {
             counter,
             streamed,
             monitor: Arc::default(),
+            finish: CancellationToken::new(),
+            step: 0,
         }
+    }
+
+    /// Stamps every record with step `index` (sweeps and capacity probes).
+    pub fn with_step(mut self, index: u32) -> Self {
+        self.step = index;
+        self
+    }
+
+    /// A token that, once cancelled, stops scheduling new requests while those already
+    /// scheduled run to their end (a graceful finish, unlike the run's cancellation).
+    pub fn finish_token(&self) -> CancellationToken {
+        self.finish.clone()
     }
 
     /// Live counters (clone the `Arc` to watch from another task).
@@ -204,7 +220,10 @@ impl Runner {
                 streamed: self.streamed,
                 abandoned: Arc::clone(&abandoned),
                 no_progress_timeout: self.config.no_progress_timeout,
+                time_scale: self.config.time_scale,
+                step: self.step,
             },
+            finish: self.finish.clone(),
         };
         let dispatcher = tokio::spawn(dispatch::dispatch(plan, sender, stop.clone()));
         let watchdog = tokio::spawn(dispatch::watch_progress(

@@ -34,9 +34,25 @@ pub(crate) struct RequestContext {
     /// Set by the no-progress watchdog before it stops the run.
     pub(crate) abandoned: Arc<AtomicBool>,
     pub(crate) no_progress_timeout: Duration,
+    /// Target-time seconds per real second (`RunConfig::time_scale`).
+    pub(crate) time_scale: f64,
+    /// Step index stamped on every record.
+    pub(crate) step: u32,
 }
 
 impl RequestContext {
+    /// Microseconds of target time since the run start at real instant `at`.
+    pub(crate) fn target_micros(&self, at: Instant) -> u64 {
+        let real = at.saturating_duration_since(self.start).as_micros() as f64;
+        let scaled = if self.time_scale == 1.0 { real } else { (real * self.time_scale).round() };
+        scaled as u64
+    }
+
+    /// Target time elapsed since the run start at real instant `at`.
+    pub(crate) fn target_offset(&self, at: Instant) -> Duration {
+        Duration::from_micros(self.target_micros(at))
+    }
+
     /// The failure of a request stopped by the run's cancellation.
     fn stopped(&self, while_what: &str) -> Failure {
         if self.abandoned.load(Ordering::Relaxed) {
@@ -110,9 +126,7 @@ pub(crate) fn finalize(
     exchange: Exchange,
     end: Instant,
 ) -> RequestRecord {
-    let us = |at: Instant| {
-        u64::try_from(at.saturating_duration_since(ctx.start).as_micros()).unwrap_or(u64::MAX)
-    };
+    let us = |at: Instant| ctx.target_micros(at);
     let output = OutputCount::of(&exchange, ctx.counter.as_ref());
     let (output_tokens, output_source) = (output.tokens, output.source);
     let chunk_tokens = chunk_token_counts(&exchange, output_tokens, ctx.counter.as_ref());
@@ -155,6 +169,7 @@ pub(crate) fn finalize(
         headers: exchange.headers,
         server_timings: exchange.server_timings,
         turn: spec.turn,
+        step: ctx.step,
     }
 }
 

@@ -10,6 +10,7 @@ use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
 use goodput_core::config::RunConfig;
 use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::metrics::StepAggregator;
+use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::record::RequestRecord;
 use goodput_core::report::{LoadReport, StepReport};
 use goodput_core::runner::{RecordSink, RunOutcome, Runner};
@@ -73,6 +74,7 @@ pub fn openai(model: &str) -> OpenAiConfig {
 pub struct RunResult {
     pub records: Vec<RequestRecord>,
     pub step: StepReport,
+    pub compliance: Compliance,
     pub outcome: RunOutcome,
 }
 
@@ -102,6 +104,7 @@ pub async fn run_with(
     RunResult {
         records: collect.0,
         step,
+        compliance: aggregator.compliance(),
         outcome,
     }
 }

@@ -1,0 +1,157 @@
+//! Capacity: the highest load at which the queue stays stable and the SLO holds, found by a
+//! bracketing-then-bisection search over probes, each long enough for the attainment target
+//! it must prove, and reported with its bounds and confidence.
+//!
+//! The search is driven by [`find_capacity`] with a caller-supplied probe (run one measured
+//! step at a load, return its report and compliance), so the same code runs against a live
+//! target, the embedded simulator, or the simulator in virtual time.
+
+pub mod early_stopping;
+pub mod probe;
+pub mod prober;
+pub mod search;
+pub mod watch;
+
+use std::future::Future;
+
+use serde::{Deserialize, Serialize};
+
+pub use probe::{Criteria, Outcome, Probe};
+pub use prober::Prober;
+pub use search::{Conclusion, Search, SearchConfig};
+
+use crate::metrics::aggregate::Compliance;
+use crate::report::StepReport;
+
+/// Which load dimension was searched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dimension {
+    /// Open-loop arrival rate, requests per second.
+    Rate,
+    /// Closed-loop concurrency.
+    Concurrency,
+}
+
+/// The capacity verdict (`report.json` → `capacity`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityReport {
+    /// What was searched.
+    pub dimension: Dimension,
+    /// The highest arrival rate that passed (open loop).
+    pub max_sustainable_rate_per_sec: Option<f64>,
+    /// The highest concurrency that passed (closed loop).
+    pub max_sustainable_concurrency: Option<u32>,
+    /// Highest passing load (= the capacity figure).
+    pub lower_bound: Option<f64>,
+    /// Lowest non-passing load above it: the true capacity lies between the bounds.
+    pub upper_bound: Option<f64>,
+    /// The SLO, in flag syntax.
+    pub slo: String,
+    /// Attainment target of the per-request thresholds.
+    pub attainment_target: f64,
+    /// Confidence of every probe verdict.
+    pub confidence: f64,
+    /// Measured requests per probe, enough to prove a miss rate of half the budget.
+    pub requests_per_probe: u64,
+    /// Why the search ended.
+    pub conclusion: Conclusion,
+    /// Every probe, in order.
+    pub probes: Vec<Probe>,
+    /// Per-run request goodput of the passing probe at capacity, requests per second.
+    pub goodput_at_capacity_per_sec: Option<f64>,
+    /// DistServe goodput: the highest probed arrival rate whose attainment of every target was
+    /// at least the target (point estimate, stability not required).
+    pub distserve_goodput_per_sec: Option<f64>,
+    /// Accelerators serving the target, when given.
+    pub accelerators: Option<u32>,
+    /// Capacity per accelerator.
+    pub per_accelerator: Option<f64>,
+}
+
+/// A probe that could not be run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("probe at load {load} could not run: {message}")]
+pub struct ProbeError {
+    /// The load.
+    pub load: f64,
+    /// Why.
+    pub message: String,
+}
+
+/// Searches for the capacity: `probe(index, load)` runs one measured step and returns its
+/// report and compliance; `on_probe` sees each judged probe as it completes. Returns the
+/// verdict and every probe's step report (in probe order).
+pub async fn find_capacity<F, Fut>(
+    dimension: Dimension,
+    search: SearchConfig,
+    criteria: &Criteria,
+    requests_per_probe: u64,
+    mut probe: F,
+    mut on_probe: impl FnMut(&Probe),
+) -> (CapacityReport, Vec<StepReport>)
+where
+    F: FnMut(usize, f64) -> Fut,
+    Fut: Future<Output = Result<(StepReport, Compliance), ProbeError>>,
+{
+    let mut state = Search::new(search);
+    let mut probes = Vec::new();
+    let mut steps = Vec::new();
+    let conclusion = loop {
+        let load = match state.next() {
+            Ok(load) => load,
+            Err(conclusion) => break conclusion,
+        };
+        let Ok((step, compliance)) = probe(probes.len(), load).await else { break Conclusion::Aborted };
+        let judged = criteria.evaluate(probes.len(), load, &step, &compliance);
+        state.record(load, judged.outcome == Outcome::Pass);
+        on_probe(&judged);
+        probes.push(judged);
+        steps.push(step);
+    };
+    let report = summarize(dimension, &state, criteria, requests_per_probe, conclusion, probes);
+    (report, steps)
+}
+
+fn summarize(
+    dimension: Dimension,
+    state: &Search,
+    criteria: &Criteria,
+    requests_per_probe: u64,
+    conclusion: Conclusion,
+    probes: Vec<Probe>,
+) -> CapacityReport {
+    let lower = state.lower();
+    let at_capacity = lower.and_then(|load| probes.iter().find(|p| p.load == load && p.outcome == Outcome::Pass));
+    let distserve = probes
+        .iter()
+        .filter(|p| p.checks.iter().all(|c| c.attained.is_some_and(|a| a >= c.target)))
+        .filter_map(|p| if dimension == Dimension::Rate { Some(p.load) } else { p.offered_requests_per_sec })
+        .reduce(f64::max);
+    CapacityReport {
+        dimension,
+        max_sustainable_rate_per_sec: lower.filter(|_| dimension == Dimension::Rate),
+        max_sustainable_concurrency: lower.filter(|_| dimension == Dimension::Concurrency).map(|c| c as u32),
+        lower_bound: lower,
+        upper_bound: state.upper(),
+        slo: criteria.slo.to_string(),
+        attainment_target: criteria.attainment,
+        confidence: criteria.confidence,
+        requests_per_probe,
+        conclusion,
+        goodput_at_capacity_per_sec: at_capacity.and_then(|p| p.goodput_requests_per_sec),
+        distserve_goodput_per_sec: distserve,
+        accelerators: None,
+        per_accelerator: None,
+        probes,
+    }
+}
+
+impl CapacityReport {
+    /// Sets the accelerator count and the capacity per accelerator.
+    pub fn with_accelerators(mut self, accelerators: Option<u32>) -> Self {
+        self.accelerators = accelerators;
+        self.per_accelerator = accelerators.filter(|n| *n > 0).and_then(|n| Some(self.lower_bound? / f64::from(n)));
+        self
+    }
+}

@@ -1,0 +1,144 @@
+//! One probe of a capacity search: a measured step at one load level, judged on stability and
+//! on every attainment target of the SLO with a binomial verdict.
+
+use serde::{Deserialize, Serialize};
+
+use super::early_stopping::{Verdict, judge};
+use crate::metrics::aggregate::Compliance;
+use crate::metrics::slo::Slo;
+use crate::report::StepReport;
+
+/// What a probe must show to pass.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Criteria {
+    /// Per-request thresholds (judged jointly against `attainment`) and percentile
+    /// objectives (each judged against its own percentile).
+    pub slo: Slo,
+    /// Fraction of requests that must meet every per-request threshold (e.g. 0.99).
+    pub attainment: f64,
+    /// Confidence of every verdict (e.g. 0.99).
+    pub confidence: f64,
+}
+
+/// One attainment target's verdict in a probe.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    /// e.g. `ttft=500ms,tpot=50ms` (thresholds, jointly) or `ttft_p99=500ms`.
+    pub name: String,
+    /// Fraction that must comply.
+    pub target: f64,
+    /// Samples judged.
+    pub samples: u64,
+    /// Samples that missed (failed requests included).
+    pub misses: u64,
+    /// `1 − misses / samples`.
+    pub attained: Option<f64>,
+    /// Binomial verdict at the criteria's confidence.
+    pub verdict: Verdict,
+}
+
+/// How a probe came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Stable and every target proven.
+    Pass,
+    /// Unstable, or a target refuted.
+    Fail,
+    /// Stable, nothing refuted, but not every target proven with the requests measured.
+    Inconclusive,
+}
+
+/// One probe, as reported.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// Position in the search (0-based); also the index of its step in the report.
+    pub index: usize,
+    /// Load level: arrival rate (req/s) or concurrency.
+    pub load: f64,
+    /// Realised arrival rate.
+    pub offered_requests_per_sec: Option<f64>,
+    /// Completed requests per second.
+    pub requests_per_sec: f64,
+    /// Compliant requests per second (per-run request goodput).
+    pub goodput_requests_per_sec: Option<f64>,
+    /// Measured requests.
+    pub measured: u64,
+    /// Whether the queue stayed stable.
+    pub stable: bool,
+    /// Verdict per target.
+    pub checks: Vec<Check>,
+    /// The probe's outcome.
+    pub outcome: Outcome,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl Criteria {
+    /// Judges a measured step.
+    pub fn evaluate(&self, index: usize, load: f64, step: &StepReport, compliance: &Compliance) -> Probe {
+        let checks = self.checks(compliance);
+        let stable = step.stability.stable;
+        let refuted: Vec<&Check> = checks.iter().filter(|c| c.verdict == Verdict::Refuted).collect();
+        let unproven: Vec<&Check> = checks.iter().filter(|c| c.verdict == Verdict::Inconclusive).collect();
+        let (outcome, reason) = if !stable {
+            (Outcome::Fail, format!("unstable: {}", step.stability.reason))
+        } else if !refuted.is_empty() {
+            (Outcome::Fail, format!("refuted: {}", describe(&refuted)))
+        } else if !unproven.is_empty() {
+            (Outcome::Inconclusive, format!("not proven with {} requests: {}", compliance.measured, describe(&unproven)))
+        } else {
+            (Outcome::Pass, "stable, every target proven".to_string())
+        };
+        Probe {
+            index,
+            load,
+            offered_requests_per_sec: step.throughput.offered_requests_per_sec,
+            requests_per_sec: step.throughput.requests_per_sec,
+            goodput_requests_per_sec: step.goodput.requests_per_sec,
+            measured: compliance.measured,
+            stable,
+            checks,
+            outcome,
+            reason,
+        }
+    }
+
+    /// One check for the joint per-request thresholds, one per percentile objective.
+    pub fn checks(&self, compliance: &Compliance) -> Vec<Check> {
+        let mut checks = Vec::new();
+        if !self.slo.thresholds.is_empty() {
+            let thresholds = Slo { thresholds: self.slo.thresholds.clone(), objectives: Vec::new() };
+            let misses = compliance.measured - compliance.compliant.min(compliance.measured);
+            checks.push(self.check(thresholds.to_string(), self.attainment, compliance.measured, misses));
+        }
+        for tally in &compliance.objectives {
+            let objective = Slo { thresholds: Vec::new(), objectives: vec![tally.objective] };
+            let target = tally.objective.percentile / 100.0;
+            checks.push(self.check(objective.to_string(), target, tally.samples, tally.misses));
+        }
+        checks
+    }
+
+    fn check(&self, name: String, target: f64, samples: u64, misses: u64) -> Check {
+        Check {
+            name,
+            target,
+            samples,
+            misses,
+            attained: (samples > 0).then(|| 1.0 - misses as f64 / samples as f64),
+            verdict: judge(samples, misses, target, self.confidence),
+        }
+    }
+}
+
+fn describe(checks: &[&Check]) -> String {
+    let parts: Vec<String> = checks
+        .iter()
+        .map(|c| {
+            let attained = c.attained.map_or("-".to_string(), |a| format!("{:.2} %", a * 100.0));
+            format!("{} attained {attained} of {} (target {:.2} %)", c.name, c.samples, c.target * 100.0)
+        })
+        .collect();
+    parts.join("; ")
+}

@@ -1,0 +1,108 @@
+//! [`Prober`]: runs one capacity probe — a measured step at a load level, warmed up, long
+//! enough for the attainment target, ended early when a target is refuted — against any
+//! backend, journaling every request with its step index.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::watch::ProbeSink;
+use super::{Criteria, Dimension, ProbeError};
+use crate::backend::Backend;
+use crate::config::{Arrival, LoadSpec, RunConfig, Warmup};
+use crate::metrics::StepAggregator;
+use crate::metrics::aggregate::Compliance;
+use crate::report::{LoadReport, StepReport};
+use crate::runner::{EndReason, RecordSink, Runner};
+use crate::tokens::TokenCounter;
+use crate::workload::Workload;
+
+/// Probes one target.
+#[derive(Debug, Clone)]
+pub struct Prober {
+    /// Timeouts, seed, window, time scale and SLO of every probe.
+    pub base: RunConfig,
+    /// Rate or concurrency.
+    pub dimension: Dimension,
+    /// Arrival process of rate probes.
+    pub arrival: Arrival,
+    /// Client-side cap of rate probes.
+    pub max_concurrency: Option<u32>,
+    /// Measured requests per probe.
+    pub measured_requests: u64,
+    /// Warmup before each probe, in target time (at least 20 requests).
+    pub warmup: Duration,
+    /// Longest a probe may run (target time); a probe cut short is judged on what it measured.
+    pub max_probe_duration: Duration,
+    /// How a probe is judged.
+    pub criteria: Criteria,
+    /// The target.
+    pub backend: Arc<dyn Backend>,
+    /// What to send.
+    pub workload: Arc<dyn Workload>,
+    /// Fallback token counting.
+    pub counter: Arc<dyn TokenCounter>,
+    /// Whether the backend streams.
+    pub streamed: bool,
+}
+
+impl Prober {
+    /// The run configuration of a probe at `load`.
+    pub fn config_at(&self, load: f64) -> RunConfig {
+        let (load_spec, warmup_requests) = match self.dimension {
+            Dimension::Rate => {
+                let spec = LoadSpec::Open {
+                    rate_per_sec: load,
+                    arrival: self.arrival,
+                    max_concurrency: self.max_concurrency,
+                };
+                (spec, (load * self.warmup.as_secs_f64()).ceil() as u64)
+            }
+            Dimension::Concurrency => {
+                let concurrency = load.round().max(1.0) as u32;
+                (LoadSpec::Closed { concurrency }, 2 * u64::from(concurrency))
+            }
+        };
+        let warmup_requests = warmup_requests.max(20);
+        RunConfig {
+            load: load_spec,
+            max_requests: Some(warmup_requests + self.measured_requests),
+            duration: Some(self.max_probe_duration),
+            warmup: Warmup::Requests(warmup_requests),
+            slo: Some(self.criteria.slo.clone()),
+            ..self.base.clone()
+        }
+    }
+
+    /// Runs probe `index` at `load`, feeding `journal` too; `cancel` aborts it.
+    pub async fn probe(
+        &self,
+        index: usize,
+        load: f64,
+        journal: Option<&mut dyn RecordSink>,
+        cancel: &CancellationToken,
+    ) -> Result<(StepReport, Compliance), ProbeError> {
+        let config = self.config_at(load);
+        let runner = Runner::new(
+            config.clone(),
+            Arc::clone(&self.backend),
+            Arc::clone(&self.workload),
+            Arc::clone(&self.counter),
+            self.streamed,
+        )
+        .with_step(u32::try_from(index).unwrap_or(u32::MAX));
+        let aggregator = StepAggregator::new(config.slo.clone(), config.window);
+        let mut sink = ProbeSink::new(aggregator, self.criteria.clone(), runner.finish_token());
+        let outcome = match journal {
+            Some(journal) => runner.run(&mut [&mut sink, journal], cancel.clone()).await,
+            None => runner.run(&mut [&mut sink], cancel.clone()).await,
+        };
+        if outcome.end_reason != EndReason::Completed {
+            let message = format!("the run ended: {}", outcome.end_reason.as_str());
+            return Err(ProbeError { load, message });
+        }
+        let aggregator = sink.into_aggregator();
+        Ok((aggregator.report(LoadReport::from(&config.load)), aggregator.compliance()))
+    }
+}

@@ -1,0 +1,60 @@
+//! [`ProbeSink`]: the aggregator of a probe that also ends the probe early — stops scheduling
+//! and lets in-flight requests finish — as soon as one of its targets is refuted: a probe that
+//! has clearly failed need not run to its full length.
+
+use std::io;
+
+use tokio_util::sync::CancellationToken;
+
+use super::early_stopping::Verdict;
+use super::probe::Criteria;
+use crate::metrics::StepAggregator;
+use crate::record::{Phase, RequestRecord};
+use crate::runner::RecordSink;
+
+/// Measured requests before an early refutation is acted on.
+pub const MIN_REQUESTS_BEFORE_FAIL_FAST: u64 = 20;
+
+/// Aggregates a probe and finishes it early on refutation.
+#[derive(Debug)]
+pub struct ProbeSink {
+    aggregator: StepAggregator,
+    criteria: Criteria,
+    finish: CancellationToken,
+    ended_early: bool,
+}
+
+impl ProbeSink {
+    /// Wraps `aggregator`; cancels `finish` (the runner's finish token) on refutation.
+    pub fn new(aggregator: StepAggregator, criteria: Criteria, finish: CancellationToken) -> Self {
+        ProbeSink { aggregator, criteria, finish, ended_early: false }
+    }
+
+    /// Whether the probe was ended early.
+    pub fn ended_early(&self) -> bool {
+        self.ended_early
+    }
+
+    /// The aggregator, once the probe is over.
+    pub fn into_aggregator(self) -> StepAggregator {
+        self.aggregator
+    }
+}
+
+impl RecordSink for ProbeSink {
+    fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
+        self.aggregator.add(record);
+        if self.ended_early || record.phase == Phase::Warmup {
+            return Ok(());
+        }
+        let compliance = self.aggregator.compliance();
+        if compliance.measured < MIN_REQUESTS_BEFORE_FAIL_FAST {
+            return Ok(());
+        }
+        if self.criteria.checks(&compliance).iter().any(|check| check.verdict == Verdict::Refuted) {
+            self.ended_early = true;
+            self.finish.cancel();
+        }
+        Ok(())
+    }
+}
