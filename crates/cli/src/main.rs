@@ -6,6 +6,7 @@ mod args;
 mod cli;
 mod commands;
 mod output;
+mod virtual_target;
 
 use std::process::ExitCode;
 

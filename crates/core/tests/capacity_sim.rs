@@ -10,7 +10,7 @@ use std::time::Duration;
 use goodput_core::backend::openai::OpenAiBackend;
 use goodput_core::capacity::early_stopping::probe_requests;
 use goodput_core::capacity::{
-    CapacityReport, Criteria, Dimension, Outcome, Prober, SearchConfig, find_capacity,
+    CapacityReport, Criteria, Dimension, Outcome, ProbePlan, Prober, SearchConfig, find_capacity,
 };
 use goodput_core::config::{Arrival, RunConfig};
 use goodput_core::metrics::Slo;
@@ -22,15 +22,19 @@ use util::{fixed, in_memory_client, openai};
 
 fn prober(server: &SimServer, dimension: Dimension, arrival: Arrival, criteria: Criteria, output: u32) -> Prober {
     let backend = OpenAiBackend::new(openai(server.model_name()), in_memory_client(server)).unwrap();
-    Prober {
+    let plan = ProbePlan {
         base: RunConfig::default(),
         dimension,
         arrival,
         max_concurrency: None,
         measured_requests: probe_requests(criteria.attainment, criteria.confidence),
         warmup: Duration::from_secs(5),
+        min_duration: Duration::from_secs(30),
         max_probe_duration: Duration::from_secs(600),
         criteria,
+    };
+    Prober {
+        plan,
         backend: Arc::new(backend),
         workload: Arc::new(SyntheticWorkload { input_tokens: 16, output_tokens: Some(output), seed: 1 }),
         counter: Arc::new(Tiktoken::cl100k()),
@@ -42,6 +46,7 @@ async fn search(sim: SimConfig, dimension: Dimension, arrival: Arrival, slo: &st
     let server = SimServer::new(sim).unwrap();
     let criteria = Criteria { slo: Slo::parse(slo).unwrap(), attainment: 0.99, confidence: 0.99 };
     let prober = prober(&server, dimension, arrival, criteria.clone(), output);
+    let measured = prober.plan.measured_requests;
     let integer = dimension == Dimension::Concurrency;
     let search = SearchConfig { start, min: 0.5, max: 4096.0, tolerance: 0.05, max_probes: 20, integer };
     let cancel = CancellationToken::new();
@@ -49,7 +54,7 @@ async fn search(sim: SimConfig, dimension: Dimension, arrival: Arrival, slo: &st
         dimension,
         search,
         &criteria,
-        prober.measured_requests,
+        measured,
         |index, load| {
             let (prober, cancel) = (&prober, &cancel);
             async move { prober.probe(index, load, None, cancel).await }

@@ -17,7 +17,7 @@ use std::future::Future;
 use serde::{Deserialize, Serialize};
 
 pub use probe::{Criteria, Outcome, Probe};
-pub use prober::Prober;
+pub use prober::{ProbePlan, Prober};
 pub use search::{Conclusion, Search, SearchConfig};
 
 use crate::metrics::aggregate::Compliance;

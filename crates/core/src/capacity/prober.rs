@@ -18,9 +18,9 @@ use crate::runner::{EndReason, RecordSink, Runner};
 use crate::tokens::TokenCounter;
 use crate::workload::Workload;
 
-/// Probes one target.
+/// How probes are shaped: everything but the target.
 #[derive(Debug, Clone)]
-pub struct Prober {
+pub struct ProbePlan {
     /// Timeouts, seed, window, time scale and SLO of every probe.
     pub base: RunConfig,
     /// Rate or concurrency.
@@ -33,10 +33,20 @@ pub struct Prober {
     pub measured_requests: u64,
     /// Warmup before each probe, in target time (at least 20 requests).
     pub warmup: Duration,
+    /// Shortest measurement of a rate probe, in target time: long enough for the stability
+    /// test to see a trend (at least `measured_requests` are measured either way).
+    pub min_duration: Duration,
     /// Longest a probe may run (target time); a probe cut short is judged on what it measured.
     pub max_probe_duration: Duration,
     /// How a probe is judged.
     pub criteria: Criteria,
+}
+
+/// Probes one target.
+#[derive(Debug, Clone)]
+pub struct Prober {
+    /// How probes are shaped.
+    pub plan: ProbePlan,
     /// The target.
     pub backend: Arc<dyn Backend>,
     /// What to send.
@@ -47,7 +57,7 @@ pub struct Prober {
     pub streamed: bool,
 }
 
-impl Prober {
+impl ProbePlan {
     /// The run configuration of a probe at `load`.
     pub fn config_at(&self, load: f64) -> RunConfig {
         let (load_spec, warmup_requests) = match self.dimension {
@@ -57,7 +67,8 @@ impl Prober {
                     arrival: self.arrival,
                     max_concurrency: self.max_concurrency,
                 };
-                (spec, (load * self.warmup.as_secs_f64()).ceil() as u64)
+                let warmup = (load * self.warmup.as_secs_f64()).ceil() as u64;
+                (spec, warmup)
             }
             Dimension::Concurrency => {
                 let concurrency = load.round().max(1.0) as u32;
@@ -65,9 +76,13 @@ impl Prober {
             }
         };
         let warmup_requests = warmup_requests.max(20);
+        let measured = match self.dimension {
+            Dimension::Rate => self.measured_requests.max((load * self.min_duration.as_secs_f64()).ceil() as u64),
+            Dimension::Concurrency => self.measured_requests,
+        };
         RunConfig {
             load: load_spec,
-            max_requests: Some(warmup_requests + self.measured_requests),
+            max_requests: Some(warmup_requests + measured),
             duration: Some(self.max_probe_duration),
             warmup: Warmup::Requests(warmup_requests),
             slo: Some(self.criteria.slo.clone()),
@@ -75,6 +90,9 @@ impl Prober {
         }
     }
 
+}
+
+impl Prober {
     /// Runs probe `index` at `load`, feeding `journal` too; `cancel` aborts it.
     pub async fn probe(
         &self,
@@ -83,7 +101,7 @@ impl Prober {
         journal: Option<&mut dyn RecordSink>,
         cancel: &CancellationToken,
     ) -> Result<(StepReport, Compliance), ProbeError> {
-        let config = self.config_at(load);
+        let config = self.plan.config_at(load);
         let runner = Runner::new(
             config.clone(),
             Arc::clone(&self.backend),
@@ -93,7 +111,7 @@ impl Prober {
         )
         .with_step(u32::try_from(index).unwrap_or(u32::MAX));
         let aggregator = StepAggregator::new(config.slo.clone(), config.window);
-        let mut sink = ProbeSink::new(aggregator, self.criteria.clone(), runner.finish_token());
+        let mut sink = ProbeSink::new(aggregator, self.plan.criteria.clone(), runner.finish_token());
         let outcome = match journal {
             Some(journal) => runner.run(&mut [&mut sink, journal], cancel.clone()).await,
             None => runner.run(&mut [&mut sink], cancel.clone()).await,

@@ -5,13 +5,17 @@
 //! span — so a start-up ramp does not count — the system is **unstable** when the in-flight
 //! count grows (least-squares slope with t-statistic > 3 and total growth over that half above
 //! max(2, 10 % of the mean in-flight)) or when completions fall behind arrivals (fewer than
-//! 90 % as many completions as arrivals, with at least 20 arrivals).
+//! 90 % as many completions as arrivals, with at least 20 arrivals over at least 8 windows).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::trend::{Trend, fit, trends};
+
+/// Windows the completion-ratio test needs: over fewer, queue fluctuations look like a
+/// shortfall.
+pub const MIN_WINDOWS_FOR_RATIO: usize = 8;
 
 /// Counts per window of fixed width, indexed from the run start.
 #[derive(Debug, Clone)]
@@ -197,7 +201,8 @@ impl Windows {
                 );
             }
         }
-        if let Some(r) = ratio.filter(|r| *r < 0.9 && arrivals >= 20) {
+        let enough = arrivals >= 20 && assessed.len() >= MIN_WINDOWS_FOR_RATIO;
+        if let Some(r) = ratio.filter(|r| *r < 0.9 && enough) {
             if stable {
                 reason = format!(
                     "completions kept pace with only {:.0} % of arrivals",
