@@ -6,6 +6,7 @@ mod args;
 mod cli;
 mod commands;
 mod output;
+#[allow(dead_code)] // used by `capacity --virtual` and `plan --simulate`, wired in next
 mod virtual_target;
 
 use std::process::ExitCode;

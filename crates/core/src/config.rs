@@ -157,8 +157,14 @@ fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
 impl LoadSpec {
     /// Checks the load's parameters.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if let LoadSpec::Profile { phases, arrival, max_concurrency } = self {
-            crate::profile::validate_phases(phases).map_err(|e| invalid("--phases", e.to_string()))?;
+        if let LoadSpec::Profile {
+            phases,
+            arrival,
+            max_concurrency,
+        } = self
+        {
+            crate::profile::validate_phases(phases)
+                .map_err(|e| invalid("--phases", e.to_string()))?;
             let first = LoadSpec::Open {
                 rate_per_sec: phases[0].rate_per_sec,
                 arrival: *arrival,

@@ -59,7 +59,11 @@ impl From<&LoadSpec> for LoadReport {
                 max_concurrency,
                 phases: None,
             },
-            LoadSpec::Profile { ref phases, arrival, max_concurrency } => LoadReport {
+            LoadSpec::Profile {
+                ref phases,
+                arrival,
+                max_concurrency,
+            } => LoadReport {
                 mode: "open".into(),
                 concurrency: None,
                 rate_per_sec: None,

@@ -48,7 +48,11 @@ pub fn parse_phases(text: &str) -> Result<Vec<RatePhase>, ProfileError> {
                 .parse()
                 .map_err(|_| ProfileError(format!("`{rate}` is not a rate")))?;
             let duration = parse_duration(duration).map_err(|e| ProfileError(e.to_string()))?;
-            Ok(RatePhase { name, rate_per_sec, duration })
+            Ok(RatePhase {
+                name,
+                rate_per_sec,
+                duration,
+            })
         })
         .collect::<Result<Vec<_>, _>>()?;
     validate_phases(&phases)?;
@@ -62,10 +66,16 @@ pub fn validate_phases(phases: &[RatePhase]) -> Result<(), ProfileError> {
     }
     for phase in phases {
         if !(phase.rate_per_sec.is_finite() && phase.rate_per_sec > 0.0) {
-            return Err(ProfileError(format!("phase `{}`: the rate must be positive", phase.name)));
+            return Err(ProfileError(format!(
+                "phase `{}`: the rate must be positive",
+                phase.name
+            )));
         }
         if phase.duration.is_zero() {
-            return Err(ProfileError(format!("phase `{}`: the duration must be positive", phase.name)));
+            return Err(ProfileError(format!(
+                "phase `{}`: the duration must be positive",
+                phase.name
+            )));
         }
     }
     Ok(())
@@ -106,7 +116,8 @@ impl ProfileFile {
         let file: ProfileFile = if path.extension().is_some_and(|e| e == "toml") {
             toml::from_str(&text).map_err(|e| ProfileError(format!("{}: {e}", path.display())))?
         } else {
-            serde_json::from_str(&text).map_err(|e| ProfileError(format!("{}: {e}", path.display())))?
+            serde_json::from_str(&text)
+                .map_err(|e| ProfileError(format!("{}: {e}", path.display())))?
         };
         file.into_phases()
     }
@@ -116,16 +127,25 @@ impl ProfileFile {
             (None | Some("poisson"), None) => Arrival::Poisson,
             (Some("constant"), None) => Arrival::Constant,
             (Some("gamma"), Some(burstiness)) => Arrival::Gamma { burstiness },
-            (other, _) => return Err(ProfileError(format!("unknown arrival {other:?} (poisson, constant, or gamma with burstiness)"))),
+            (other, _) => {
+                return Err(ProfileError(format!(
+                    "unknown arrival {other:?} (poisson, constant, or gamma with burstiness)"
+                )));
+            }
         };
         let phases = self
             .phases
             .into_iter()
             .enumerate()
             .map(|(i, phase)| {
-                let duration = parse_duration(&phase.duration).map_err(|e| ProfileError(e.to_string()))?;
+                let duration =
+                    parse_duration(&phase.duration).map_err(|e| ProfileError(e.to_string()))?;
                 let name = phase.name.unwrap_or_else(|| format!("phase{}", i + 1));
-                Ok(RatePhase { name, rate_per_sec: phase.rate, duration })
+                Ok(RatePhase {
+                    name,
+                    rate_per_sec: phase.rate,
+                    duration,
+                })
             })
             .collect::<Result<Vec<_>, _>>()?;
         validate_phases(&phases)?;
@@ -171,7 +191,13 @@ mod tests {
 
     #[test]
     fn bad_profiles_say_what_is_wrong() {
-        for (text, needle) in [("8", "RATE:DURATION"), ("x:5s", "not a rate"), ("8:5", "unit"), ("0:5s", "positive"), ("", "no phase")] {
+        for (text, needle) in [
+            ("8", "RATE:DURATION"),
+            ("x:5s", "not a rate"),
+            ("8:5", "unit"),
+            ("0:5s", "positive"),
+            ("", "no phase"),
+        ] {
             let error = parse_phases(text).unwrap_err().to_string();
             assert!(error.contains(needle), "{text}: {error}");
         }

@@ -39,8 +39,21 @@ fn one() -> f64 {
 
 impl Report {
     /// A report of `steps`, without sweep or capacity sections.
-    pub fn new(tool: ToolInfo, run: RunInfo, steps: Vec<StepReport>, warnings: Vec<Warning>) -> Self {
-        Report { schema_version: SCHEMA_VERSION, tool, run, steps, warnings, sweep: None, capacity: None }
+    pub fn new(
+        tool: ToolInfo,
+        run: RunInfo,
+        steps: Vec<StepReport>,
+        warnings: Vec<Warning>,
+    ) -> Self {
+        Report {
+            schema_version: SCHEMA_VERSION,
+            tool,
+            run,
+            steps,
+            warnings,
+            sweep: None,
+            capacity: None,
+        }
     }
 }
 
@@ -151,6 +164,9 @@ pub struct Throughput {
 pub struct LatencyStats {
     /// Exact mean.
     pub mean: Option<f64>,
+    /// Exact minimum.
+    #[serde(default)]
+    pub min: Option<f64>,
     /// Median.
     pub p50: Option<f64>,
     /// 90th percentile.

@@ -167,10 +167,17 @@ mod tests {
             rate_per_sec: rate,
             duration: Duration::from_secs(secs),
         };
-        let offsets: Vec<Duration> =
-            PhasedSchedule::new(vec![phase(2.0, 10), phase(10.0, 5), phase(1.0, 10)], Arrival::Constant, 1).collect();
+        let offsets: Vec<Duration> = PhasedSchedule::new(
+            vec![phase(2.0, 10), phase(10.0, 5), phase(1.0, 10)],
+            Arrival::Constant,
+            1,
+        )
+        .collect();
         let count = |from: u64, to: u64| {
-            offsets.iter().filter(|o| **o >= Duration::from_secs(from) && **o < Duration::from_secs(to)).count()
+            offsets
+                .iter()
+                .filter(|o| **o >= Duration::from_secs(from) && **o < Duration::from_secs(to))
+                .count()
         };
         assert_eq!(count(0, 10), 20);
         assert_eq!(count(10, 15), 50);

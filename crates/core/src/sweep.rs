@@ -24,7 +24,9 @@ pub enum SweepDimension {
 
 /// A load-step list that cannot be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid steps `{text}`: {reason} (e.g. `1,2,4,8`, `1..256x2` doubling, `10..80+10` linear)")]
+#[error(
+    "invalid steps `{text}`: {reason} (e.g. `1,2,4,8`, `1..256x2` doubling, `10..80+10` linear)"
+)]
 pub struct StepsError {
     /// The input.
     pub text: String,
@@ -35,7 +37,10 @@ pub struct StepsError {
 /// Parses load steps: a list (`1,2,4,8`), a geometric range (`1..256x2`) or a linear range
 /// (`10..80+10`). Steps must be positive and increasing.
 pub fn parse_steps(text: &str) -> Result<Vec<f64>, StepsError> {
-    let error = |reason| StepsError { text: text.to_string(), reason };
+    let error = |reason| StepsError {
+        text: text.to_string(),
+        reason,
+    };
     let number = |s: &str| s.trim().parse::<f64>().map_err(|_| error("not a number"));
     let steps = if let Some((from, rest)) = text.split_once("..") {
         let (to, step, geometric) = match (rest.split_once('x'), rest.split_once('+')) {
@@ -51,11 +56,17 @@ pub fn parse_steps(text: &str) -> Result<Vec<f64>, StepsError> {
         let mut value = from;
         while value <= to * (1.0 + 1e-9) && steps.len() < 10_000 {
             steps.push(value);
-            value = if geometric { value * step } else { value + step };
+            value = if geometric {
+                value * step
+            } else {
+                value + step
+            };
         }
         steps
     } else {
-        text.split(',').map(number).collect::<Result<Vec<f64>, _>>()?
+        text.split(',')
+            .map(number)
+            .collect::<Result<Vec<f64>, _>>()?
     };
     if steps.is_empty() {
         return Err(error("no step"));
@@ -106,12 +117,28 @@ fn throughput(dimension: SweepDimension, step: &StepReport) -> f64 {
 
 /// The first step after which throughput grows by less than `min_gain` (relative) while
 /// E2E p50 keeps rising.
-pub fn find_knee(dimension: SweepDimension, loads: &[f64], steps: &[StepReport], min_gain: f64) -> Option<Knee> {
+pub fn find_knee(
+    dimension: SweepDimension,
+    loads: &[f64],
+    steps: &[StepReport],
+    min_gain: f64,
+) -> Option<Knee> {
     steps.windows(2).enumerate().find_map(|(i, pair)| {
-        let (before, after) = (throughput(dimension, &pair[0]), throughput(dimension, &pair[1]));
+        let (before, after) = (
+            throughput(dimension, &pair[0]),
+            throughput(dimension, &pair[1]),
+        );
         let (lat_before, lat_after) = (pair[0].latency_ms.e2e.p50?, pair[1].latency_ms.e2e.p50?);
-        let gain = if before > 0.0 { (after - before) / before } else { f64::INFINITY };
-        let rise = if lat_before > 0.0 { (lat_after - lat_before) / lat_before } else { 0.0 };
+        let gain = if before > 0.0 {
+            (after - before) / before
+        } else {
+            f64::INFINITY
+        };
+        let rise = if lat_before > 0.0 {
+            (lat_after - lat_before) / lat_before
+        } else {
+            0.0
+        };
         (gain < min_gain && rise > 0.0).then(|| Knee {
             step: i,
             load: loads.get(i).copied().unwrap_or(f64::NAN),
@@ -134,14 +161,18 @@ pub struct BatchedWorkload {
 impl Workload for BatchedWorkload {
     fn request(&self, index: u64) -> RequestSpec {
         let batch = u64::from(self.batch.max(1));
-        let specs: Vec<RequestSpec> = (0..batch).map(|j| self.inner.request(index * batch + j)).collect();
+        let specs: Vec<RequestSpec> = (0..batch)
+            .map(|j| self.inner.request(index * batch + j))
+            .collect();
         let prompts = specs
             .iter()
             .map(|spec| match &spec.input {
                 RequestInput::Text(text) => text.clone(),
-                RequestInput::Messages(messages) => {
-                    messages.iter().map(|m| m.content.text()).collect::<Vec<_>>().join("\n")
-                }
+                RequestInput::Messages(messages) => messages
+                    .iter()
+                    .map(|m| m.content.text())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
                 RequestInput::Batch(prompts) => prompts.join("\n"),
             })
             .collect();
@@ -169,8 +200,14 @@ mod tests {
     #[test]
     fn step_lists_and_ranges() {
         assert_eq!(parse_steps("1,2,4").unwrap(), vec![1.0, 2.0, 4.0]);
-        assert_eq!(parse_steps("1..16x2").unwrap(), vec![1.0, 2.0, 4.0, 8.0, 16.0]);
-        assert_eq!(parse_steps("10..40+10").unwrap(), vec![10.0, 20.0, 30.0, 40.0]);
+        assert_eq!(
+            parse_steps("1..16x2").unwrap(),
+            vec![1.0, 2.0, 4.0, 8.0, 16.0]
+        );
+        assert_eq!(
+            parse_steps("10..40+10").unwrap(),
+            vec![10.0, 20.0, 30.0, 40.0]
+        );
         for bad in ["", "1,x", "4,2", "1..16x1", "0,1", "1..5"] {
             assert!(parse_steps(bad).is_err(), "{bad}");
         }
@@ -178,12 +215,23 @@ mod tests {
 
     #[test]
     fn batches_group_consecutive_prompts() {
-        let inner = Arc::new(SyntheticWorkload { input_tokens: 4, output_tokens: Some(2), seed: 3 });
-        let batched = BatchedWorkload { inner: inner.clone(), batch: 3 };
+        let inner = Arc::new(SyntheticWorkload {
+            input_tokens: 4,
+            output_tokens: Some(2),
+            seed: 3,
+        });
+        let batched = BatchedWorkload {
+            inner: inner.clone(),
+            batch: 3,
+        };
         let spec = batched.request(2);
-        let RequestInput::Batch(prompts) = &spec.input else { panic!("batch") };
+        let RequestInput::Batch(prompts) = &spec.input else {
+            panic!("batch")
+        };
         assert_eq!(prompts.len(), 3);
-        let RequestInput::Text(seventh) = inner.request(7).input else { panic!("text") };
+        let RequestInput::Text(seventh) = inner.request(7).input else {
+            panic!("text")
+        };
         assert_eq!(prompts[1], seventh);
         assert_eq!(spec.expected_input_tokens, Some(12));
     }

@@ -183,10 +183,14 @@ async fn over_real_loopback_tcp_latency_is_never_below_the_configured_timing() {
     let result = util::run_with(closed(2, 8), client, util::openai(&model), workload, cancel).await;
     let latency = &result.step.latency_ms;
     assert_eq!(result.step.requests.completed, 8);
-    let ttft = latency.ttft.p50.unwrap();
+    // TTFT and E2E cannot be shorter than the server's timing; TPOT can, when the first token
+    // is delivered late and the rest on time, so it is only bounded loosely.
+    let ttft = latency.ttft.min.unwrap();
+    let e2e = latency.e2e.min.unwrap();
     let tpot = latency.tpot.p50.unwrap();
     assert!((50.0..300.0).contains(&ttft), "ttft {ttft}");
-    assert!((4.9..30.0).contains(&tpot), "tpot {tpot}");
+    assert!((75.0..400.0).contains(&e2e), "e2e {e2e}");
+    assert!((1.0..30.0).contains(&tpot), "tpot {tpot}");
     assert!(result.records.iter().all(|r| r.output_tokens == 6));
     running.shutdown_and_wait().await.unwrap();
 }
@@ -205,7 +209,15 @@ async fn a_sped_up_target_is_measured_in_its_own_time() {
     assert_ms(step.latency_ms.ttft.p50, 200.0, 4.0);
     assert_ms(step.latency_ms.tpot.p50, 10.0, 0.4);
     assert!((step.throughput.offered_requests_per_sec.unwrap() - 8.0).abs() < 1e-6);
-    assert!((step.throughput.requests_per_sec - 8.0).abs() < 0.3, "{:?}", step.throughput);
+    assert!(
+        (step.throughput.requests_per_sec - 8.0).abs() < 0.3,
+        "{:?}",
+        step.throughput
+    );
     // 40 arrivals at 8/s of target time take 39/8 s of target time, a quarter of that really.
-    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 }

@@ -13,13 +13,23 @@ use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
 use util::run_sim;
 
 fn roofline_l40s() -> SimConfig {
-    let engine = BatchingConfig { gpu: GpuSpec::preset("l40s").unwrap(), ..BatchingConfig::default() };
-    SimConfig { engine: EngineConfig::Batching(engine), ..SimConfig::default() }
+    let engine = BatchingConfig {
+        gpu: GpuSpec::preset("l40s").unwrap(),
+        ..BatchingConfig::default()
+    };
+    SimConfig {
+        engine: EngineConfig::Batching(engine),
+        ..SimConfig::default()
+    }
 }
 
 async fn step_at(rate: f64) -> StepReport {
     let config = RunConfig {
-        load: LoadSpec::Open { rate_per_sec: rate, arrival: Arrival::Poisson, max_concurrency: None },
+        load: LoadSpec::Open {
+            rate_per_sec: rate,
+            arrival: Arrival::Poisson,
+            max_concurrency: None,
+        },
         max_requests: None,
         duration: Some(std::time::Duration::from_secs(40)),
         warmup: Warmup::Duration(std::time::Duration::from_secs(10)),
@@ -48,14 +58,27 @@ async fn goodput_collapses_near_saturation_while_throughput_keeps_rising() {
         );
         steps.push(step);
     }
-    let goodput: Vec<f64> = steps.iter().map(|s| s.goodput.requests_per_sec.unwrap()).collect();
-    let throughput: Vec<f64> = steps.iter().map(|s| s.throughput.requests_per_sec).collect();
-    let peak = (0..steps.len()).max_by(|&a, &b| goodput[a].total_cmp(&goodput[b])).unwrap();
+    let goodput: Vec<f64> = steps
+        .iter()
+        .map(|s| s.goodput.requests_per_sec.unwrap())
+        .collect();
+    let throughput: Vec<f64> = steps
+        .iter()
+        .map(|s| s.throughput.requests_per_sec)
+        .collect();
+    let peak = (0..steps.len())
+        .max_by(|&a, &b| goodput[a].total_cmp(&goodput[b]))
+        .unwrap();
     // A later, still stable step completes at least as much work while goodput has collapsed.
     let collapsed = (peak + 1..steps.len()).find(|&i| {
-        steps[i].stability.stable && throughput[i] >= throughput[peak] && goodput[i] < 0.25 * goodput[peak]
+        steps[i].stability.stable
+            && throughput[i] >= throughput[peak]
+            && goodput[i] < 0.25 * goodput[peak]
     });
-    assert!(collapsed.is_some(), "throughput {throughput:?}, goodput {goodput:?}");
+    assert!(
+        collapsed.is_some(),
+        "throughput {throughput:?}, goodput {goodput:?}"
+    );
     let knee = find_knee(SweepDimension::Rate, &rates, &steps, 0.10).expect("a knee");
     assert!((6.0..=10.0).contains(&knee.load), "{knee:?}");
 }

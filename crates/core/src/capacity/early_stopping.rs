@@ -86,8 +86,16 @@ pub fn judge(n: u64, misses: u64, p: f64, confidence: f64) -> Verdict {
     if binomial_cdf(misses, n, q) <= alpha {
         return Verdict::Proven;
     }
-    let at_least_misses = if misses == 0 { 1.0 } else { 1.0 - binomial_cdf(misses - 1, n, q) };
-    if at_least_misses <= alpha { Verdict::Refuted } else { Verdict::Inconclusive }
+    let at_least_misses = if misses == 0 {
+        1.0
+    } else {
+        1.0 - binomial_cdf(misses - 1, n, q)
+    };
+    if at_least_misses <= alpha {
+        Verdict::Refuted
+    } else {
+        Verdict::Inconclusive
+    }
 }
 
 /// Requests a probe should measure so that a server whose true miss rate is half the budget
@@ -112,11 +120,27 @@ mod tests {
 
     #[test]
     fn reproduces_mlperf_early_stopping_counts() {
-        for (misses, expected) in [(0, 459), (1, 662), (2, 838), (5, 1307), (10, 2010), (50, 6898), (100, 12_571)] {
-            assert_eq!(min_requests(misses, 0.99, 0.99), expected, "p99, {misses} misses");
+        for (misses, expected) in [
+            (0, 459),
+            (1, 662),
+            (2, 838),
+            (5, 1307),
+            (10, 2010),
+            (50, 6898),
+            (100, 12_571),
+        ] {
+            assert_eq!(
+                min_requests(misses, 0.99, 0.99),
+                expected,
+                "p99, {misses} misses"
+            );
         }
         for (misses, expected) in [(0, 44), (10, 197), (100, 1246)] {
-            assert_eq!(min_requests(misses, 0.90, 0.99), expected, "p90, {misses} misses");
+            assert_eq!(
+                min_requests(misses, 0.90, 0.99),
+                expected,
+                "p90, {misses} misses"
+            );
         }
     }
 

@@ -102,14 +102,23 @@ where
             Ok(load) => load,
             Err(conclusion) => break conclusion,
         };
-        let Ok((step, compliance)) = probe(probes.len(), load).await else { break Conclusion::Aborted };
+        let Ok((step, compliance)) = probe(probes.len(), load).await else {
+            break Conclusion::Aborted;
+        };
         let judged = criteria.evaluate(probes.len(), load, &step, &compliance);
         state.record(load, judged.outcome == Outcome::Pass);
         on_probe(&judged);
         probes.push(judged);
         steps.push(step);
     };
-    let report = summarize(dimension, &state, criteria, requests_per_probe, conclusion, probes);
+    let report = summarize(
+        dimension,
+        &state,
+        criteria,
+        requests_per_probe,
+        conclusion,
+        probes,
+    );
     (report, steps)
 }
 
@@ -122,16 +131,32 @@ fn summarize(
     probes: Vec<Probe>,
 ) -> CapacityReport {
     let lower = state.lower();
-    let at_capacity = lower.and_then(|load| probes.iter().find(|p| p.load == load && p.outcome == Outcome::Pass));
+    let at_capacity = lower.and_then(|load| {
+        probes
+            .iter()
+            .find(|p| p.load == load && p.outcome == Outcome::Pass)
+    });
     let distserve = probes
         .iter()
-        .filter(|p| p.checks.iter().all(|c| c.attained.is_some_and(|a| a >= c.target)))
-        .filter_map(|p| if dimension == Dimension::Rate { Some(p.load) } else { p.offered_requests_per_sec })
+        .filter(|p| {
+            p.checks
+                .iter()
+                .all(|c| c.attained.is_some_and(|a| a >= c.target))
+        })
+        .filter_map(|p| {
+            if dimension == Dimension::Rate {
+                Some(p.load)
+            } else {
+                p.offered_requests_per_sec
+            }
+        })
         .reduce(f64::max);
     CapacityReport {
         dimension,
         max_sustainable_rate_per_sec: lower.filter(|_| dimension == Dimension::Rate),
-        max_sustainable_concurrency: lower.filter(|_| dimension == Dimension::Concurrency).map(|c| c as u32),
+        max_sustainable_concurrency: lower
+            .filter(|_| dimension == Dimension::Concurrency)
+            .map(|c| c as u32),
         lower_bound: lower,
         upper_bound: state.upper(),
         slo: criteria.slo.to_string(),
@@ -151,7 +176,9 @@ impl CapacityReport {
     /// Sets the accelerator count and the capacity per accelerator.
     pub fn with_accelerators(mut self, accelerators: Option<u32>) -> Self {
         self.accelerators = accelerators;
-        self.per_accelerator = accelerators.filter(|n| *n > 0).and_then(|n| Some(self.lower_bound? / f64::from(n)));
+        self.per_accelerator = accelerators
+            .filter(|n| *n > 0)
+            .and_then(|n| Some(self.lower_bound? / f64::from(n)));
         self
     }
 }

@@ -76,17 +76,39 @@ pub struct Probe {
 
 impl Criteria {
     /// Judges a measured step.
-    pub fn evaluate(&self, index: usize, load: f64, step: &StepReport, compliance: &Compliance) -> Probe {
+    pub fn evaluate(
+        &self,
+        index: usize,
+        load: f64,
+        step: &StepReport,
+        compliance: &Compliance,
+    ) -> Probe {
         let checks = self.checks(compliance);
         let stable = step.stability.stable;
-        let refuted: Vec<&Check> = checks.iter().filter(|c| c.verdict == Verdict::Refuted).collect();
-        let unproven: Vec<&Check> = checks.iter().filter(|c| c.verdict == Verdict::Inconclusive).collect();
+        let refuted: Vec<&Check> = checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Refuted)
+            .collect();
+        let unproven: Vec<&Check> = checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Inconclusive)
+            .collect();
         let (outcome, reason) = if !stable {
-            (Outcome::Fail, format!("unstable: {}", step.stability.reason))
+            (
+                Outcome::Fail,
+                format!("unstable: {}", step.stability.reason),
+            )
         } else if !refuted.is_empty() {
             (Outcome::Fail, format!("refuted: {}", describe(&refuted)))
         } else if !unproven.is_empty() {
-            (Outcome::Inconclusive, format!("not proven with {} requests: {}", compliance.measured, describe(&unproven)))
+            (
+                Outcome::Inconclusive,
+                format!(
+                    "not proven with {} requests: {}",
+                    compliance.measured,
+                    describe(&unproven)
+                ),
+            )
         } else {
             (Outcome::Pass, "stable, every target proven".to_string())
         };
@@ -108,12 +130,23 @@ impl Criteria {
     pub fn checks(&self, compliance: &Compliance) -> Vec<Check> {
         let mut checks = Vec::new();
         if !self.slo.thresholds.is_empty() {
-            let thresholds = Slo { thresholds: self.slo.thresholds.clone(), objectives: Vec::new() };
+            let thresholds = Slo {
+                thresholds: self.slo.thresholds.clone(),
+                objectives: Vec::new(),
+            };
             let misses = compliance.measured - compliance.compliant.min(compliance.measured);
-            checks.push(self.check(thresholds.to_string(), self.attainment, compliance.measured, misses));
+            checks.push(self.check(
+                thresholds.to_string(),
+                self.attainment,
+                compliance.measured,
+                misses,
+            ));
         }
         for tally in &compliance.objectives {
-            let objective = Slo { thresholds: Vec::new(), objectives: vec![tally.objective] };
+            let objective = Slo {
+                thresholds: Vec::new(),
+                objectives: vec![tally.objective],
+            };
             let target = tally.objective.percentile / 100.0;
             checks.push(self.check(objective.to_string(), target, tally.samples, tally.misses));
         }
@@ -136,8 +169,15 @@ fn describe(checks: &[&Check]) -> String {
     let parts: Vec<String> = checks
         .iter()
         .map(|c| {
-            let attained = c.attained.map_or("-".to_string(), |a| format!("{:.2} %", a * 100.0));
-            format!("{} attained {attained} of {} (target {:.2} %)", c.name, c.samples, c.target * 100.0)
+            let attained = c
+                .attained
+                .map_or("-".to_string(), |a| format!("{:.2} %", a * 100.0));
+            format!(
+                "{} attained {attained} of {} (target {:.2} %)",
+                c.name,
+                c.samples,
+                c.target * 100.0
+            )
         })
         .collect();
     parts.join("; ")

@@ -77,7 +77,9 @@ impl ProbePlan {
         };
         let warmup_requests = warmup_requests.max(20);
         let measured = match self.dimension {
-            Dimension::Rate => self.measured_requests.max((load * self.min_duration.as_secs_f64()).ceil() as u64),
+            Dimension::Rate => self
+                .measured_requests
+                .max((load * self.min_duration.as_secs_f64()).ceil() as u64),
             Dimension::Concurrency => self.measured_requests,
         };
         RunConfig {
@@ -89,7 +91,6 @@ impl ProbePlan {
             ..self.base.clone()
         }
     }
-
 }
 
 impl Prober {
@@ -111,7 +112,11 @@ impl Prober {
         )
         .with_step(u32::try_from(index).unwrap_or(u32::MAX));
         let aggregator = StepAggregator::new(config.slo.clone(), config.window);
-        let mut sink = ProbeSink::new(aggregator, self.plan.criteria.clone(), runner.finish_token());
+        let mut sink = ProbeSink::new(
+            aggregator,
+            self.plan.criteria.clone(),
+            runner.finish_token(),
+        );
         let outcome = match journal {
             Some(journal) => runner.run(&mut [&mut sink, journal], cancel.clone()).await,
             None => runner.run(&mut [&mut sink], cancel.clone()).await,
@@ -121,6 +126,9 @@ impl Prober {
             return Err(ProbeError { load, message });
         }
         let aggregator = sink.into_aggregator();
-        Ok((aggregator.report(LoadReport::from(&config.load)), aggregator.compliance()))
+        Ok((
+            aggregator.report(LoadReport::from(&config.load)),
+            aggregator.compliance(),
+        ))
     }
 }

@@ -47,7 +47,10 @@ pub struct Search {
 impl Search {
     /// A search that has probed nothing yet.
     pub fn new(config: SearchConfig) -> Self {
-        Search { config, probes: Vec::new() }
+        Search {
+            config,
+            probes: Vec::new(),
+        }
     }
 
     /// Notes a probe's result.
@@ -57,17 +60,29 @@ impl Search {
 
     /// Highest passing load.
     pub fn lower(&self) -> Option<f64> {
-        self.probes.iter().filter(|p| p.1).map(|p| p.0).reduce(f64::max)
+        self.probes
+            .iter()
+            .filter(|p| p.1)
+            .map(|p| p.0)
+            .reduce(f64::max)
     }
 
     /// Lowest non-passing load above the highest passing one.
     pub fn upper(&self) -> Option<f64> {
         let lower = self.lower().unwrap_or(f64::NEG_INFINITY);
-        self.probes.iter().filter(|p| !p.1 && p.0 > lower).map(|p| p.0).reduce(f64::min)
+        self.probes
+            .iter()
+            .filter(|p| !p.1 && p.0 > lower)
+            .map(|p| p.0)
+            .reduce(f64::min)
     }
 
     fn round(&self, load: f64) -> f64 {
-        if self.config.integer { load.round().max(1.0) } else { load }
+        if self.config.integer {
+            load.round().max(1.0)
+        } else {
+            load
+        }
     }
 
     /// The next load to probe, or why the search is over.
@@ -112,7 +127,14 @@ mod tests {
     }
 
     fn rates() -> SearchConfig {
-        SearchConfig { start: 1.0, min: 0.1, max: 10_000.0, tolerance: 0.05, max_probes: 30, integer: false }
+        SearchConfig {
+            start: 1.0,
+            min: 0.1,
+            max: 10_000.0,
+            tolerance: 0.05,
+            max_probes: 30,
+            integer: false,
+        }
     }
 
     #[test]
@@ -126,17 +148,50 @@ mod tests {
 
     #[test]
     fn halves_when_the_start_fails_and_stops_at_the_limits() {
-        let (search, conclusion) = run(SearchConfig { start: 64.0, ..rates() }, 3.0);
+        let (search, conclusion) = run(
+            SearchConfig {
+                start: 64.0,
+                ..rates()
+            },
+            3.0,
+        );
         assert_eq!(conclusion, Conclusion::Converged);
         assert!(search.lower().unwrap() <= 3.0);
         assert_eq!(run(rates(), 0.01).1, Conclusion::BelowMinimum);
-        assert_eq!(run(SearchConfig { max: 100.0, ..rates() }, 1e9).1, Conclusion::AboveMaximum);
-        assert_eq!(run(SearchConfig { max_probes: 3, ..rates() }, 13.7).1, Conclusion::ProbeLimit);
+        assert_eq!(
+            run(
+                SearchConfig {
+                    max: 100.0,
+                    ..rates()
+                },
+                1e9
+            )
+            .1,
+            Conclusion::AboveMaximum
+        );
+        assert_eq!(
+            run(
+                SearchConfig {
+                    max_probes: 3,
+                    ..rates()
+                },
+                13.7
+            )
+            .1,
+            Conclusion::ProbeLimit
+        );
     }
 
     #[test]
     fn integer_loads_for_concurrency() {
-        let config = SearchConfig { start: 1.0, min: 1.0, max: 1024.0, tolerance: 0.0, max_probes: 40, integer: true };
+        let config = SearchConfig {
+            start: 1.0,
+            min: 1.0,
+            max: 1024.0,
+            tolerance: 0.0,
+            max_probes: 40,
+            integer: true,
+        };
         let (search, conclusion) = run(config, 37.0);
         assert_eq!(conclusion, Conclusion::Converged);
         assert_eq!(search.lower(), Some(37.0));

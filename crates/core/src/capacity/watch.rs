@@ -27,7 +27,12 @@ pub struct ProbeSink {
 impl ProbeSink {
     /// Wraps `aggregator`; cancels `finish` (the runner's finish token) on refutation.
     pub fn new(aggregator: StepAggregator, criteria: Criteria, finish: CancellationToken) -> Self {
-        ProbeSink { aggregator, criteria, finish, ended_early: false }
+        ProbeSink {
+            aggregator,
+            criteria,
+            finish,
+            ended_early: false,
+        }
     }
 
     /// Whether the probe was ended early.
@@ -51,7 +56,12 @@ impl RecordSink for ProbeSink {
         if compliance.measured < MIN_REQUESTS_BEFORE_FAIL_FAST {
             return Ok(());
         }
-        if self.criteria.checks(&compliance).iter().any(|check| check.verdict == Verdict::Refuted) {
+        if self
+            .criteria
+            .checks(&compliance)
+            .iter()
+            .any(|check| check.verdict == Verdict::Refuted)
+        {
             self.ended_early = true;
             self.finish.cancel();
         }

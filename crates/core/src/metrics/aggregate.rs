@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::histogram::{CountHistogram, LatencyHistogram};
-use super::slo::{LatencyMetric, PercentileObjective, Slo};
 use super::recovery::recovery;
+use super::slo::{LatencyMetric, PercentileObjective, Slo};
 use super::timeline::{CompletedWork, CompletionTimeline};
 use super::windows::Windows;
 use crate::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
@@ -86,7 +86,10 @@ impl StepAggregator {
 
     /// Folds in one finished request.
     pub fn add(&mut self, record: &RequestRecord) {
-        let complies = self.slo.as_ref().is_some_and(|slo| slo.request_complies(record));
+        let complies = self
+            .slo
+            .as_ref()
+            .is_some_and(|slo| slo.request_complies(record));
         self.add_to_windows(record, self.slo.is_some().then_some(complies));
         if record.is_ok() {
             let input = record.input_tokens.unwrap_or(0);
@@ -134,7 +137,8 @@ impl StepAggregator {
     /// a failed request misses every request-level objective; an ITL objective counts tokens.
     fn tally_objectives(&mut self, record: &RequestRecord) {
         let Some(slo) = &self.slo else { return };
-        for (objective, (samples, misses)) in slo.objectives.iter().zip(&mut self.objective_tallies) {
+        for (objective, (samples, misses)) in slo.objectives.iter().zip(&mut self.objective_tallies)
+        {
             let (n, missed) = objective_tally(objective, record);
             *samples += n;
             *misses += missed;
@@ -148,10 +152,18 @@ impl StepAggregator {
             slo.objectives
                 .iter()
                 .zip(&self.objective_tallies)
-                .map(|(objective, &(samples, misses))| ObjectiveTally { objective: *objective, samples, misses })
+                .map(|(objective, &(samples, misses))| ObjectiveTally {
+                    objective: *objective,
+                    samples,
+                    misses,
+                })
                 .collect()
         });
-        Compliance { measured: self.counts.scheduled, compliant: self.compliant, objectives }
+        Compliance {
+            measured: self.counts.scheduled,
+            compliant: self.compliant,
+            objectives,
+        }
     }
 
     fn add_failed(&mut self, failure: &Failure) {
@@ -172,8 +184,13 @@ impl StepAggregator {
 
     fn add_to_windows(&mut self, record: &RequestRecord, complies: Option<bool>) {
         self.windows.add_arrival(record.scheduled_us);
-        let (ttft, e2e) = if record.is_ok() { (record.ttft(), record.e2e()) } else { (None, None) };
-        self.windows.add_outcome(record.scheduled_us, ttft, e2e, complies);
+        let (ttft, e2e) = if record.is_ok() {
+            (record.ttft(), record.e2e())
+        } else {
+            (None, None)
+        };
+        self.windows
+            .add_outcome(record.scheduled_us, ttft, e2e, complies);
         if let Some(sent) = record.sent_us {
             self.windows.add_sent(sent);
         }
@@ -267,7 +284,10 @@ impl StepAggregator {
         let last_arrival = self.last_scheduled_us.unwrap_or(start_us);
         let windows = self.windows.report();
         let width_secs = self.windows.width().as_secs_f64();
-        let recovery = load.phases.as_deref().and_then(|phases| recovery(&windows, width_secs, phases));
+        let recovery = load
+            .phases
+            .as_deref()
+            .and_then(|phases| recovery(&windows, width_secs, phases));
         StepReport {
             load,
             duration_secs,
@@ -404,9 +424,14 @@ pub struct ObjectiveTally {
 /// `(samples, misses)` a request contributes to `objective`.
 fn objective_tally(objective: &PercentileObjective, record: &RequestRecord) -> (u64, u64) {
     if objective.metric == LatencyMetric::Itl {
-        return record.itl_samples().fold((0, 0), |(n, missed), (gap, tokens)| {
-            (n + tokens, missed + if gap > objective.max { tokens } else { 0 })
-        });
+        return record
+            .itl_samples()
+            .fold((0, 0), |(n, missed), (gap, tokens)| {
+                (
+                    n + tokens,
+                    missed + if gap > objective.max { tokens } else { 0 },
+                )
+            });
     }
     if !record.is_ok() {
         return (1, 1);
@@ -446,6 +471,7 @@ fn stats(histogram: &LatencyHistogram) -> LatencyStats {
     let ms = |us: Option<u64>| us.map(|v| v as f64 / 1000.0);
     LatencyStats {
         mean: histogram.mean_us().map(|v| v / 1000.0),
+        min: ms(histogram.min_us()),
         p50: ms(histogram.percentile_us(50.0)),
         p90: ms(histogram.percentile_us(90.0)),
         p95: ms(histogram.percentile_us(95.0)),

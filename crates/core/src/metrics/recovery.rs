@@ -42,8 +42,13 @@ const CONSECUTIVE: usize = 3;
 
 /// The recovery of `rows` (windows of `width_secs`) under `phases`, when the profile has an
 /// overload phase with phases before and after it.
-pub fn recovery(rows: &[WindowReport], width_secs: f64, phases: &[RatePhase]) -> Option<RecoveryReport> {
-    let peak = (0..phases.len()).max_by(|&a, &b| phases[a].rate_per_sec.total_cmp(&phases[b].rate_per_sec))?;
+pub fn recovery(
+    rows: &[WindowReport],
+    width_secs: f64,
+    phases: &[RatePhase],
+) -> Option<RecoveryReport> {
+    let peak = (0..phases.len())
+        .max_by(|&a, &b| phases[a].rate_per_sec.total_cmp(&phases[b].rate_per_sec))?;
     if peak == 0 || peak + 1 >= phases.len() {
         return None;
     }
@@ -60,20 +65,36 @@ pub fn recovery(rows: &[WindowReport], width_secs: f64, phases: &[RatePhase]) ->
     let window_end = |w: &WindowReport| w.start_secs + width_secs;
     let baseline_rows: Vec<&WindowReport> = rows
         .iter()
-        .filter(|w| w.start_secs >= (before_start + overload_start) / 2.0 && window_end(w) <= overload_start)
+        .filter(|w| {
+            w.start_secs >= (before_start + overload_start) / 2.0 && window_end(w) <= overload_start
+        })
         .collect();
     let baseline = mean(baseline_rows.iter().map(|w| w.in_flight as f64))?;
-    let at_end = rows.iter().rev().find(|w| window_end(w) <= overload_end + 1e-9)?.in_flight as f64;
-    let after: Vec<&WindowReport> = rows.iter().filter(|w| w.start_secs >= overload_end - 1e-9).collect();
+    let at_end = rows
+        .iter()
+        .rev()
+        .find(|w| window_end(w) <= overload_end + 1e-9)?
+        .in_flight as f64;
+    let after: Vec<&WindowReport> = rows
+        .iter()
+        .filter(|w| w.start_secs >= overload_end - 1e-9)
+        .collect();
     let tolerance = (0.1 * baseline).max(1.0);
-    let drain_secs = after.iter().find(|w| w.in_flight as f64 <= baseline + tolerance).map(|w| window_end(w) - overload_end);
-    let slo_recovery_secs = mean(baseline_rows.iter().filter_map(|w| w.slo_attained)).and_then(|nominal| {
-        let threshold = nominal.min(0.95);
-        after
-            .windows(CONSECUTIVE)
-            .find(|run| run.iter().all(|w| w.slo_attained.is_some_and(|a| a >= threshold)))
-            .map(|run| run[0].start_secs - overload_end)
-    });
+    let drain_secs = after
+        .iter()
+        .find(|w| w.in_flight as f64 <= baseline + tolerance)
+        .map(|w| window_end(w) - overload_end);
+    let slo_recovery_secs =
+        mean(baseline_rows.iter().filter_map(|w| w.slo_attained)).and_then(|nominal| {
+            let threshold = nominal.min(0.95);
+            after
+                .windows(CONSECUTIVE)
+                .find(|run| {
+                    run.iter()
+                        .all(|w| w.slo_attained.is_some_and(|a| a >= threshold))
+                })
+                .map(|run| run[0].start_secs - overload_end)
+        });
     Some(RecoveryReport {
         overload_phase: phases[peak].name.clone(),
         overload_start_secs: overload_start,

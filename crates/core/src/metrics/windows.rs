@@ -4,7 +4,7 @@
 //! Stability (documented in `docs/metrics.md`): over the second half of the measured arrival
 //! span — so a start-up ramp does not count — the system is **unstable** when the in-flight
 //! count grows (least-squares slope with t-statistic > 3 and total growth over that half above
-//! max(2, 10 % of the mean in-flight)) or when completions fall behind arrivals (fewer than
+//! max(2, 10 % of the mean in-flight, 3 × the residual standard deviation, 3 × √mean)) or when completions fall behind arrivals (fewer than
 //! 90 % as many completions as arrivals, with at least 20 arrivals over at least 8 windows).
 
 use std::time::Duration;
@@ -91,7 +91,10 @@ pub struct Stability {
 impl Windows {
     /// Empty series of `width` windows.
     pub fn new(width: Duration) -> Self {
-        Windows { width_us: u64::try_from(width.as_micros()).unwrap_or(u64::MAX).max(1), windows: Vec::new() }
+        Windows {
+            width_us: u64::try_from(width.as_micros()).unwrap_or(u64::MAX).max(1),
+            windows: Vec::new(),
+        }
     }
 
     /// Window width.
@@ -124,7 +127,11 @@ impl Windows {
     /// A request that ended at `at_us`, successfully or not.
     pub fn add_end(&mut self, at_us: u64, ok: bool) {
         let window = self.at(at_us);
-        if ok { window.completions += 1 } else { window.failures += 1 }
+        if ok {
+            window.completions += 1
+        } else {
+            window.failures += 1
+        }
     }
 
     /// `tokens` output tokens received at `at_us`.
@@ -134,7 +141,13 @@ impl Windows {
 
     /// The latencies and SLO verdict of a request scheduled at `scheduled_us` (latencies of
     /// successful requests only; `complies` is `None` without an SLO).
-    pub fn add_outcome(&mut self, scheduled_us: u64, ttft: Option<Duration>, e2e: Option<Duration>, complies: Option<bool>) {
+    pub fn add_outcome(
+        &mut self,
+        scheduled_us: u64,
+        ttft: Option<Duration>,
+        e2e: Option<Duration>,
+        complies: Option<bool>,
+    ) {
         let window = self.at(scheduled_us);
         if let Some(ttft) = ttft {
             window.ttft_sum_us += u64::try_from(ttft.as_micros()).unwrap_or(u64::MAX);
@@ -152,14 +165,16 @@ impl Windows {
 
     /// The whole series as report rows.
     pub fn report(&self) -> Vec<WindowReport> {
-        let mean_ms = |sum: u64, count: u64| (count > 0).then(|| sum as f64 / count as f64 / 1000.0);
+        let mean_ms =
+            |sum: u64, count: u64| (count > 0).then(|| sum as f64 / count as f64 / 1000.0);
         let mut in_flight: i64 = 0;
         self.windows
             .iter()
             .enumerate()
             .map(|(i, w)| {
                 let ended = w.completions + w.failures;
-                in_flight += i64::try_from(w.arrivals).unwrap_or(i64::MAX) - i64::try_from(ended).unwrap_or(0);
+                in_flight += i64::try_from(w.arrivals).unwrap_or(i64::MAX)
+                    - i64::try_from(ended).unwrap_or(0);
                 WindowReport {
                     start_secs: (i as u64 * self.width_us) as f64 / 1e6,
                     arrivals: w.arrivals,
@@ -187,13 +202,22 @@ impl Windows {
         let arrivals: u64 = assessed.iter().map(|w| w.arrivals).sum();
         let completions: u64 = assessed.iter().map(|w| w.completions + w.failures).sum();
         let ratio = (arrivals > 0).then(|| completions as f64 / arrivals as f64);
-        let points: Vec<(f64, f64)> = assessed.iter().map(|w| (w.start_secs, w.in_flight as f64)).collect();
+        let points: Vec<(f64, f64)> = assessed
+            .iter()
+            .map(|w| (w.start_secs, w.in_flight as f64))
+            .collect();
         let trend = fit(&points);
         let mut stable = true;
         let mut reason = String::from("in-flight requests did not grow and completions kept pace");
         if let Some(trend) = &trend {
             let growth = trend.slope * trend.span;
-            if trend.slope > 0.0 && trend.t_stat > 3.0 && growth > (0.1 * trend.mean).max(2.0) {
+            // A stable queue's in-flight count fluctuates by about √mean (Poisson) or more
+            // (near saturation): growth within three of either is noise, not a trend.
+            let noise = 3.0 * trend.residual_sd.max(trend.mean.max(0.0).sqrt());
+            if trend.slope > 0.0
+                && trend.t_stat > 3.0
+                && growth > (0.1 * trend.mean).max(2.0).max(noise)
+            {
                 stable = false;
                 reason = format!(
                     "in-flight requests grew by {:.1}/s ({growth:.0} over {:.0} s)",
@@ -214,7 +238,11 @@ impl Windows {
         if assessed.len() < 4 {
             reason.push_str(" (few windows: low confidence)");
         }
-        let measured: Vec<&WindowReport> = rows.iter().take(to).skip(self.index(start_us) + 1).collect();
+        let measured: Vec<&WindowReport> = rows
+            .iter()
+            .take(to)
+            .skip(self.index(start_us) + 1)
+            .collect();
         Stability {
             stable,
             queue_growth_per_sec: trend.map(|t| t.slope),

@@ -71,7 +71,11 @@ pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: Cancellatio
             let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
             open_loop(plan, schedule, limit, sender, stop).await;
         }
-        LoadSpec::Profile { ref phases, arrival, max_concurrency } => {
+        LoadSpec::Profile {
+            ref phases,
+            arrival,
+            max_concurrency,
+        } => {
             let schedule = PhasedSchedule::new(phases.clone(), arrival, plan.config.seed);
             let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
             open_loop(Arc::clone(&plan), schedule, limit, sender, stop).await;

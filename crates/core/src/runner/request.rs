@@ -44,7 +44,11 @@ impl RequestContext {
     /// Microseconds of target time since the run start at real instant `at`.
     pub(crate) fn target_micros(&self, at: Instant) -> u64 {
         let real = at.saturating_duration_since(self.start).as_micros() as f64;
-        let scaled = if self.time_scale == 1.0 { real } else { (real * self.time_scale).round() };
+        let scaled = if self.time_scale == 1.0 {
+            real
+        } else {
+            (real * self.time_scale).round()
+        };
         scaled as u64
     }
 
