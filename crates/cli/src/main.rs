@@ -6,6 +6,8 @@ mod args;
 mod cli;
 mod commands;
 mod output;
+mod store;
+mod ui;
 
 use std::process::ExitCode;
 

@@ -42,8 +42,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         );
     }
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
+    let mut server_headers = goodput_core::environment::ServerHeaders::default();
     for record in &contents.records {
         aggregator.add(record);
+        server_headers.add(record);
     }
     let mut run = manifest.run;
     run.slo = config.slo.as_ref().map(ToString::to_string);
@@ -51,7 +53,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
     }
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
-    let warnings = warnings::check(&config, &steps, EndReason::Completed);
+    let mut warnings = warnings::check(&config, &steps, EndReason::Completed);
+    warnings.extend(goodput_core::checks::check_run(&run, &steps));
+    let models = run.server_info.take().map(|s| s.models).unwrap_or_default();
+    run.server_info = Some(server_headers.server_info(models));
     let report = Report {
         schema_version: SCHEMA_VERSION,
         tool: manifest.tool,
@@ -63,6 +68,12 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
         output::json::write_report(&out.join("report.json"), &report)?;
+        output::exports::write_all(out, &report)?;
+    }
+    if let Some(store) = &args.store {
+        let value = serde_json::to_value(&report).context("serializing the report")?;
+        let id = crate::store::record(store, &value)?;
+        eprintln!("recorded as run {id} in {}", store.display());
     }
     if args.json {
         output::json::print_report(&report)?

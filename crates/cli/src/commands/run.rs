@@ -40,6 +40,7 @@ struct Endpoint {
 pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let seed = args.seed.unwrap_or_else(random_seed);
     let config = args.run_config(seed)?;
+    let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
     let endpoint = start_endpoint(&args, seed).await?;
     let target =
         Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
@@ -48,6 +49,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         Some(model) => model,
         None => first_model(&client).await?,
     };
+    let served_models = super::run_extras::served_models(&client).await;
     let openai = openai_config(&args, model.clone())?;
     let streamed = openai.stream;
     let backend = Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
@@ -71,9 +73,22 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());
-    let progress = (!args.quiet).then(|| spawn_progress(runner.monitor(), cancel.clone()));
+    let mut view = super::run_extras::start_view(
+        &args,
+        &config,
+        &run_info,
+        runner.monitor(),
+        cancel.clone(),
+    )?;
+    let progress = (!args.quiet && view.is_none())
+        .then(|| spawn_progress(runner.monitor(), cancel.clone()));
+    let mut server_headers = goodput_core::environment::ServerHeaders::default();
     let outcome = {
-        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator];
+        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator, &mut server_headers];
+        if let Some((_, live)) = view.as_mut() {
+            live.publish();
+            sinks.push(live);
+        }
         if let Some(journal) = journal.as_mut() {
             sinks.push(journal);
         }
@@ -82,11 +97,15 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     if let Some(progress) = progress {
         progress.abort();
     }
+    if let Some((view, _)) = view {
+        view.finish();
+    }
     if let Some(journal) = journal.as_mut() {
         journal.sync().context("syncing the journal")?;
     }
-    let report = build_report(run_info, &config, &aggregator, &outcome);
-    finish(&args, &report, &outcome, endpoint.simulator)
+    let mut report = build_report(run_info, &config, &aggregator, &outcome);
+    report.run.server_info = Some(server_headers.server_info(served_models));
+    finish(&args, &report, &outcome, endpoint.simulator, gate.as_ref())
 }
 
 /// Writes and prints the report, stops the simulator, and picks the exit status.
@@ -95,9 +114,11 @@ fn finish(
     report: &Report,
     outcome: &RunOutcome,
     simulator: Option<goodput_sim::RunningSim>,
+    gate: Option<&super::gate::Criteria>,
 ) -> Result<ExitCode> {
     if let Some(dir) = &args.out {
         output::json::write_report(&dir.join("report.json"), report)?;
+        super::run_extras::write_exports(dir, report)?;
     }
     if args.json {
         output::json::print_report(report)?;
@@ -110,7 +131,10 @@ fn finish(
     if let Some(error) = &outcome.sink_error {
         eprintln!("error: the journal could not be written: {error}");
     }
-    Ok(ExitCode::from(exit_status(args, report, outcome)))
+    let gate_passed = super::run_extras::gate_and_store(args, report, gate)?;
+    let status = exit_status(args, report, outcome);
+    let gate_failed = status == EXIT_OK && gate_passed == Some(false);
+    Ok(ExitCode::from(if gate_failed { EXIT_RUN_FAILED } else { status }))
 }
 
 fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome) -> u8 {
@@ -279,6 +303,8 @@ fn run_info(
         window_secs: config.window.as_secs_f64(),
         end_reason: "running".into(),
         tags: args.tags()?.into_iter().collect::<BTreeMap<_, _>>(),
+        client_host: Some(goodput_core::environment::HostInfo::collect()),
+        server_info: None,
     })
 }
 
@@ -307,7 +333,8 @@ fn build_report(
 ) -> Report {
     run.end_reason = outcome.end_reason.as_str().to_string();
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
-    let warnings = warnings::check(config, &steps, outcome.end_reason);
+    let mut warnings = warnings::check(config, &steps, outcome.end_reason);
+    warnings.extend(goodput_core::checks::check_run(&run, &steps));
     Report {
         schema_version: SCHEMA_VERSION,
         tool: tool_info(),

@@ -1,0 +1,91 @@
+//! What `goodput run` does besides running: the live view or progress lines, the server's
+//! self-description, and after the report is written the exports, the release gate
+//! (`--gate`) and the history store (`--store`).
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use goodput_core::backend::discovery::list_models;
+use goodput_core::config::RunConfig;
+use goodput_core::http::HttpClient;
+use goodput_core::live::LiveSink;
+use goodput_core::report::{LoadReport, Report, RunInfo};
+use goodput_core::runner::RunMonitor;
+use tokio_util::sync::CancellationToken;
+
+use super::gate::{self, Criteria};
+use crate::args::run::RunArgs;
+use crate::output;
+use crate::ui::{self, LiveView, Plan};
+
+/// Models the target lists at `/v1/models` (empty when it does not answer within 5 s).
+pub(crate) async fn served_models(client: &HttpClient) -> Vec<String> {
+    list_models(client, Duration::from_secs(5))
+        .await
+        .unwrap_or_default()
+}
+
+/// Starts the live view when it can and should run.
+pub(crate) fn start_view(
+    args: &RunArgs,
+    config: &RunConfig,
+    run: &RunInfo,
+    monitor: Arc<RunMonitor>,
+    cancel: CancellationToken,
+) -> Result<Option<(LiveView, LiveSink)>> {
+    if args.quiet || args.reporting.no_live || !ui::available() {
+        return Ok(None);
+    }
+    let load = LoadReport::from(&config.load);
+    let plan = Plan {
+        title: format!("{} · model {}", run.target, run.model),
+        load: match (load.concurrency, load.rate_per_sec) {
+            (Some(c), _) => format!("closed loop, concurrency {c}"),
+            (None, Some(rate)) => format!(
+                "open loop, {} arrivals at {rate} req/s",
+                load.arrival.as_deref().unwrap_or("poisson")
+            ),
+            _ => load.mode,
+        },
+        duration: config.duration,
+        max_requests: config.max_requests,
+    };
+    LiveView::start(plan, monitor, cancel).map(Some)
+}
+
+/// After the summary: the gate verdict (printed) and the history record. Returns whether the
+/// gate passed (`None` without `--gate`); an unknown path in the criteria is an error.
+pub(crate) fn gate_and_store(
+    args: &RunArgs,
+    report: &Report,
+    criteria: Option<&Criteria>,
+) -> Result<Option<bool>> {
+    let value = serde_json::to_value(report).context("serializing the report")?;
+    if let Some(store) = &args.reporting.store {
+        let id = crate::store::record(store, &value)?;
+        eprintln!("recorded as run {id} in {}", store.display());
+    }
+    let Some(criteria) = criteria else {
+        return Ok(None);
+    };
+    let (passed, text) = gate::judge(&value, criteria)?;
+    if args.json {
+        eprint!("{text}");
+    } else {
+        println!();
+        gate::print(&text)?;
+    }
+    Ok(Some(passed))
+}
+
+/// Loads the `--gate` criteria before the run, so a bad file fails fast.
+pub(crate) fn load_gate(path: Option<&Path>) -> Result<Option<Criteria>> {
+    path.map(gate::load_criteria).transpose()
+}
+
+/// Writes `report.html`, `summary.csv`, `summary.md` and `requests.csv` beside `report.json`.
+pub(crate) fn write_exports(dir: &Path, report: &Report) -> Result<()> {
+    output::exports::write_all(dir, report)
+}
