@@ -213,6 +213,9 @@ fn direction(path: &str) -> Option<bool> {
     let last = path.rsplit('.').next().unwrap_or(path);
     let lower = ["failed", "failures", "retries", "mismatches", "disagreements", "growth"];
     let higher = ["completed", "compliant", "attained_fraction", "completion_ratio", "stable"];
+    if last == "count" {
+        return None;
+    }
     if path.contains("latency") || path.contains("_ms.") || last.ends_with("_ms") {
         return Some(true);
     }

@@ -25,6 +25,10 @@ pub enum Unit {
 impl Unit {
     /// The unit of the figure at the dotted `path`.
     pub fn of_path(path: &str) -> Unit {
+        let last = path.rsplit('.').next().unwrap_or(path);
+        if last == "count" || last.starts_with("count[") {
+            return Unit::Plain;
+        }
         for segment in path.rsplit('.') {
             let segment = segment.split('[').next().unwrap_or(segment);
             if segment.ends_with("_ms") {
@@ -37,7 +41,6 @@ impl Unit {
                 return Unit::PerSecond;
             }
         }
-        let last = path.rsplit('.').next().unwrap_or(path);
         let fraction_like = ["_fraction", "_ratio", "_usage", "error_rate", "success_rate"];
         let parent_fraction = path.split('.').any(|s| s.ends_with("_usage"));
         if fraction_like.iter().any(|s| last.ends_with(s)) || parent_fraction {

@@ -74,8 +74,9 @@ impl Screen {
             Constraint::Length(3),
             Constraint::Length(4),
             Constraint::Length(6),
-            Constraint::Min(4),
+            Constraint::Length(10),
             Constraint::Length(1),
+            Constraint::Min(0),
         ])
         .split(frame.area());
         let header = Paragraph::new(vec![
