@@ -15,20 +15,46 @@ fn run_with_ttft(dir: &Path, name: &str, ttft_ms: u64, store: &Path, version: &s
     let out = dir.join(name);
     let sim = fixed_sim(dir, name, ttft_ms, 2);
     run_ok(&[
-        "--rate", "40", "--requests", "165", "--warmup", "15", "--input-tokens", "16",
-        "--output-tokens", "8", "--seed", "5", "--sim-config", sim.to_str().unwrap(),
-        "--out", out.to_str().unwrap(), "--store", store.to_str().unwrap(),
-        "--tag", &format!("version={version}"),
+        "--rate",
+        "40",
+        "--requests",
+        "165",
+        "--warmup",
+        "15",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--seed",
+        "5",
+        "--sim-config",
+        sim.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--store",
+        store.to_str().unwrap(),
+        "--tag",
+        &format!("version={version}"),
     ]);
     out
 }
 
 fn compare_json(a: &Path, b: &Path) -> Value {
     let output = goodput()
-        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap(), "--format", "json"])
+        .args([
+            "compare",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     serde_json::from_slice(&output.stdout).unwrap()
 }
 
@@ -63,11 +89,18 @@ fn compare_flags_a_20_percent_ttft_regression_and_not_an_identical_rerun_and_his
     assert!(ttft["test"]["p_value"].as_f64().unwrap() < 1e-6);
     let shift = ttft["test"]["relative_shift"].as_f64().unwrap();
     assert!((0.15..0.25).contains(&shift), "TTFT moved by {shift}");
-    assert!(regression["warnings"].as_array().unwrap().is_empty(), "same workload and load");
+    assert!(
+        regression["warnings"].as_array().unwrap().is_empty(),
+        "same workload and load"
+    );
 
     let same = compare_json(&base, &rerun);
     for metric in ["ttft", "tpot", "e2e"] {
-        assert_eq!(verdict(&same, metric)["verdict"], "no significant change", "{metric}: {same}");
+        assert_eq!(
+            verdict(&same, metric)["verdict"],
+            "no significant change",
+            "{metric}: {same}"
+        );
     }
 
     let (a, b, c) = (
@@ -76,38 +109,94 @@ fn compare_flags_a_20_percent_ttft_regression_and_not_an_identical_rerun_and_his
         report_only(&rerun, dir.path(), "c"),
     );
     let bootstrap = compare_json(&a, &b);
-    assert_eq!(verdict(&bootstrap, "ttft")["test"]["method"], "bootstrap_quantiles");
+    assert_eq!(
+        verdict(&bootstrap, "ttft")["test"]["method"],
+        "bootstrap_quantiles"
+    );
     assert_eq!(verdict(&bootstrap, "ttft")["verdict"], "regression");
-    assert_eq!(verdict(&compare_json(&a, &c), "ttft")["verdict"], "no significant change");
+    assert_eq!(
+        verdict(&compare_json(&a, &c), "ttft")["verdict"],
+        "no significant change"
+    );
 
+    assert_text_formats(&base, &slower);
+    assert_history(&store);
+}
+
+fn assert_text_formats(base: &Path, slower: &Path) {
     let text = goodput()
-        .args(["compare", base.to_str().unwrap(), slower.to_str().unwrap(), "--fail-on-regression"])
+        .args([
+            "compare",
+            base.to_str().unwrap(),
+            slower.to_str().unwrap(),
+            "--fail-on-regression",
+        ])
         .output()
         .unwrap();
     assert_eq!(text.status.code(), Some(1), "--fail-on-regression");
     let text = String::from_utf8(text.stdout).unwrap();
-    assert!(text.contains("Mann-Whitney U (journals)") && text.contains("regression"), "{text}");
-    assert!(text.contains("latency_ms.ttft.p50"), "every figure side by side: {text}");
+    assert!(
+        text.contains("Mann-Whitney U (journals)") && text.contains("regression"),
+        "{text}"
+    );
+    assert!(
+        text.contains("latency_ms.ttft.p50"),
+        "every figure side by side: {text}"
+    );
     for format in ["markdown", "html"] {
         let output = goodput()
-            .args(["compare", base.to_str().unwrap(), slower.to_str().unwrap(), "--format", format])
+            .args([
+                "compare",
+                base.to_str().unwrap(),
+                slower.to_str().unwrap(),
+                "--format",
+                format,
+            ])
             .output()
             .unwrap();
         assert!(output.status.success());
-        assert!(String::from_utf8(output.stdout).unwrap().contains("regression"));
+        assert!(
+            String::from_utf8(output.stdout)
+                .unwrap()
+                .contains("regression")
+        );
     }
+}
 
-    let history = goodput().args(["history", "--store", store.to_str().unwrap()]).output().unwrap();
-    let history = String::from_utf8(history.stdout).unwrap();
-    assert_eq!(history.lines().count(), 4, "a header and three runs: {history}");
-    let trend = goodput()
-        .args(["history", "--store", store.to_str().unwrap(), "--metric", "ttft.p50", "--by", "tag:version"])
+fn assert_history(store: &Path) {
+    let history = goodput()
+        .args(["history", "--store", store.to_str().unwrap()])
         .output()
         .unwrap();
-    assert!(trend.status.success(), "{}", String::from_utf8_lossy(&trend.stderr));
+    let history = String::from_utf8(history.stdout).unwrap();
+    assert_eq!(
+        history.lines().count(),
+        4,
+        "a header and three runs: {history}"
+    );
+    let trend = goodput()
+        .args([
+            "history",
+            "--store",
+            store.to_str().unwrap(),
+            "--metric",
+            "ttft.p50",
+            "--by",
+            "tag:version",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        trend.status.success(),
+        "{}",
+        String::from_utf8_lossy(&trend.stderr)
+    );
     let trend = String::from_utf8(trend.stdout).unwrap();
     assert!(trend.contains("ttft.p50 (ms) across runs"), "{trend}");
-    assert!(trend.contains("(2 runs)") && trend.contains("(1 runs)"), "grouped by version: {trend}");
+    assert!(
+        trend.contains("(2 runs)") && trend.contains("(1 runs)"),
+        "grouped by version: {trend}"
+    );
 }
 
 #[test]
@@ -116,8 +205,20 @@ fn gate_exits_1_naming_the_failing_condition_0_when_all_pass_and_2_on_usage_erro
     let out = dir.path().join("run");
     let sim = fixed_sim(dir.path(), "sim", 50, 2);
     let common = [
-        "--rate", "40", "--requests", "40", "--warmup", "0", "--input-tokens", "16",
-        "--output-tokens", "8", "--seed", "3", "--sim-config", sim.to_str().unwrap(),
+        "--rate",
+        "40",
+        "--requests",
+        "40",
+        "--warmup",
+        "0",
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "8",
+        "--seed",
+        "3",
+        "--sim-config",
+        sim.to_str().unwrap(),
     ];
     run_ok(&[&common[..], &["--out", out.to_str().unwrap()]].concat());
     let criteria = |name: &str, text: &str| {
@@ -133,27 +234,54 @@ fn gate_exits_1_naming_the_failing_condition_0_when_all_pass_and_2_on_usage_erro
         "fail.toml",
         "conditions = [\"ttft.p50 >= 50ms\", \"ttft.p99 <= 10ms\"]\n",
     );
-    let gate = |file: &Path| goodput().args(["gate", "--criteria"]).arg(file).arg(&out).output().unwrap();
+    let gate = |file: &Path| {
+        goodput()
+            .args(["gate", "--criteria"])
+            .arg(file)
+            .arg(&out)
+            .output()
+            .unwrap()
+    };
 
     let pass = gate(&passing);
     let stdout = String::from_utf8(pass.stdout).unwrap();
     assert_eq!(pass.status.code(), Some(0), "{stdout}");
     assert_eq!(stdout.matches("PASS  ").count(), 4, "{stdout}");
-    assert!(stdout.contains("measured") && stdout.contains(" ms"), "values with units: {stdout}");
+    assert!(
+        stdout.contains("measured") && stdout.contains(" ms"),
+        "values with units: {stdout}"
+    );
 
     let fail = gate(&failing);
     let stdout = String::from_utf8(fail.stdout).unwrap();
     assert_eq!(fail.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("FAIL  ttft.p99 <= 10ms  measured"), "{stdout}");
-    assert!(stdout.contains("gate FAIL: 1 of 2 failed: ttft.p99 <= 10ms"), "{stdout}");
+    assert!(
+        stdout.contains("FAIL  ttft.p99 <= 10ms  measured"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gate FAIL: 1 of 2 failed: ttft.p99 <= 10ms"),
+        "{stdout}"
+    );
 
-    let unknown = gate(&criteria("unknown.toml", "conditions = [\"ttft.p98 <= 1s\"]\n"));
+    let unknown = gate(&criteria(
+        "unknown.toml",
+        "conditions = [\"ttft.p98 <= 1s\"]\n",
+    ));
     assert_eq!(unknown.status.code(), Some(2));
     let stderr = String::from_utf8(unknown.stderr).unwrap();
-    assert!(stderr.contains("unknown report path `ttft.p98`") && stderr.contains("did you mean"), "{stderr}");
+    assert!(
+        stderr.contains("unknown report path `ttft.p98`") && stderr.contains("did you mean"),
+        "{stderr}"
+    );
     let bad = gate(&criteria("bad.toml", "conditions = [\"ttft.p99 <=\"]\n"));
     assert_eq!(bad.status.code(), Some(2));
 
+    assert_run_gate(&common, &failing);
+}
+
+/// `goodput run --gate`: the summary, then the failing condition, and exit status 1.
+fn assert_run_gate(common: &[&str], failing: &Path) {
     let run_gated = goodput()
         .args(["run", "--quiet"])
         .args(common)
@@ -162,5 +290,8 @@ fn gate_exits_1_naming_the_failing_condition_0_when_all_pass_and_2_on_usage_erro
         .unwrap();
     let stdout = String::from_utf8(run_gated.stdout).unwrap();
     assert_eq!(run_gated.status.code(), Some(1), "{stdout}");
-    assert!(stdout.contains("Throughput") && stdout.contains("FAIL  ttft.p99 <= 10ms"), "{stdout}");
+    assert!(
+        stdout.contains("Throughput") && stdout.contains("FAIL  ttft.p99 <= 10ms"),
+        "{stdout}"
+    );
 }

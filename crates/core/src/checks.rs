@@ -43,7 +43,11 @@ fn check_hardware_recorded(run: &RunInfo, warnings: &mut Vec<Warning>) {
     if run.target.starts_with("embedded simulator") {
         return;
     }
-    let has = |keys: &[&str]| run.tags.keys().any(|k| keys.contains(&k.to_ascii_lowercase().as_str()));
+    let has = |keys: &[&str]| {
+        run.tags
+            .keys()
+            .any(|k| keys.contains(&k.to_ascii_lowercase().as_str()))
+    };
     let mut missing = Vec::new();
     if !has(&HARDWARE_TAGS) {
         missing.push("hardware");
@@ -54,7 +58,10 @@ fn check_hardware_recorded(run: &RunInfo, warnings: &mut Vec<Warning>) {
     if !missing.is_empty() {
         warnings.push(warning(
             "hardware_not_recorded",
-            format!("the report does not record the server's {}", missing.join(" or ")),
+            format!(
+                "the report does not record the server's {}",
+                missing.join(" or ")
+            ),
             "tag the run: --tag gpu=H100 --tag accelerators=8 --tag precision=fp8",
         ));
     }
@@ -166,7 +173,10 @@ mod tests {
             slo: None,
             window_secs: 1.0,
             end_reason: "completed".into(),
-            tags: tags.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            tags: tags
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             client_host: None,
             server_info: None,
         }
@@ -201,7 +211,10 @@ mod tests {
     #[test]
     fn hardware_tags_are_required_for_real_targets() {
         let flat = step(&[10; 8]);
-        assert_eq!(codes(&run("http://x/v1", &[]), std::slice::from_ref(&flat)), ["hardware_not_recorded"]);
+        assert_eq!(
+            codes(&run("http://x/v1", &[]), std::slice::from_ref(&flat)),
+            ["hardware_not_recorded"]
+        );
         let tagged = run("http://x/v1", &[("gpu", "H100"), ("precision", "fp8")]);
         assert!(codes(&tagged, std::slice::from_ref(&flat)).is_empty());
         assert!(codes(&run("embedded simulator (x)", &[]), &[flat]).is_empty());
@@ -210,7 +223,10 @@ mod tests {
     #[test]
     fn a_rising_throughput_is_flagged_and_a_flat_one_is_not() {
         let sim = run("embedded simulator", &[]);
-        assert_eq!(codes(&sim, &[step(&[2, 4, 6, 8, 10, 12, 14, 16])]), ["throughput_trending"]);
+        assert_eq!(
+            codes(&sim, &[step(&[2, 4, 6, 8, 10, 12, 14, 16])]),
+            ["throughput_trending"]
+        );
         assert!(codes(&sim, &[step(&[10, 11, 9, 10, 10, 11, 9, 10])]).is_empty());
     }
 
@@ -218,6 +234,9 @@ mod tests {
     fn short_inputs_are_flagged() {
         let mut s = step(&[10; 8]);
         s.tokens.input_per_request.mean = Some(400.0);
-        assert_eq!(codes(&run("embedded simulator", &[]), &[s]), ["short_inputs"]);
+        assert_eq!(
+            codes(&run("embedded simulator", &[]), &[s]),
+            ["short_inputs"]
+        );
     }
 }

@@ -211,8 +211,21 @@ fn section_leaves(value: &Value, skipped: &[&str]) -> Vec<(String, f64)> {
 /// Whether lower is better for the figure at `path`.
 fn direction(path: &str) -> Option<bool> {
     let last = path.rsplit('.').next().unwrap_or(path);
-    let lower = ["failed", "failures", "retries", "mismatches", "disagreements", "growth"];
-    let higher = ["completed", "compliant", "attained_fraction", "completion_ratio", "stable"];
+    let lower = [
+        "failed",
+        "failures",
+        "retries",
+        "mismatches",
+        "disagreements",
+        "growth",
+    ];
+    let higher = [
+        "completed",
+        "compliant",
+        "attained_fraction",
+        "completion_ratio",
+        "stable",
+    ];
     if last == "count" {
         return None;
     }
@@ -243,7 +256,8 @@ fn test_distribution(
         _ => {
             let side = |r: &Value| -> Option<(Vec<QuantilePoint>, u64)> {
                 let step = &r["steps"][step];
-                let points = serde_json::from_value(step["distributions_ms"][metric].clone()).ok()?;
+                let points =
+                    serde_json::from_value(step["distributions_ms"][metric].clone()).ok()?;
                 let count = step["latency_ms"][metric]["count"].as_u64()?;
                 Some((points, count))
             };
@@ -286,14 +300,23 @@ pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
     if without_seed(a) != without_seed(b) {
         warnings.push(warning(
             "workload_differs",
-            format!("the workloads differ: {} vs {}", without_seed(a), without_seed(b)),
+            format!(
+                "the workloads differ: {} vs {}",
+                without_seed(a),
+                without_seed(b)
+            ),
             "compare runs of the same workload (same lengths, dataset and tokenizer)",
         ));
     }
     if step_count(a) != step_count(b) {
         warnings.push(warning(
             "steps_differ",
-            format!("the runs have {} and {} load steps; only the first {} are compared", step_count(a), step_count(b), step_count(a).min(step_count(b))),
+            format!(
+                "the runs have {} and {} load steps; only the first {} are compared",
+                step_count(a),
+                step_count(b),
+                step_count(a).min(step_count(b))
+            ),
             "compare runs of the same load profile",
         ));
     }
@@ -308,6 +331,12 @@ pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
         }
         token_shape_warning(a, b, step, &mut warnings);
     }
+    run_field_warnings(a, b, &mut warnings);
+    warnings
+}
+
+/// API, streaming, SLO and client machine.
+fn run_field_warnings(a: &Value, b: &Value, warnings: &mut Vec<Warning>) {
     for field in ["api", "stream", "slo"] {
         let (fa, fb) = (&a["run"][field], &b["run"][field]);
         if fa != fb {
@@ -322,7 +351,9 @@ pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
         let h = &r["run"]["client_host"];
         (h["cpu_model"].clone(), h["logical_cores"].clone())
     };
-    if !a["run"]["client_host"].is_null() && !b["run"]["client_host"].is_null() && host(a) != host(b)
+    if !a["run"]["client_host"].is_null()
+        && !b["run"]["client_host"].is_null()
+        && host(a) != host(b)
     {
         warnings.push(warning(
             "client_host_differs",
@@ -330,7 +361,6 @@ pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
             "run both from the same client so client-side overheads match",
         ));
     }
-    warnings
 }
 
 /// Requests per second mean different work when the tokens per request differ.
@@ -372,25 +402,51 @@ mod tests {
 
     #[test]
     fn deltas_and_directions() {
-        let (a, b) = (report(10.0, 100.0, 128.0, 10.0), report(8.0, 120.0, 128.0, 10.0));
+        let (a, b) = (
+            report(10.0, 100.0, 128.0, 10.0),
+            report(8.0, 120.0, 128.0, 10.0),
+        );
         let c = compare(
-            Side { report: &a, samples: None },
-            Side { report: &b, samples: None },
+            Side {
+                report: &a,
+                samples: None,
+            },
+            Side {
+                report: &b,
+                samples: None,
+            },
             Thresholds::default(),
         );
-        let p99 = c.metrics.iter().find(|m| m.path == "latency_ms.ttft.p99").unwrap();
+        let p99 = c
+            .metrics
+            .iter()
+            .find(|m| m.path == "latency_ms.ttft.p99")
+            .unwrap();
         assert_eq!((p99.delta, p99.relative), (Some(20.0), Some(0.2)));
         assert_eq!((p99.unit, p99.lower_is_better), ("ms", Some(true)));
-        let rps = c.metrics.iter().find(|m| m.path == "throughput.requests_per_sec").unwrap();
-        assert_eq!((rps.relative, rps.lower_is_better), (Some(-0.2), Some(false)));
+        let rps = c
+            .metrics
+            .iter()
+            .find(|m| m.path == "throughput.requests_per_sec")
+            .unwrap();
+        assert_eq!(
+            (rps.relative, rps.lower_is_better),
+            (Some(-0.2), Some(false))
+        );
         assert!(c.metrics.iter().all(|m| !m.path.contains("windows")));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
     }
 
     #[test]
     fn warns_when_conditions_differ() {
-        let (a, b) = (report(10.0, 100.0, 128.0, 10.0), report(10.0, 100.0, 64.0, 20.0));
-        let codes: Vec<String> = condition_warnings(&a, &b).into_iter().map(|w| w.code).collect();
+        let (a, b) = (
+            report(10.0, 100.0, 128.0, 10.0),
+            report(10.0, 100.0, 64.0, 20.0),
+        );
+        let codes: Vec<String> = condition_warnings(&a, &b)
+            .into_iter()
+            .map(|w| w.code)
+            .collect();
         assert_eq!(codes, ["load_differs", "token_shape_differs"]);
     }
 
@@ -406,8 +462,14 @@ mod tests {
             ..LatencySamples::default()
         };
         let c = compare(
-            Side { report: &a, samples: Some(&base) },
-            Side { report: &a, samples: Some(&slower) },
+            Side {
+                report: &a,
+                samples: Some(&base),
+            },
+            Side {
+                report: &a,
+                samples: Some(&slower),
+            },
             Thresholds::default(),
         );
         let ttft = c.distributions.iter().find(|d| d.metric == "ttft").unwrap();

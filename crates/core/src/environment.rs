@@ -179,10 +179,7 @@ mod tests {
     #[test]
     fn parses_proc_files() {
         let cpuinfo = "processor\t: 0\nmodel name\t: Example CPU @ 3.0GHz\nphysical id\t: 0\ncore id\t\t: 0\n\nprocessor\t: 1\nmodel name\t: Example CPU @ 3.0GHz\nphysical id\t: 0\ncore id\t\t: 0\n\nprocessor\t: 2\nphysical id\t: 0\ncore id\t\t: 1\n";
-        assert_eq!(
-            cpu_model(cpuinfo).as_deref(),
-            Some("Example CPU @ 3.0GHz")
-        );
+        assert_eq!(cpu_model(cpuinfo).as_deref(), Some("Example CPU @ 3.0GHz"));
         assert_eq!(physical_cores(cpuinfo), Some(2));
         assert_eq!(
             memory_total_mib("MemTotal:       16384000 kB\nMemFree: 1 kB\n"),

@@ -273,12 +273,13 @@ pub fn evaluate(
 }
 
 fn judge(report: &Value, condition: &Condition, step: Option<usize>) -> Result<Verdict, GateError> {
-    let figure = report_path::resolve(report, step.unwrap_or(0), &condition.path).map_err(
-        |source| GateError::UnknownPath {
-            text: condition.text.clone(),
-            source,
-        },
-    )?;
+    let figure =
+        report_path::resolve(report, step.unwrap_or(0), &condition.path).map_err(|source| {
+            GateError::UnknownPath {
+                text: condition.text.clone(),
+                source,
+            }
+        })?;
     let threshold = condition.threshold_in(figure.unit)?;
     Ok(Verdict {
         condition: condition.text.clone(),
@@ -374,7 +375,10 @@ mod tests {
         assert!(!check("error_rate < 0.1%").pass);
         assert!(check("server.kv_cache_usage.max <= 0.90").pass);
         assert!(check("requests_per_sec > 150 req/s").pass);
-        assert!(e2e.line().starts_with("FAIL  e2e.p95 <= 1.5s  measured 1600 ms (limit 1500 ms)"));
+        assert!(
+            e2e.line()
+                .starts_with("FAIL  e2e.p95 <= 1.5s  measured 1600 ms (limit 1500 ms)")
+        );
     }
 
     #[test]

@@ -148,8 +148,10 @@ impl LiveSink {
         s.latest_secs = s.latest_secs.max(record.end_us as f64 / 1e6);
         let newest = self.first_second + s.per_second.len() as u64;
         if second >= newest {
-            s.per_second
-                .resize(s.per_second.len() + (second + 1 - newest) as usize, SecondCounts::default());
+            s.per_second.resize(
+                s.per_second.len() + (second + 1 - newest) as usize,
+                SecondCounts::default(),
+            );
         }
         let overflow = s.per_second.len().saturating_sub(HISTORY_SECS);
         if overflow > 0 {

@@ -41,7 +41,13 @@ impl Unit {
                 return Unit::PerSecond;
             }
         }
-        let fraction_like = ["_fraction", "_ratio", "_usage", "error_rate", "success_rate"];
+        let fraction_like = [
+            "_fraction",
+            "_ratio",
+            "_usage",
+            "error_rate",
+            "success_rate",
+        ];
         let parent_fraction = path.split('.').any(|s| s.ends_with("_usage"));
         if fraction_like.iter().any(|s| last.ends_with(s)) || parent_fraction {
             return Unit::Fraction;
@@ -298,7 +304,11 @@ fn edit_distance(a: &str, b: &str) -> usize {
         let mut current = vec![i + 1];
         for (j, cb) in b.iter().enumerate() {
             let cost = usize::from(ca != *cb);
-            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
+            current.push(
+                (previous[j] + cost)
+                    .min(previous[j + 1] + 1)
+                    .min(current[j] + 1),
+            );
         }
         previous = current;
     }
@@ -349,7 +359,10 @@ mod tests {
     #[test]
     fn unknown_paths_suggest_close_ones() {
         let error = resolve(&report(), 0, "e2e.p96").unwrap_err();
-        assert!(error.suggestions.contains(&"e2e.p95".to_string()), "{error}");
+        assert!(
+            error.suggestions.contains(&"e2e.p95".to_string()),
+            "{error}"
+        );
         let error = resolve(&report(), 0, "latency_ms.e2e").unwrap_err();
         assert!(error.to_string().contains("latency_ms.e2e.p95"), "{error}");
     }

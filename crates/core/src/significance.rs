@@ -5,8 +5,8 @@
 //! `min_effect` of the baseline median): identical reruns never differ by the second test,
 //! and with thousands of samples a 0.1 % shift is "significant" by the first alone.
 
-use rand::{RngExt, SeedableRng};
 use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::quantiles::{QuantilePoint, value_at};
@@ -27,7 +27,9 @@ impl Method {
     pub fn describe(self) -> &'static str {
         match self {
             Method::MannWhitney => "Mann-Whitney U over per-request values",
-            Method::BootstrapQuantiles => "bootstrap of the median over the reports' quantile points",
+            Method::BootstrapQuantiles => {
+                "bootstrap of the median over the reports' quantile points"
+            }
         }
     }
 }
@@ -264,7 +266,10 @@ mod tests {
         let rerun = sample(300, 200.0, 3);
         let t = Thresholds::default();
         let shifted = mann_whitney(&base, &slower, t).unwrap();
-        assert!(shifted.significant && shifted.p_value < 1e-10, "{shifted:?}");
+        assert!(
+            shifted.significant && shifted.p_value < 1e-10,
+            "{shifted:?}"
+        );
         assert!((shifted.relative_shift.unwrap() - 0.2).abs() < 0.05);
         let same = mann_whitney(&base, &base, t).unwrap();
         assert_eq!(same.p_value, 1.0);

@@ -11,7 +11,12 @@ pub(crate) struct ReportingArgs {
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub(crate) gate: Option<PathBuf>,
     /// Record the run in this SQLite history store (created if missing; see `goodput history`).
-    #[arg(long, value_name = "DB", env = "GOODPUT_STORE", help_heading = "Output")]
+    #[arg(
+        long,
+        value_name = "DB",
+        env = "GOODPUT_STORE",
+        help_heading = "Output"
+    )]
     pub(crate) store: Option<PathBuf>,
     /// Print plain progress lines instead of the live view, even on a terminal.
     #[arg(long, help_heading = "Output")]

@@ -48,17 +48,38 @@ pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {
         [a.label.clone(), b.label.clone()]
     };
     let labels = [labels[0].as_str(), labels[1].as_str()];
-    let text = match args.format {
-        CompareFormat::Text => comparison::text(labels, &result),
-        CompareFormat::Markdown => comparison::markdown(labels, &result),
-        CompareFormat::Html => html::render_comparison(&a.value, &b.value, labels, &result)?,
+    let text = render(args.format, labels, [&a.value, &b.value], &result)?;
+    emit(&args, text)?;
+    let failed = args.fail_on_regression && result.has_regression();
+    Ok(ExitCode::from(if failed {
+        EXIT_RUN_FAILED
+    } else {
+        EXIT_OK
+    }))
+}
+
+fn render(
+    format: CompareFormat,
+    labels: [&str; 2],
+    [a, b]: [&serde_json::Value; 2],
+    result: &compare::Comparison,
+) -> Result<String> {
+    Ok(match format {
+        CompareFormat::Text => comparison::text(labels, result),
+        CompareFormat::Markdown => comparison::markdown(labels, result),
+        CompareFormat::Html => html::render_comparison(a, b, labels, result)?,
         CompareFormat::Json => {
-            serde_json::to_string_pretty(&result).context("serializing the comparison")? + "\n"
+            serde_json::to_string_pretty(result).context("serializing the comparison")? + "\n"
         }
-    };
+    })
+}
+
+/// Writes the output to `--output`, or to stdout (text coloured on a terminal).
+fn emit(args: &CompareArgs, text: String) -> Result<()> {
     match &args.output {
-        Some(path) => std::fs::write(path, &text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+        Some(path) => {
+            std::fs::write(path, &text).with_context(|| format!("cannot write {}", path.display()))
+        }
         None => {
             let painted = if args.format == CompareFormat::Text {
                 color::paint(&text, color::stdout_enabled())
@@ -68,9 +89,7 @@ pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {
             std::io::stdout()
                 .lock()
                 .write_all(painted.as_bytes())
-                .context("writing to stdout")?;
+                .context("writing to stdout")
         }
     }
-    let failed = args.fail_on_regression && result.has_regression();
-    Ok(ExitCode::from(if failed { EXIT_RUN_FAILED } else { EXIT_OK }))
 }

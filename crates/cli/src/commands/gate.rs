@@ -59,8 +59,8 @@ pub(crate) fn load_criteria(path: &Path) -> Result<Criteria> {
         Some(StepField::Index(i)) => StepSelector::Index(i),
         Some(StepField::Name(name)) => parse_step(&name)?,
     };
-    let conditions = parse_conditions(&file.conditions)
-        .with_context(|| format!("in {}", path.display()))?;
+    let conditions =
+        parse_conditions(&file.conditions).with_context(|| format!("in {}", path.display()))?;
     if conditions.is_empty() {
         bail!("{}: no conditions", path.display());
     }
@@ -137,7 +137,11 @@ pub(crate) fn run(args: GateArgs) -> Result<ExitCode> {
     let report = load_report(&args.report)?;
     let (passed, text) = judge(&report.value, &criteria)?;
     print(&text)?;
-    Ok(ExitCode::from(if passed { EXIT_OK } else { EXIT_RUN_FAILED }))
+    Ok(ExitCode::from(if passed {
+        EXIT_OK
+    } else {
+        EXIT_RUN_FAILED
+    }))
 }
 
 #[cfg(test)]
@@ -163,8 +167,14 @@ mod tests {
         let (passed, text) = judge(&report, &criteria).unwrap();
         assert!(!passed);
         assert!(text.contains("PASS  requests_per_sec >= 150"), "{text}");
-        assert!(text.contains("FAIL  e2e.p95 <= 1.5s  measured 1700 ms"), "{text}");
-        assert!(text.contains("gate FAIL: 1 of 2 failed: e2e.p95 <= 1.5s"), "{text}");
+        assert!(
+            text.contains("FAIL  e2e.p95 <= 1.5s  measured 1700 ms"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gate FAIL: 1 of 2 failed: e2e.p95 <= 1.5s"),
+            "{text}"
+        );
 
         std::fs::write(&path, "conditons = []\n").unwrap();
         let error = format!("{:#}", load_criteria(&path).unwrap_err());

@@ -78,7 +78,15 @@ fn list(runs: &[StoredRun]) -> String {
     }
     let mut out = format!(
         "{:>4}  {:<20}  {:<24}  {:>9}  {:>11}  {:>11}  {:>11}  {:>8}  {}\n",
-        "id", "started", "model", "req/s", "out tok/s", "TTFT p99 ms", "E2E p95 ms", "warnings", "tags"
+        "id",
+        "started",
+        "model",
+        "req/s",
+        "out tok/s",
+        "TTFT p99 ms",
+        "E2E p95 ms",
+        "warnings",
+        "tags"
     );
     for run in runs {
         let warnings = run.report["warnings"].as_array().map_or(0, Vec::len);
@@ -113,7 +121,11 @@ fn group_of(run: &StoredRun, by: Option<&str>) -> Result<String> {
         Some("model") => run.model.clone(),
         Some("target") => run.target.clone(),
         Some(key) => match key.strip_prefix("tag:") {
-            Some(tag) => run.tags.get(tag).cloned().unwrap_or_else(|| "(untagged)".into()),
+            Some(tag) => run
+                .tags
+                .get(tag)
+                .cloned()
+                .unwrap_or_else(|| "(untagged)".into()),
             None => bail!("--by {key}: expected model, target or tag:NAME"),
         },
     })
@@ -162,7 +174,13 @@ fn trend(runs: &[StoredRun], metric: &str, by: Option<&str>) -> Result<String> {
     out.push('\n');
     for (group, values) in &groups {
         let name = if group.is_empty() { "all runs" } else { group };
-        let _ = writeln!(out, "  {:<20} {}  ({} runs)", truncate(name, 20), sparkline(values), values.len());
+        let _ = writeln!(
+            out,
+            "  {:<20} {}  ({} runs)",
+            truncate(name, 20),
+            sparkline(values),
+            values.len()
+        );
     }
     Ok(out)
 }
@@ -175,7 +193,11 @@ fn sparkline(values: &[f64]) -> String {
     values
         .iter()
         .map(|v| {
-            let level = if max > min { (v - min) / (max - min) * 7.0 } else { 3.0 };
+            let level = if max > min {
+                (v - min) / (max - min) * 7.0
+            } else {
+                3.0
+            };
             BARS[level.round().clamp(0.0, 7.0) as usize]
         })
         .collect()

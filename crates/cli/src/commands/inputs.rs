@@ -31,16 +31,22 @@ pub(crate) fn load_report(path: &Path) -> Result<LoadedReport> {
             file.display()
         )
     })?;
-    let value: Value = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not JSON", file.display()))?;
+    let value: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", file.display()))?;
     if value.get("steps").and_then(Value::as_array).is_none() || value.get("run").is_none() {
-        bail!("{} is not a goodput report (no `run` and `steps`)", file.display());
+        bail!(
+            "{} is not a goodput report (no `run` and `steps`)",
+            file.display()
+        );
     }
-    let dir = file.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let dir = file
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let journal = Some(dir.join("requests.jsonl")).filter(|j| j.is_file());
-    let label = path
-        .file_name()
-        .map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+    let label = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
     Ok(LoadedReport {
         value,
         journal,
@@ -54,8 +60,8 @@ impl LoadedReport {
         let Some(journal) = &self.journal else {
             return Ok(None);
         };
-        let contents = read_journal(journal)
-            .with_context(|| format!("reading {}", journal.display()))?;
+        let contents =
+            read_journal(journal).with_context(|| format!("reading {}", journal.display()))?;
         Ok(Some(LatencySamples::from_records(&contents.records)))
     }
 }

@@ -55,8 +55,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let mut warnings = warnings::check(&config, &steps, EndReason::Completed);
     warnings.extend(goodput_core::checks::check_run(&run, &steps));
-    let models = run.server_info.take().map(|s| s.models).unwrap_or_default();
-    run.server_info = Some(server_headers.server_info(models));
+    run.server_info =
+        Some(server_headers.server_info(run.server_info.take().unwrap_or_default().models));
     let report = Report {
         schema_version: SCHEMA_VERSION,
         tool: manifest.tool,
@@ -68,13 +68,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
         output::json::write_report(&out.join("report.json"), &report)?;
-        output::exports::write_all(out, &report)?;
     }
-    if let Some(store) = &args.store {
-        let value = serde_json::to_value(&report).context("serializing the report")?;
-        let id = crate::store::record(store, &value)?;
-        eprintln!("recorded as run {id} in {}", store.display());
-    }
+    super::run_extras::export_and_record(args.out.as_deref(), args.store.as_deref(), &report)?;
     if args.json {
         output::json::print_report(&report)?
     } else {

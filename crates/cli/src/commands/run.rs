@@ -73,22 +73,13 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());
-    let mut view = super::run_extras::start_view(
-        &args,
-        &config,
-        &run_info,
-        runner.monitor(),
-        cancel.clone(),
-    )?;
-    let progress = (!args.quiet && view.is_none())
+    let mut extras =
+        super::run_extras::Extras::start(&args, &config, &run_info, &runner, cancel.clone())?;
+    let progress = (!args.quiet && !extras.has_view())
         .then(|| spawn_progress(runner.monitor(), cancel.clone()));
-    let mut server_headers = goodput_core::environment::ServerHeaders::default();
     let outcome = {
-        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator, &mut server_headers];
-        if let Some((_, live)) = view.as_mut() {
-            live.publish();
-            sinks.push(live);
-        }
+        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator];
+        sinks.extend(extras.sinks());
         if let Some(journal) = journal.as_mut() {
             sinks.push(journal);
         }
@@ -97,14 +88,12 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     if let Some(progress) = progress {
         progress.abort();
     }
-    if let Some((view, _)) = view {
-        view.finish();
-    }
+    extras.finish_view();
     if let Some(journal) = journal.as_mut() {
         journal.sync().context("syncing the journal")?;
     }
     let mut report = build_report(run_info, &config, &aggregator, &outcome);
-    report.run.server_info = Some(server_headers.server_info(served_models));
+    report.run.server_info = Some(extras.server_info(served_models));
     finish(&args, &report, &outcome, endpoint.simulator, gate.as_ref())
 }
 
@@ -134,7 +123,11 @@ fn finish(
     let gate_passed = super::run_extras::gate_and_store(args, report, gate)?;
     let status = exit_status(args, report, outcome);
     let gate_failed = status == EXIT_OK && gate_passed == Some(false);
-    Ok(ExitCode::from(if gate_failed { EXIT_RUN_FAILED } else { status }))
+    Ok(ExitCode::from(if gate_failed {
+        EXIT_RUN_FAILED
+    } else {
+        status
+    }))
 }
 
 fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome) -> u8 {

@@ -9,10 +9,11 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use goodput_core::backend::discovery::list_models;
 use goodput_core::config::RunConfig;
+use goodput_core::environment::{ServerHeaders, ServerInfo};
 use goodput_core::http::HttpClient;
 use goodput_core::live::LiveSink;
 use goodput_core::report::{LoadReport, Report, RunInfo};
-use goodput_core::runner::RunMonitor;
+use goodput_core::runner::{RecordSink, RunMonitor, Runner};
 use tokio_util::sync::CancellationToken;
 
 use super::gate::{self, Criteria};
@@ -27,8 +28,59 @@ pub(crate) async fn served_models(client: &HttpClient) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The record sinks a run has besides the aggregator and the journal: the live view's and
+/// the server-header collector.
+#[derive(Debug)]
+pub(crate) struct Extras {
+    view: Option<(LiveView, LiveSink)>,
+    headers: ServerHeaders,
+}
+
+impl Extras {
+    /// Starts the live view when it can and should run.
+    pub(crate) fn start(
+        args: &RunArgs,
+        config: &RunConfig,
+        run: &RunInfo,
+        runner: &Runner,
+        cancel: CancellationToken,
+    ) -> Result<Extras> {
+        Ok(Extras {
+            view: start_view(args, config, run, runner.monitor(), cancel)?,
+            headers: ServerHeaders::default(),
+        })
+    }
+
+    /// Whether the live view is showing.
+    pub(crate) fn has_view(&self) -> bool {
+        self.view.is_some()
+    }
+
+    /// The sinks to feed.
+    pub(crate) fn sinks(&mut self) -> Vec<&mut dyn RecordSink> {
+        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut self.headers];
+        if let Some((_, live)) = self.view.as_mut() {
+            live.publish();
+            sinks.push(live);
+        }
+        sinks
+    }
+
+    /// Stops the live view and restores the terminal.
+    pub(crate) fn finish_view(&mut self) {
+        if let Some((view, _)) = self.view.take() {
+            view.finish();
+        }
+    }
+
+    /// The server's self-description: `models` and the headers seen.
+    pub(crate) fn server_info(&self, models: Vec<String>) -> ServerInfo {
+        self.headers.server_info(models)
+    }
+}
+
 /// Starts the live view when it can and should run.
-pub(crate) fn start_view(
+fn start_view(
     args: &RunArgs,
     config: &RunConfig,
     run: &RunInfo,
@@ -83,6 +135,23 @@ pub(crate) fn gate_and_store(
 /// Loads the `--gate` criteria before the run, so a bad file fails fast.
 pub(crate) fn load_gate(path: Option<&Path>) -> Result<Option<Criteria>> {
     path.map(gate::load_criteria).transpose()
+}
+
+/// `goodput report`: the exports (with `--out`) and the history record (with `--store`).
+pub(crate) fn export_and_record(
+    out: Option<&Path>,
+    store: Option<&Path>,
+    report: &Report,
+) -> Result<()> {
+    if let Some(dir) = out {
+        write_exports(dir, report)?;
+    }
+    if let Some(store) = store {
+        let value = serde_json::to_value(report).context("serializing the report")?;
+        let id = crate::store::record(store, &value)?;
+        eprintln!("recorded as run {id} in {}", store.display());
+    }
+    Ok(())
 }
 
 /// Writes `report.html`, `summary.csv`, `summary.md` and `requests.csv` beside `report.json`.

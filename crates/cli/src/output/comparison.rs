@@ -51,7 +51,11 @@ fn judgement(m: &MetricDelta) -> &'static str {
 /// The comparison as plain text.
 pub(crate) fn text(labels: [&str; 2], comparison: &Comparison) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "goodput compare: B = {} against A = {}", labels[1], labels[0]);
+    let _ = writeln!(
+        out,
+        "goodput compare: B = {} against A = {}",
+        labels[1], labels[0]
+    );
     if !comparison.warnings.is_empty() {
         let _ = writeln!(out, "\nConditions differ");
         for w in &comparison.warnings {
@@ -115,7 +119,11 @@ fn distribution_line(out: &mut String, d: &DistributionChange) {
 /// The comparison as Markdown.
 pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "## goodput compare: `{}` vs `{}`\n", labels[1], labels[0]);
+    let _ = writeln!(
+        out,
+        "## goodput compare: `{}` vs `{}`\n",
+        labels[1], labels[0]
+    );
     if !comparison.warnings.is_empty() {
         let _ = writeln!(out, "**Conditions differ**\n");
         for w in &comparison.warnings {
@@ -130,7 +138,30 @@ pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison) -> String {
         t.alpha,
         t.min_effect * 100.0
     );
-    let _ = writeln!(out, "| step | metric | test | n A | n B | median A ms | median B ms | shift | p-value | verdict |");
+    markdown_distributions(&mut out, comparison);
+    let _ = writeln!(out, "\n| figure | A | B | Δ | Δ % | unit | |");
+    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|---|");
+    for m in &comparison.metrics {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            m.path,
+            number(m.a),
+            number(m.b),
+            number(m.delta),
+            percent(m.relative),
+            m.unit,
+            judgement(m)
+        );
+    }
+    out
+}
+
+fn markdown_distributions(out: &mut String, comparison: &Comparison) {
+    let _ = writeln!(
+        out,
+        "| step | metric | test | n A | n B | median A ms | median B ms | shift | p-value | verdict |"
+    );
     let _ = writeln!(out, "|--:|---|---|--:|--:|--:|--:|--:|--:|---|");
     for d in &comparison.distributions {
         let x = &d.test;
@@ -153,20 +184,4 @@ pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison) -> String {
             p_value(x.p_value)
         );
     }
-    let _ = writeln!(out, "\n| figure | A | B | Δ | Δ % | unit | |");
-    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|---|");
-    for m in &comparison.metrics {
-        let _ = writeln!(
-            out,
-            "| `{}` | {} | {} | {} | {} | {} | {} |",
-            m.path,
-            number(m.a),
-            number(m.b),
-            number(m.delta),
-            percent(m.relative),
-            m.unit,
-            judgement(m)
-        );
-    }
-    out
 }

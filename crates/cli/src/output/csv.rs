@@ -70,7 +70,10 @@ pub(crate) fn requests(records: &[RequestRecord]) -> String {
         d.map(|d| format!("{}", d.as_micros() as f64 / 1000.0))
             .unwrap_or_default()
     };
-    let secs = |us: Option<u64>| us.map(|us| format!("{}", us as f64 / 1e6)).unwrap_or_default();
+    let secs = |us: Option<u64>| {
+        us.map(|us| format!("{}", us as f64 / 1e6))
+            .unwrap_or_default()
+    };
     for r in records {
         let phase = match r.phase {
             Phase::Warmup => "warmup",
@@ -94,11 +97,16 @@ pub(crate) fn requests(records: &[RequestRecord]) -> String {
             ms(Some(r.client_queue_wait())),
             r.input_tokens.map(|t| t.to_string()).unwrap_or_default(),
             r.output_tokens.to_string(),
-            r.requested_output_tokens.map(|t| t.to_string()).unwrap_or_default(),
+            r.requested_output_tokens
+                .map(|t| t.to_string())
+                .unwrap_or_default(),
             r.chunks.len().to_string(),
             r.finish_reason.clone().unwrap_or_default(),
             r.retries.to_string(),
-            r.failure.as_ref().map(|f| f.message.clone()).unwrap_or_default(),
+            r.failure
+                .as_ref()
+                .map(|f| f.message.clone())
+                .unwrap_or_default(),
         ];
         let line: Vec<String> = cells.iter().map(|c| field(c)).collect();
         out.push_str(&line.join(","));

@@ -17,7 +17,10 @@ const SCRIPT: &str = include_str!("html/report.js");
 /// The report as one HTML page.
 pub(crate) fn render_report(report: &Report) -> Result<String> {
     let data = json!({"mode": "report", "report": report});
-    let title = format!("goodput report · {} · {}", report.run.model, report.run.started_at);
+    let title = format!(
+        "goodput report · {} · {}",
+        report.run.model, report.run.started_at
+    );
     page(&title, &data)
 }
 
@@ -28,8 +31,12 @@ pub(crate) fn render_comparison(
     labels: [&str; 2],
     comparison: &Comparison,
 ) -> Result<String> {
-    let data = json!({"mode": "compare", "a": a, "b": b, "labels": labels, "comparison": comparison});
-    page(&format!("goodput comparison · {} vs {}", labels[1], labels[0]), &data)
+    let data =
+        json!({"mode": "compare", "a": a, "b": b, "labels": labels, "comparison": comparison});
+    page(
+        &format!("goodput comparison · {} vs {}", labels[1], labels[0]),
+        &data,
+    )
 }
 
 /// Writes `report.html`.

@@ -10,29 +10,8 @@ fn cell(value: Option<f64>, decimals: usize) -> String {
 
 /// The Markdown summary of a report.
 pub(crate) fn summary(report: &Report) -> String {
-    let run = &report.run;
     let mut out = String::new();
-    let _ = writeln!(out, "## goodput: {} on {}\n", run.model, run.target);
-    let _ = writeln!(
-        out,
-        "{} API, {} · started {} · seed {} · goodput {}{} · ended: {}\n",
-        run.api,
-        if run.stream { "streamed" } else { "not streamed" },
-        run.started_at,
-        run.seed,
-        report.tool.version,
-        report
-            .tool
-            .git_sha
-            .as_deref()
-            .map(|s| format!(" ({s})"))
-            .unwrap_or_default(),
-        run.end_reason
-    );
-    if !run.tags.is_empty() {
-        let tags: Vec<String> = run.tags.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
-        let _ = writeln!(out, "Tags: {}\n", tags.join(" "));
-    }
+    heading(&mut out, report);
     let _ = writeln!(
         out,
         "| step | load | window s | offered req/s | req/s | input tok/s | output tok/s | goodput req/s | SLO met | completed | failed | queue |"
@@ -45,11 +24,19 @@ pub(crate) fn summary(report: &Report) -> String {
         out,
         "\nLatency, ms, from the scheduled send (TTFT/E2E include client-side queueing):\n"
     );
-    let _ = writeln!(out, "| step | metric | mean | p50 | p90 | p95 | p99 | p99.9 | max | n |");
+    let _ = writeln!(
+        out,
+        "| step | metric | mean | p50 | p90 | p95 | p99 | p99.9 | max | n |"
+    );
     let _ = writeln!(out, "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|");
     for (i, step) in report.steps.iter().enumerate() {
         let l = &step.latency_ms;
-        for (name, stats) in [("TTFT", &l.ttft), ("TPOT", &l.tpot), ("ITL", &l.itl), ("E2E", &l.e2e)] {
+        for (name, stats) in [
+            ("TTFT", &l.ttft),
+            ("TPOT", &l.tpot),
+            ("ITL", &l.itl),
+            ("E2E", &l.e2e),
+        ] {
             latency_row(&mut out, i, name, stats);
         }
     }
@@ -83,7 +70,11 @@ fn step_row(out: &mut String, i: usize, step: &StepReport) {
             .map_or("–".to_string(), |f| format!("{:.1} %", f * 100.0)),
         step.requests.completed,
         step.requests.failed,
-        if step.stability.stable { "stable" } else { "**unstable**" }
+        if step.stability.stable {
+            "stable"
+        } else {
+            "**unstable**"
+        }
     );
 }
 
@@ -100,4 +91,33 @@ fn latency_row(out: &mut String, step: usize, name: &str, s: &LatencyStats) {
         cell(s.max, 1),
         s.count
     );
+}
+
+fn heading(out: &mut String, report: &Report) {
+    let run = &report.run;
+    let _ = writeln!(out, "## goodput: {} on {}\n", run.model, run.target);
+    let _ = writeln!(
+        out,
+        "{} API, {} · started {} · seed {} · goodput {}{} · ended: {}\n",
+        run.api,
+        if run.stream {
+            "streamed"
+        } else {
+            "not streamed"
+        },
+        run.started_at,
+        run.seed,
+        report.tool.version,
+        report
+            .tool
+            .git_sha
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default(),
+        run.end_reason
+    );
+    if !run.tags.is_empty() {
+        let tags: Vec<String> = run.tags.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        let _ = writeln!(out, "Tags: {}\n", tags.join(" "));
+    }
 }

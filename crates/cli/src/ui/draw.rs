@@ -68,7 +68,13 @@ impl Screen {
         }
     }
 
-    pub(crate) fn draw(&self, frame: &mut Frame<'_>, plan: &Plan, live: &LiveSnapshot, stopping: bool) {
+    pub(crate) fn draw(
+        &self,
+        frame: &mut Frame<'_>,
+        plan: &Plan,
+        live: &LiveSnapshot,
+        stopping: bool,
+    ) {
         let progress = self.samples.back().map(|(_, p)| *p).unwrap_or_default();
         let areas = Layout::vertical([
             Constraint::Length(3),
@@ -80,10 +86,17 @@ impl Screen {
         ])
         .split(frame.area());
         let header = Paragraph::new(vec![
-            Line::from(Span::styled(plan.title.clone(), Style::default().add_modifier(Modifier::BOLD))),
+            Line::from(Span::styled(
+                plan.title.clone(),
+                Style::default().add_modifier(Modifier::BOLD),
+            )),
             Line::from(plan.load.clone()),
         ])
-        .block(Block::default().borders(Borders::BOTTOM).title(" goodput run "));
+        .block(
+            Block::default()
+                .borders(Borders::BOTTOM)
+                .title(" goodput run "),
+        );
         frame.render_widget(header, areas[0]);
         frame.render_widget(self.progress_gauge(plan, &progress), areas[1]);
         frame.render_widget(self.figures(&progress, live), areas[2]);
@@ -92,13 +105,20 @@ impl Screen {
         let shown = &history[history.len().saturating_sub(width)..];
         frame.render_widget(
             Sparkline::default()
-                .block(Block::default().borders(Borders::ALL).title(" output tokens per second "))
+                .block(
+                    Block::default()
+                        .borders(Borders::ALL)
+                        .title(" output tokens per second "),
+                )
                 .data(shown)
                 .style(Style::default().fg(Color::Cyan)),
             areas[3],
         );
         let footer = if stopping {
-            Line::from(Span::styled("stopping: cancelling in-flight requests…", Style::default().fg(Color::Yellow)))
+            Line::from(Span::styled(
+                "stopping: cancelling in-flight requests…",
+                Style::default().fg(Color::Yellow),
+            ))
         } else {
             Line::from("q / Ctrl-C: stop the run (results are kept)")
         };
@@ -129,9 +149,19 @@ impl Screen {
     fn figures(&self, progress: &Progress, live: &LiveSnapshot) -> Table<'static> {
         let ms = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
         let latency = |name: &str, p: &LivePercentiles| {
-            Row::new(vec![name.to_string(), ms(p.p50), ms(p.p90), ms(p.p99), p.count.to_string()])
+            Row::new(vec![
+                name.to_string(),
+                ms(p.p50),
+                ms(p.p90),
+                ms(p.p99),
+                p.count.to_string(),
+            ])
         };
-        let failed: Vec<String> = live.failed_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+        let failed: Vec<String> = live
+            .failed_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
         let rates = format!(
             "offered {:.1} req/s · completed {:.1} req/s · in flight {} · {:.0} output tok/s",
             self.rate(|p| p.scheduled),
@@ -144,7 +174,11 @@ impl Screen {
             progress.scheduled,
             progress.completed,
             progress.failed,
-            if failed.is_empty() { String::new() } else { format!(" ({})", failed.join(", ")) }
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", failed.join(", "))
+            }
         );
         Table::new(
             vec![
@@ -160,7 +194,10 @@ impl Screen {
                 Constraint::Length(8),
             ],
         )
-        .header(Row::new(vec!["ms", "p50", "p90", "p99", "n"]).style(Style::default().add_modifier(Modifier::BOLD)))
+        .header(
+            Row::new(vec!["ms", "p50", "p90", "p99", "n"])
+                .style(Style::default().add_modifier(Modifier::BOLD)),
+        )
         .block(
             Block::default()
                 .borders(Borders::ALL)

@@ -134,7 +134,8 @@ fn ui_loop(
             && let Event::Key(key) = event::read().context("reading the keyboard")?
             && key.kind != KeyEventKind::Release
         {
-            let ctrl_c = key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
+            let ctrl_c =
+                key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL);
             if ctrl_c || matches!(key.code, KeyCode::Char('q') | KeyCode::Esc) {
                 cancel.cancel();
                 next_frame = Instant::now();

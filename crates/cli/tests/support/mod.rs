@@ -25,7 +25,11 @@ pub fn fixed_sim(dir: &Path, name: &str, ttft_ms: u64, itl_ms: u64) -> PathBuf {
 
 /// Runs `goodput run --quiet` with `extra` arguments; panics with its output on failure.
 pub fn run_ok(extra: &[&str]) -> Output {
-    let output = goodput().args(["run", "--quiet"]).args(extra).output().unwrap();
+    let output = goodput()
+        .args(["run", "--quiet"])
+        .args(extra)
+        .output()
+        .unwrap();
     assert!(
         output.status.success(),
         "goodput run {extra:?} failed\nstdout: {}\nstderr: {}",
