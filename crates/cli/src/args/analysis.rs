@@ -43,23 +43,25 @@ pub(crate) struct CompareArgs {
     pub(crate) fail_on_regression: bool,
 }
 
+/// The criteria file format, shown after `goodput gate --help`.
+const GATE_HELP: &str = "A criteria file is TOML:
+
+  step = \"all\"            # optional: all (default), first, last, or a step index
+  conditions = [
+    \"requests_per_sec >= 150\",
+    \"e2e.p95 <= 1.5s\",
+    \"error_rate <= 0.1%\",
+    \"server.kv_cache_usage.max <= 0.90\",
+  ]
+
+A path is any figure of report.json (steps[0].latency_ms.e2e.p95) or its short form (e2e.p95);
+durations and percentages are converted to the figure's unit; a figure that was not measured
+fails. Each condition is printed with its measured value and PASS or FAIL.
+Exit status: 0 every condition holds, 1 one fails, 2 usage error (bad file, unknown path).";
+
 /// Arguments of `goodput gate`.
-///
-/// A criteria file is TOML:
-///
-///   step = "all"            # optional: all (default), first, last, or a step index
-///   conditions = [
-///     "requests_per_sec >= 150",
-///     "e2e.p95 <= 1.5s",
-///     "error_rate <= 0.1%",
-///     "server.kv_cache_usage.max <= 0.90",
-///   ]
-///
-/// A path is any figure of report.json (`steps[0].latency_ms.e2e.p95`) or its short form
-/// (`e2e.p95`); durations and percentages are converted to the figure's unit.
-/// Exit status: 0 every condition holds, 1 one fails, 2 usage error (bad file, unknown path).
 #[derive(Debug, clap::Args)]
-#[command(verbatim_doc_comment)]
+#[command(after_help = GATE_HELP)]
 pub(crate) struct GateArgs {
     /// The report: a run directory or a report.json.
     pub(crate) report: PathBuf,
