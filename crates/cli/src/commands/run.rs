@@ -58,7 +58,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         output_tokens: Some(args.output_tokens),
         seed,
     });
-    let run_info = run_info(
+    let mut run_info = run_info(
         &args,
         &config,
         &endpoint,
@@ -67,6 +67,10 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         workload.as_ref(),
         command_line,
     )?;
+    run_info.server_info = Some(goodput_core::environment::ServerInfo {
+        models: served_models.clone(),
+        ..Default::default()
+    });
     let counter = counter_by_name(&args.tokenizer).context("--tokenizer")?;
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;

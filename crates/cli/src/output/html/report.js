@@ -181,9 +181,9 @@
     ]));
   }
 
-  function warnings(list, title) {
+  function warnings(list, title, none) {
     var box = section(title || "Warnings", "warnings");
-    if (!list || !list.length) { box.appendChild(h("p", { "class": "empty" }, ["None: nothing in the run undermines its numbers."])); return; }
+    if (!list || !list.length) { box.appendChild(h("p", { "class": "empty" }, [none || "None: nothing in the run undermines its numbers."])); return; }
     box.appendChild(h("ul", { "class": "warnings" }, list.map(function (w) {
       return h("li", {}, [h("code", {}, [w.code]), " " + w.message + " ", h("span", { "class": "fix" }, ["→ " + w.fix])]);
     })));
@@ -360,7 +360,7 @@
   function comparePage(data) {
     var a = data.a, b = data.b, c = data.comparison, labels = data.labels;
     header(b, "goodput comparison: " + labels[1] + " vs " + labels[0]);
-    warnings(c.warnings, "Conditions");
+    warnings(c.warnings, "Conditions", "Same workload, load, API, SLO and client: the runs are comparable.");
     var tests = section("Latency distributions: significant changes", "significance");
     tests.appendChild(h("p", { "class": "sub" }, ["Significant = two-sided p < " + c.thresholds.alpha +
       " and the median moved by at least " + fmt(c.thresholds.min_effect * 100) + " %. Method per row."]));
