@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, Subcommand};
 
+use crate::args::analysis::{CompareArgs, GateArgs, HistoryArgs};
 use crate::args::run::RunArgs;
 use crate::args::sim::SimArgs;
 
@@ -31,6 +32,13 @@ pub(crate) enum Command {
     Sim(Box<SimArgs>),
     /// Rebuild a report from a run's journal (requests.jsonl).
     Report(ReportArgs),
+    /// Compare two runs: every figure side by side, significance of latency changes, and
+    /// warnings when the conditions differ.
+    Compare(CompareArgs),
+    /// Judge a report against release criteria (exit 0 pass, 1 fail, 2 usage error).
+    Gate(GateArgs),
+    /// List the runs recorded with --store, or show a figure's trend across them.
+    History(HistoryArgs),
 }
 
 /// Arguments of `goodput report`.
@@ -47,4 +55,7 @@ pub(crate) struct ReportArgs {
     /// Print the report as JSON instead of the summary table.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Record the rebuilt report in this SQLite history store.
+    #[arg(long, value_name = "DB")]
+    pub(crate) store: Option<PathBuf>,
 }

@@ -6,6 +6,8 @@ mod args;
 mod cli;
 mod commands;
 mod output;
+mod store;
+mod ui;
 #[allow(dead_code)] // used by `capacity --virtual` and `plan --simulate`, wired in next
 mod virtual_target;
 

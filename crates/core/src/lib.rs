@@ -21,19 +21,30 @@
 //! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
 //! - [`report`]: the versioned report structure every exporter reads.
 //! - [`tokens`], [`units`]: token counting and unit handling at the edges.
+//! - [`report_path`], [`gate`], [`compare`], [`significance`]: reading figures out of reports,
+//!   release gates, run comparisons and the statistics behind them.
+//! - [`environment`], [`checks`], [`live`]: run metadata (client host, server identity),
+//!   run-level methodology checks, and live snapshots for a UI.
 #![deny(missing_docs)]
 
 pub mod backend;
 pub mod capacity;
+pub mod checks;
+pub mod compare;
 pub mod config;
+pub mod environment;
+pub mod gate;
 pub mod http;
+pub mod live;
 pub mod manifest;
 pub mod metrics;
 pub mod profile;
 pub mod record;
 pub mod report;
+pub mod report_path;
 pub mod runner;
 pub mod schedule;
+pub mod significance;
 pub mod sweep;
 pub mod tokens;
 pub mod units;

@@ -99,6 +99,12 @@ pub struct RunInfo {
     pub end_reason: String,
     /// User tags (`--tag key=value`).
     pub tags: BTreeMap<String, String>,
+    /// The machine goodput ran on (CPU, cores, memory, OS).
+    #[serde(default)]
+    pub client_host: Option<crate::environment::HostInfo>,
+    /// What the target says about itself (`/v1/models`, identifying response headers).
+    #[serde(default)]
+    pub server_info: Option<crate::environment::ServerInfo>,
 }
 
 /// Load level of a step.
@@ -307,6 +313,9 @@ pub struct StepReport {
     /// Recovery after the overload phase of a phase profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery: Option<crate::metrics::recovery::RecoveryReport>,
+    /// Quantile points of the latency distributions (for CDFs and comparisons), ms.
+    #[serde(default)]
+    pub distributions_ms: crate::metrics::quantiles::Distributions,
 }
 
 /// A problem with the run itself, with its fix.

@@ -156,6 +156,8 @@ pub(crate) struct RunArgs {
     /// Embedded simulator: accelerator preset.
     #[arg(long, conflicts_with_all = ["target", "sim_config"], help_heading = "Embedded simulator")]
     pub(crate) sim_gpu: Option<String>,
+    #[command(flatten)]
+    pub(crate) reporting: crate::args::reporting::ReportingArgs,
 }
 
 /// A `--warmup` value.

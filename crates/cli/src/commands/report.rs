@@ -42,8 +42,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         );
     }
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
+    let mut server_headers = goodput_core::environment::ServerHeaders::default();
     for record in &contents.records {
         aggregator.add(record);
+        server_headers.add(record);
     }
     let mut run = manifest.run;
     run.slo = config.slo.as_ref().map(ToString::to_string);
@@ -51,13 +53,17 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
     }
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
-    let warnings = warnings::check(&config, &steps, EndReason::Completed);
+    let mut warnings = warnings::check(&config, &steps, EndReason::Completed);
+    warnings.extend(goodput_core::checks::check_run(&run, &steps));
+    run.server_info =
+        Some(server_headers.server_info(run.server_info.take().unwrap_or_default().models));
     let report = Report::new(manifest.tool, run, steps, warnings);
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
         output::json::write_report(&out.join("report.json"), &report)?;
     }
+    super::run_extras::export_and_record(args.out.as_deref(), args.store.as_deref(), &report)?;
     if args.json {
         output::json::print_report(&report)?
     } else {

@@ -42,6 +42,7 @@ struct Endpoint {
 pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut config = args.run_config(seed)?;
+    let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
     let endpoint = start_endpoint(&args, seed).await?;
     config.time_scale = endpoint.time_scale;
     let target =
@@ -51,6 +52,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         Some(model) => model,
         None => first_model(&client).await?,
     };
+    let served_models = super::run_extras::served_models(&client).await;
     let openai = openai_config(&args, model.clone())?;
     let streamed = openai.stream;
     let backend = Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
@@ -59,7 +61,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         output_tokens: Some(args.output_tokens),
         seed,
     });
-    let run_info = run_info(
+    let mut run_info = run_info(
         &args,
         &config,
         &endpoint,
@@ -68,15 +70,23 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         workload.as_ref(),
         command_line,
     )?;
+    run_info.server_info = Some(goodput_core::environment::ServerInfo {
+        models: served_models.clone(),
+        ..Default::default()
+    });
     let counter = counter_by_name(&args.tokenizer).context("--tokenizer")?;
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());
-    let progress = (!args.quiet).then(|| spawn_progress(runner.monitor(), cancel.clone()));
+    let mut extras =
+        super::run_extras::Extras::start(&args, &config, &run_info, &runner, cancel.clone())?;
+    let progress = (!args.quiet && !extras.has_view())
+        .then(|| spawn_progress(runner.monitor(), cancel.clone()));
     let outcome = {
         let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator];
+        sinks.extend(extras.sinks());
         if let Some(journal) = journal.as_mut() {
             sinks.push(journal);
         }
@@ -85,11 +95,13 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     if let Some(progress) = progress {
         progress.abort();
     }
+    extras.finish_view();
     if let Some(journal) = journal.as_mut() {
         journal.sync().context("syncing the journal")?;
     }
-    let report = build_report(run_info, &config, &aggregator, &outcome);
-    finish(&args, &report, &outcome, endpoint.simulator)
+    let mut report = build_report(run_info, &config, &aggregator, &outcome);
+    report.run.server_info = Some(extras.server_info(served_models));
+    finish(&args, &report, &outcome, endpoint.simulator, gate.as_ref())
 }
 
 /// Writes and prints the report, stops the simulator, and picks the exit status.
@@ -98,9 +110,11 @@ fn finish(
     report: &Report,
     outcome: &RunOutcome,
     simulator: Option<goodput_sim::RunningSim>,
+    gate: Option<&super::gate::Criteria>,
 ) -> Result<ExitCode> {
     if let Some(dir) = &args.out {
         output::json::write_report(&dir.join("report.json"), report)?;
+        super::run_extras::write_exports(dir, report)?;
     }
     if args.json {
         output::json::print_report(report)?;
@@ -113,7 +127,14 @@ fn finish(
     if let Some(error) = &outcome.sink_error {
         eprintln!("error: the journal could not be written: {error}");
     }
-    Ok(ExitCode::from(exit_status(args, report, outcome)))
+    let gate_passed = super::run_extras::gate_and_store(args, report, gate)?;
+    let status = exit_status(args, report, outcome);
+    let gate_failed = status == EXIT_OK && gate_passed == Some(false);
+    Ok(ExitCode::from(if gate_failed {
+        EXIT_RUN_FAILED
+    } else {
+        status
+    }))
 }
 
 fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome) -> u8 {
@@ -289,6 +310,8 @@ fn run_info(
         time_scale: config.time_scale,
         end_reason: "running".into(),
         tags: args.tags()?.into_iter().collect::<BTreeMap<_, _>>(),
+        client_host: Some(goodput_core::environment::HostInfo::collect()),
+        server_info: None,
     })
 }
 
@@ -317,7 +340,8 @@ fn build_report(
 ) -> Report {
     run.end_reason = outcome.end_reason.as_str().to_string();
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
-    let warnings = warnings::check(config, &steps, outcome.end_reason);
+    let mut warnings = warnings::check(config, &steps, outcome.end_reason);
+    warnings.extend(goodput_core::checks::check_run(&run, &steps));
     Report::new(tool_info(), run, steps, warnings)
 }
 

@@ -1,4 +1,10 @@
 //! Exporters: everything they print or write comes from the [`goodput_core::report::Report`].
 
+pub(crate) mod color;
+pub(crate) mod comparison;
+pub(crate) mod csv;
+pub(crate) mod exports;
+pub(crate) mod html;
 pub(crate) mod json;
+pub(crate) mod markdown;
 pub(crate) mod table;

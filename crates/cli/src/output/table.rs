@@ -10,7 +10,7 @@ use goodput_core::report::{LatencyStats, LoadReport, Report, StepReport};
 
 /// Prints the summary of every step on stdout.
 pub(crate) fn print_summary(report: &Report) -> Result<()> {
-    let text = render(report);
+    let text = super::color::paint(&render(report), super::color::stdout_enabled());
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())

@@ -307,6 +307,12 @@ impl StepAggregator {
             stability: self.windows.stability(start_us, last_arrival),
             windows,
             recovery,
+            distributions_ms: super::quantiles::Distributions::from_histograms(
+                &self.latencies.ttft,
+                &self.latencies.tpot,
+                &self.latencies.itl,
+                &self.latencies.e2e,
+            ),
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod histogram;
+pub mod quantiles;
 pub mod recovery;
 pub mod slo;
 pub mod timeline;

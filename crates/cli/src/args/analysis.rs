@@ -1,0 +1,103 @@
+//! Arguments of the commands that read finished runs: `goodput compare`, `goodput gate` and
+//! `goodput history`.
+
+use std::path::PathBuf;
+
+use clap::ValueEnum;
+
+/// Output format of `goodput compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum CompareFormat {
+    /// Aligned text for the terminal.
+    #[default]
+    Text,
+    /// Markdown tables, for a review.
+    Markdown,
+    /// One self-contained HTML page with CDF overlays.
+    Html,
+    /// The comparison as JSON.
+    Json,
+}
+
+/// Arguments of `goodput compare`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CompareArgs {
+    /// Baseline: a run directory (written with --out) or a report.json.
+    pub(crate) baseline: PathBuf,
+    /// Candidate: a run directory or a report.json.
+    pub(crate) candidate: PathBuf,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t)]
+    pub(crate) format: CompareFormat,
+    /// Write the output to this file instead of stdout.
+    #[arg(long, short)]
+    pub(crate) output: Option<PathBuf>,
+    /// Two-sided p-value below which a latency change is statistically significant.
+    #[arg(long, default_value_t = 0.01)]
+    pub(crate) alpha: f64,
+    /// Smallest relative change of a median that counts as a change (0.05 = 5 %).
+    #[arg(long, default_value_t = 0.05)]
+    pub(crate) min_effect: f64,
+    /// Exit with status 1 when a latency distribution regressed significantly.
+    #[arg(long)]
+    pub(crate) fail_on_regression: bool,
+}
+
+/// The criteria file format, shown after `goodput gate --help`.
+const GATE_HELP: &str = "A criteria file is TOML:
+
+  step = \"all\"            # optional: all (default), first, last, or a step index
+  conditions = [
+    \"requests_per_sec >= 150\",
+    \"e2e.p95 <= 1.5s\",
+    \"error_rate <= 0.1%\",
+    \"server.kv_cache_usage.max <= 0.90\",
+  ]
+
+A path is any figure of report.json (steps[0].latency_ms.e2e.p95) or its short form (e2e.p95);
+durations and percentages are converted to the figure's unit; a figure that was not measured
+fails. Each condition is printed with its measured value and PASS or FAIL.
+Exit status: 0 every condition holds, 1 one fails, 2 usage error (bad file, unknown path).";
+
+/// Arguments of `goodput gate`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = GATE_HELP)]
+pub(crate) struct GateArgs {
+    /// The report: a run directory or a report.json.
+    pub(crate) report: PathBuf,
+    /// The criteria file (TOML).
+    #[arg(long, short, required_unless_present = "conditions")]
+    pub(crate) criteria: Option<PathBuf>,
+    /// A condition, repeatable (added to the file's), e.g. --condition 'ttft.p99 <= 800ms'.
+    #[arg(long = "condition", value_name = "CONDITION")]
+    pub(crate) conditions: Vec<String>,
+    /// Steps judged: all, first, last, or an index (overrides the file's `step`).
+    #[arg(long)]
+    pub(crate) step: Option<String>,
+}
+
+/// Arguments of `goodput history`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct HistoryArgs {
+    /// The SQLite store runs were recorded in (`goodput run --store`).
+    #[arg(long, env = "GOODPUT_STORE")]
+    pub(crate) store: PathBuf,
+    /// Show this figure's trend across runs (any report path, e.g. e2e.p95, requests_per_sec).
+    #[arg(long)]
+    pub(crate) metric: Option<String>,
+    /// Group the trend by model, target, or a tag (`tag:NAME`, e.g. tag:model_version).
+    #[arg(long, value_name = "KEY")]
+    pub(crate) by: Option<String>,
+    /// Only runs with this tag, repeatable (KEY=VALUE).
+    #[arg(long = "tag", value_name = "KEY=VALUE")]
+    pub(crate) tags: Vec<String>,
+    /// Only runs of this model.
+    #[arg(long)]
+    pub(crate) model: Option<String>,
+    /// Show at most this many of the most recent runs.
+    #[arg(long, default_value_t = 50)]
+    pub(crate) last: usize,
+    /// Record these reports (run directories or report.json files) first.
+    #[arg(long = "add", value_name = "REPORT")]
+    pub(crate) add: Vec<PathBuf>,
+}

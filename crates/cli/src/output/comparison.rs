@@ -1,0 +1,187 @@
+//! `goodput compare` as text and Markdown: conditions that differ, the significance verdict
+//! per latency distribution (with the test used), then every figure side by side with its
+//! absolute and relative delta.
+
+use std::fmt::Write as _;
+
+use goodput_core::compare::{Comparison, DistributionChange, MetricDelta};
+use goodput_core::significance::Method;
+
+fn number(value: Option<f64>) -> String {
+    match value {
+        None => "–".to_string(),
+        Some(v) if v.fract() == 0.0 && v.abs() < 1e12 => format!("{v:.0}"),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.1}"),
+        Some(v) => format!("{v:.3}"),
+    }
+}
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or("–".to_string(), |v| format!("{:+.1} %", v * 100.0))
+}
+
+fn p_value(p: f64) -> String {
+    if p < 1e-4 {
+        "< 0.0001".to_string()
+    } else {
+        format!("{p:.4}")
+    }
+}
+
+fn method(m: Method) -> &'static str {
+    match m {
+        Method::MannWhitney => "Mann-Whitney U (journals)",
+        Method::BootstrapQuantiles => "bootstrap (quantile points)",
+    }
+}
+
+fn judgement(m: &MetricDelta) -> &'static str {
+    match (m.relative, m.lower_is_better) {
+        (Some(r), Some(lower)) if r.abs() > 1e-9 => {
+            if (r < 0.0) == lower {
+                "better"
+            } else {
+                "worse"
+            }
+        }
+        _ => "",
+    }
+}
+
+/// The comparison as plain text.
+pub(crate) fn text(labels: [&str; 2], comparison: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "goodput compare: B = {} against A = {}",
+        labels[1], labels[0]
+    );
+    if !comparison.warnings.is_empty() {
+        let _ = writeln!(out, "\nConditions differ");
+        for w in &comparison.warnings {
+            let _ = writeln!(out, "  ! {} — {}", w.message, w.fix);
+        }
+    }
+    let t = comparison.thresholds;
+    let _ = writeln!(
+        out,
+        "\nLatency distributions (significant: p < {} and the median moved ≥ {:.0} %)",
+        t.alpha,
+        t.min_effect * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  {:<5} {:<6} {:<28} {:>7} {:>7} {:>12} {:>12} {:>9} {:>10}  verdict",
+        "step", "metric", "test", "n A", "n B", "median A ms", "median B ms", "shift", "p-value"
+    );
+    for d in &comparison.distributions {
+        distribution_line(&mut out, d);
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<52} {:>14} {:>14} {:>12} {:>10}",
+        "Figure", "A", "B", "Δ", "Δ %"
+    );
+    for m in &comparison.metrics {
+        let _ = writeln!(
+            out,
+            "  {:<50} {:>14} {:>14} {:>12} {:>10} {} {}",
+            m.path,
+            number(m.a),
+            number(m.b),
+            number(m.delta),
+            percent(m.relative),
+            m.unit,
+            judgement(m)
+        );
+    }
+    out
+}
+
+fn distribution_line(out: &mut String, d: &DistributionChange) {
+    let t = &d.test;
+    let _ = writeln!(
+        out,
+        "  {:<5} {:<6} {:<28} {:>7} {:>7} {:>12.1} {:>12.1} {:>9} {:>10}  {}",
+        d.step,
+        d.metric.to_uppercase(),
+        method(t.method),
+        t.n_a,
+        t.n_b,
+        t.median_a,
+        t.median_b,
+        percent(t.relative_shift),
+        p_value(t.p_value),
+        d.verdict
+    );
+}
+
+/// The comparison as Markdown.
+pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## goodput compare: `{}` vs `{}`\n",
+        labels[1], labels[0]
+    );
+    if !comparison.warnings.is_empty() {
+        let _ = writeln!(out, "**Conditions differ**\n");
+        for w in &comparison.warnings {
+            let _ = writeln!(out, "- `{}`: {} — *{}*", w.code, w.message, w.fix);
+        }
+        out.push('\n');
+    }
+    let t = comparison.thresholds;
+    let _ = writeln!(
+        out,
+        "Significant = two-sided p < {} and the median moved by at least {:.0} %.\n",
+        t.alpha,
+        t.min_effect * 100.0
+    );
+    markdown_distributions(&mut out, comparison);
+    let _ = writeln!(out, "\n| figure | A | B | Δ | Δ % | unit | |");
+    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|---|");
+    for m in &comparison.metrics {
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            m.path,
+            number(m.a),
+            number(m.b),
+            number(m.delta),
+            percent(m.relative),
+            m.unit,
+            judgement(m)
+        );
+    }
+    out
+}
+
+fn markdown_distributions(out: &mut String, comparison: &Comparison) {
+    let _ = writeln!(
+        out,
+        "| step | metric | test | n A | n B | median A ms | median B ms | shift | p-value | verdict |"
+    );
+    let _ = writeln!(out, "|--:|---|---|--:|--:|--:|--:|--:|--:|---|");
+    for d in &comparison.distributions {
+        let x = &d.test;
+        let verdict = if d.verdict == "no significant change" {
+            d.verdict.clone()
+        } else {
+            format!("**{}**", d.verdict)
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {verdict} |",
+            d.step,
+            d.metric.to_uppercase(),
+            method(x.method),
+            x.n_a,
+            x.n_b,
+            x.median_a,
+            x.median_b,
+            percent(x.relative_shift),
+            p_value(x.p_value)
+        );
+    }
+}

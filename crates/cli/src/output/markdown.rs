@@ -1,0 +1,123 @@
+//! `summary.md`: the report's key figures as Markdown tables, for pasting into a review.
+
+use std::fmt::Write as _;
+
+use goodput_core::report::{LatencyStats, Report, StepReport};
+
+fn cell(value: Option<f64>, decimals: usize) -> String {
+    value.map_or("–".to_string(), |v| format!("{v:.decimals$}"))
+}
+
+/// The Markdown summary of a report.
+pub(crate) fn summary(report: &Report) -> String {
+    let mut out = String::new();
+    heading(&mut out, report);
+    let _ = writeln!(
+        out,
+        "| step | load | window s | offered req/s | req/s | input tok/s | output tok/s | goodput req/s | SLO met | completed | failed | queue |"
+    );
+    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    for (i, step) in report.steps.iter().enumerate() {
+        step_row(&mut out, i, step);
+    }
+    let _ = writeln!(
+        out,
+        "\nLatency, ms, from the scheduled send (TTFT/E2E include client-side queueing):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| step | metric | mean | p50 | p90 | p95 | p99 | p99.9 | max | n |"
+    );
+    let _ = writeln!(out, "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for (i, step) in report.steps.iter().enumerate() {
+        let l = &step.latency_ms;
+        for (name, stats) in [
+            ("TTFT", &l.ttft),
+            ("TPOT", &l.tpot),
+            ("ITL", &l.itl),
+            ("E2E", &l.e2e),
+        ] {
+            latency_row(&mut out, i, name, stats);
+        }
+    }
+    if !report.warnings.is_empty() {
+        let _ = writeln!(out, "\n**Warnings**\n");
+        for w in &report.warnings {
+            let _ = writeln!(out, "- `{}`: {} — *{}*", w.code, w.message, w.fix);
+        }
+    }
+    out
+}
+
+fn step_row(out: &mut String, i: usize, step: &StepReport) {
+    let t = &step.throughput;
+    let g = &step.goodput;
+    let load = match (step.load.concurrency, step.load.rate_per_sec) {
+        (Some(c), _) => format!("closed, concurrency {c}"),
+        (None, Some(r)) => format!("open, {r:.2} req/s"),
+        _ => step.load.mode.clone(),
+    };
+    let _ = writeln!(
+        out,
+        "| {i} | {load} | {:.1} | {} | {:.2} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
+        step.duration_secs,
+        cell(t.offered_requests_per_sec, 2),
+        t.requests_per_sec,
+        t.input_tokens_per_sec,
+        t.output_tokens_per_sec,
+        cell(g.requests_per_sec, 2),
+        g.attained_fraction
+            .map_or("–".to_string(), |f| format!("{:.1} %", f * 100.0)),
+        step.requests.completed,
+        step.requests.failed,
+        if step.stability.stable {
+            "stable"
+        } else {
+            "**unstable**"
+        }
+    );
+}
+
+fn latency_row(out: &mut String, step: usize, name: &str, s: &LatencyStats) {
+    let _ = writeln!(
+        out,
+        "| {step} | {name} | {} | {} | {} | {} | {} | {} | {} | {} |",
+        cell(s.mean, 1),
+        cell(s.p50, 1),
+        cell(s.p90, 1),
+        cell(s.p95, 1),
+        cell(s.p99, 1),
+        cell(s.p999, 1),
+        cell(s.max, 1),
+        s.count
+    );
+}
+
+fn heading(out: &mut String, report: &Report) {
+    let run = &report.run;
+    let _ = writeln!(out, "## goodput: {} on {}\n", run.model, run.target);
+    let _ = writeln!(
+        out,
+        "{} API, {} · started {} · seed {} · goodput {}{} · ended: {}\n",
+        run.api,
+        if run.stream {
+            "streamed"
+        } else {
+            "not streamed"
+        },
+        run.started_at,
+        run.seed,
+        report.tool.version,
+        report
+            .tool
+            .git_sha
+            .as_deref()
+            .map(|s| format!(" ({s})"))
+            .unwrap_or_default(),
+        run.end_reason
+    );
+    if !run.tags.is_empty() {
+        let tags: Vec<String> = run.tags.iter().map(|(k, v)| format!("`{k}={v}`")).collect();
+        let _ = writeln!(out, "Tags: {}\n", tags.join(" "));
+    }
+}

@@ -1,0 +1,130 @@
+//! Shared helpers of the CLI tests that read finished runs: running goodput against a
+//! fixed-timing simulator config, the JSON Schema check, and headless Chromium.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use assert_cmd::cargo::CommandCargoExt;
+use serde_json::Value;
+
+pub fn goodput() -> Command {
+    Command::cargo_bin("goodput").unwrap()
+}
+
+/// A fixed-timing simulator config file (`slots` concurrent streams, exact TTFT and ITL).
+pub fn fixed_sim(dir: &Path, name: &str, ttft_ms: u64, itl_ms: u64) -> PathBuf {
+    let path = dir.join(format!("{name}.json"));
+    let text = format!(
+        r#"{{"engine": {{"kind": "fixed", "ttft": {ttft_ms}, "itl": {itl_ms}, "slots": 64}},
+            "prompt_tokenizer": "words"}}"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Runs `goodput run --quiet` with `extra` arguments; panics with its output on failure.
+pub fn run_ok(extra: &[&str]) -> Output {
+    let output = goodput()
+        .args(["run", "--quiet"])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "goodput run {extra:?} failed\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+pub fn validate_against_schema(report: &Value) {
+    let schema: Value =
+        serde_json::from_str(include_str!("../../../../schema/report.v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(report)
+        .map(|e| format!("{e} at {}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "report.json does not match the schema:\n{}",
+        errors.join("\n")
+    );
+}
+
+/// The DOM of `page` after its scripts ran, from headless Chromium with no network. Fails the
+/// test with a clear message when Chromium is not installed (CI installs it in `.ci/run`).
+pub fn rendered_dom(page: &Path) -> String {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|name| {
+            Command::new(name)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "headless Chromium is needed to check report.html but none was found \
+                 (tried chromium, chromium-browser, google-chrome); install it: \
+                 apt-get install -y chromium (.ci/run does this)"
+            )
+        });
+    let profile = tempfile::tempdir().unwrap();
+    let output = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--disable-extensions",
+            "--proxy-server=127.0.0.1:9",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.canonicalize().unwrap().display()))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The value of `attribute` on the element with `id` in a dumped DOM.
+pub fn attribute_of(dom: &str, id: &str, attribute: &str) -> Option<String> {
+    let start = dom.find(&format!("id=\"{id}\""))?;
+    let tag_start = dom[..start].rfind('<')?;
+    let tag_end = start + dom[start..].find('>')?;
+    let tag = &dom[tag_start..tag_end];
+    let key = format!("{attribute}=\"");
+    let value_start = tag.find(&key)? + key.len();
+    let value_end = value_start + tag[value_start..].find('"')?;
+    Some(tag[value_start..value_end].to_string())
+}
+
+/// `(title, points)` of every chart in a dumped DOM.
+pub fn charts(dom: &str) -> Vec<(String, usize)> {
+    dom.match_indices("<svg class=\"chart\"")
+        .map(|(i, _)| {
+            let tag = &dom[i..i + dom[i..].find('>').unwrap()];
+            let attr = |name: &str| {
+                let key = format!("{name}=\"");
+                let start = tag.find(&key).map(|s| s + key.len()).unwrap_or(0);
+                tag[start..start + tag[start..].find('"').unwrap_or(0)].to_string()
+            };
+            (attr("data-title"), attr("data-points").parse().unwrap_or(0))
+        })
+        .collect()
+}
