@@ -21,17 +21,25 @@
 //! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
 //! - [`report`]: the versioned report structure every exporter reads.
 //! - [`tokens`], [`units`]: token counting and unit handling at the edges.
+//! - [`server`]: scraping the server's Prometheus metrics during a run (server-side truth).
+//! - [`analysis`]: utilisation, speculative decoding, cost and energy derived from a step.
+//! - [`plan`]: how many devices a demand needs (capacity planning arithmetic).
+//! - [`monitor`]: watching a live server's metrics window by window.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod backend;
 pub mod config;
 pub mod http;
 pub mod manifest;
 pub mod metrics;
+pub mod monitor;
+pub mod plan;
 pub mod record;
 pub mod report;
 pub mod runner;
 pub mod schedule;
+pub mod server;
 pub mod tokens;
 pub mod units;
 pub mod warnings;

@@ -254,6 +254,10 @@ impl StepAggregator {
             ),
             stability: self.windows.stability(start_us, last_arrival),
             windows: self.windows.report(),
+            server: None,
+            utilisation: None,
+            speculative_decoding: None,
+            cost: None,
         }
     }
 
