@@ -30,6 +30,8 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             Command::Run(args) => commands::run::run(*args, command_line).await,
             Command::Sim(args) => commands::sim::run(*args).await,
             Command::Report(args) => commands::report::run(args),
+            Command::Plan(args) => commands::plan::run(args),
+            Command::Monitor(args) => commands::monitor::run(args).await,
         }
     })
 }

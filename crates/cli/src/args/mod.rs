@@ -1,5 +1,8 @@
 //! Argument groups and their conversion into clap-free configurations (the LowArgs → HiArgs
 //! step): every cross-field check happens here, with errors that name the flag to fix.
 
+pub(crate) mod monitor;
+pub(crate) mod plan;
 pub(crate) mod run;
+pub(crate) mod server;
 pub(crate) mod sim;

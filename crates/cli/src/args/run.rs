@@ -152,6 +152,9 @@ pub(crate) struct RunArgs {
     /// Embedded simulator: accelerator preset.
     #[arg(long, conflicts_with_all = ["target", "sim_config"], help_heading = "Embedded simulator")]
     pub(crate) sim_gpu: Option<String>,
+
+    #[command(flatten)]
+    pub(crate) server_side: crate::args::server::ServerSideArgs,
 }
 
 /// A `--warmup` value.

@@ -52,13 +52,14 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     }
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let warnings = warnings::check(&config, &steps, EndReason::Completed);
-    let report = Report {
+    let mut report = Report {
         schema_version: SCHEMA_VERSION,
         tool: manifest.tool,
         run,
         steps,
         warnings,
     };
+    super::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
