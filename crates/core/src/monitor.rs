@@ -63,6 +63,8 @@ pub struct MonitorRow {
     pub arrivals_per_sec: Option<f64>,
     /// Requests finishing per second.
     pub completions_per_sec: Option<f64>,
+    /// Requests finished in the window.
+    pub finished: Option<f64>,
     /// Mean running requests.
     pub running: Option<f64>,
     /// Mean waiting requests.
@@ -87,8 +89,11 @@ pub struct MonitorRow {
     pub flags: Vec<String>,
 }
 
-/// Finished requests a window needs before its lengths become the drift baseline.
-const BASELINE_MIN_REQUESTS: f64 = 5.0;
+/// Finished requests the first windows must add up to before their mean lengths become the
+/// drift baseline.
+const BASELINE_MIN_REQUESTS: f64 = 20.0;
+/// Finished requests a window needs for its lengths to be compared with the baseline.
+const DRIFT_MIN_REQUESTS: f64 = 5.0;
 
 /// Folds scrapes into rows.
 #[derive(Debug, Clone)]
@@ -97,6 +102,8 @@ pub struct Monitor {
     current: ScrapeLog,
     window_start_us: u64,
     rows: Vec<MonitorRow>,
+    /// Finished requests, input tokens and output tokens of the first windows.
+    baseline_sums: (f64, f64, f64),
     baseline: Option<(f64, f64)>,
 }
 
@@ -108,6 +115,7 @@ impl Monitor {
             current: ScrapeLog::default(),
             window_start_us: 0,
             rows: Vec::new(),
+            baseline_sums: (0.0, 0.0, 0.0),
             baseline: None,
         }
     }
@@ -160,10 +168,16 @@ impl Monitor {
             (Some(first), Some(last)) if in_system.len() >= 2 => Some(last.1 - first.1),
             _ => None,
         };
-        let per_request = |tokens: Option<f64>| {
-            tokens
+        // Mean length per finished request: the server's length histograms when it has them
+        // (exact), else token counters ÷ finished requests (tokens counted as generated).
+        let per_request = |histogram: Concept, counter: Concept| match log.histogram(histogram) {
+            Some(h) => {
+                let count = h.count.total();
+                (count > 0.0).then(|| h.sum.total() / count)
+            }
+            None => total(counter)
                 .zip(finished)
-                .and_then(|(t, n)| (n > 0.0).then_some(t / n))
+                .and_then(|(t, n)| (n > 0.0).then_some(t / n)),
         };
         let mean = |concept| mean_after(log, concept, self.window_start_us, self.rows.is_empty());
         MonitorRow {
@@ -173,29 +187,33 @@ impl Monitor {
             failed_scrapes: new_scrapes.iter().filter(|s| !s.is_usable()).count() as u64,
             arrivals_per_sec: per_sec(finished.zip(change).map(|(n, c)| (n + c).max(0.0))),
             completions_per_sec: per_sec(finished),
+            finished,
             running: mean(Concept::Running),
             waiting: mean(Concept::Waiting),
             in_system: in_system.last().map(|(_, v)| *v),
             kv_cache_usage: mean(Concept::KvCacheUsage),
             generation_tokens_per_sec: per_sec(total(Concept::GenerationTokens)),
-            input_tokens_per_request: per_request(total(Concept::PromptTokens)),
-            output_tokens_per_request: per_request(total(Concept::GenerationTokens)),
+            input_tokens_per_request: per_request(Concept::PromptLength, Concept::PromptTokens),
+            output_tokens_per_request: per_request(Concept::OutputLength, Concept::GenerationTokens),
             ..MonitorRow::default()
         }
     }
 
     fn judge(&mut self, row: &mut MonitorRow) {
-        if self.baseline.is_none()
-            && let (Some(input), Some(output)) =
-                (row.input_tokens_per_request, row.output_tokens_per_request)
-            && row.completions_per_sec.unwrap_or(0.0) * (row.end_secs - row.start_secs)
-                >= BASELINE_MIN_REQUESTS
-        {
-            self.baseline = Some((input, output));
-        }
+        let finished = row.finished.unwrap_or(0.0);
         if let Some((input, output)) = self.baseline {
-            row.input_drift = row.input_tokens_per_request.map(|v| v / input - 1.0);
-            row.output_drift = row.output_tokens_per_request.map(|v| v / output - 1.0);
+            if finished >= DRIFT_MIN_REQUESTS {
+                row.input_drift = row.input_tokens_per_request.map(|v| v / input - 1.0);
+                row.output_drift = row.output_tokens_per_request.map(|v| v / output - 1.0);
+            }
+        } else if let (Some(input), Some(output)) =
+            (row.input_tokens_per_request, row.output_tokens_per_request)
+        {
+            let sums = &mut self.baseline_sums;
+            *sums = (sums.0 + finished, sums.1 + input * finished, sums.2 + output * finished);
+            if sums.0 >= BASELINE_MIN_REQUESTS {
+                self.baseline = Some((sums.1 / sums.0, sums.2 / sums.0));
+            }
         }
         let drifted = [row.input_drift, row.output_drift]
             .iter()
@@ -344,4 +362,73 @@ pub async fn watch(
         on_row(&row);
     }
     monitor.rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A vLLM exposition with these cumulative counters and gauges.
+    fn body(finished: f64, generated: f64, prompt_sum: f64, running: f64, waiting: f64) -> String {
+        format!(
+            "vllm:request_success_total{{finished_reason=\"length\"}} {finished}\n\
+             vllm:generation_tokens_total {generated}\n\
+             vllm:prompt_tokens_total {prompt_sum}\n\
+             vllm:request_prompt_tokens_sum {prompt_sum}\n\
+             vllm:request_prompt_tokens_count {finished}\n\
+             vllm:request_prompt_tokens_bucket{{le=\"+Inf\"}} {finished}\n\
+             vllm:num_requests_running {running}\n\
+             vllm:num_requests_waiting {waiting}\n"
+        )
+    }
+
+    /// Feeds windows of 10 s: (finished, generated tokens, prompt tokens per request, in system).
+    fn feed(windows: &[(f64, f64, f64, f64)]) -> Vec<MonitorRow> {
+        let mut monitor = Monitor::new(MonitorConfig::default());
+        let (mut finished, mut generated, mut prompt) = (0.0, 0.0, 0.0);
+        monitor.push(Scrape::from_body(0, body(0.0, 0.0, 0.0, 0.0, 0.0).as_bytes()));
+        for (index, (done, tokens, per_request, in_system)) in windows.iter().enumerate() {
+            finished += done;
+            generated += tokens;
+            prompt += done * per_request;
+            let end = (index as u64 + 1) * 10_000_000;
+            let text = body(finished, generated, prompt, in_system.min(8.0), (in_system - 8.0).max(0.0));
+            monitor.push(Scrape::from_body(end, text.as_bytes()));
+            monitor.close_window(end);
+        }
+        monitor.rows().to_vec()
+    }
+
+    #[test]
+    fn a_sudden_throughput_drop_with_work_waiting_is_flagged() {
+        let mut windows = vec![(50.0, 10_000.0, 500.0, 8.0); 5];
+        windows.push((10.0, 2_000.0, 500.0, 8.0));
+        let rows = feed(&windows);
+        assert!(rows[..5].iter().all(|r| r.flags.is_empty()), "{rows:#?}");
+        assert_eq!(rows[5].flags, vec![FLAG_THROUGHPUT_DROP.to_string()]);
+        assert_eq!(rows[5].generation_tokens_per_sec, Some(200.0));
+        // With nothing left to do, less throughput is not a drop.
+        let mut idle = vec![(50.0, 10_000.0, 500.0, 8.0); 5];
+        idle.push((10.0, 2_000.0, 500.0, 0.0));
+        assert!(feed(&idle)[5].flags.is_empty());
+    }
+
+    #[test]
+    fn longer_prompts_than_the_baseline_are_a_drift() {
+        let mut windows = vec![(30.0, 6_000.0, 500.0, 4.0); 3];
+        windows.push((30.0, 6_000.0, 800.0, 4.0));
+        let rows = feed(&windows);
+        assert_eq!(rows[1].input_drift, Some(0.0));
+        assert!((rows[3].input_drift.unwrap() - 0.6).abs() < 1e-9, "{:?}", rows[3]);
+        assert_eq!(rows[3].flags, vec![FLAG_LENGTH_DRIFT.to_string()]);
+    }
+
+    #[test]
+    fn arrivals_are_completions_plus_the_change_in_the_system() {
+        let rows = feed(&[(20.0, 4_000.0, 100.0, 10.0), (20.0, 4_000.0, 100.0, 40.0)]);
+        // Window 2: 20 finished and 30 more in the system over 10 s.
+        assert_eq!(rows[1].completions_per_sec, Some(2.0));
+        assert_eq!(rows[1].arrivals_per_sec, Some(5.0));
+        assert_eq!(rows[1].in_system, Some(40.0));
+    }
 }

@@ -117,6 +117,10 @@ pub enum Concept {
     QueueTime,
     /// Requests refused by the server (the simulator's 429s and rejections).
     RequestsRejected,
+    /// Prompt tokens per finished request (a histogram of lengths).
+    PromptLength,
+    /// Generated tokens per finished request (a histogram of lengths).
+    OutputLength,
 }
 
 /// One metric name for a concept.
@@ -142,7 +146,7 @@ use Flavour::{Dcgm, GoodputSim, LlamaCpp, Sglang, Tgi, Vllm};
 
 impl Concept {
     /// Every concept.
-    pub const ALL: [Concept; 20] = [
+    pub const ALL: [Concept; 22] = [
         Concept::Running,
         Concept::Waiting,
         Concept::KvCacheUsage,
@@ -163,6 +167,8 @@ impl Concept {
         Concept::E2e,
         Concept::QueueTime,
         Concept::RequestsRejected,
+        Concept::PromptLength,
+        Concept::OutputLength,
     ];
 
     /// Gauge, counter or histogram.
@@ -172,7 +178,7 @@ impl Concept {
             Running | Waiting | KvCacheUsage | SpecAcceptLength | SpecAcceptRate | PowerWatts => {
                 Kind::Gauge
             }
-            Ttft | Itl | E2e | QueueTime => Kind::Histogram,
+            Ttft | Itl | E2e | QueueTime | PromptLength | OutputLength => Kind::Histogram,
             _ => Kind::Counter,
         }
     }
@@ -275,6 +281,14 @@ impl Concept {
                 src!(Tgi, "tgi_request_queue_duration"),
             ],
             RequestsRejected => &[src!(GoodputSim, "goodput_sim:requests_rejected_total")],
+            PromptLength => &[
+                src!(Vllm, "vllm:request_prompt_tokens"),
+                src!(Tgi, "tgi_request_input_length"),
+            ],
+            OutputLength => &[
+                src!(Vllm, "vllm:request_generation_tokens"),
+                src!(Tgi, "tgi_request_generated_tokens"),
+            ],
         }
     }
 }
