@@ -155,7 +155,12 @@ impl Monitor {
             .iter()
             .filter(|s| s.at_us > self.window_start_us || self.rows.is_empty())
             .collect();
-        let usable: Vec<u64> = log.scrapes.iter().filter(|s| s.is_usable()).map(|s| s.at_us).collect();
+        let usable: Vec<u64> = log
+            .scrapes
+            .iter()
+            .filter(|s| s.is_usable())
+            .map(|s| s.at_us)
+            .collect();
         let span_secs = match (usable.first(), usable.last()) {
             (Some(first), Some(last)) if last > first => Some((last - first) as f64 / 1e6),
             _ => None,
@@ -194,7 +199,10 @@ impl Monitor {
             kv_cache_usage: mean(Concept::KvCacheUsage),
             generation_tokens_per_sec: per_sec(total(Concept::GenerationTokens)),
             input_tokens_per_request: per_request(Concept::PromptLength, Concept::PromptTokens),
-            output_tokens_per_request: per_request(Concept::OutputLength, Concept::GenerationTokens),
+            output_tokens_per_request: per_request(
+                Concept::OutputLength,
+                Concept::GenerationTokens,
+            ),
             ..MonitorRow::default()
         }
     }
@@ -210,7 +218,11 @@ impl Monitor {
             (row.input_tokens_per_request, row.output_tokens_per_request)
         {
             let sums = &mut self.baseline_sums;
-            *sums = (sums.0 + finished, sums.1 + input * finished, sums.2 + output * finished);
+            *sums = (
+                sums.0 + finished,
+                sums.1 + input * finished,
+                sums.2 + output * finished,
+            );
             if sums.0 >= BASELINE_MIN_REQUESTS {
                 self.baseline = Some((sums.1 / sums.0, sums.2 / sums.0));
             }
@@ -259,9 +271,10 @@ impl Monitor {
             return false;
         };
         let keep = self.config.trend_windows.max(2).min(self.rows.len() + 1);
-        let span = row.end_secs - self.rows[self.rows.len() + 1 - keep..]
-            .first()
-            .map_or(row.start_secs, |r| r.end_secs);
+        let span = row.end_secs
+            - self.rows[self.rows.len() + 1 - keep..]
+                .first()
+                .map_or(row.start_secs, |r| r.end_secs);
         let recent: Vec<f64> = self.rows[self.rows.len() + 1 - keep..]
             .iter()
             .chain(std::iter::once(&*row))
@@ -386,13 +399,22 @@ mod tests {
     fn feed(windows: &[(f64, f64, f64, f64)]) -> Vec<MonitorRow> {
         let mut monitor = Monitor::new(MonitorConfig::default());
         let (mut finished, mut generated, mut prompt) = (0.0, 0.0, 0.0);
-        monitor.push(Scrape::from_body(0, body(0.0, 0.0, 0.0, 0.0, 0.0).as_bytes()));
+        monitor.push(Scrape::from_body(
+            0,
+            body(0.0, 0.0, 0.0, 0.0, 0.0).as_bytes(),
+        ));
         for (index, (done, tokens, per_request, in_system)) in windows.iter().enumerate() {
             finished += done;
             generated += tokens;
             prompt += done * per_request;
             let end = (index as u64 + 1) * 10_000_000;
-            let text = body(finished, generated, prompt, in_system.min(8.0), (in_system - 8.0).max(0.0));
+            let text = body(
+                finished,
+                generated,
+                prompt,
+                in_system.min(8.0),
+                (in_system - 8.0).max(0.0),
+            );
             monitor.push(Scrape::from_body(end, text.as_bytes()));
             monitor.close_window(end);
         }
@@ -419,7 +441,11 @@ mod tests {
         windows.push((30.0, 6_000.0, 800.0, 4.0));
         let rows = feed(&windows);
         assert_eq!(rows[1].input_drift, Some(0.0));
-        assert!((rows[3].input_drift.unwrap() - 0.6).abs() < 1e-9, "{:?}", rows[3]);
+        assert!(
+            (rows[3].input_drift.unwrap() - 0.6).abs() < 1e-9,
+            "{:?}",
+            rows[3]
+        );
         assert_eq!(rows[3].flags, vec![FLAG_LENGTH_DRIFT.to_string()]);
     }
 

@@ -85,7 +85,10 @@ impl PlanInputs {
             return Err(plan_error("--capacity", "must be a positive number"));
         }
         if !(self.safety_factor.is_finite() && self.safety_factor >= 1.0) {
-            return Err(plan_error("--safety-factor", "must be at least 1 (e.g. 1.3)"));
+            return Err(plan_error(
+                "--safety-factor",
+                "must be at least 1 (e.g. 1.3)",
+            ));
         }
         if !(self.growth_per_month.is_finite() && self.growth_per_month > -1.0) {
             return Err(plan_error("--growth", "must be above −100 % per month"));
@@ -94,7 +97,10 @@ impl PlanInputs {
             return Err(plan_error("--horizon", "at most 120 months"));
         }
         if self.accelerators_per_device == 0 {
-            return Err(plan_error("--accelerators-per-device", "must be at least 1"));
+            return Err(plan_error(
+                "--accelerators-per-device",
+                "must be at least 1",
+            ));
         }
         if let Some(cost) = self.accelerator_hour_cost
             && !(cost.is_finite() && cost >= 0.0)
@@ -256,8 +262,16 @@ fn arithmetic(
         num(c),
         num(check.capacity),
         num(check.capacity_over_peak),
-        if check.meets_peak { "serves the peak" } else { "BELOW the peak" },
-        if check.meets_safety_factor { "meets" } else { "below" },
+        if check.meets_peak {
+            "serves the peak"
+        } else {
+            "BELOW the peak"
+        },
+        if check.meets_safety_factor {
+            "meets"
+        } else {
+            "below"
+        },
         num(inputs.safety_factor)
     ));
     if inputs.horizon_months > 0 {
@@ -384,8 +398,16 @@ mod tests {
         let plan = plan(&inputs);
         assert_eq!(plan.devices_now, 6);
         assert!((plan.months[0].required_capacity - 234.0).abs() < 1e-9);
-        assert!(plan.arithmetic[0].contains("180 req/s × safety 1.3 = 234 req/s"), "{:?}", plan.arithmetic);
-        assert!(plan.arithmetic[1].contains("⌈234 / 40 per device⌉ = ⌈5.85⌉ = 6"), "{:?}", plan.arithmetic);
+        assert!(
+            plan.arithmetic[0].contains("180 req/s × safety 1.3 = 234 req/s"),
+            "{:?}",
+            plan.arithmetic
+        );
+        assert!(
+            plan.arithmetic[1].contains("⌈234 / 40 per device⌉ = ⌈5.85⌉ = 6"),
+            "{:?}",
+            plan.arithmetic
+        );
         // Losing one of six leaves 200 req/s: the peak is served, the safety margin is not.
         let check = &plan.failure_check;
         assert_eq!((check.lost, check.devices_left), (1, 5));
@@ -406,7 +428,11 @@ mod tests {
         assert_eq!(check.capacity, 240.0);
         assert!(check.meets_peak && check.meets_safety_factor);
         assert!((check.capacity_over_peak - 240.0 / 180.0).abs() < 1e-12);
-        assert!(plan.arithmetic.iter().any(|l| l.contains("N−1 → 7 devices")));
+        assert!(
+            plan.arithmetic
+                .iter()
+                .any(|l| l.contains("N−1 → 7 devices"))
+        );
     }
 
     #[test]
@@ -464,7 +490,9 @@ mod tests {
         assert!(estimate.source.contains("step 2"), "{}", estimate.source);
         let capacity = serde_json::json!({"capacity": {"requests_per_sec": 42.0}, "steps": []});
         assert_eq!(
-            capacity_from_report(&capacity, DemandUnit::RequestsPerSec, 1).unwrap().per_device,
+            capacity_from_report(&capacity, DemandUnit::RequestsPerSec, 1)
+                .unwrap()
+                .per_device,
             42.0
         );
         let none = serde_json::json!({"steps": [{"stability": {"stable": false}}]});

@@ -74,7 +74,14 @@ async fn a_rising_load_is_flagged_as_a_growing_queue() {
     // 20 s the server keeps up with, then 20 s of twice what it can do.
     for (rate, secs) in [(3.0, 20), (40.0, 20)] {
         let client = in_memory_client(&server);
-        run_with(open(rate, secs), client, openai(&model), workload.clone(), CancellationToken::new()).await;
+        run_with(
+            open(rate, secs),
+            client,
+            openai(&model),
+            workload.clone(),
+            CancellationToken::new(),
+        )
+        .await;
     }
     let (rows, seen) = monitor.await.unwrap();
     assert_eq!(rows.len(), seen);
@@ -94,7 +101,10 @@ async fn a_rising_load_is_flagged_as_a_growing_queue() {
         .collect();
     assert!(!flagged.is_empty(), "{rows:#?}");
     let first = flagged[0];
-    assert!(first.start_secs >= 20.0 && first.end_secs <= 36.0, "{first:?}");
+    assert!(
+        first.start_secs >= 20.0 && first.end_secs <= 36.0,
+        "{first:?}"
+    );
     assert!(first.arrivals_per_sec.unwrap() > 1.5 * first.completions_per_sec.unwrap());
     assert!(first.queue_growth_per_sec.unwrap() > 5.0, "{first:?}");
     assert!(first.kv_cache_usage.unwrap() > quiet[2].kv_cache_usage.unwrap());

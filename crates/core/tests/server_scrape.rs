@@ -122,7 +122,10 @@ async fn kv_usage_and_the_waiting_queue_rise_with_load_and_counters_match_the_cl
     // windows of the arrival span hold more than the first ones (then the queue drains).
     assert_eq!(heavy.series.len(), heavy_step.windows.len());
     let arrival_end = heavy_step.window_start_secs + heavy_step.duration_secs;
-    let arriving = heavy.series.iter().filter(|w| w.start_secs + 1.0 <= arrival_end);
+    let arriving = heavy
+        .series
+        .iter()
+        .filter(|w| w.start_secs + 1.0 <= arrival_end);
     let waiting: Vec<f64> = arriving.clone().filter_map(|w| w.waiting).collect();
     assert!(waiting.len() >= 18, "{waiting:?}");
     let early = waiting[..3].iter().sum::<f64>() / 3.0;
@@ -144,9 +147,106 @@ async fn kv_usage_and_the_waiting_queue_rise_with_load_and_counters_match_the_cl
     // (light load: steady state, no queue).
     let server_rate = light_m.generation_tokens_per_sec.unwrap();
     let client_rate = light_step.throughput.output_tokens_per_sec;
-    assert!((server_rate / client_rate - 1.0).abs() < 0.15, "{server_rate} vs {client_rate}");
+    assert!(
+        (server_rate / client_rate - 1.0).abs() < 0.15,
+        "{server_rate} vs {client_rate}"
+    );
     // Server-side histograms were differenced: every finished request is in the E2E count.
     let e2e = &light_m.latency_ms.e2e;
-    assert!(e2e.count.unwrap() > 20.0 && e2e.p50.unwrap() > 0.0, "{e2e:?}");
+    assert!(
+        e2e.count.unwrap() > 20.0 && e2e.p50.unwrap() > 0.0,
+        "{e2e:?}"
+    );
     assert!(light_m.latency_ms.ttft.mean.unwrap() < light_step.latency_ms.ttft.mean.unwrap());
+}
+
+#[tokio::test(start_paused = true)]
+async fn speculative_decoding_is_read_from_the_server_and_agrees_with_chunk_sizes() {
+    use goodput_core::analysis::SpeculativeInputs;
+    use goodput_core::analysis::speculative::speculative;
+    use goodput_sim::config::SpeculativeConfig;
+
+    let sim = SimConfig {
+        engine: EngineConfig::Batching(BatchingConfig {
+            speculative: Some(SpeculativeConfig {
+                acceptance: vec![0.8, 0.6, 0.4],
+                draft_cost_ratio: 0.05,
+            }),
+            ..BatchingConfig::default()
+        }),
+        seed: 9,
+        ..SimConfig::default()
+    };
+    let server = SimServer::new(sim).unwrap();
+    let endpoint = MetricsEndpoint::new(
+        in_memory_client(&server),
+        "/metrics",
+        "http://sim.test/metrics",
+        Duration::from_secs(5),
+    );
+    let probe = endpoint.scrape(None).await;
+    let scraper = Scraper::spawn(
+        endpoint,
+        Duration::from_millis(500),
+        Instant::now(),
+        vec![probe],
+        None,
+    );
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 8 },
+        max_requests: Some(160),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let workload = Arc::new(SyntheticWorkload {
+        input_tokens: 200,
+        output_tokens: Some(200),
+        seed: 1,
+    });
+    let result = run_with(
+        config,
+        in_memory_client(&server),
+        openai(server.model_name()),
+        workload,
+        CancellationToken::new(),
+    )
+    .await;
+    let log = scraper.finish().await;
+    let mut tally = ClientTally::default();
+    for record in &result.records {
+        tally.add(record);
+    }
+    let header = ScrapeHeader {
+        metrics_url: "http://sim.test/metrics".into(),
+        interval_ms: 500.0,
+    };
+    let (report, _) = summarise(ServerInputs {
+        header: &header,
+        log: &log,
+        step: &result.step,
+        window: Duration::from_secs(1),
+        tally: &tally,
+    });
+    let inputs = SpeculativeInputs {
+        num_draft_tokens: Some(3),
+        draft_cost_ratio: Some(0.05),
+    };
+    let server_side = speculative(Some(&report), &tally, &inputs).unwrap();
+    assert_eq!(server_side.source, "server_counters");
+    // Expected tokens per step 1 + 0.8 + 0.8·0.6 + 0.8·0.6·0.4 = 2.472; acceptance 1.472 / 3.
+    let length = server_side.mean_accepted_length.value.unwrap();
+    let rate = server_side.acceptance_rate.value.unwrap();
+    let k = server_side.num_draft_tokens.value.unwrap();
+    assert!((length - 2.472).abs() < 0.06, "{length}");
+    assert!((rate - 1.472 / 3.0).abs() < 0.03, "{rate}");
+    assert!((2.9..=3.0).contains(&k), "{k}");
+    let speedup = server_side.theoretical_speedup.value.unwrap();
+    assert!((speedup - length / 1.15).abs() < 0.01, "{speedup}");
+    // Each verification step's tokens arrive as one chunk: the client sees the same length.
+    let from_chunks = speculative(None, &tally, &inputs).unwrap();
+    let chunk_length = from_chunks.mean_accepted_length.value.unwrap();
+    assert!(
+        (chunk_length / length - 1.0).abs() < 0.03,
+        "{chunk_length} vs {length}"
+    );
 }

@@ -14,7 +14,12 @@ pub(crate) struct MonitorArgs {
     #[arg(long, value_name = "URL", required_unless_present = "target")]
     pub(crate) metrics_url: Option<String>,
     /// The server's base URL; its /metrics is watched.
-    #[arg(long, value_name = "URL", env = "GOODPUT_TARGET", conflicts_with = "metrics_url")]
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "GOODPUT_TARGET",
+        conflicts_with = "metrics_url"
+    )]
     pub(crate) target: Option<String>,
     /// Time between scrapes.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]

@@ -26,7 +26,12 @@ pub(crate) struct PlanArgs {
     #[arg(long, group = "capacity_source", value_name = "REPORT")]
     pub(crate) capacity_from: Option<PathBuf>,
     /// Devices that served the report given to --capacity-from.
-    #[arg(long, default_value_t = 1, value_name = "N", requires = "capacity_from")]
+    #[arg(
+        long,
+        default_value_t = 1,
+        value_name = "N",
+        requires = "capacity_from"
+    )]
     pub(crate) report_devices: u32,
     /// Multiplier on the peak demand.
     #[arg(long, default_value_t = DEFAULT_SAFETY_FACTOR)]

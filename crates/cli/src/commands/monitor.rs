@@ -21,17 +21,20 @@ pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
     let config = args.config()?;
     let url = match (&args.metrics_url, &args.target) {
         (Some(url), _) => url.clone(),
-        (None, Some(target)) => {
-            default_metrics_url(&Target::parse(target).context("--target")?)
-        }
+        (None, Some(target)) => default_metrics_url(&Target::parse(target).context("--target")?),
         (None, None) => anyhow::bail!("give --metrics-url or --target"),
     };
     let (target, path) = split_metrics_url(&url).context("--metrics-url")?;
-    let client = HttpClient::tcp(target, HttpConfig {
-        max_idle: 2,
-        ..HttpConfig::default()
-    });
-    let timeout = args.interval.clamp(Duration::from_secs(1), Duration::from_secs(10));
+    let client = HttpClient::tcp(
+        target,
+        HttpConfig {
+            max_idle: 2,
+            ..HttpConfig::default()
+        },
+    );
+    let timeout = args
+        .interval
+        .clamp(Duration::from_secs(1), Duration::from_secs(10));
     let endpoint = MetricsEndpoint::new(client, &path, &url, timeout);
     let mut jsonl = match &args.jsonl {
         Some(path) => Some(
@@ -51,7 +54,10 @@ pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
         }
     });
     if !args.json {
-        println!("watching {url} every {:?}, one row per {:?}", args.interval, args.window);
+        println!(
+            "watching {url} every {:?}, one row per {:?}",
+            args.interval, args.window
+        );
         println!("{}", output::monitor::header());
     }
     let mut write_error = None;

@@ -69,7 +69,8 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let counter = counter_by_name(&args.tokenizer).context("--tokenizer")?;
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
-    let mut server_side = ServerSide::for_run(&args, seed, &endpoint.url, endpoint.simulator.is_some()).await?;
+    let mut server_side =
+        ServerSide::for_run(&args, seed, &endpoint.url, endpoint.simulator.is_some()).await?;
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());

@@ -90,18 +90,25 @@ impl ServerSide {
             None => default_metrics_url(&Target::parse(target_url)?),
         };
         let (target, path) = split_metrics_url(&url).context("--metrics-url")?;
-        let client = HttpClient::tcp(target, HttpConfig {
-            max_idle: 2,
-            ..HttpConfig::default()
-        });
-        let timeout = args.metrics_interval.clamp(Duration::from_secs(1), Duration::from_secs(10));
+        let client = HttpClient::tcp(
+            target,
+            HttpConfig {
+                max_idle: 2,
+                ..HttpConfig::default()
+            },
+        );
+        let timeout = args
+            .metrics_interval
+            .clamp(Duration::from_secs(1), Duration::from_secs(10));
         let endpoint = MetricsEndpoint::new(client, &path, &url, timeout);
         let probe = endpoint.scrape(None).await;
         if !probe.is_usable() {
             let why = probe.problem.as_ref().map_or("", |p| p.message.as_str());
             if args.metrics_url.is_none() {
                 if !quiet {
-                    eprintln!("note: no server metrics at {url} ({why}); server-side figures are off");
+                    eprintln!(
+                        "note: no server metrics at {url} ({why}); server-side figures are off"
+                    );
                 }
                 return Ok(());
             }
@@ -114,8 +121,10 @@ impl ServerSide {
         let journal = match out {
             Some(dir) => {
                 let path = dir.join(SCRAPES_FILE);
-                Some(ScrapeJournal::create(&path, &header)
-                    .with_context(|| format!("cannot create {}", path.display()))?)
+                Some(
+                    ScrapeJournal::create(&path, &header)
+                        .with_context(|| format!("cannot create {}", path.display()))?,
+                )
             }
             None => None,
         };
@@ -141,8 +150,13 @@ impl ServerSide {
             journal,
         } = std::mem::replace(&mut self.scraping, Scraping::Off)
         {
-            let scraper =
-                Scraper::spawn(endpoint, self.interval, Instant::now(), vec![probe], journal);
+            let scraper = Scraper::spawn(
+                endpoint,
+                self.interval,
+                Instant::now(),
+                vec![probe],
+                journal,
+            );
             self.scraping = Scraping::Running(scraper);
         }
     }
@@ -160,12 +174,15 @@ impl ServerSide {
             (Some(header), Scraping::Done(log)) => Some((header, log)),
             _ => None,
         };
-        enrich(report, EnrichInputs {
-            server,
-            config: &self.config,
-            tally: &self.tally,
-            window,
-        });
+        enrich(
+            report,
+            EnrichInputs {
+                server,
+                config: &self.config,
+                tally: &self.tally,
+                window,
+            },
+        );
     }
 }
 
@@ -184,8 +201,10 @@ pub(crate) fn rebuild(
     };
     let scrapes_path = dir.join(SCRAPES_FILE);
     let server = if scrapes_path.exists() {
-        Some(read_scrape_journal(&scrapes_path)
-            .with_context(|| format!("cannot read {}", scrapes_path.display()))?)
+        Some(
+            read_scrape_journal(&scrapes_path)
+                .with_context(|| format!("cannot read {}", scrapes_path.display()))?,
+        )
     } else {
         None
     };
@@ -193,12 +212,15 @@ pub(crate) fn rebuild(
     for record in records {
         tally.add(record);
     }
-    enrich(report, EnrichInputs {
-        server: server.as_ref().map(|(header, log)| (header, log)),
-        config: &config,
-        tally: &tally,
-        window,
-    });
+    enrich(
+        report,
+        EnrichInputs {
+            server: server.as_ref().map(|(header, log)| (header, log)),
+            config: &config,
+            tally: &tally,
+            window,
+        },
+    );
     Ok(())
 }
 
@@ -238,7 +260,13 @@ impl ServerSide {
             None
         };
         let side = &args.server_side;
-        ServerSide::prepare(side, target_url, simulator.as_ref(), args.out.as_deref(), args.quiet)
-            .await
+        ServerSide::prepare(
+            side,
+            target_url,
+            simulator.as_ref(),
+            args.out.as_deref(),
+            args.quiet,
+        )
+        .await
     }
 }

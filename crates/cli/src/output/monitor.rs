@@ -6,8 +6,16 @@ use goodput_core::monitor::MonitorRow;
 pub(crate) fn header() -> String {
     format!(
         "{:>8} {:>9} {:>9} {:>8} {:>8} {:>9} {:>7} {:>10} {:>8} {:>8}  flags",
-        "t (s)", "arrive/s", "done/s", "running", "waiting", "trend/s", "KV %", "gen tok/s",
-        "in/req", "out/req"
+        "t (s)",
+        "arrive/s",
+        "done/s",
+        "running",
+        "waiting",
+        "trend/s",
+        "KV %",
+        "gen tok/s",
+        "in/req",
+        "out/req"
     )
 }
 

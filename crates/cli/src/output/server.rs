@@ -184,7 +184,11 @@ fn render_utilisation(out: &mut String, u: &UtilisationReport) {
 }
 
 fn render_speculative(out: &mut String, s: &SpeculativeReport) {
-    let _ = writeln!(out, "\nSpeculative decoding (from {})", s.source.replace('_', " "));
+    let _ = writeln!(
+        out,
+        "\nSpeculative decoding (from {})",
+        s.source.replace('_', " ")
+    );
     for (name, figure) in [
         ("drafts per step (K)", &s.num_draft_tokens),
         ("acceptance rate", &s.acceptance_rate),
@@ -204,7 +208,10 @@ fn render_cost(out: &mut String, c: &CostReport) {
     for (name, figure) in [
         ("cost per hour", &c.cost_per_hour),
         ("cost per 1k requests", &c.cost_per_1k_requests),
-        ("cost per 1M output tokens", &c.cost_per_million_output_tokens),
+        (
+            "cost per 1M output tokens",
+            &c.cost_per_million_output_tokens,
+        ),
         ("cost per 1M total tokens", &c.cost_per_million_total_tokens),
         ("power", &c.power_watts),
         ("energy per output token", &c.energy_per_output_token_joules),

@@ -73,7 +73,10 @@ pub fn cost(inputs: &CostInputs, step: &StepReport) -> Option<CostReport> {
         Figure::new(
             unit,
             &format!("cost_per_hour / 3600 / {rate_name} · {scale}"),
-            &[("cost_per_hour", per_hour.value), (rate_name, positive(rate))],
+            &[
+                ("cost_per_hour", per_hour.value),
+                (rate_name, positive(rate)),
+            ],
             |i| input(i, "cost_per_hour") / 3600.0 / input(i, rate_name) * scale,
         )
     };

@@ -220,7 +220,12 @@ fn mfu(hardware: &Hardware, step: &StepReport) -> Figure {
     )
 }
 
-fn bandwidth(hardware: &Hardware, step: &StepReport, context: Option<f64>, replicas: f64) -> Figure {
+fn bandwidth(
+    hardware: &Hardware,
+    step: &StepReport,
+    context: Option<f64>,
+    replicas: f64,
+) -> Figure {
     let tpot_secs = step.latency_ms.tpot.mean.map(|ms| ms / 1000.0);
     Figure::new(
         "fraction",
@@ -242,11 +247,15 @@ fn bandwidth(hardware: &Hardware, step: &StepReport, context: Option<f64>, repli
                 "kv_bytes_per_token",
                 Some(hardware.model.kv_bytes_per_token()),
             ),
-            ("hbm_bytes_per_sec", Some(hardware.gpu.hbm_tb_per_sec * 1e12)),
+            (
+                "hbm_bytes_per_sec",
+                Some(hardware.gpu.hbm_tb_per_sec * 1e12),
+            ),
             ("accelerators", Some(f64::from(hardware.accelerators))),
         ],
         |i| {
-            let weights = input(i, "replicas") * input(i, "streamed_weight_bytes") / input(i, "tpot_secs");
+            let weights =
+                input(i, "replicas") * input(i, "streamed_weight_bytes") / input(i, "tpot_secs");
             let kv = input(i, "output_tokens_per_sec")
                 * input(i, "context_tokens")
                 * input(i, "kv_bytes_per_token");
@@ -275,6 +284,11 @@ fn tpot_floor(hardware: &Hardware, context: Option<f64>) -> Figure {
             ("bandwidth_efficiency", Some(gpu.bandwidth_efficiency)),
             ("tp", Some(f64::from(hardware.tensor_parallel))),
         ],
-        |i| 1000.0 * hardware.deployment().decode_floor_secs(input(i, "context_tokens")),
+        |i| {
+            1000.0
+                * hardware
+                    .deployment()
+                    .decode_floor_secs(input(i, "context_tokens"))
+        },
     )
 }

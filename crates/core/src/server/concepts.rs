@@ -333,7 +333,12 @@ mod tests {
         for concept in Concept::ALL {
             assert!(!concept.sources().is_empty(), "{concept:?}");
             for source in concept.sources() {
-                assert_eq!(Flavour::of(source.name), Some(source.flavour), "{}", source.name);
+                assert_eq!(
+                    Flavour::of(source.name),
+                    Some(source.flavour),
+                    "{}",
+                    source.name
+                );
             }
         }
     }

@@ -139,9 +139,7 @@ fn parse_labels(mut text: &str) -> Result<(Labels, &str), &'static str> {
             return Err("invalid label name");
         }
         let after_eq = text[eq + 1..].trim_start();
-        let quoted = after_eq
-            .strip_prefix('"')
-            .ok_or("label value not quoted")?;
+        let quoted = after_eq.strip_prefix('"').ok_or("label value not quoted")?;
         let (value, rest) = unescape_until_quote(quoted)?;
         labels.push((key.to_string(), value));
         text = rest.trim_start();
@@ -213,7 +211,10 @@ mod tests {
         assert_eq!(running.label("engine"), Some("0"));
         assert_eq!(running.value, 3.0);
         assert_eq!(parsed.samples[1].label("le"), Some("+Inf"));
-        assert_eq!(parsed.samples[1].label("model_name"), Some("a \"b\" \\ c\nd"));
+        assert_eq!(
+            parsed.samples[1].label("model_name"),
+            Some("a \"b\" \\ c\nd")
+        );
         assert_eq!(parsed.samples[2].labels, vec![]);
         assert!(parsed.samples[3].value.is_nan());
         assert_eq!(parsed.samples[4].value, f64::NEG_INFINITY);
@@ -237,7 +238,9 @@ mod tests {
 
     #[test]
     fn binary_noise_does_not_panic() {
-        let noise: Vec<u8> = (0..10_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let noise: Vec<u8> = (0..10_000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
         let parsed = parse(&noise);
         assert!(parsed.samples.len() < 10);
         let parsed = parse(b"");

@@ -46,12 +46,13 @@ pub fn default_metrics_url(target: &Target) -> String {
 /// URL has no path).
 pub fn split_metrics_url(url: &str) -> Result<(Target, String), TargetError> {
     let target = Target::parse(url)?;
-    let uri: Uri = url.trim().parse().map_err(|e: http::uri::InvalidUri| {
-        TargetError::Invalid {
+    let uri: Uri = url
+        .trim()
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| TargetError::Invalid {
             url: url.to_string(),
             reason: e.to_string(),
-        }
-    })?;
+        })?;
     let path = match uri.path_and_query().map(|p| p.as_str()) {
         None | Some("") | Some("/") => "/metrics".to_string(),
         Some(path) => path.to_string(),
@@ -271,7 +272,10 @@ mod tests {
         for (target, metrics) in [
             ("http://localhost:8000/v1", "http://localhost:8000/metrics"),
             ("http://localhost:8000", "http://localhost:8000/metrics"),
-            ("https://gw.example/proxy/v1", "https://gw.example/proxy/metrics"),
+            (
+                "https://gw.example/proxy/v1",
+                "https://gw.example/proxy/metrics",
+            ),
         ] {
             let target = Target::parse(target).unwrap();
             assert_eq!(default_metrics_url(&target), metrics);

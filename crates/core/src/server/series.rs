@@ -85,9 +85,9 @@ impl Scrape {
                     format!("not Prometheus text (line {line}: {problem})")
                 }
                 (_, 0) => "no samples".to_string(),
-                _ => format!(
-                    "{found} samples, none of vLLM, SGLang, TGI, llama.cpp or DCGM metrics"
-                ),
+                _ => {
+                    format!("{found} samples, none of vLLM, SGLang, TGI, llama.cpp or DCGM metrics")
+                }
             };
             return Scrape::failed(at_us, ProblemKind::NoKnownMetric, message);
         }
@@ -138,8 +138,11 @@ fn keep_known(exposition: &Exposition) -> Vec<KeptSample> {
         .iter()
         .filter(|sample| sample.value.is_finite() && is_known(&sample.name).is_some())
         .map(|sample| {
-            let mut labels: Vec<&(String, String)> =
-                sample.labels.iter().filter(|(key, _)| key != "le").collect();
+            let mut labels: Vec<&(String, String)> = sample
+                .labels
+                .iter()
+                .filter(|(key, _)| key != "le")
+                .collect();
             labels.sort();
             let labels = labels
                 .iter()
@@ -286,10 +289,13 @@ impl ScrapeLog {
             .usable()
             .flat_map(|scrape| scrape.samples.iter().map(|s| s.name.as_str()))
             .collect();
-        concept.sources().iter().find(|source| match concept.kind() {
-            Kind::Histogram => names.contains(format!("{}_count", source.name).as_str()),
-            _ => names.contains(source.name),
-        })
+        concept
+            .sources()
+            .iter()
+            .find(|source| match concept.kind() {
+                Kind::Histogram => names.contains(format!("{}_count", source.name).as_str()),
+                _ => names.contains(source.name),
+            })
     }
 
     /// A gauge's combined value per usable scrape that exposed it: `(at_us, value)`.
@@ -443,10 +449,19 @@ mod tests {
     fn counters_are_summed_over_labels_and_survive_resets() {
         let log = ScrapeLog {
             scrapes: vec![
-                scrape(0, "vllm:generation_tokens_total{engine=\"0\"} 100\nvllm:generation_tokens_total{engine=\"1\"} 50\n"),
-                scrape(1_000_000, "vllm:generation_tokens_total{engine=\"0\"} 160\nvllm:generation_tokens_total{engine=\"1\"} 70\n"),
+                scrape(
+                    0,
+                    "vllm:generation_tokens_total{engine=\"0\"} 100\nvllm:generation_tokens_total{engine=\"1\"} 50\n",
+                ),
+                scrape(
+                    1_000_000,
+                    "vllm:generation_tokens_total{engine=\"0\"} 160\nvllm:generation_tokens_total{engine=\"1\"} 70\n",
+                ),
                 // engine 0 restarted: counts from 0 again.
-                scrape(2_000_000, "vllm:generation_tokens_total{engine=\"0\"} 30\nvllm:generation_tokens_total{engine=\"1\"} 90\n"),
+                scrape(
+                    2_000_000,
+                    "vllm:generation_tokens_total{engine=\"0\"} 30\nvllm:generation_tokens_total{engine=\"1\"} 90\n",
+                ),
                 Scrape::failed(2_500_000, ProblemKind::Unreachable, "refused"),
             ],
         };
@@ -464,8 +479,14 @@ mod tests {
     fn a_label_set_created_during_the_run_counts_from_zero() {
         let log = ScrapeLog {
             scrapes: vec![
-                scrape(0, "vllm:request_success_total{finished_reason=\"length\"} 5\n"),
-                scrape(10, "vllm:request_success_total{finished_reason=\"length\"} 7\nvllm:request_success_total{finished_reason=\"abort\"} 2\n"),
+                scrape(
+                    0,
+                    "vllm:request_success_total{finished_reason=\"length\"} 5\n",
+                ),
+                scrape(
+                    10,
+                    "vllm:request_success_total{finished_reason=\"length\"} 7\nvllm:request_success_total{finished_reason=\"abort\"} 2\n",
+                ),
             ],
         };
         assert_eq!(log.counter(Concept::RequestsFinished).unwrap().total(), 4.0);
@@ -516,10 +537,16 @@ mod tests {
     fn unknown_and_garbage_bodies_keep_nothing_and_say_why() {
         let garbage = scrape(0, "<html>\n");
         assert!(!garbage.is_usable());
-        assert_eq!(garbage.problem.as_ref().unwrap().kind, ProblemKind::NoKnownMetric);
+        assert_eq!(
+            garbage.problem.as_ref().unwrap().kind,
+            ProblemKind::NoKnownMetric
+        );
         let foreign = scrape(0, "process_cpu_seconds_total 4\n");
         assert!(foreign.problem.unwrap().message.contains("none of vLLM"));
-        let partial = scrape(0, "vllm:num_requests_running 1\n}{\nvllm:num_requests_waiting 2");
+        let partial = scrape(
+            0,
+            "vllm:num_requests_running 1\n}{\nvllm:num_requests_waiting 2",
+        );
         assert_eq!(partial.samples.len(), 1);
         assert_eq!(partial.problem.unwrap().kind, ProblemKind::Malformed);
     }

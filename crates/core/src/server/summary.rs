@@ -176,9 +176,8 @@ fn run_totals(log: &ScrapeLog) -> ServerTotals {
 
 fn agreement(log: &ScrapeLog, tally: &ClientTally) -> TokenAgreement {
     let total = |concept| log.counter(concept).map(|series| series.total());
-    let ratio = |server: Option<f64>, client: u64| {
-        server.filter(|_| client > 0).map(|s| s / client as f64)
-    };
+    let ratio =
+        |server: Option<f64>, client: u64| server.filter(|_| client > 0).map(|s| s / client as f64);
     let server_prompt_tokens = total(Concept::PromptTokens);
     let server_generation_tokens = total(Concept::GenerationTokens);
     TokenAgreement {
