@@ -321,28 +321,86 @@ pub struct CapacityEstimate {
     pub source: String,
 }
 
-/// Reads one device's sustainable capacity from a goodput `report.json`: its `capacity`
-/// section when it has one, else the best step that was stable and met its SLO (its goodput,
-/// or its throughput without an SLO), divided by the devices that served it.
+/// Reads one device's sustainable capacity from a goodput `report.json`.
+///
+/// With a `capacity` section (`goodput capacity`): the capacity is the passing probe at the
+/// lower bound — its arrival rate for a rate search, its completed requests per second for a
+/// concurrency search, its output tokens per second for a token demand. Without one: the best
+/// step that was stable and met its SLO (its goodput, or its throughput without an SLO).
+/// Either is divided by the devices that served it: `devices_in_report`, else the capacity
+/// section's accelerators ÷ `accelerators_per_device`, else 1.
 pub fn capacity_from_report(
     report: &Value,
     unit: DemandUnit,
-    devices_in_report: u32,
+    devices_in_report: Option<u32>,
+    accelerators_per_device: u32,
 ) -> Result<CapacityEstimate, PlanError> {
-    let devices = f64::from(devices_in_report.max(1));
+    let steps = report["steps"]
+        .as_array()
+        .ok_or_else(|| plan_error("--capacity-from", "not a goodput report (no `steps`)"))?;
+    let capacity = &report["capacity"];
+    let devices = devices_in_report
+        .or_else(|| {
+            let accelerators = capacity["accelerators"].as_u64()?;
+            let per_device = u64::from(accelerators_per_device.max(1));
+            u32::try_from((accelerators / per_device).max(1)).ok()
+        })
+        .unwrap_or(1)
+        .max(1);
+    let (value, origin) = if capacity.is_object() {
+        from_capacity_section(capacity, steps, unit)?
+    } else {
+        best_step(steps, unit)?
+    };
+    Ok(CapacityEstimate {
+        per_device: value / f64::from(devices),
+        source: format!(
+            "{origin}: {value:.3} {} ÷ {devices} device(s)",
+            unit.label()
+        ),
+    })
+}
+
+fn from_capacity_section(
+    capacity: &Value,
+    steps: &[Value],
+    unit: DemandUnit,
+) -> Result<(f64, String), PlanError> {
+    let lower = capacity["lower_bound"].as_f64().ok_or_else(|| {
+        plan_error(
+            "--capacity-from",
+            "the capacity search found no passing load; give --capacity instead",
+        )
+    })?;
+    let probe = capacity["probes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|p| p["outcome"] == "pass" && p["load"].as_f64() == Some(lower));
+    let step = probe
+        .and_then(|p| p["index"].as_u64())
+        .and_then(|index| steps.get(usize::try_from(index).ok()?));
+    let value = match (unit, capacity["dimension"].as_str()) {
+        (DemandUnit::RequestsPerSec, Some("rate")) => Some(lower),
+        (DemandUnit::RequestsPerSec, _) => probe.and_then(|p| p["requests_per_sec"].as_f64()),
+        (DemandUnit::OutputTokensPerSec, _) => {
+            step.and_then(|s| s["throughput"]["output_tokens_per_sec"].as_f64())
+        }
+    };
+    let value = value.ok_or_else(|| {
+        plan_error(
+            "--capacity-from",
+            "the capacity section has no figure in this unit; give --capacity instead",
+        )
+    })?;
+    Ok((value, format!("capacity search (passing load {lower})")))
+}
+
+fn best_step(steps: &[Value], unit: DemandUnit) -> Result<(f64, String), PlanError> {
     let key = match unit {
         DemandUnit::RequestsPerSec => "requests_per_sec",
         DemandUnit::OutputTokensPerSec => "output_tokens_per_sec",
     };
-    if let Some(value) = report["capacity"][key].as_f64() {
-        return Ok(CapacityEstimate {
-            per_device: value / devices,
-            source: format!("capacity.{key} {value} ÷ {devices} devices"),
-        });
-    }
-    let steps = report["steps"]
-        .as_array()
-        .ok_or_else(|| plan_error("--capacity-from", "not a goodput report (no `steps`)"))?;
     let best = steps
         .iter()
         .enumerate()
@@ -361,14 +419,7 @@ pub fn capacity_from_report(
             "no step of the report was stable and met its SLO; give --capacity instead",
         )
     })?;
-    Ok(CapacityEstimate {
-        per_device: value / devices,
-        source: format!(
-            "step {} of the report: {value:.3} {} ÷ {devices} devices",
-            index + 1,
-            unit.label()
-        ),
-    })
+    Ok((value, format!("step {} of the report", index + 1)))
 }
 
 #[cfg(test)]
@@ -485,17 +536,43 @@ mod tests {
             {"stability": {"stable": false}, "goodput": {"requests_per_sec": 95.0}},
             {"stability": {"stable": true}, "goodput": {"requests_per_sec": 90.0, "objectives_passed": false}}
         ]});
-        let estimate = capacity_from_report(&report, DemandUnit::RequestsPerSec, 2).unwrap();
+        let estimate =
+            capacity_from_report(&report, DemandUnit::RequestsPerSec, Some(2), 1).unwrap();
         assert_eq!(estimate.per_device, 40.0);
         assert!(estimate.source.contains("step 2"), "{}", estimate.source);
-        let capacity = serde_json::json!({"capacity": {"requests_per_sec": 42.0}, "steps": []});
-        assert_eq!(
-            capacity_from_report(&capacity, DemandUnit::RequestsPerSec, 1)
-                .unwrap()
-                .per_device,
-            42.0
-        );
         let none = serde_json::json!({"steps": [{"stability": {"stable": false}}]});
-        assert!(capacity_from_report(&none, DemandUnit::RequestsPerSec, 1).is_err());
+        assert!(capacity_from_report(&none, DemandUnit::RequestsPerSec, None, 1).is_err());
+    }
+
+    #[test]
+    fn capacity_comes_from_the_passing_probe_of_a_capacity_search() {
+        let report = serde_json::json!({
+            "steps": [
+                {"throughput": {"output_tokens_per_sec": 5000.0}},
+                {"throughput": {"output_tokens_per_sec": 9600.0}},
+                {"throughput": {"output_tokens_per_sec": 11000.0}}
+            ],
+            "capacity": {
+                "dimension": "rate", "lower_bound": 80.0, "upper_bound": 90.0, "accelerators": 2,
+                "probes": [
+                    {"index": 0, "load": 40.0, "outcome": "pass", "requests_per_sec": 40.0},
+                    {"index": 1, "load": 80.0, "outcome": "pass", "requests_per_sec": 79.5},
+                    {"index": 2, "load": 90.0, "outcome": "fail", "requests_per_sec": 85.0}
+                ]
+            }
+        });
+        let rps = capacity_from_report(&report, DemandUnit::RequestsPerSec, None, 1).unwrap();
+        assert_eq!(
+            rps.per_device, 40.0,
+            "80 req/s over the report's 2 accelerators"
+        );
+        let tps = capacity_from_report(&report, DemandUnit::OutputTokensPerSec, None, 2).unwrap();
+        assert_eq!(
+            tps.per_device, 9600.0,
+            "one device of 2 accelerators served it"
+        );
+        let failed = serde_json::json!({"steps": [], "capacity": {"lower_bound": null}});
+        let error = capacity_from_report(&failed, DemandUnit::RequestsPerSec, None, 1).unwrap_err();
+        assert!(error.message.contains("no passing load"));
     }
 }

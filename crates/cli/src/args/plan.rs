@@ -25,14 +25,10 @@ pub(crate) struct PlanArgs {
     /// its best stable step that met the SLO).
     #[arg(long, group = "capacity_source", value_name = "REPORT")]
     pub(crate) capacity_from: Option<PathBuf>,
-    /// Devices that served the report given to --capacity-from.
-    #[arg(
-        long,
-        default_value_t = 1,
-        value_name = "N",
-        requires = "capacity_from"
-    )]
-    pub(crate) report_devices: u32,
+    /// Devices that served the report given to --capacity-from (default: its capacity
+    /// section's accelerators ÷ --accelerators-per-device, else 1).
+    #[arg(long, value_name = "N", requires = "capacity_from")]
+    pub(crate) report_devices: Option<u32>,
     /// Multiplier on the peak demand.
     #[arg(long, default_value_t = DEFAULT_SAFETY_FACTOR)]
     pub(crate) safety_factor: f64,

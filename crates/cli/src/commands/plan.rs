@@ -37,7 +37,12 @@ fn resolve_capacity(args: &PlanArgs, unit: DemandUnit) -> Result<CapacityEstimat
             .with_context(|| format!("--capacity-from: cannot read {}", path.display()))?;
         let report: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("--capacity-from: {} is not JSON", path.display()))?;
-        let mut estimate = capacity_from_report(&report, unit, args.report_devices)?;
+        let mut estimate = capacity_from_report(
+            &report,
+            unit,
+            args.report_devices,
+            args.accelerators_per_device,
+        )?;
         estimate.source = format!("{} ({})", path.display(), estimate.source);
         return Ok(estimate);
     }
