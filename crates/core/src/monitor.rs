@@ -2,7 +2,7 @@
 //! rate (arrivals = completions + change of requests in the system), the queue and its trend,
 //! KV usage, tokens per second and input/output length per request (from the token counters)
 //! with their drift from the first windows — and flags for a growing queue, a sudden
-//! throughput drop and a length drift. Definitions: `docs/metrics.md` §13.
+//! throughput drop and a length drift. Definitions: `docs/metrics.md`, "Monitoring".
 
 use std::time::Duration;
 

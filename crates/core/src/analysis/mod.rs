@@ -2,7 +2,8 @@
 //! (KV capacity, MFU, HBM bandwidth, the TPOT floor), speculative decoding (acceptance,
 //! accepted length, theoretical speedup) and cost and energy per unit of work. Every figure
 //! carries its formula and the inputs it was computed from ([`Figure`]), so a reader can redo
-//! the arithmetic. Definitions: `docs/metrics.md` §10–§12.
+//! the arithmetic. Definitions: `docs/metrics.md`, "Utilisation", "Speculative decoding",
+//! "Cost and energy".
 
 pub mod cost;
 pub mod speculative;

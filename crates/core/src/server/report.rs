@@ -1,5 +1,5 @@
 //! The `server` section of a step report: what the server's own metrics said during the step
-//! (definitions in `docs/metrics.md` §9).
+//! (definitions in `docs/metrics.md`, "Server-side metrics").
 
 use serde::{Deserialize, Serialize};
 
