@@ -242,19 +242,22 @@ fn bad_server_side_and_plan_flags_exit_2_and_name_the_flag() {
     }
 }
 
+/// A fixed-timing simulator on 127.0.0.1:0.
+async fn fixed_simulator() -> goodput_sim::RunningSim {
+    let config: goodput_sim::SimConfig = serde_json::from_str(
+        r#"{"engine": {"kind": "fixed", "ttft": 20, "itl": 5, "slots": 4},
+            "prompt_tokenizer": "words"}"#,
+    )
+    .unwrap();
+    goodput_sim::spawn(config, ([127, 0, 0, 1], 0).into())
+        .await
+        .unwrap()
+}
+
 #[test]
 fn monitor_watches_a_live_simulator_and_stops_by_itself() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let simulator = runtime.block_on(async {
-        let config: goodput_sim::SimConfig = serde_json::from_str(
-            r#"{"engine": {"kind": "fixed", "ttft": 20, "itl": 5, "slots": 4},
-                "prompt_tokenizer": "words"}"#,
-        )
-        .unwrap();
-        goodput_sim::spawn(config, ([127, 0, 0, 1], 0).into())
-            .await
-            .unwrap()
-    });
+    let simulator = runtime.block_on(fixed_simulator());
     let target = format!("http://{}/v1", simulator.addr());
     let dir = tempfile::tempdir().unwrap();
     let rows_path = dir.path().join("rows.jsonl");

@@ -277,7 +277,7 @@ impl Monitor {
                 .map_or(row.start_secs, |r| r.end_secs);
         let recent: Vec<f64> = self.rows[self.rows.len() + 1 - keep..]
             .iter()
-            .chain(std::iter::once(&*row))
+            .chain(std::iter::once(row))
             .filter_map(|r| r.in_system)
             .collect();
         let mean = recent.iter().sum::<f64>() / recent.len().max(1) as f64;

@@ -254,44 +254,9 @@ fn arithmetic(
             inputs.failure_headroom, inputs.failure_headroom, now.devices
         ));
     }
-    lines.push(format!(
-        "after losing {} of {}: {} × {} = {} {unit} = {}× peak ({}; {} peak × safety {})",
-        check.lost,
-        now.devices,
-        check.devices_left,
-        num(c),
-        num(check.capacity),
-        num(check.capacity_over_peak),
-        if check.meets_peak {
-            "serves the peak"
-        } else {
-            "BELOW the peak"
-        },
-        if check.meets_safety_factor {
-            "meets"
-        } else {
-            "below"
-        },
-        num(inputs.safety_factor)
-    ));
+    lines.push(failure_line(inputs, now.devices, check));
     if inputs.horizon_months > 0 {
-        lines.push(format!(
-            "month {}: peak {} × (1 + {})^{} = {} {unit} → ⌈{} × {} / {}⌉{} = {} devices",
-            horizon.month,
-            num(inputs.peak_demand),
-            num(inputs.growth_per_month),
-            horizon.month,
-            num(horizon.demand),
-            num(horizon.demand),
-            num(inputs.safety_factor),
-            num(c),
-            if inputs.failure_headroom > 0 {
-                format!(" + {}", inputs.failure_headroom)
-            } else {
-                String::new()
-            },
-            horizon.devices
-        ));
+        lines.push(horizon_line(inputs, horizon));
     }
     if let (Some(cost), Some(per_month)) = (inputs.accelerator_hour_cost, now.cost_per_month) {
         lines.push(format!(
@@ -303,6 +268,48 @@ fn arithmetic(
         ));
     }
     lines
+}
+
+fn failure_line(inputs: &PlanInputs, devices: u32, check: &FailureCheck) -> String {
+    let peak = if check.meets_peak {
+        "serves the peak"
+    } else {
+        "BELOW the peak"
+    };
+    let safety = if check.meets_safety_factor {
+        "meets"
+    } else {
+        "below"
+    };
+    format!(
+        "after losing {} of {devices}: {} × {} = {} {} = {}× peak ({peak}; {safety} peak × safety {})",
+        check.lost,
+        check.devices_left,
+        num(inputs.capacity_per_device),
+        num(check.capacity),
+        inputs.unit.label(),
+        num(check.capacity_over_peak),
+        num(inputs.safety_factor)
+    )
+}
+
+fn horizon_line(inputs: &PlanInputs, horizon: &PlanMonth) -> String {
+    let spare = if inputs.failure_headroom > 0 {
+        format!(" + {}", inputs.failure_headroom)
+    } else {
+        String::new()
+    };
+    format!(
+        "month {m}: peak {} × (1 + {})^{m} = {demand} {} → ⌈{demand} × {} / {}⌉{spare} = {} devices",
+        num(inputs.peak_demand),
+        num(inputs.growth_per_month),
+        inputs.unit.label(),
+        num(inputs.safety_factor),
+        num(inputs.capacity_per_device),
+        horizon.devices,
+        m = horizon.month,
+        demand = num(horizon.demand),
+    )
 }
 
 /// A number with up to 3 decimals, trailing zeros removed.

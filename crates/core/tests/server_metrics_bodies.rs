@@ -129,7 +129,11 @@ async fn bad_metrics_bodies_are_warnings_not_crashes() {
     // The malformed scrape kept its valid lines but not the cut-off last one.
     assert_eq!(log.scrapes[5].samples.len(), 2);
 
-    // 100 → 160 → (reset) 40 → 70: 60 + 40 + 30 = 130 generated.
+    assert_summary_warns(&log, url);
+}
+
+/// 100 → 160 → (reset) 40 → 70: 60 + 40 + 30 = 130 generated; the problems are warnings.
+fn assert_summary_warns(log: &ScrapeLog, url: String) {
     let step = StepAggregator::new(None, Duration::from_secs(1))
         .report(LoadReport::from(&LoadSpec::Closed { concurrency: 1 }));
     let header = ScrapeHeader {
@@ -138,7 +142,7 @@ async fn bad_metrics_bodies_are_warnings_not_crashes() {
     };
     let (report, warnings) = summarise(ServerInputs {
         header: &header,
-        log: &log,
+        log,
         step: &step,
         window: Duration::from_secs(1),
         tally: &ClientTally::default(),

@@ -31,6 +31,28 @@ fn open(rate: f64, secs: u64) -> RunConfig {
     }
 }
 
+/// 20 s at 3 req/s, which the server keeps up with, then 20 s at 40 req/s, twice what it can do.
+async fn rising_load(server: &SimServer) {
+    let workload = Arc::new(SyntheticWorkload {
+        input_tokens: 400,
+        output_tokens: Some(120),
+        seed: 2,
+    });
+    let model = server.model_name().to_string();
+    for (rate, secs) in [(3.0, 20), (40.0, 20)] {
+        let client = in_memory_client(server);
+        let config = open(rate, secs);
+        run_with(
+            config,
+            client,
+            openai(&model),
+            workload.clone(),
+            CancellationToken::new(),
+        )
+        .await;
+    }
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_rising_load_is_flagged_as_a_growing_queue() {
     let server = SimServer::new(SimConfig {
@@ -65,24 +87,7 @@ async fn a_rising_load_is_flagged_as_a_growing_queue() {
         .await;
         (rows, seen)
     });
-    let workload = Arc::new(SyntheticWorkload {
-        input_tokens: 400,
-        output_tokens: Some(120),
-        seed: 2,
-    });
-    let model = server.model_name().to_string();
-    // 20 s the server keeps up with, then 20 s of twice what it can do.
-    for (rate, secs) in [(3.0, 20), (40.0, 20)] {
-        let client = in_memory_client(&server);
-        run_with(
-            open(rate, secs),
-            client,
-            openai(&model),
-            workload.clone(),
-            CancellationToken::new(),
-        )
-        .await;
-    }
+    rising_load(&server).await;
     let (rows, seen) = monitor.await.unwrap();
     assert_eq!(rows.len(), seen);
     assert_eq!(rows.len(), 11, "44 s in rows of 4 s");

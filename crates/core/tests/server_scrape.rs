@@ -50,8 +50,16 @@ fn open(rate: f64, duration_secs: u64) -> RunConfig {
     }
 }
 
-/// Runs `config` against a fresh simulator while scraping it every 500 ms.
-async fn scraped_run(sim: SimConfig, config: RunConfig) -> (StepReport, ServerReport) {
+/// What a scraped run produced.
+struct Scraped {
+    step: StepReport,
+    server: ServerReport,
+    tally: ClientTally,
+}
+
+/// Runs `config` with prompts of `input` and answers of `output` tokens against a fresh
+/// simulator while scraping it every 500 ms.
+async fn scraped_run(sim: SimConfig, config: RunConfig, input: u32, output: u32) -> Scraped {
     let server = SimServer::new(sim).unwrap();
     let endpoint = MetricsEndpoint::new(
         in_memory_client(&server),
@@ -62,22 +70,16 @@ async fn scraped_run(sim: SimConfig, config: RunConfig) -> (StepReport, ServerRe
     let probe = endpoint.scrape(None).await;
     assert!(probe.is_usable(), "{:?}", probe.problem);
     let interval = Duration::from_millis(500);
-    let start = Instant::now();
-    let scraper = Scraper::spawn(endpoint, interval, start, vec![probe], None);
+    let scraper = Scraper::spawn(endpoint, interval, Instant::now(), vec![probe], None);
     let workload = Arc::new(SyntheticWorkload {
-        input_tokens: 400,
-        output_tokens: Some(120),
+        input_tokens: input,
+        output_tokens: Some(output),
         seed: 5,
     });
     let window = config.window;
-    let result = run_with(
-        config,
-        in_memory_client(&server),
-        openai(server.model_name()),
-        workload,
-        CancellationToken::new(),
-    )
-    .await;
+    let client = in_memory_client(&server);
+    let model = openai(server.model_name());
+    let result = run_with(config, client, model, workload, CancellationToken::new()).await;
     let log: ScrapeLog = scraper.finish().await;
     let mut tally = ClientTally::default();
     for record in &result.records {
@@ -95,13 +97,19 @@ async fn scraped_run(sim: SimConfig, config: RunConfig) -> (StepReport, ServerRe
         tally: &tally,
     });
     assert!(warnings.is_empty(), "{warnings:?}");
-    (result.step, report)
+    Scraped {
+        step: result.step,
+        server: report,
+        tally,
+    }
 }
 
 #[tokio::test(start_paused = true)]
 async fn kv_usage_and_the_waiting_queue_rise_with_load_and_counters_match_the_client() {
-    let (light_step, light) = scraped_run(small_server(), open(2.0, 20)).await;
-    let (heavy_step, heavy) = scraped_run(small_server(), open(40.0, 20)).await;
+    let light_run = scraped_run(small_server(), open(2.0, 20), 400, 120).await;
+    let heavy_run = scraped_run(small_server(), open(40.0, 20), 400, 120).await;
+    let (light_step, light) = (&light_run.step, &light_run.server);
+    let (heavy_step, heavy) = (&heavy_run.step, &heavy_run.server);
     assert_eq!(heavy.flavour.as_deref(), Some("vllm"));
     assert!(heavy.scrapes >= 40, "{}", heavy.scrapes);
     assert_eq!(heavy.failed_scrapes, 0);
@@ -135,7 +143,7 @@ async fn kv_usage_and_the_waiting_queue_rise_with_load_and_counters_match_the_cl
     assert!(kv[kv.len() / 2] > kv[0], "{kv:?}");
 
     // The server's counters over the run equal what the client received, within 1 %.
-    for server in [&light, &heavy] {
+    for server in [light, heavy] {
         let agreement = &server.agreement;
         let output = agreement.output_ratio.unwrap();
         let input = agreement.input_ratio.unwrap();
@@ -143,21 +151,27 @@ async fn kv_usage_and_the_waiting_queue_rise_with_load_and_counters_match_the_cl
         assert!((input - 1.0).abs() < 0.01, "{agreement:?}");
         assert!(agreement.client_output_tokens > 1000);
     }
-    // Over the measurement interval the generation rate matches the client's token rate
-    // (light load: steady state, no queue).
-    let server_rate = light_m.generation_tokens_per_sec.unwrap();
-    let client_rate = light_step.throughput.output_tokens_per_sec;
+    assert_interval_figures_match_the_client(light_step, light);
+}
+
+/// At light load (steady state, no queue) the server's rates and latencies over the
+/// measurement interval match the client's.
+fn assert_interval_figures_match_the_client(step: &StepReport, server: &ServerReport) {
+    let m = &server.measurement;
+    let server_rate = m.generation_tokens_per_sec.unwrap();
+    let client_rate = step.throughput.output_tokens_per_sec;
     assert!(
         (server_rate / client_rate - 1.0).abs() < 0.15,
         "{server_rate} vs {client_rate}"
     );
-    // Server-side histograms were differenced: every finished request is in the E2E count.
-    let e2e = &light_m.latency_ms.e2e;
+    // Server-side histograms were differenced: the finished requests are in the E2E count.
+    let e2e = &m.latency_ms.e2e;
     assert!(
         e2e.count.unwrap() > 20.0 && e2e.p50.unwrap() > 0.0,
         "{e2e:?}"
     );
-    assert!(light_m.latency_ms.ttft.mean.unwrap() < light_step.latency_ms.ttft.mean.unwrap());
+    // The server's TTFT starts at its arrival, after the client's send.
+    assert!(m.latency_ms.ttft.mean.unwrap() < step.latency_ms.ttft.mean.unwrap());
 }
 
 #[tokio::test(start_paused = true)]
@@ -177,61 +191,18 @@ async fn speculative_decoding_is_read_from_the_server_and_agrees_with_chunk_size
         seed: 9,
         ..SimConfig::default()
     };
-    let server = SimServer::new(sim).unwrap();
-    let endpoint = MetricsEndpoint::new(
-        in_memory_client(&server),
-        "/metrics",
-        "http://sim.test/metrics",
-        Duration::from_secs(5),
-    );
-    let probe = endpoint.scrape(None).await;
-    let scraper = Scraper::spawn(
-        endpoint,
-        Duration::from_millis(500),
-        Instant::now(),
-        vec![probe],
-        None,
-    );
     let config = RunConfig {
         load: LoadSpec::Closed { concurrency: 8 },
         max_requests: Some(160),
         warmup: Warmup::None,
         ..RunConfig::default()
     };
-    let workload = Arc::new(SyntheticWorkload {
-        input_tokens: 200,
-        output_tokens: Some(200),
-        seed: 1,
-    });
-    let result = run_with(
-        config,
-        in_memory_client(&server),
-        openai(server.model_name()),
-        workload,
-        CancellationToken::new(),
-    )
-    .await;
-    let log = scraper.finish().await;
-    let mut tally = ClientTally::default();
-    for record in &result.records {
-        tally.add(record);
-    }
-    let header = ScrapeHeader {
-        metrics_url: "http://sim.test/metrics".into(),
-        interval_ms: 500.0,
-    };
-    let (report, _) = summarise(ServerInputs {
-        header: &header,
-        log: &log,
-        step: &result.step,
-        window: Duration::from_secs(1),
-        tally: &tally,
-    });
+    let Scraped { server, tally, .. } = scraped_run(sim, config, 200, 200).await;
     let inputs = SpeculativeInputs {
         num_draft_tokens: Some(3),
         draft_cost_ratio: Some(0.05),
     };
-    let server_side = speculative(Some(&report), &tally, &inputs).unwrap();
+    let server_side = speculative(Some(&server), &tally, &inputs).unwrap();
     assert_eq!(server_side.source, "server_counters");
     // Expected tokens per step 1 + 0.8 + 0.8·0.6 + 0.8·0.6·0.4 = 2.472; acceptance 1.472 / 3.
     let length = server_side.mean_accepted_length.value.unwrap();

@@ -57,6 +57,33 @@ fn render_server(out: &mut String, server: &ServerReport) {
         server.interval_ms,
         server.failed_scrapes
     );
+    render_gauges(out, server);
+    let m = &server.measurement;
+    let _ = writeln!(
+        out,
+        "  rates: {} prompt tok/s · {} generated tok/s · {} finished req/s · {} preemptions · prefix-cache hit rate {}",
+        opt(m.prompt_tokens_per_sec),
+        opt(m.generation_tokens_per_sec),
+        opt(m.requests_finished_per_sec),
+        opt(m.preemptions),
+        m.prefix_cache_hit_rate
+            .map_or("-".into(), |r| format!("{:.1} %", r * 100.0))
+    );
+    render_server_latency(out, server);
+    let a = &server.agreement;
+    let _ = writeln!(
+        out,
+        "  tokens over the run: server generated {} / client received {} (×{}); server prompt {} / client {} (×{})",
+        opt(a.server_generation_tokens),
+        a.client_output_tokens,
+        opt(a.output_ratio),
+        opt(a.server_prompt_tokens),
+        a.client_input_tokens,
+        opt(a.input_ratio)
+    );
+}
+
+fn render_gauges(out: &mut String, server: &ServerReport) {
     let m = &server.measurement;
     let _ = writeln!(
         out,
@@ -85,28 +112,6 @@ fn render_server(out: &mut String, server: &ServerReport) {
             );
         }
     }
-    let _ = writeln!(
-        out,
-        "  rates: {} prompt tok/s · {} generated tok/s · {} finished req/s · {} preemptions · prefix-cache hit rate {}",
-        opt(m.prompt_tokens_per_sec),
-        opt(m.generation_tokens_per_sec),
-        opt(m.requests_finished_per_sec),
-        opt(m.preemptions),
-        m.prefix_cache_hit_rate
-            .map_or("-".into(), |r| format!("{:.1} %", r * 100.0))
-    );
-    render_server_latency(out, server);
-    let a = &server.agreement;
-    let _ = writeln!(
-        out,
-        "  tokens over the run: server generated {} / client received {} (×{}); server prompt {} / client {} (×{})",
-        opt(a.server_generation_tokens),
-        a.client_output_tokens,
-        opt(a.output_ratio),
-        opt(a.server_prompt_tokens),
-        a.client_input_tokens,
-        opt(a.input_ratio)
-    );
 }
 
 fn render_server_latency(out: &mut String, server: &ServerReport) {

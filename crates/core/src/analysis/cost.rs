@@ -58,8 +58,6 @@ pub fn cost(inputs: &CostInputs, step: &StepReport) -> Option<CostReport> {
     if inputs.gpu_hour_cost.is_none() && power.is_none() {
         return None;
     }
-    let t = &step.throughput;
-    let positive = |rate: f64| (rate > 0.0).then_some(rate);
     let per_hour = Figure::new(
         "currency/h",
         "accelerators · gpu_hour_cost",
@@ -69,73 +67,95 @@ pub fn cost(inputs: &CostInputs, step: &StepReport) -> Option<CostReport> {
         ],
         |i| input(i, "accelerators") * input(i, "gpu_hour_cost"),
     );
-    let price_per = |unit: &str, scale: f64, rate_name: &str, rate: f64| {
-        Figure::new(
-            unit,
-            &format!("cost_per_hour / 3600 / {rate_name} · {scale}"),
-            &[
-                ("cost_per_hour", per_hour.value),
-                (rate_name, positive(rate)),
-            ],
-            |i| input(i, "cost_per_hour") / 3600.0 / input(i, rate_name) * scale,
-        )
+    let power_formula = if inputs.watts.is_some() {
+        "accelerators · watts"
+    } else {
+        "scraped power, mean over the measurement interval"
     };
-    let power_watts = Figure::new(
-        "W",
-        if inputs.watts.is_some() {
-            "accelerators · watts"
-        } else {
-            "scraped power, mean over the measurement interval"
-        },
-        &[("power_watts", power)],
-        |i| input(i, "power_watts"),
-    );
-    let energy_per = |unit: &str, formula: &str, scale: f64, rate_name: &str, rate: f64| {
-        Figure::new(
-            unit,
-            formula,
-            &[("power_watts", power), (rate_name, positive(rate))],
-            |i| input(i, "power_watts") / input(i, rate_name) * scale,
-        )
+    let power_watts = Figure::new("W", power_formula, &[("power_watts", power)], |i| {
+        input(i, "power_watts")
+    });
+    let rates = Rates::of(step);
+    let price = Per {
+        unit: "currency",
+        name: "cost_per_hour",
+        value: per_hour.value,
+        divisor: 3600.0,
+    };
+    let energy = Per {
+        unit: "",
+        name: "power_watts",
+        value: power,
+        divisor: 1.0,
     };
     Some(CostReport {
         accelerators,
         power_source: power_source.map(str::to_string),
-        cost_per_1k_requests: price_per("currency", 1e3, "requests_per_sec", t.requests_per_sec),
-        cost_per_million_output_tokens: price_per(
-            "currency",
-            1e6,
-            "output_tokens_per_sec",
-            t.output_tokens_per_sec,
-        ),
-        cost_per_million_total_tokens: price_per(
-            "currency",
-            1e6,
-            "total_tokens_per_sec",
-            t.total_tokens_per_sec,
-        ),
+        cost_per_1k_requests: price.figure(None, 1e3, rates.requests),
+        cost_per_million_output_tokens: price.figure(None, 1e6, rates.output),
+        cost_per_million_total_tokens: price.figure(None, 1e6, rates.total),
         cost_per_hour: per_hour,
         power_watts,
-        energy_per_output_token_joules: energy_per(
-            "J",
-            "power_watts / output_tokens_per_sec",
-            1.0,
-            "output_tokens_per_sec",
-            t.output_tokens_per_sec,
-        ),
-        kwh_per_million_output_tokens: energy_per(
-            "kWh",
-            "power_watts / output_tokens_per_sec · 10^6 / 3.6·10^6",
-            1e6 / 3.6e6,
-            "output_tokens_per_sec",
-            t.output_tokens_per_sec,
-        ),
-        kwh_per_million_total_tokens: energy_per(
-            "kWh",
-            "power_watts / total_tokens_per_sec · 10^6 / 3.6·10^6",
-            1e6 / 3.6e6,
-            "total_tokens_per_sec",
-            t.total_tokens_per_sec,
-        ),
+        energy_per_output_token_joules: energy.figure(Some("J"), 1.0, rates.output),
+        kwh_per_million_output_tokens: energy.figure(Some("kWh"), KWH_PER_MILLION, rates.output),
+        kwh_per_million_total_tokens: energy.figure(Some("kWh"), KWH_PER_MILLION, rates.total),
     })
+}
+
+/// Joules per token → kWh per million tokens: 10⁶ tokens, 3.6·10⁶ J per kWh.
+const KWH_PER_MILLION: f64 = 1e6 / 3.6e6;
+
+/// The step's work rates, with their names.
+struct Rates {
+    requests: (&'static str, f64),
+    output: (&'static str, f64),
+    total: (&'static str, f64),
+}
+
+impl Rates {
+    fn of(step: &StepReport) -> Rates {
+        let t = &step.throughput;
+        Rates {
+            requests: ("requests_per_sec", t.requests_per_sec),
+            output: ("output_tokens_per_sec", t.output_tokens_per_sec),
+            total: ("total_tokens_per_sec", t.total_tokens_per_sec),
+        }
+    }
+}
+
+/// A quantity per second (price per second, watts) spread over a work rate.
+struct Per {
+    unit: &'static str,
+    name: &'static str,
+    value: Option<f64>,
+    /// What turns the quantity into a per-second one (3600 for a price per hour).
+    divisor: f64,
+}
+
+impl Per {
+    /// `value / divisor / rate · scale`.
+    fn figure(&self, unit: Option<&str>, scale: f64, (rate_name, rate): (&str, f64)) -> Figure {
+        let divisor = if self.divisor == 1.0 {
+            String::new()
+        } else {
+            format!(" / {}", self.divisor)
+        };
+        let scale_text = if scale == KWH_PER_MILLION {
+            " · 10^6 / 3.6·10^6".to_string()
+        } else if scale == 1.0 {
+            String::new()
+        } else {
+            format!(" · {scale}")
+        };
+        let name = self.name;
+        Figure::new(
+            unit.unwrap_or(self.unit),
+            &format!("{name}{divisor} / {rate_name}{scale_text}"),
+            &[
+                (name, self.value),
+                (rate_name, (rate > 0.0).then_some(rate)),
+            ],
+            |i| input(i, name) / self.divisor / input(i, rate_name) * scale,
+        )
+    }
 }

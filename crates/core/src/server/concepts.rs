@@ -195,103 +195,174 @@ impl Concept {
 
     /// The metric names of this concept, in order of preference.
     pub fn sources(self) -> &'static [Source] {
-        use Concept::*;
-        match self {
-            Running => &[
-                src!(Vllm, "vllm:num_requests_running"),
-                src!(Sglang, "sglang:num_running_reqs"),
-                src!(Tgi, "tgi_batch_current_size"),
-                src!(LlamaCpp, "llamacpp:requests_processing"),
-            ],
-            Waiting => &[
-                src!(Vllm, "vllm:num_requests_waiting"),
-                src!(Sglang, "sglang:num_queue_reqs"),
-                src!(Tgi, "tgi_queue_size"),
-                src!(LlamaCpp, "llamacpp:requests_deferred"),
-            ],
-            KvCacheUsage => &[
-                src!(Vllm, "vllm:kv_cache_usage_perc"),
-                src!(Vllm, "vllm:gpu_cache_usage_perc"),
-                src!(Sglang, "sglang:token_usage"),
-                src!(LlamaCpp, "llamacpp:kv_cache_usage_ratio"),
-            ],
-            PromptTokens => &[
-                src!(Vllm, "vllm:prompt_tokens_total"),
-                src!(Sglang, "sglang:prompt_tokens_total"),
-                src!(Tgi, "tgi_request_input_length_sum"),
-                src!(LlamaCpp, "llamacpp:prompt_tokens_total"),
-            ],
-            GenerationTokens => &[
-                src!(Vllm, "vllm:generation_tokens_total"),
-                src!(Sglang, "sglang:generation_tokens_total"),
-                src!(Tgi, "tgi_request_generated_tokens_sum"),
-                src!(LlamaCpp, "llamacpp:tokens_predicted_total"),
-            ],
-            RequestsFinished => &[
-                src!(Vllm, "vllm:request_success_total"),
-                src!(Sglang, "sglang:num_requests_total"),
-                src!(Tgi, "tgi_request_success"),
-            ],
-            Preemptions => &[
-                src!(Vllm, "vllm:num_preemptions_total"),
-                src!(Sglang, "sglang:num_retracted_requests_total"),
-            ],
-            PrefixCacheQueries => &[
-                src!(Vllm, "vllm:prefix_cache_queries_total"),
-                src!(Sglang, "sglang:prompt_tokens_total"),
-            ],
-            PrefixCacheHits => &[
-                src!(Vllm, "vllm:prefix_cache_hits_total"),
-                src!(Sglang, "sglang:cached_tokens_total"),
-                src!(LlamaCpp, "llamacpp:prompt_tokens_cached_total"),
-            ],
-            SpecDrafts => &[
-                src!(Vllm, "vllm:spec_decode_num_drafts_total"),
-                src!(LlamaCpp, "llamacpp:spec_decode_num_drafts_total"),
-            ],
-            SpecDraftTokens => &[
-                src!(Vllm, "vllm:spec_decode_num_draft_tokens_total"),
-                src!(LlamaCpp, "llamacpp:spec_decode_num_draft_tokens_total"),
-            ],
-            SpecAcceptedTokens => &[
-                src!(Vllm, "vllm:spec_decode_num_accepted_tokens_total"),
-                src!(LlamaCpp, "llamacpp:spec_decode_num_accepted_tokens_total"),
-            ],
-            SpecAcceptLength => &[src!(Sglang, "sglang:spec_accept_length")],
-            SpecAcceptRate => &[src!(Sglang, "sglang:spec_accept_rate")],
-            PowerWatts => &[src!(Dcgm, "DCGM_FI_DEV_POWER_USAGE")],
-            Ttft => &[
-                src!(Vllm, "vllm:time_to_first_token_seconds"),
-                src!(Sglang, "sglang:time_to_first_token_seconds"),
-            ],
-            Itl => &[
-                src!(Vllm, "vllm:inter_token_latency_seconds"),
-                src!(Vllm, "vllm:time_per_output_token_seconds"),
-                src!(Sglang, "sglang:inter_token_latency_seconds"),
-                src!(Tgi, "tgi_request_mean_time_per_token_duration"),
-            ],
-            E2e => &[
-                src!(Vllm, "vllm:e2e_request_latency_seconds"),
-                src!(Sglang, "sglang:e2e_request_latency_seconds"),
-                src!(Tgi, "tgi_request_duration"),
-            ],
-            QueueTime => &[
-                src!(Vllm, "vllm:request_queue_time_seconds"),
-                src!(Sglang, "sglang:queue_time_seconds"),
-                src!(Tgi, "tgi_request_queue_duration"),
-            ],
-            RequestsRejected => &[src!(GoodputSim, "goodput_sim:requests_rejected_total")],
-            PromptLength => &[
-                src!(Vllm, "vllm:request_prompt_tokens"),
-                src!(Tgi, "tgi_request_input_length"),
-            ],
-            OutputLength => &[
-                src!(Vllm, "vllm:request_generation_tokens"),
-                src!(Tgi, "tgi_request_generated_tokens"),
-            ],
-        }
+        TABLE
+            .iter()
+            .find(|(concept, _)| *concept == self)
+            .map_or(&[], |(_, sources)| sources)
     }
 }
+
+/// The concept table: every concept's metric names, in order of preference.
+static TABLE: &[(Concept, &[Source])] = &[
+    (
+        Concept::Running,
+        &[
+            src!(Vllm, "vllm:num_requests_running"),
+            src!(Sglang, "sglang:num_running_reqs"),
+            src!(Tgi, "tgi_batch_current_size"),
+            src!(LlamaCpp, "llamacpp:requests_processing"),
+        ],
+    ),
+    (
+        Concept::Waiting,
+        &[
+            src!(Vllm, "vllm:num_requests_waiting"),
+            src!(Sglang, "sglang:num_queue_reqs"),
+            src!(Tgi, "tgi_queue_size"),
+            src!(LlamaCpp, "llamacpp:requests_deferred"),
+        ],
+    ),
+    (
+        Concept::KvCacheUsage,
+        &[
+            src!(Vllm, "vllm:kv_cache_usage_perc"),
+            src!(Vllm, "vllm:gpu_cache_usage_perc"),
+            src!(Sglang, "sglang:token_usage"),
+            src!(LlamaCpp, "llamacpp:kv_cache_usage_ratio"),
+        ],
+    ),
+    (
+        Concept::PromptTokens,
+        &[
+            src!(Vllm, "vllm:prompt_tokens_total"),
+            src!(Sglang, "sglang:prompt_tokens_total"),
+            src!(Tgi, "tgi_request_input_length_sum"),
+            src!(LlamaCpp, "llamacpp:prompt_tokens_total"),
+        ],
+    ),
+    (
+        Concept::GenerationTokens,
+        &[
+            src!(Vllm, "vllm:generation_tokens_total"),
+            src!(Sglang, "sglang:generation_tokens_total"),
+            src!(Tgi, "tgi_request_generated_tokens_sum"),
+            src!(LlamaCpp, "llamacpp:tokens_predicted_total"),
+        ],
+    ),
+    (
+        Concept::RequestsFinished,
+        &[
+            src!(Vllm, "vllm:request_success_total"),
+            src!(Sglang, "sglang:num_requests_total"),
+            src!(Tgi, "tgi_request_success"),
+        ],
+    ),
+    (
+        Concept::Preemptions,
+        &[
+            src!(Vllm, "vllm:num_preemptions_total"),
+            src!(Sglang, "sglang:num_retracted_requests_total"),
+        ],
+    ),
+    (
+        Concept::PrefixCacheQueries,
+        &[
+            src!(Vllm, "vllm:prefix_cache_queries_total"),
+            src!(Sglang, "sglang:prompt_tokens_total"),
+        ],
+    ),
+    (
+        Concept::PrefixCacheHits,
+        &[
+            src!(Vllm, "vllm:prefix_cache_hits_total"),
+            src!(Sglang, "sglang:cached_tokens_total"),
+            src!(LlamaCpp, "llamacpp:prompt_tokens_cached_total"),
+        ],
+    ),
+    (
+        Concept::SpecDrafts,
+        &[
+            src!(Vllm, "vllm:spec_decode_num_drafts_total"),
+            src!(LlamaCpp, "llamacpp:spec_decode_num_drafts_total"),
+        ],
+    ),
+    (
+        Concept::SpecDraftTokens,
+        &[
+            src!(Vllm, "vllm:spec_decode_num_draft_tokens_total"),
+            src!(LlamaCpp, "llamacpp:spec_decode_num_draft_tokens_total"),
+        ],
+    ),
+    (
+        Concept::SpecAcceptedTokens,
+        &[
+            src!(Vllm, "vllm:spec_decode_num_accepted_tokens_total"),
+            src!(LlamaCpp, "llamacpp:spec_decode_num_accepted_tokens_total"),
+        ],
+    ),
+    (
+        Concept::SpecAcceptLength,
+        &[src!(Sglang, "sglang:spec_accept_length")],
+    ),
+    (
+        Concept::SpecAcceptRate,
+        &[src!(Sglang, "sglang:spec_accept_rate")],
+    ),
+    (
+        Concept::PowerWatts,
+        &[src!(Dcgm, "DCGM_FI_DEV_POWER_USAGE")],
+    ),
+    (
+        Concept::Ttft,
+        &[
+            src!(Vllm, "vllm:time_to_first_token_seconds"),
+            src!(Sglang, "sglang:time_to_first_token_seconds"),
+        ],
+    ),
+    (
+        Concept::Itl,
+        &[
+            src!(Vllm, "vllm:inter_token_latency_seconds"),
+            src!(Vllm, "vllm:time_per_output_token_seconds"),
+            src!(Sglang, "sglang:inter_token_latency_seconds"),
+            src!(Tgi, "tgi_request_mean_time_per_token_duration"),
+        ],
+    ),
+    (
+        Concept::E2e,
+        &[
+            src!(Vllm, "vllm:e2e_request_latency_seconds"),
+            src!(Sglang, "sglang:e2e_request_latency_seconds"),
+            src!(Tgi, "tgi_request_duration"),
+        ],
+    ),
+    (
+        Concept::QueueTime,
+        &[
+            src!(Vllm, "vllm:request_queue_time_seconds"),
+            src!(Sglang, "sglang:queue_time_seconds"),
+            src!(Tgi, "tgi_request_queue_duration"),
+        ],
+    ),
+    (
+        Concept::RequestsRejected,
+        &[src!(GoodputSim, "goodput_sim:requests_rejected_total")],
+    ),
+    (
+        Concept::PromptLength,
+        &[
+            src!(Vllm, "vllm:request_prompt_tokens"),
+            src!(Tgi, "tgi_request_input_length"),
+        ],
+    ),
+    (
+        Concept::OutputLength,
+        &[
+            src!(Vllm, "vllm:request_generation_tokens"),
+            src!(Tgi, "tgi_request_generated_tokens"),
+        ],
+    ),
+];
 
 /// Which part of a histogram a sample is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

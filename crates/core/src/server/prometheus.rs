@@ -55,7 +55,7 @@ pub fn parse(body: &[u8]) -> Exposition {
     let mut lines: Vec<&str> = text.split('\n').collect();
     // `split` yields an empty last element when the body ends with '\n'.
     match lines.last() {
-        Some(last) if last.is_empty() => {
+        Some(&"") => {
             lines.pop();
         }
         Some(_) => {
