@@ -13,13 +13,8 @@ pub(crate) struct MonitorArgs {
     /// Prometheus metrics URL, e.g. http://localhost:8000/metrics.
     #[arg(long, value_name = "URL", required_unless_present = "target")]
     pub(crate) metrics_url: Option<String>,
-    /// The server's base URL; its /metrics is watched.
-    #[arg(
-        long,
-        value_name = "URL",
-        env = "GOODPUT_TARGET",
-        conflicts_with = "metrics_url"
-    )]
+    /// The server's base URL; its /metrics is watched (--metrics-url wins when both are given).
+    #[arg(long, value_name = "URL", env = "GOODPUT_TARGET")]
     pub(crate) target: Option<String>,
     /// Time between scrapes.
     #[arg(long, default_value = "1s", value_parser = parse_duration)]

@@ -7,6 +7,9 @@ use anyhow::{Result, bail};
 use goodput_core::plan::{DEFAULT_SAFETY_FACTOR, DemandUnit, PlanInputs};
 
 /// How many devices a peak demand needs.
+///
+/// The per-device capacity comes from one flag of the `capacity_source` group: `--capacity`,
+/// `--capacity-from`, or a simulated capacity search (`--simulate`, added beside them).
 #[derive(Debug, clap::Args)]
 #[command(group = clap::ArgGroup::new("demand").required(true))]
 #[command(group = clap::ArgGroup::new("capacity_source").required(true))]

@@ -46,5 +46,6 @@ fn resolve_capacity(args: &PlanArgs, unit: DemandUnit) -> Result<CapacityEstimat
         estimate.source = format!("{} ({})", path.display(), estimate.source);
         return Ok(estimate);
     }
+    // A simulated capacity search (`--simulate`) resolves here too, to a CapacityEstimate.
     bail!("give the per-device capacity: --capacity N or --capacity-from report.json")
 }

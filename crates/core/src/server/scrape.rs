@@ -67,6 +67,7 @@ pub struct MetricsEndpoint {
     path: String,
     url: String,
     timeout: Duration,
+    time_scale: f64,
 }
 
 impl MetricsEndpoint {
@@ -78,7 +79,17 @@ impl MetricsEndpoint {
             path: path.to_string(),
             url: url.to_string(),
             timeout,
+            time_scale: 1.0,
         }
+    }
+
+    /// Stamps scrapes in target time: real elapsed time × `time_scale` (the run's clock when
+    /// the target runs faster than real time). Non-positive or non-finite scales are ignored.
+    pub fn with_time_scale(mut self, time_scale: f64) -> Self {
+        if time_scale.is_finite() && time_scale > 0.0 {
+            self.time_scale = time_scale;
+        }
+        self
     }
 
     /// The URL, for people.
@@ -91,7 +102,8 @@ impl MetricsEndpoint {
     pub async fn scrape(&self, start: Option<Instant>) -> Scrape {
         let stamp = |at: Instant| {
             start.map_or(0, |start| {
-                u64::try_from(at.saturating_duration_since(start).as_micros()).unwrap_or(u64::MAX)
+                let real = at.saturating_duration_since(start).as_secs_f64() * 1e6;
+                (real * self.time_scale).round().clamp(0.0, u64::MAX as f64) as u64
             })
         };
         let fetched = tokio::time::timeout(self.timeout, self.fetch()).await;
