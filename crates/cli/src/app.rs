@@ -33,6 +33,8 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             Command::Compare(args) => commands::compare::run(args),
             Command::Gate(args) => commands::gate::run(args),
             Command::History(args) => commands::history::run(args),
+            Command::Plan(args) => commands::plan::run(args),
+            Command::Monitor(args) => commands::monitor::run(args).await,
         }
     })
 }

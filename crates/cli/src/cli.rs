@@ -1,4 +1,4 @@
-//! The command line: `goodput run | sim | report`, defined with clap derive. Doc comments are
+//! The command line: `goodput run | sim | report | plan | monitor`, defined with clap derive. Doc comments are
 //! the help text. Values are parsed here; cross-field validation happens when the arguments
 //! are turned into the engine's configuration (see `args`).
 
@@ -39,6 +39,11 @@ pub(crate) enum Command {
     Gate(GateArgs),
     /// List the runs recorded with --store, or show a figure's trend across them.
     History(HistoryArgs),
+    /// How many devices a peak demand needs: safety factor, N−k failures, growth, cost.
+    Plan(crate::args::plan::PlanArgs),
+    /// Watch a live server's /metrics: arrivals vs completions, queue trend, KV usage,
+    /// length drift; flags a growing queue and a throughput drop.
+    Monitor(crate::args::monitor::MonitorArgs),
 }
 
 /// Arguments of `goodput report`.

@@ -25,8 +25,13 @@
 //!   release gates, run comparisons and the statistics behind them.
 //! - [`environment`], [`checks`], [`live`]: run metadata (client host, server identity),
 //!   run-level methodology checks, and live snapshots for a UI.
+//! - [`server`]: scraping the server's Prometheus metrics during a run (server-side truth).
+//! - [`analysis`]: utilisation, speculative decoding, cost and energy derived from a step.
+//! - [`plan`]: how many devices a demand needs (capacity planning arithmetic).
+//! - [`monitor`]: watching a live server's metrics window by window.
 #![deny(missing_docs)]
 
+pub mod analysis;
 pub mod backend;
 pub mod capacity;
 pub mod checks;
@@ -38,12 +43,15 @@ pub mod http;
 pub mod live;
 pub mod manifest;
 pub mod metrics;
+pub mod monitor;
+pub mod plan;
 pub mod profile;
 pub mod record;
 pub mod report;
 pub mod report_path;
 pub mod runner;
 pub mod schedule;
+pub mod server;
 pub mod significance;
 pub mod sweep;
 pub mod tokens;

@@ -316,6 +316,18 @@ pub struct StepReport {
     /// Quantile points of the latency distributions (for CDFs and comparisons), ms.
     #[serde(default)]
     pub distributions_ms: crate::metrics::quantiles::Distributions,
+    /// What the server's own metrics said (null when they were not scraped).
+    #[serde(default)]
+    pub server: Option<crate::server::ServerReport>,
+    /// Utilisation of the described hardware (null without a model and accelerator).
+    #[serde(default)]
+    pub utilisation: Option<crate::analysis::UtilisationReport>,
+    /// Speculative decoding (null when nothing shows it).
+    #[serde(default)]
+    pub speculative_decoding: Option<crate::analysis::SpeculativeReport>,
+    /// Cost and energy (null without a price or a power figure).
+    #[serde(default)]
+    pub cost: Option<crate::analysis::CostReport>,
 }
 
 /// A problem with the run itself, with its fix.

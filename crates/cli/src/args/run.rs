@@ -158,6 +158,9 @@ pub(crate) struct RunArgs {
     pub(crate) sim_gpu: Option<String>,
     #[command(flatten)]
     pub(crate) reporting: crate::args::reporting::ReportingArgs,
+
+    #[command(flatten)]
+    pub(crate) server_side: crate::args::server::ServerSideArgs,
 }
 
 /// A `--warmup` value.

@@ -57,7 +57,8 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     warnings.extend(goodput_core::checks::check_run(&run, &steps));
     run.server_info =
         Some(server_headers.server_info(run.server_info.take().unwrap_or_default().models));
-    let report = Report::new(manifest.tool, run, steps, warnings);
+    let mut report = Report::new(manifest.tool, run, steps, warnings);
+    super::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;

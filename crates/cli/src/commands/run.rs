@@ -26,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED, rfc3339};
 use crate::args::run::{ApiArg, RunArgs};
+use crate::commands::server_side::ServerSide;
 use crate::output;
 
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
@@ -77,6 +78,14 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let counter = counter_by_name(&args.tokenizer).context("--tokenizer")?;
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
+    let mut server_side = ServerSide::for_run(
+        &args,
+        seed,
+        &endpoint.url,
+        endpoint.simulator.is_some(),
+        config.time_scale,
+    )
+    .await?;
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());
@@ -85,13 +94,16 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let progress = (!args.quiet && !extras.has_view())
         .then(|| spawn_progress(runner.monitor(), cancel.clone()));
     let outcome = {
+        server_side.begin();
         let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator];
         sinks.extend(extras.sinks());
         if let Some(journal) = journal.as_mut() {
             sinks.push(journal);
         }
+        sinks.push(server_side.tally());
         runner.run(&mut sinks, cancel.clone()).await
     };
+    server_side.end().await;
     if let Some(progress) = progress {
         progress.abort();
     }
@@ -101,6 +113,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     }
     let mut report = build_report(run_info, &config, &aggregator, &outcome);
     report.run.server_info = Some(extras.server_info(served_models));
+    server_side.enrich(&mut report, config.window);
     finish(&args, &report, &outcome, endpoint.simulator, gate.as_ref())
 }
 
@@ -190,7 +203,7 @@ async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint> {
     })
 }
 
-fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig> {
+pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig> {
     let mut config = match &args.sim_config {
         Some(path) => SimConfig::from_file(path)?,
         None => SimConfig {

@@ -28,3 +28,11 @@ pub(crate) fn print_report(report: &Report) -> Result<()> {
     writeln!(stdout).context("writing to stdout")?;
     Ok(())
 }
+
+/// Prints any value as pretty JSON on stdout.
+pub(crate) fn print_json<T: Serialize>(value: &T) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut stdout, value).context("writing JSON to stdout")?;
+    writeln!(stdout).context("writing to stdout")?;
+    Ok(())
+}

@@ -7,4 +7,7 @@ pub(crate) mod exports;
 pub(crate) mod html;
 pub(crate) mod json;
 pub(crate) mod markdown;
+pub(crate) mod monitor;
+pub(crate) mod plan;
+pub(crate) mod server;
 pub(crate) mod table;

@@ -121,6 +121,7 @@ fn render_step(out: &mut String, step: &StepReport) {
         if s.stable { "stable" } else { "UNSTABLE" },
         s.reason
     );
+    super::server::render_step(out, step);
 }
 
 fn failures(step: &StepReport) -> String {

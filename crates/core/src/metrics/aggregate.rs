@@ -313,6 +313,10 @@ impl StepAggregator {
                 &self.latencies.itl,
                 &self.latencies.e2e,
             ),
+            server: None,
+            utilisation: None,
+            speculative_decoding: None,
+            cost: None,
         }
     }
 

@@ -1,0 +1,124 @@
+//! `goodput plan` arguments and their conversion into core's [`PlanInputs`] (the capacity is
+//! resolved by the command, from `--capacity` or a report).
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use goodput_core::plan::{DEFAULT_SAFETY_FACTOR, DemandUnit, PlanInputs};
+
+/// How many devices a peak demand needs.
+///
+/// The per-device capacity comes from one flag of the `capacity_source` group: `--capacity`,
+/// `--capacity-from`, or a simulated capacity search (`--simulate`, added beside them).
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("demand").required(true))]
+#[command(group = clap::ArgGroup::new("capacity_source").required(true))]
+pub(crate) struct PlanArgs {
+    /// Peak demand in requests per second.
+    #[arg(long, group = "demand", value_name = "REQ/S")]
+    pub(crate) peak_rps: Option<f64>,
+    /// Peak demand in output tokens per second.
+    #[arg(long, group = "demand", value_name = "TOK/S")]
+    pub(crate) peak_output_tps: Option<f64>,
+    /// What one device sustains under the SLO, in the demand's unit (e.g. from a capacity
+    /// search).
+    #[arg(long, group = "capacity_source", value_name = "PER_DEVICE")]
+    pub(crate) capacity: Option<f64>,
+    /// Read the per-device capacity from a goodput report.json (its capacity section, else
+    /// its best stable step that met the SLO).
+    #[arg(long, group = "capacity_source", value_name = "REPORT")]
+    pub(crate) capacity_from: Option<PathBuf>,
+    /// Devices that served the report given to --capacity-from (default: its capacity
+    /// section's accelerators ÷ --accelerators-per-device, else 1).
+    #[arg(long, value_name = "N", requires = "capacity_from")]
+    pub(crate) report_devices: Option<u32>,
+    /// Multiplier on the peak demand.
+    #[arg(long, default_value_t = DEFAULT_SAFETY_FACTOR)]
+    pub(crate) safety_factor: f64,
+    /// Devices that may fail while the rest still carry the load (plan for N−k).
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    pub(crate) failures: u32,
+    /// Demand growth per month, e.g. 10%.
+    #[arg(long, value_name = "PERCENT")]
+    pub(crate) growth: Option<String>,
+    /// Months to plan ahead (default 12 with --growth, else 0).
+    #[arg(long, value_name = "MONTHS")]
+    pub(crate) horizon: Option<u32>,
+    /// Accelerators per device (e.g. 4 for a tensor-parallel-4 replica).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub(crate) accelerators_per_device: u32,
+    /// Price of one accelerator-hour, for the monthly cost.
+    #[arg(long, value_name = "PRICE")]
+    pub(crate) gpu_hour_cost: Option<f64>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A percentage such as `10%` as a fraction.
+pub(crate) fn parse_percent(flag: &str, text: &str) -> Result<f64> {
+    let Some(number) = text.trim().strip_suffix('%') else {
+        bail!("{flag} {text}: write a percentage, e.g. 10%");
+    };
+    match number.trim().parse::<f64>() {
+        Ok(value) if value.is_finite() => Ok(value / 100.0),
+        _ => bail!("{flag} {text}: not a number"),
+    }
+}
+
+impl PlanArgs {
+    /// The demand and its unit.
+    pub(crate) fn demand(&self) -> (f64, DemandUnit) {
+        match (self.peak_rps, self.peak_output_tps) {
+            (Some(rps), _) => (rps, DemandUnit::RequestsPerSec),
+            (None, Some(tps)) => (tps, DemandUnit::OutputTokensPerSec),
+            (None, None) => (0.0, DemandUnit::RequestsPerSec),
+        }
+    }
+
+    /// The validated plan inputs, with one device's capacity already resolved.
+    pub(crate) fn inputs(&self, capacity_per_device: f64, source: String) -> Result<PlanInputs> {
+        let (peak_demand, unit) = self.demand();
+        let growth_per_month = match &self.growth {
+            Some(text) => parse_percent("--growth", text)?,
+            None => 0.0,
+        };
+        let horizon_months = self
+            .horizon
+            .unwrap_or(if self.growth.is_some() { 12 } else { 0 });
+        let inputs = PlanInputs {
+            peak_demand,
+            unit,
+            capacity_per_device,
+            capacity_source: source,
+            safety_factor: self.safety_factor,
+            failure_headroom: self.failures,
+            growth_per_month,
+            horizon_months,
+            accelerators_per_device: self.accelerators_per_device,
+            accelerator_hour_cost: self.gpu_hour_cost,
+        };
+        inputs.validate().map_err(|error| {
+            let flag = match error.flag.as_str() {
+                "peak demand" if unit == DemandUnit::RequestsPerSec => "--peak-rps",
+                "peak demand" => "--peak-output-tps",
+                other => other,
+            };
+            anyhow::anyhow!("{flag}: {}", error.message)
+        })?;
+        Ok(inputs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn percentages() {
+        assert_eq!(parse_percent("--growth", "10%").unwrap(), 0.1);
+        assert!(parse_percent("--growth", "0.1").is_err());
+        assert!(parse_percent("--growth", "x%").is_err());
+    }
+}

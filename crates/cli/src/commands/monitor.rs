@@ -1,0 +1,88 @@
+//! `goodput monitor`: watch a live server's `/metrics` window by window until `--duration`
+//! or Ctrl-C, printing a rolling table (or JSON lines) and appending rows to `--jsonl`.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::monitor::{MonitorRow, watch};
+use goodput_core::server::{MetricsEndpoint, default_metrics_url, split_metrics_url};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::EXIT_OK;
+use crate::args::monitor::MonitorArgs;
+use crate::output;
+
+/// Runs `goodput monitor`.
+pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
+    let config = args.config()?;
+    let url = match (&args.metrics_url, &args.target) {
+        (Some(url), _) => url.clone(),
+        (None, Some(target)) => default_metrics_url(&Target::parse(target).context("--target")?),
+        (None, None) => anyhow::bail!("give --metrics-url or --target"),
+    };
+    let (target, path) = split_metrics_url(&url).context("--metrics-url")?;
+    let client = HttpClient::tcp(
+        target,
+        HttpConfig {
+            max_idle: 2,
+            ..HttpConfig::default()
+        },
+    );
+    let timeout = args
+        .interval
+        .clamp(Duration::from_secs(1), Duration::from_secs(10));
+    let endpoint = MetricsEndpoint::new(client, &path, &url, timeout);
+    let mut jsonl = match &args.jsonl {
+        Some(path) => Some(
+            OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .with_context(|| format!("--jsonl: cannot open {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_signal.cancel();
+        }
+    });
+    if !args.json {
+        println!(
+            "watching {url} every {:?}, one row per {:?}",
+            args.interval, args.window
+        );
+        println!("{}", output::monitor::header());
+    }
+    let mut write_error = None;
+    watch(&endpoint, &config, args.duration, cancel, |row| {
+        if let Err(error) = emit(row, args.json, jsonl.as_mut()) {
+            write_error.get_or_insert(error);
+        }
+    })
+    .await;
+    if let Some(error) = write_error {
+        return Err(error);
+    }
+    Ok(ExitCode::from(EXIT_OK))
+}
+
+fn emit(row: &MonitorRow, json: bool, jsonl: Option<&mut File>) -> Result<()> {
+    let line = serde_json::to_string(row).context("serializing a monitor row")?;
+    if json {
+        println!("{line}");
+    } else {
+        println!("{}", output::monitor::row(row));
+    }
+    if let Some(file) = jsonl {
+        writeln!(file, "{line}").context("--jsonl: writing a row")?;
+        file.flush().context("--jsonl: writing a row")?;
+    }
+    Ok(())
+}

@@ -1,0 +1,279 @@
+//! Server-side figures around a run: probes the metrics URL, scrapes it beside the runner,
+//! records `analysis.json` and `server_metrics.jsonl` next to the journal, and adds the
+//! `server`, `utilisation`, `speculative_decoding` and `cost` sections to the report — the
+//! same way for a live run and for `goodput report` rebuilding one.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use goodput_core::analysis::{AnalysisConfig, EnrichInputs, Hardware, enrich};
+use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::record::RequestRecord;
+use goodput_core::report::Report;
+use goodput_core::runner::RecordSink;
+use goodput_core::server::{
+    ClientTally, MetricsEndpoint, Scrape, ScrapeHeader, ScrapeJournal, ScrapeLog, Scraper,
+    default_metrics_url, read_scrape_journal, split_metrics_url,
+};
+use goodput_sim::config::{EngineConfig, SimConfig};
+use tokio::time::Instant;
+
+use crate::args::server::{ServerSideArgs, SimulatedHardware};
+use crate::output;
+
+/// File the analysis inputs are recorded in.
+const ANALYSIS_FILE: &str = "analysis.json";
+/// File the scrapes are journaled in.
+const SCRAPES_FILE: &str = "server_metrics.jsonl";
+
+/// Scraping waiting to start (after the probe) or running.
+enum Scraping {
+    Off,
+    Ready {
+        endpoint: MetricsEndpoint,
+        probe: Scrape,
+        journal: Option<ScrapeJournal>,
+    },
+    Running(Scraper),
+    Done(ScrapeLog),
+}
+
+/// Everything server-side for one run.
+pub(crate) struct ServerSide {
+    /// Target-time seconds per real second, for stamping scrapes on the run's clock.
+    time_scale: f64,
+    config: AnalysisConfig,
+    header: Option<ScrapeHeader>,
+    interval: Duration,
+    scraping: Scraping,
+    tally: ClientTally,
+}
+
+impl ServerSide {
+    /// Reads the flags, probes the metrics URL, and records the inputs in `out`.
+    /// `simulator` is the embedded simulator's configuration when it is the target.
+    pub(crate) async fn prepare(
+        args: &ServerSideArgs,
+        target_url: &str,
+        simulator: Option<&SimConfig>,
+        out: Option<&Path>,
+        quiet: bool,
+        time_scale: f64,
+    ) -> Result<ServerSide> {
+        let config = args.analysis(simulated_hardware(simulator))?;
+        let mut side = ServerSide {
+            time_scale,
+            config,
+            header: None,
+            interval: args.metrics_interval,
+            scraping: Scraping::Off,
+            tally: ClientTally::default(),
+        };
+        if args.metrics_interval < Duration::from_millis(10) {
+            anyhow::bail!("--metrics-interval: at least 10ms");
+        }
+        if let Some(dir) = out {
+            output::json::write_json(&dir.join(ANALYSIS_FILE), &side.config)?;
+        }
+        if !args.no_metrics {
+            side.probe(args, target_url, out, quiet).await?;
+        }
+        Ok(side)
+    }
+
+    async fn probe(
+        &mut self,
+        args: &ServerSideArgs,
+        target_url: &str,
+        out: Option<&Path>,
+        quiet: bool,
+    ) -> Result<()> {
+        let url = match &args.metrics_url {
+            Some(url) => url.clone(),
+            None => default_metrics_url(&Target::parse(target_url)?),
+        };
+        let (target, path) = split_metrics_url(&url).context("--metrics-url")?;
+        let client = HttpClient::tcp(
+            target,
+            HttpConfig {
+                max_idle: 2,
+                ..HttpConfig::default()
+            },
+        );
+        let timeout = args
+            .metrics_interval
+            .clamp(Duration::from_secs(1), Duration::from_secs(10));
+        let endpoint =
+            MetricsEndpoint::new(client, &path, &url, timeout).with_time_scale(self.time_scale);
+        let probe = endpoint.scrape(None).await;
+        if !probe.is_usable() {
+            let why = probe.problem.as_ref().map_or("", |p| p.message.as_str());
+            if args.metrics_url.is_none() {
+                if !quiet {
+                    eprintln!(
+                        "note: no server metrics at {url} ({why}); server-side figures are off"
+                    );
+                }
+                return Ok(());
+            }
+            eprintln!("warning: --metrics-url {url}: {why}; scraping anyway");
+        }
+        let header = ScrapeHeader {
+            metrics_url: url,
+            interval_ms: args.metrics_interval.as_secs_f64() * 1000.0,
+        };
+        let journal = match out {
+            Some(dir) => {
+                let path = dir.join(SCRAPES_FILE);
+                Some(
+                    ScrapeJournal::create(&path, &header)
+                        .with_context(|| format!("cannot create {}", path.display()))?,
+                )
+            }
+            None => None,
+        };
+        self.header = Some(header);
+        self.scraping = Scraping::Ready {
+            endpoint,
+            probe,
+            journal,
+        };
+        Ok(())
+    }
+
+    /// The sink that counts what the client received.
+    pub(crate) fn tally(&mut self) -> &mut dyn RecordSink {
+        &mut self.tally
+    }
+
+    /// Starts scraping, on the run's clock (call right before the runner starts).
+    pub(crate) fn begin(&mut self) {
+        if let Scraping::Ready {
+            endpoint,
+            probe,
+            journal,
+        } = std::mem::replace(&mut self.scraping, Scraping::Off)
+        {
+            let scraper = Scraper::spawn(
+                endpoint,
+                self.interval,
+                Instant::now(),
+                vec![probe],
+                journal,
+            );
+            self.scraping = Scraping::Running(scraper);
+        }
+    }
+
+    /// Takes the final scrape and stops scraping (call when the runner returned).
+    pub(crate) async fn end(&mut self) {
+        if let Scraping::Running(scraper) = std::mem::replace(&mut self.scraping, Scraping::Off) {
+            self.scraping = Scraping::Done(scraper.finish().await);
+        }
+    }
+
+    /// Adds the server-side sections to `report`.
+    pub(crate) fn enrich(&self, report: &mut Report, window: Duration) {
+        let server = match (&self.header, &self.scraping) {
+            (Some(header), Scraping::Done(log)) => Some((header, log)),
+            _ => None,
+        };
+        enrich(
+            report,
+            EnrichInputs {
+                server,
+                config: &self.config,
+                tally: &self.tally,
+                window,
+            },
+        );
+    }
+}
+
+/// `goodput report`: adds the server-side sections from the files a run left in `dir`.
+pub(crate) fn rebuild(
+    dir: &Path,
+    records: &[RequestRecord],
+    report: &mut Report,
+    window: Duration,
+) -> Result<()> {
+    let analysis_path = dir.join(ANALYSIS_FILE);
+    let config: AnalysisConfig = match std::fs::read_to_string(&analysis_path) {
+        Ok(text) => serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid", analysis_path.display()))?,
+        Err(_) => AnalysisConfig::default(),
+    };
+    let scrapes_path = dir.join(SCRAPES_FILE);
+    let server = if scrapes_path.exists() {
+        Some(
+            read_scrape_journal(&scrapes_path)
+                .with_context(|| format!("cannot read {}", scrapes_path.display()))?,
+        )
+    } else {
+        None
+    };
+    let mut tally = ClientTally::default();
+    for record in records {
+        tally.add(record);
+    }
+    enrich(
+        report,
+        EnrichInputs {
+            server: server.as_ref().map(|(header, log)| (header, log)),
+            config: &config,
+            tally: &tally,
+            window,
+        },
+    );
+    Ok(())
+}
+
+/// The embedded simulator's hardware (figures are in its time, whatever its time scale).
+fn simulated_hardware(simulator: Option<&SimConfig>) -> SimulatedHardware {
+    let Some(config) = simulator else {
+        return SimulatedHardware::default();
+    };
+    let EngineConfig::Batching(batching) = &config.engine else {
+        return SimulatedHardware::default();
+    };
+    let hardware = Some(Hardware {
+        model: batching.model.clone(),
+        gpu: batching.gpu.clone(),
+        accelerators: batching.tensor_parallel,
+        tensor_parallel: batching.tensor_parallel,
+        gpu_memory_utilization: batching.gpu_memory_utilization,
+    });
+    SimulatedHardware {
+        hardware,
+        draft_cost_ratio: batching.speculative.as_ref().map(|s| s.draft_cost_ratio),
+    }
+}
+
+impl ServerSide {
+    /// [`ServerSide::prepare`] for `goodput run` (`simulated`: the target is the embedded
+    /// simulator built from the same flags).
+    pub(crate) async fn for_run(
+        args: &crate::args::run::RunArgs,
+        seed: u64,
+        target_url: &str,
+        simulated: bool,
+        time_scale: f64,
+    ) -> Result<ServerSide> {
+        let simulator = if simulated {
+            Some(super::run::embedded_sim_config(args, seed)?)
+        } else {
+            None
+        };
+        let side = &args.server_side;
+        ServerSide::prepare(
+            side,
+            target_url,
+            simulator.as_ref(),
+            args.out.as_deref(),
+            args.quiet,
+            time_scale,
+        )
+        .await
+    }
+}

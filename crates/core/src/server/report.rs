@@ -1,0 +1,168 @@
+//! The `server` section of a step report: what the server's own metrics said during the step
+//! (definitions in `docs/metrics.md`, "Server-side metrics").
+
+use serde::{Deserialize, Serialize};
+
+/// Server-side figures of one step, from its `/metrics`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerReport {
+    /// The metrics URL scraped.
+    pub metrics_url: String,
+    /// The server family its metric names belong to (`vllm`, `sglang`, `tgi`, `llamacpp`,
+    /// `goodput-sim`), when recognised.
+    pub flavour: Option<String>,
+    /// Time between scrapes, ms.
+    pub interval_ms: f64,
+    /// Scrapes that returned known metrics.
+    pub scrapes: u64,
+    /// Scrapes that returned nothing usable.
+    pub failed_scrapes: u64,
+    /// Counter resets seen (a counter went down: the server restarted).
+    pub counter_resets: u64,
+    /// Over the step's measurement interval.
+    pub measurement: ServerInterval,
+    /// From the first scrape (before the first request) to the last (after the drain).
+    pub run_totals: ServerTotals,
+    /// The server's token counters against the client's own counts, over the whole run.
+    pub agreement: TokenAgreement,
+    /// Per client window (same start and width as `windows`).
+    pub series: Vec<ServerWindow>,
+}
+
+/// Server-side figures over the measurement interval.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerInterval {
+    /// Start of the part of the interval the scrapes cover, seconds since the run start.
+    pub start_secs: f64,
+    /// Its end.
+    pub end_secs: f64,
+    /// Requests in the running batch.
+    pub running: GaugeStats,
+    /// Requests waiting in the server's queue.
+    pub waiting: GaugeStats,
+    /// KV cache usage, 0–1.
+    pub kv_cache_usage: GaugeStats,
+    /// Accelerator power, watts (summed over accelerators).
+    pub power_watts: GaugeStats,
+    /// Prompt tokens the server processed, per second.
+    pub prompt_tokens_per_sec: Option<f64>,
+    /// Tokens the server generated, per second.
+    pub generation_tokens_per_sec: Option<f64>,
+    /// Requests the server finished, per second.
+    pub requests_finished_per_sec: Option<f64>,
+    /// Preemptions (vLLM) or retractions (SGLang).
+    pub preemptions: Option<f64>,
+    /// Prefix-cache hits ÷ queries (tokens).
+    pub prefix_cache_hit_rate: Option<f64>,
+    /// Speculative-decoding counters.
+    pub speculative: SpecCounters,
+    /// Server-side latency histograms, differenced over the interval.
+    pub latency_ms: ServerLatency,
+}
+
+/// Summary of a gauge's samples.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GaugeStats {
+    /// Mean of the samples.
+    pub mean: Option<f64>,
+    /// 95th percentile (nearest rank).
+    pub p95: Option<f64>,
+    /// Maximum.
+    pub max: Option<f64>,
+    /// Samples.
+    pub samples: u64,
+}
+
+/// Speculative-decoding counters (vLLM `spec_decode_*`, llama.cpp) or gauges (SGLang).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SpecCounters {
+    /// Verification steps that carried drafts.
+    pub drafts: Option<f64>,
+    /// Draft tokens proposed.
+    pub draft_tokens: Option<f64>,
+    /// Draft tokens accepted.
+    pub accepted_tokens: Option<f64>,
+    /// Mean accepted length reported as a gauge (SGLang), mean over samples.
+    pub accept_length_gauge: Option<f64>,
+    /// Acceptance rate reported as a gauge (SGLang), mean over samples.
+    pub accept_rate_gauge: Option<f64>,
+}
+
+/// Server-side latency histograms.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerLatency {
+    /// Time to first token (from the server's arrival).
+    pub ttft: HistogramStats,
+    /// Inter-token latency.
+    pub itl: HistogramStats,
+    /// End to end.
+    pub e2e: HistogramStats,
+    /// Time in the server's queue.
+    pub queue: HistogramStats,
+}
+
+/// A differenced histogram, milliseconds; percentiles interpolated inside buckets.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct HistogramStats {
+    /// Observations.
+    pub count: Option<f64>,
+    /// Exact mean (`sum / count`).
+    pub mean: Option<f64>,
+    /// Median.
+    pub p50: Option<f64>,
+    /// 90th percentile.
+    pub p90: Option<f64>,
+    /// 99th percentile.
+    pub p99: Option<f64>,
+}
+
+/// Counter increases over the whole run.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerTotals {
+    /// Prompt tokens.
+    pub prompt_tokens: Option<f64>,
+    /// Generated tokens.
+    pub generation_tokens: Option<f64>,
+    /// Requests finished.
+    pub requests_finished: Option<f64>,
+    /// Requests the server refused (the simulator's rejections).
+    pub requests_rejected: Option<f64>,
+    /// Preemptions.
+    pub preemptions: Option<f64>,
+}
+
+/// The server's token counters against the client's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TokenAgreement {
+    /// Prompt tokens of the client's requests that received a first token.
+    pub client_input_tokens: u64,
+    /// The server's prompt-token counter increase.
+    pub server_prompt_tokens: Option<f64>,
+    /// server ÷ client.
+    pub input_ratio: Option<f64>,
+    /// Output tokens the client received (every request, warmup and failures included).
+    pub client_output_tokens: u64,
+    /// The server's generation-token counter increase.
+    pub server_generation_tokens: Option<f64>,
+    /// server ÷ client.
+    pub output_ratio: Option<f64>,
+}
+
+/// One client window, server side.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerWindow {
+    /// Window start, seconds since the run start.
+    pub start_secs: f64,
+    /// Mean running requests over the scrapes in the window.
+    pub running: Option<f64>,
+    /// Mean waiting requests.
+    pub waiting: Option<f64>,
+    /// Mean KV usage.
+    pub kv_cache_usage: Option<f64>,
+    /// Prompt tokens processed in the window.
+    pub prompt_tokens: Option<f64>,
+    /// Tokens generated in the window.
+    pub generation_tokens: Option<f64>,
+    /// Requests finished in the window.
+    pub requests_finished: Option<f64>,
+}
