@@ -71,6 +71,12 @@ async fn client_ttft_and_tpot_agree_with_the_server_timings() {
 #[tokio::test]
 async fn ttft_grows_with_prompt_length_on_the_small_model() {
     let server = LlamaServer::start(&Options::new(Model::Small, 1));
+    // The first requests on a fresh server are slow (buffers, threads): warm it up.
+    assert_all_ok(
+        &run(&server, closed(1, 2), openai(ApiKind::Chat), 32, 4)
+            .await
+            .records,
+    );
     let mut buckets = Vec::new();
     for input in [32, 256, 1024] {
         let result = run(&server, closed(1, 3), openai(ApiKind::Chat), input, 4).await;
