@@ -105,7 +105,7 @@ impl LlamaServer {
                 "-t",
                 "2",
             ])
-            .args(["-np", &options.slots.to_string(), "--metrics", "--no-webui"])
+            .args(["-np", &options.slots.to_string(), "--metrics"])
             .args(&options.extra)
             .stdin(Stdio::null())
             .stdout(out.try_clone().unwrap())
