@@ -79,7 +79,8 @@ def server_agreement(ok):
         if "prompt_ms" not in t or r.get("response_us") is None:
             continue
         # llama-server sends the response head when a slot starts the request, so
-        # first token − head is the prefill, and head − send the wait for a slot.
+        # first token − head is the prefill, and head − send the server's handling of the
+        # request (parsing, template, tokenizing) plus the wait for a slot.
         prefill.append((r["first_token_us"] - r["response_us"]) / 1e3 - t["prompt_ms"])
         decode.append((r["last_token_us"] - r["first_token_us"]) / 1e3 - t["predicted_ms"])
         queue.append((r["response_us"] - r["sent_us"]) / 1e3)
@@ -88,7 +89,7 @@ def server_agreement(ok):
     print(f"\ngoodput vs llama-server timings ({len(prefill)} requests), ms: mean / p50 / p95")
     print(f"  (first token − response head) − server prompt_ms   {summary(prefill)}")
     print(f"  (last − first token) − server predicted_ms         {summary(decode)}")
-    print(f"  wait for a slot (response head − send)             {summary(queue)}")
+    print(f"  response head − send (handling + wait for a slot)  {summary(queue)}")
 
 
 def main():
