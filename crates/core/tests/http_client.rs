@@ -86,6 +86,7 @@ async fn request_the_server_may_have_seen_is_not_resent() {
     .await;
     let backend = backend_at(&server.url(), config(ApiKind::Chat));
     assert_eq!(send(&backend, &text_spec()).await.failure, None);
+    settle().await;
     let exchange = send(&backend, &text_spec()).await;
     assert_eq!(failure(&exchange).0, OutcomeKind::Transport);
     assert!(exchange.reused_connection);
@@ -111,6 +112,11 @@ async fn stalled_stream_keeps_what_arrived_when_the_caller_gives_up() {
     .await;
     assert!(timed_out.is_err());
     assert_eq!((exchange.chunks.len(), exchange.text.as_str()), (1, "a"));
+}
+
+/// Waits until an idle connection may be reused ([`HttpConfig::reuse_after`]).
+async fn settle() {
+    tokio::time::sleep(HttpConfig::default().reuse_after).await;
 }
 
 type Slot = Arc<Mutex<Option<tokio::io::DuplexStream>>>;
@@ -167,7 +173,10 @@ async fn exact_timestamps_under_paused_time() {
     let client = duplex_client(state, None, HttpConfig::default());
     let backend = OpenAiBackend::new(config(ApiKind::Chat), client.clone()).unwrap();
     let mut exchanges = Vec::new();
-    for _ in 0..2 {
+    for n in 0..2 {
+        if n > 0 {
+            settle().await;
+        }
         let t0 = Instant::now();
         exchanges.push((t0, send(&backend, &text_spec()).await));
     }
@@ -206,6 +215,7 @@ async fn request_handed_back_unsent_is_resent_on_a_fresh_connection() {
     let (exchange, server_end) = tokio::join!(send(&backend, &spec), serve_one);
     assert_eq!((exchange.failure, exchange.retries), (None, 0));
     tokio::task::yield_now().await;
+    settle().await;
     // The server closes the idle connection just as the next request is handed to it.
     drop(server_end);
     let exchange = send(&backend, &text_spec()).await;
@@ -249,6 +259,7 @@ async fn only_bodies_read_to_the_end_give_their_connection_back() {
         "a body dropped midway closes its connection"
     );
     assert!(read_to_end(response.body_mut()).await > 0);
+    settle().await;
     client
         .send(post("/v1/chat/completions"), &mut exchange)
         .await
@@ -359,4 +370,32 @@ async fn host_names_resolve_and_the_working_address_is_kept() {
     for _ in 0..3 {
         assert_eq!(send(&backend, &text_spec()).await.failure, None);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn servers_closing_after_every_streamed_answer_without_saying_so_cost_no_request() {
+    // llama.cpp's llama-server (cpp-httplib) closes the connection a moment after the end of
+    // every streamed answer while announcing `Keep-Alive: timeout=5, max=100`; a request sent
+    // on that connection at once goes into a socket about to close, and may have been read.
+    let state = State::new(|_, _| {
+        let mut steps = ok_stream();
+        steps[0] = Step::Write(sse_head("keep-alive: timeout=5, max=100\r\n"));
+        steps.push(Step::Sleep(Duration::from_millis(5)));
+        steps.push(Step::Close);
+        steps
+    });
+    let server = TcpServer::start(state).await;
+    let client = HttpClient::tcp(Target::parse(&server.url()).unwrap(), HttpConfig::default());
+    let backend = OpenAiBackend::new(config(ApiKind::Chat), client.clone()).unwrap();
+    for n in 0..20 {
+        let exchange = send(&backend, &text_spec()).await;
+        assert_eq!(
+            (exchange.failure, exchange.retries),
+            (None, 0),
+            "request {n}"
+        );
+        assert!(!exchange.reused_connection);
+    }
+    assert_eq!(server.state.requests().len(), 20);
+    assert_eq!(client.stats().opened, 20);
 }

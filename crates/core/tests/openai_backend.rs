@@ -443,6 +443,8 @@ async fn non_2xx_error_shapes_and_retry_after() {
         TcpServer::start(State::new(move |n, _| vec![Step::Write(bodies[n].clone())])).await;
     let backend = backend_at(&server.url(), config(ApiKind::Chat));
     for (status, _, _, expected) in cases {
+        // An idle connection is reused once it has been idle `reuse_after`.
+        tokio::time::sleep(HttpConfig::default().reuse_after).await;
         let exchange = send(&backend, &text_spec()).await;
         let failure = exchange.failure.clone().unwrap();
         assert_eq!(

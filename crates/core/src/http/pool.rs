@@ -40,17 +40,19 @@ pub(super) struct Pool {
     idle: Mutex<VecDeque<IdleConn>>,
     max_idle: usize,
     idle_timeout: Duration,
+    reuse_after: Duration,
     pub(super) opened: AtomicU64,
     pub(super) reused: AtomicU64,
     discarded: AtomicU64,
 }
 
 impl Pool {
-    pub(super) fn new(max_idle: usize, idle_timeout: Duration) -> Self {
+    pub(super) fn new(max_idle: usize, idle_timeout: Duration, reuse_after: Duration) -> Self {
         Pool {
             idle: Mutex::new(VecDeque::new()),
             max_idle,
             idle_timeout,
+            reuse_after,
             opened: AtomicU64::new(0),
             reused: AtomicU64::new(0),
             discarded: AtomicU64::new(0),
@@ -61,23 +63,28 @@ impl Pool {
         self.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The most recently used idle connection that is still open and not expired. Readiness is
-    /// awaited by the caller (outside the lock).
+    /// The most recently used idle connection that is still open, not expired, and idle for at
+    /// least `reuse_after` (younger ones stay pooled for later). Readiness is awaited by the
+    /// caller (outside the lock).
     pub(super) fn take(&self) -> Option<Sender> {
         let now = Instant::now();
         let mut dropped = Vec::new();
         let found = {
             let mut idle = self.lock();
-            loop {
-                let Some(conn) = idle.pop_back() else {
-                    break None;
+            let mut found = None;
+            for index in (0..idle.len()).rev() {
+                let (closed, idle_for) = {
+                    let conn = &idle[index];
+                    (conn.sender.is_closed(), now.duration_since(conn.since))
                 };
-                if conn.sender.is_closed() || now.duration_since(conn.since) > self.idle_timeout {
-                    dropped.push(conn);
-                } else {
-                    break Some(conn.sender);
+                if closed || idle_for > self.idle_timeout {
+                    dropped.extend(idle.remove(index));
+                } else if idle_for >= self.reuse_after {
+                    found = idle.remove(index).map(|conn| conn.sender);
+                    break;
                 }
             }
+            found
         };
         self.note_discarded(dropped.len());
         found

@@ -5,7 +5,8 @@
 //! span — so a start-up ramp does not count — the system is **unstable** when the in-flight
 //! count grows (least-squares slope with t-statistic > 3 and total growth over that half above
 //! max(2, 10 % of the mean in-flight, 3 × the residual standard deviation, 3 × √mean)) or when completions fall behind arrivals (fewer than
-//! 90 % as many completions as arrivals, with at least 20 arrivals over at least 8 windows).
+//! 90 % as many completions as arrivals, with at least 20 arrivals over at least 8 windows, or
+//! fewer than 50 % with at least 5 arrivals over any span).
 
 use std::time::Duration;
 
@@ -225,8 +226,13 @@ impl Windows {
                 );
             }
         }
-        let enough = arrivals >= 20 && assessed.len() >= MIN_WINDOWS_FOR_RATIO;
-        if let Some(r) = ratio.filter(|r| *r < 0.9 && enough) {
+        // A 10 % shortfall needs 8 windows to tell it from queue fluctuation; falling behind by
+        // half is a shortfall at any length.
+        let falls_behind = |r: f64| {
+            (arrivals >= 20 && r < 0.9 && assessed.len() >= MIN_WINDOWS_FOR_RATIO)
+                || (arrivals >= 5 && r < 0.5)
+        };
+        if let Some(r) = ratio.filter(|r| falls_behind(*r)) {
             if stable {
                 reason = format!(
                     "completions kept pace with only {:.0} % of arrivals",
