@@ -57,6 +57,14 @@ impl From<&LoadSpec> for LoadReport {
                 },
                 max_concurrency,
             },
+            LoadSpec::Replay { max_concurrency } => LoadReport {
+                mode: "replay".into(),
+                concurrency: None,
+                rate_per_sec: None,
+                arrival: None,
+                burstiness: None,
+                max_concurrency,
+            },
         }
     }
 }

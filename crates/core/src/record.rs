@@ -275,6 +275,9 @@ pub struct RequestRecord {
     /// Multi-turn: the turn index within its conversation (0 = first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub turn: Option<u32>,
+    /// Multi-turn: the session (conversation) the request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
 }
 
 impl RequestRecord {

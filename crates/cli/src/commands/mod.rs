@@ -3,3 +3,4 @@
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod sim;
+pub(crate) mod workload;

@@ -17,15 +17,15 @@ use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::report::{LoadReport, Report, RunInfo, SCHEMA_VERSION, ToolInfo};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
-use goodput_core::tokens::counter_by_name;
 use goodput_core::warnings;
-use goodput_core::workload::{SyntheticWorkload, Workload};
+use goodput_core::workload::Workload;
 use goodput_sim::config::{EngineConfig, SimConfig};
 use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED, rfc3339};
 use crate::args::run::{ApiArg, RunArgs};
+use crate::commands::workload;
 use crate::output;
 
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
@@ -39,7 +39,7 @@ struct Endpoint {
 /// Runs `goodput run`.
 pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let seed = args.seed.unwrap_or_else(random_seed);
-    let config = args.run_config(seed)?;
+    let mut config = args.run_config(seed)?;
     let endpoint = start_endpoint(&args, seed).await?;
     let target =
         Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
@@ -50,13 +50,12 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     };
     let openai = openai_config(&args, model.clone())?;
     let streamed = openai.stream;
+    let headers = workload::request_headers(&openai)?;
+    let built = workload::build(&args, seed, workload::Target { client: &client, model: &model, headers }).await?;
+    workload::adjust_config(&args, &built, &mut config)?;
+    let workload = Arc::clone(&built.workload);
     let backend = Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
-    let workload = Arc::new(SyntheticWorkload {
-        input_tokens: args.input_tokens,
-        output_tokens: Some(args.output_tokens),
-        seed,
-    });
-    let run_info = run_info(
+    let mut run_info = run_info(
         &args,
         &config,
         &endpoint,
@@ -65,10 +64,12 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         workload.as_ref(),
         command_line,
     )?;
-    let counter = counter_by_name(&args.tokenizer).context("--tokenizer")?;
+    run_info.workload.insert("length_buckets".into(), built.buckets.to_string().into());
+    let counter = workload::runner_counter(&args.tokenizer)?;
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
-    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
+    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
+        .with_length_buckets(built.buckets.clone());
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());
     let progress = (!args.quiet).then(|| spawn_progress(runner.monitor(), cancel.clone()));

@@ -8,9 +8,12 @@
 //! length: in steady state that is exactly the sustained rate, with no ramp-up or drain bias.
 //! Latency and goodput attainment cover the measured requests.
 
+mod breakdown;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use self::breakdown::Breakdown;
 use super::histogram::{CountHistogram, LatencyHistogram};
 use super::slo::{LatencyMetric, Slo};
 use super::timeline::{CompletedWork, CompletionTimeline};
@@ -60,11 +63,21 @@ pub struct StepAggregator {
     last_scheduled_us: Option<u64>,
     last_end_us: Option<u64>,
     windows: Windows,
+    /// Per-bucket, per-turn and workload figures (`None` inside a breakdown itself).
+    breakdown: Option<Box<Breakdown>>,
 }
 
 impl StepAggregator {
-    /// An empty aggregator judging requests against `slo`, with time-series windows of `window`.
+    /// An empty aggregator judging requests against `slo`, with time-series windows of `window`
+    /// (and the default input-length buckets; see [`StepAggregator::with_length_buckets`]).
     pub fn new(slo: Option<Slo>, window: Duration) -> Self {
+        let mut aggregator = Self::bare(slo.clone(), window);
+        aggregator.breakdown = Some(Box::new(Breakdown::new(Default::default(), slo, window)));
+        aggregator
+    }
+
+    /// An aggregator without a breakdown.
+    fn bare(slo: Option<Slo>, window: Duration) -> Self {
         StepAggregator {
             slo,
             counts: RequestCounts::default(),
@@ -76,11 +89,15 @@ impl StepAggregator {
             last_scheduled_us: None,
             last_end_us: None,
             windows: Windows::new(window),
+            breakdown: None,
         }
     }
 
     /// Folds in one finished request.
     pub fn add(&mut self, record: &RequestRecord) {
+        if let Some(breakdown) = &mut self.breakdown {
+            breakdown.add(record);
+        }
         self.add_to_windows(record);
         let complies = self
             .slo
@@ -236,6 +253,7 @@ impl StepAggregator {
             items_per_sec: per_sec(work.items),
         };
         let last_arrival = self.last_scheduled_us.unwrap_or(start_us);
+        let (buckets, turns, workload_stats) = self.breakdown_reports(start_us, end_us);
         StepReport {
             load,
             duration_secs,
@@ -254,6 +272,9 @@ impl StepAggregator {
             ),
             stability: self.windows.stability(start_us, last_arrival),
             windows: self.windows.report(),
+            buckets,
+            turns,
+            workload_stats,
         }
     }
 

@@ -2,11 +2,13 @@
 //! that folds request records into a step report. Every definition is in `docs/metrics.md`.
 
 pub mod aggregate;
+pub mod buckets;
 pub mod histogram;
 pub mod slo;
 pub mod timeline;
 pub mod windows;
 
 pub use aggregate::StepAggregator;
+pub use buckets::LengthBuckets;
 pub use histogram::{CountHistogram, LatencyHistogram};
 pub use slo::Slo;
