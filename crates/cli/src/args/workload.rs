@@ -61,7 +61,12 @@ pub(crate) struct WorkloadArgs {
     pub(crate) think_time: Option<String>,
     /// Send the prompts of a local dataset file: prompts JSONL, or ShareGPT JSON (played as
     /// multi-turn sessions).
-    #[arg(long, value_name = "FILE", conflicts_with = "trace", help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "trace",
+        help_heading = "Workload"
+    )]
     pub(crate) dataset: Option<PathBuf>,
     /// Dataset layout (default: detected from the file).
     #[arg(long, value_enum, requires = "dataset", help_heading = "Workload")]
@@ -74,14 +79,29 @@ pub(crate) struct WorkloadArgs {
     #[arg(long, value_enum, requires = "trace", help_heading = "Workload")]
     pub(crate) trace_format: Option<TraceFormatArg>,
     /// Trace replay speed: trace seconds per real second (2 = twice as fast) [default: 1].
-    #[arg(long, value_name = "FACTOR", requires = "trace", help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        requires = "trace",
+        help_heading = "Workload"
+    )]
     pub(crate) time_scale: Option<f64>,
     /// Trace replay volume: requests per trace request, on the trace's clock (0.5 drops half
     /// at random, 2 sends each twice) [default: 1].
-    #[arg(long, value_name = "FACTOR", requires = "trace", help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        requires = "trace",
+        help_heading = "Workload"
+    )]
     pub(crate) rate_scale: Option<f64>,
     /// Tokens per `hash_ids` block of a trace (Mooncake uses 512).
-    #[arg(long, default_value_t = 512, value_name = "TOKENS", help_heading = "Workload")]
+    #[arg(
+        long,
+        default_value_t = 512,
+        value_name = "TOKENS",
+        help_heading = "Workload"
+    )]
     pub(crate) trace_block_tokens: u32,
     /// Skip invalid dataset or trace records (each is counted and the first one shown)
     /// instead of stopping at the first.
@@ -122,8 +142,14 @@ impl WorkloadArgs {
                 );
             }
         }
-        if self.dataset.is_none() && self.trace.is_none() && self.turns.is_none() && self.think_time.is_some() {
-            bail!("--think-time applies to multi-turn sessions: add --turns, or a ShareGPT --dataset");
+        if self.dataset.is_none()
+            && self.trace.is_none()
+            && self.turns.is_none()
+            && self.think_time.is_some()
+        {
+            bail!(
+                "--think-time applies to multi-turn sessions: add --turns, or a ShareGPT --dataset"
+            );
         }
         Ok(())
     }

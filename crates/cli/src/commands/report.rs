@@ -42,7 +42,9 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         );
     }
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
-        .with_length_buckets(crate::commands::workload::recorded_buckets(&manifest.run.workload)?);
+        .with_length_buckets(crate::commands::workload::recorded_buckets(
+            &manifest.run.workload,
+        )?);
     for record in &contents.records {
         aggregator.add(record);
     }

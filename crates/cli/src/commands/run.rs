@@ -51,7 +51,16 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let openai = openai_config(&args, model.clone())?;
     let streamed = openai.stream;
     let headers = workload::request_headers(&openai)?;
-    let built = workload::build(&args, seed, workload::Target { client: &client, model: &model, headers }).await?;
+    let built = workload::build(
+        &args,
+        seed,
+        workload::Target {
+            client: &client,
+            model: &model,
+            headers,
+        },
+    )
+    .await?;
     workload::adjust_config(&args, &built, &mut config)?;
     let workload = Arc::clone(&built.workload);
     let backend = Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
@@ -64,7 +73,9 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         workload.as_ref(),
         command_line,
     )?;
-    run_info.workload.insert("length_buckets".into(), built.buckets.to_string().into());
+    run_info
+        .workload
+        .insert("length_buckets".into(), built.buckets.to_string().into());
     let counter = workload::runner_counter(&args.tokenizer)?;
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;

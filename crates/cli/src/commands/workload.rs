@@ -95,23 +95,29 @@ fn server_tokenizer(tokenizer: &str) -> Result<Option<Option<TokenizeApi>>> {
 pub(crate) async fn build(args: &RunArgs, seed: u64, target: Target<'_>) -> Result<BuiltWorkload> {
     let flags = &args.workload;
     flags.check_combinations()?;
-    let buckets: LengthBuckets = flags
-        .length_buckets
-        .parse()
-        .context("--length-buckets")?;
+    let buckets: LengthBuckets = flags.length_buckets.parse().context("--length-buckets")?;
     let counter = length_counter(&args.tokenizer, &target).await?;
     let output = parse_lengths(
         "--output-tokens",
-        flags.output_tokens.as_deref().unwrap_or(DEFAULT_OUTPUT_TOKENS),
+        flags
+            .output_tokens
+            .as_deref()
+            .unwrap_or(DEFAULT_OUTPUT_TOKENS),
     )?;
     let (workload, replay_requests): (Arc<dyn Workload>, _) = if let Some(path) = &flags.trace {
         let replay = trace_workload(flags, path, &counter, seed).await?;
         let requests = replay.len();
         (Arc::new(replay), Some(requests))
     } else if let Some(path) = &flags.dataset {
-        (dataset_workload(flags, path, &counter, output, seed).await?, None)
+        (
+            dataset_workload(flags, path, &counter, output, seed).await?,
+            None,
+        )
     } else {
-        (synthetic_workload(flags, &counter, output, seed).await?, None)
+        (
+            synthetic_workload(flags, &counter, output, seed).await?,
+            None,
+        )
     };
     Ok(BuiltWorkload {
         workload,
@@ -123,13 +129,19 @@ pub(crate) async fn build(args: &RunArgs, seed: u64, target: Target<'_>) -> Resu
 async fn length_counter(tokenizer: &str, target: &Target<'_>) -> Result<LengthCounter> {
     match server_tokenizer(tokenizer)? {
         Some(api) => {
-            let remote =
-                RemoteTokenizer::connect(target.client.clone(), target.model, target.headers.clone(), api)
-                    .await
-                    .context("--tokenizer server")?;
+            let remote = RemoteTokenizer::connect(
+                target.client.clone(),
+                target.model,
+                target.headers.clone(),
+                api,
+            )
+            .await
+            .context("--tokenizer server")?;
             Ok(LengthCounter::Remote(remote))
         }
-        None => Ok(LengthCounter::Local(counter_by_name(tokenizer).context("--tokenizer")?)),
+        None => Ok(LengthCounter::Local(
+            counter_by_name(tokenizer).context("--tokenizer")?,
+        )),
     }
 }
 
@@ -156,7 +168,10 @@ async fn synthetic_workload(
 ) -> Result<Arc<dyn Workload>> {
     let input = parse_lengths(
         "--input-tokens",
-        flags.input_tokens.as_deref().unwrap_or(DEFAULT_INPUT_TOKENS),
+        flags
+            .input_tokens
+            .as_deref()
+            .unwrap_or(DEFAULT_INPUT_TOKENS),
     )?;
     let prefix = flags
         .shared_prefix
@@ -194,9 +209,9 @@ fn think_time(flags: &WorkloadArgs) -> Result<ThinkTime> {
 pub(crate) fn parse_shared_prefix(text: &str) -> Result<SharedPrefix> {
     let (mut groups, mut tokens) = (None, None);
     for part in text.split(',').map(str::trim) {
-        let (key, value) = part
-            .split_once('=')
-            .with_context(|| format!("`{part}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000"))?;
+        let (key, value) = part.split_once('=').with_context(|| {
+            format!("`{part}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000")
+        })?;
         let value: u32 = value
             .trim()
             .parse()
@@ -206,7 +221,9 @@ pub(crate) fn parse_shared_prefix(text: &str) -> Result<SharedPrefix> {
         match key.trim() {
             "groups" => groups = Some(value),
             "tokens" => tokens = Some(value),
-            other => bail!("unknown key `{other}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000"),
+            other => bail!(
+                "unknown key `{other}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000"
+            ),
         }
     }
     match (groups, tokens) {
@@ -269,7 +286,10 @@ async fn trace_workload(
     note_skipped(&loaded);
     let replay = TraceWorkload::new(format, loaded, options, vocabulary(counter).await?, seed);
     if replay.is_empty() {
-        bail!("--rate-scale {}: no request of the trace is left to send", options.rate_scale);
+        bail!(
+            "--rate-scale {}: no request of the trace is left to send",
+            options.rate_scale
+        );
     }
     Ok(replay)
 }
@@ -285,12 +305,18 @@ fn note_skipped<T>(loaded: &Loaded<T>) {
 
 /// Trace replay sends at the trace's times: load mode `replay`, and by default every request
 /// of the trace (no 30 s default duration).
-pub(crate) fn adjust_config(args: &RunArgs, built: &BuiltWorkload, config: &mut RunConfig) -> Result<()> {
+pub(crate) fn adjust_config(
+    args: &RunArgs,
+    built: &BuiltWorkload,
+    config: &mut RunConfig,
+) -> Result<()> {
     let Some(requests) = built.replay_requests else {
         return Ok(());
     };
     if args.rate.is_some() || args.concurrency.is_some() {
-        bail!("--trace sets every arrival time; drop --rate / --concurrency (use --time-scale or --rate-scale)");
+        bail!(
+            "--trace sets every arrival time; drop --rate / --concurrency (use --time-scale or --rate-scale)"
+        );
     }
     config.load = LoadSpec::Replay {
         max_concurrency: args.max_concurrency,
@@ -298,7 +324,10 @@ pub(crate) fn adjust_config(args: &RunArgs, built: &BuiltWorkload, config: &mut 
     if args.duration.is_none() {
         config.duration = None;
     }
-    config.max_requests = Some(args.requests.map_or(requests as u64, |n| n.min(requests as u64)));
+    config.max_requests = Some(
+        args.requests
+            .map_or(requests as u64, |n| n.min(requests as u64)),
+    );
     config.validate()?;
     Ok(())
 }
@@ -309,7 +338,9 @@ pub(crate) fn recorded_buckets(
     workload: &std::collections::BTreeMap<String, serde_json::Value>,
 ) -> Result<LengthBuckets> {
     match workload.get("length_buckets").and_then(|v| v.as_str()) {
-        Some(spec) => spec.parse().context("run.json: run.workload.length_buckets"),
+        Some(spec) => spec
+            .parse()
+            .context("run.json: run.workload.length_buckets"),
         None => Ok(LengthBuckets::default()),
     }
 }

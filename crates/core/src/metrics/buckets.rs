@@ -61,7 +61,9 @@ impl fmt::Display for LengthBuckets {
 
 /// A bucket specification that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("length buckets `{spec}`: {problem}; expected e.g. short<1024,medium<8192,long or 512,4096")]
+#[error(
+    "length buckets `{spec}`: {problem}; expected e.g. short<1024,medium<8192,long or 512,4096"
+)]
 pub struct BucketSpecError {
     /// The text as given.
     pub spec: String,
@@ -122,9 +124,7 @@ fn edge_buckets(parts: &[&str]) -> Result<Vec<LengthBucket>, String> {
 }
 
 fn named_buckets(parts: &[&str]) -> Result<Vec<LengthBucket>, String> {
-    let (last, bounded) = parts
-        .split_last()
-        .ok_or_else(|| "no bucket".to_string())?;
+    let (last, bounded) = parts.split_last().ok_or_else(|| "no bucket".to_string())?;
     let mut buckets = Vec::with_capacity(parts.len());
     let mut edges = Vec::new();
     let mut min = 0;
@@ -146,7 +146,9 @@ fn named_buckets(parts: &[&str]) -> Result<Vec<LengthBucket>, String> {
     }
     check_increasing(&edges)?;
     if last.contains('<') {
-        return Err(format!("the last bucket `{last}` takes every longer prompt; drop its `<`"));
+        return Err(format!(
+            "the last bucket `{last}` takes every longer prompt; drop its `<`"
+        ));
     }
     buckets.push(LengthBucket {
         name: check_name(last)?,

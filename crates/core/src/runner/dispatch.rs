@@ -76,7 +76,10 @@ pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: Cancellatio
             open_loop(plan, schedule, limit, sender, stop).await;
         }
         LoadSpec::Replay { max_concurrency } => {
-            let offsets = plan.workload.arrival_offsets().unwrap_or_else(|| Arc::new([]));
+            let offsets = plan
+                .workload
+                .arrival_offsets()
+                .unwrap_or_else(|| Arc::new([]));
             let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
             open_loop(plan, offsets.iter().copied(), limit, sender, stop).await;
         }

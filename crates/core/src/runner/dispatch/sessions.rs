@@ -73,7 +73,10 @@ pub(super) async fn dispatch_sessions(
             open_sessions(context(max_concurrency), schedule).await;
         }
         LoadSpec::Replay { max_concurrency } => {
-            let offsets = plan.workload.arrival_offsets().unwrap_or_else(|| Arc::new([]));
+            let offsets = plan
+                .workload
+                .arrival_offsets()
+                .unwrap_or_else(|| Arc::new([]));
             open_sessions(context(max_concurrency), offsets.iter().copied()).await;
         }
     }
@@ -121,7 +124,10 @@ async fn closed_worker(context: SessionContext) {
         if !context.may_start(now.saturating_duration_since(context.plan.context.start)) {
             break;
         }
-        let session = context.counters.next_session.fetch_add(1, Ordering::Relaxed);
+        let session = context
+            .counters
+            .next_session
+            .fetch_add(1, Ordering::Relaxed);
         if !play(&context, session, now).await {
             break;
         }
@@ -152,8 +158,14 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
                 () = tokio::time::sleep_until(scheduled) => {}
             }
         }
-        let index = context.counters.next_request.fetch_add(1, Ordering::Relaxed);
-        if !plan.admits(index, scheduled.saturating_duration_since(plan.context.start)) {
+        let index = context
+            .counters
+            .next_request
+            .fetch_add(1, Ordering::Relaxed);
+        if !plan.admits(
+            index,
+            scheduled.saturating_duration_since(plan.context.start),
+        ) {
             return false;
         }
         history.push(ChatMessage::new("user", turn.user));
