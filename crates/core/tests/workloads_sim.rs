@@ -18,7 +18,7 @@ use goodput_core::backend::{Activity, Backend, BoxFuture, RequestInput, RequestS
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::metrics::{LengthBuckets, StepAggregator};
-use goodput_core::record::{Exchange, TokenSource};
+use goodput_core::record::{Exchange, RequestRecord, TokenSource};
 use goodput_core::report::{LoadReport, StepReport};
 use goodput_core::runner::Runner;
 use goodput_core::tokens::Tiktoken;
@@ -254,24 +254,8 @@ async fn over_real_tcp_a_replay_is_never_early_and_close_to_its_timestamps() {
         1,
     ));
     let server = SimServer::new(fixed(5, 1, 64)).unwrap();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     let arrivals = Arc::new(Mutex::new(Vec::new()));
-    let (serving, taps) = (server.clone(), Arc::clone(&arrivals));
-    let accept = tokio::spawn(async move {
-        while let Ok((stream, _)) = listener.accept().await {
-            stream.set_nodelay(true).unwrap();
-            let (tap, pipe) = tokio::io::duplex(1 << 16);
-            tokio::spawn(serving.serve_connection(Tap {
-                inner: tap,
-                arrivals: Arc::clone(&taps),
-            }));
-            tokio::spawn(async move {
-                let (mut stream, mut pipe) = (stream, pipe);
-                let _ = tokio::io::copy_bidirectional(&mut stream, &mut pipe).await;
-            });
-        }
-    });
+    let (addr, accept) = tapped_tcp_server(&server, Arc::clone(&arrivals)).await;
     let client = HttpClient::tcp(
         Target::parse(&format!("http://{addr}/v1")).unwrap(),
         HttpConfig::default(),
@@ -310,6 +294,31 @@ async fn over_real_tcp_a_replay_is_never_early_and_close_to_its_timestamps() {
     assert!(worst < Duration::from_millis(250), "{worst:?}");
 }
 
+/// The simulator on 127.0.0.1:0, each connection relayed through a [`Tap`].
+async fn tapped_tcp_server(
+    server: &SimServer,
+    arrivals: Arc<Mutex<Vec<Instant>>>,
+) -> (std::net::SocketAddr, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = server.clone();
+    let accept = tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            stream.set_nodelay(true).unwrap();
+            let (tap, pipe) = tokio::io::duplex(1 << 16);
+            tokio::spawn(server.serve_connection(Tap {
+                inner: tap,
+                arrivals: Arc::clone(&arrivals),
+            }));
+            tokio::spawn(async move {
+                let (mut stream, mut pipe) = (stream, pipe);
+                let _ = tokio::io::copy_bidirectional(&mut stream, &mut pipe).await;
+            });
+        }
+    });
+    (addr, accept)
+}
+
 /// Delegates to the OpenAI backend and keeps every request with the reply text it got.
 #[derive(Debug)]
 struct Capture {
@@ -332,8 +341,11 @@ impl Backend for Capture {
     }
 }
 
-#[tokio::test(start_paused = true)]
-async fn multi_turn_histories_grow_and_carry_the_servers_replies() {
+type Log = BTreeMap<u64, (RequestSpec, String)>;
+
+/// Runs 6 sessions of 4 turns (20-token messages, 8-token answers, 500 ms think time) on 3
+/// closed-loop users; returns the records, what the backend sent and got, and the step.
+async fn run_sessions() -> (Vec<RequestRecord>, Log, StepReport) {
     let sessions = Arc::new(SyntheticConversations {
         turns: "4".parse().unwrap(),
         user_tokens: "20".parse().unwrap(),
@@ -354,13 +366,9 @@ async fn multi_turn_histories_grow_and_carry_the_servers_replies() {
         warmup: Warmup::None,
         ..RunConfig::default()
     };
-    let runner = Runner::new(
-        config.clone(),
-        Arc::clone(&capture) as Arc<dyn Backend>,
-        sessions,
-        Arc::new(Tiktoken::cl100k()),
-        true,
-    );
+    let backend = Arc::clone(&capture) as Arc<dyn Backend>;
+    let counter = Arc::new(Tiktoken::cl100k());
+    let runner = Runner::new(config.clone(), backend, sessions, counter, true);
     let mut collect = Collect::default();
     let mut aggregator = StepAggregator::new(None, config.window);
     runner
@@ -369,14 +377,55 @@ async fn multi_turn_histories_grow_and_carry_the_servers_replies() {
             CancellationToken::new(),
         )
         .await;
-    let records = collect.0;
-    assert_eq!(records.len(), 24, "6 sessions of 4 turns");
     let log = capture.log.lock().unwrap().clone();
-    let by_index: BTreeMap<u64, (RequestSpec, String)> = log
+    let log = log
         .into_iter()
         .map(|(spec, reply)| (spec.index, (spec, reply)))
         .collect();
-    let mut sessions: BTreeMap<u64, Vec<&goodput_core::record::RequestRecord>> = BTreeMap::new();
+    (
+        collect.0,
+        log,
+        aggregator.report(LoadReport::from(&config.load)),
+    )
+}
+
+/// One session's turns, in order: each carries the replies the server gave to the earlier
+/// ones, a growing context, and waits the think time.
+fn check_session(turns: &[&RequestRecord], log: &Log) {
+    let mut replies: Vec<&str> = Vec::new();
+    for (t, record) in turns.iter().enumerate() {
+        assert_eq!(record.turn, Some(t as u32));
+        let (spec, reply) = &log[&record.index];
+        let RequestInput::Messages(messages) = &spec.input else {
+            panic!("a conversation")
+        };
+        assert_eq!(messages.len(), 2 * t + 1);
+        let history: Vec<String> = messages
+            .iter()
+            .filter(|m| m.role == "assistant")
+            .map(|m| m.content.text())
+            .collect();
+        assert_eq!(
+            history, replies,
+            "the history holds the server's actual replies"
+        );
+        // 20 user tokens per turn, 8 reply tokens per earlier turn, each message's template.
+        let served = record.input_tokens.unwrap();
+        assert_eq!(served, 28 * t as u64 + 20 + 3 + 4 * (2 * t as u64 + 1));
+        if t > 0 {
+            assert!(served > turns[t - 1].input_tokens.unwrap(), "context grows");
+            let think = record.scheduled_us - turns[t - 1].end_us;
+            assert!((500_000..501_000).contains(&think), "think time {think} µs");
+        }
+        replies.push(reply);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn multi_turn_histories_grow_and_carry_the_servers_replies() {
+    let (records, log, step) = run_sessions().await;
+    assert_eq!(records.len(), 24, "6 sessions of 4 turns");
+    let mut sessions: BTreeMap<u64, Vec<&RequestRecord>> = BTreeMap::new();
     for record in &records {
         sessions
             .entry(record.session.unwrap())
@@ -386,35 +435,8 @@ async fn multi_turn_histories_grow_and_carry_the_servers_replies() {
     assert_eq!(sessions.len(), 6);
     for turns in sessions.values_mut() {
         turns.sort_by_key(|r| r.turn);
-        let mut replies: Vec<&str> = Vec::new();
-        for (t, record) in turns.iter().enumerate() {
-            assert_eq!(record.turn, Some(t as u32));
-            let (spec, reply) = &by_index[&record.index];
-            let RequestInput::Messages(messages) = &spec.input else {
-                panic!("a conversation")
-            };
-            assert_eq!(messages.len(), 2 * t + 1);
-            let history: Vec<String> = messages
-                .iter()
-                .filter(|m| m.role == "assistant")
-                .map(|m| m.content.text())
-                .collect();
-            assert_eq!(
-                history, replies,
-                "the history holds the server's actual replies"
-            );
-            // 20 user tokens per turn, 8 reply tokens per earlier turn, each message's template.
-            let served = record.input_tokens.unwrap();
-            assert_eq!(served, 28 * t as u64 + 20 + 3 + 4 * (2 * t as u64 + 1));
-            if t > 0 {
-                assert!(served > turns[t - 1].input_tokens.unwrap(), "context grows");
-                let think = record.scheduled_us - turns[t - 1].end_us;
-                assert!((500_000..501_000).contains(&think), "think time {think} µs");
-            }
-            replies.push(reply);
-        }
+        check_session(turns, &log);
     }
-    let step = aggregator.report(LoadReport::from(&config.load));
     assert_eq!(step.turns.len(), 4);
     for (t, row) in step.turns.iter().enumerate() {
         assert_eq!(row.turn, t as u32);
@@ -478,6 +500,27 @@ async fn shared_prefixes_lower_ttft_with_prefix_caching_on() {
     assert!(on * 2.0 < off, "on {on} ms vs off {off} ms");
 }
 
+/// Runs `workload` on the completions API against a fixed 50 ms / 5 ms simulator.
+async fn run_completions(
+    workload: Arc<dyn Workload>,
+    config: RunConfig,
+    buckets: LengthBuckets,
+) -> StepReport {
+    let server = SimServer::new(fixed(50, 5, 64)).unwrap();
+    let settings = OpenAiConfig {
+        api: ApiKind::Completions,
+        ..openai(server.model_name())
+    };
+    let backend = Arc::new(OpenAiBackend::new(settings, in_memory_client(&server)).unwrap());
+    let counter = Arc::new(Tiktoken::cl100k());
+    let runner = Runner::new(config.clone(), backend, workload, counter, true);
+    let mut aggregator = StepAggregator::new(None, config.window).with_length_buckets(buckets);
+    runner
+        .run(&mut [&mut aggregator], CancellationToken::new())
+        .await;
+    aggregator.report(LoadReport::from(&config.load))
+}
+
 #[tokio::test(start_paused = true)]
 async fn every_metric_is_reported_per_length_bucket() {
     let workload = Arc::new(GeneratedWorkload {
@@ -487,31 +530,8 @@ async fn every_metric_is_reported_per_length_bucket() {
         vocabulary: vocabulary(),
         seed: 8,
     });
-    let server = SimServer::new(fixed(50, 5, 64)).unwrap();
-    let backend = Arc::new(
-        OpenAiBackend::new(
-            OpenAiConfig {
-                api: ApiKind::Completions,
-                ..openai(server.model_name())
-            },
-            in_memory_client(&server),
-        )
-        .unwrap(),
-    );
-    let config = open(20.0, 200);
-    let runner = Runner::new(
-        config.clone(),
-        backend,
-        workload as Arc<dyn Workload>,
-        Arc::new(Tiktoken::cl100k()),
-        true,
-    );
     let buckets: LengthBuckets = "short<500,medium<1000,long".parse().unwrap();
-    let mut aggregator = StepAggregator::new(None, config.window).with_length_buckets(buckets);
-    runner
-        .run(&mut [&mut aggregator], CancellationToken::new())
-        .await;
-    let step = aggregator.report(LoadReport::from(&config.load));
+    let step = run_completions(workload, open(20.0, 200), buckets).await;
     let names: Vec<&str> = step.buckets.iter().map(|b| b.name.as_str()).collect();
     assert_eq!(names, ["short", "medium", "long"]);
     let completed: Vec<u64> = step

@@ -41,11 +41,21 @@ pub(crate) struct WorkloadArgs {
     /// Prompt length in tokens of --tokenizer: a number or a distribution — uniform:128..1024,
     /// normal:mean=512,sd=128, lognormal:median=512,sigma=0.8, pareto:scale=200,shape=1.5,
     /// mix:70%=128,25%=1024,5%=8000 [default: 512]. With --turns, each user message's length.
-    #[arg(long, value_name = "TOKENS|DIST", help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "TOKENS|DIST",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub(crate) input_tokens: Option<String>,
     /// Answer length (`max_tokens`, enforced with ignore_eos): a number or a distribution
     /// [default: 128]. With a dataset, only for records that carry no length.
-    #[arg(long, value_name = "TOKENS|DIST", help_heading = "Workload")]
+    #[arg(
+        long,
+        value_name = "TOKENS|DIST",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
     pub(crate) output_tokens: Option<String>,
     /// Shared system prompts, to measure prefix caching: `groups=8,tokens=2000` (each request
     /// gets one of 8 prompts of 2000 tokens, drawn at random, before its own prompt).

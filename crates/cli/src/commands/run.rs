@@ -50,19 +50,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     };
     let openai = openai_config(&args, model.clone())?;
     let streamed = openai.stream;
-    let headers = workload::request_headers(&openai)?;
-    let built = workload::build(
-        &args,
-        seed,
-        workload::Target {
-            client: &client,
-            model: &model,
-            headers,
-        },
-    )
-    .await?;
-    workload::adjust_config(&args, &built, &mut config)?;
-    let workload = Arc::clone(&built.workload);
+    let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
     let backend = Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
     let mut run_info = run_info(
         &args,
@@ -70,13 +58,12 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         &endpoint,
         &model,
         streamed,
-        workload.as_ref(),
+        built.workload.as_ref(),
         command_line,
     )?;
-    run_info
-        .workload
-        .insert("length_buckets".into(), built.buckets.to_string().into());
+    built.record_buckets(&mut run_info.workload);
     let counter = workload::runner_counter(&args.tokenizer)?;
+    let workload = Arc::clone(&built.workload);
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)

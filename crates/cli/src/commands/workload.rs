@@ -38,18 +38,47 @@ pub(crate) struct BuiltWorkload {
     replay_requests: Option<usize>,
 }
 
+impl BuiltWorkload {
+    /// Notes the buckets in the run's workload description (so `goodput report` uses them).
+    pub(crate) fn record_buckets(
+        &self,
+        description: &mut std::collections::BTreeMap<String, serde_json::Value>,
+    ) {
+        description.insert("length_buckets".into(), self.buckets.to_string().into());
+    }
+}
+
 /// What building a workload needs to know about the target.
-pub(crate) struct Target<'a> {
+struct Target<'a> {
     /// Client to the target (for `/tokenize`).
-    pub(crate) client: &'a HttpClient,
+    client: &'a HttpClient,
     /// Model name.
-    pub(crate) model: &'a str,
+    model: &'a str,
     /// Headers of every request (authorization).
-    pub(crate) headers: HeaderMap,
+    headers: HeaderMap,
+}
+
+/// Builds the workload for a run against `client` with the backend settings `openai`, and
+/// adjusts `config` to it (trace replay).
+pub(crate) async fn prepare(
+    args: &RunArgs,
+    seed: u64,
+    client: &HttpClient,
+    openai: &OpenAiConfig,
+    config: &mut RunConfig,
+) -> Result<BuiltWorkload> {
+    let target = Target {
+        client,
+        model: &openai.model,
+        headers: request_headers(openai)?,
+    };
+    let built = build(args, seed, target).await?;
+    adjust_config(args, &built, config)?;
+    Ok(built)
 }
 
 /// The headers the backend sends (extra headers and the API key), for `/tokenize`.
-pub(crate) fn request_headers(openai: &OpenAiConfig) -> Result<HeaderMap> {
+fn request_headers(openai: &OpenAiConfig) -> Result<HeaderMap> {
     let mut headers = HeaderMap::new();
     if let Some(key) = openai.api_key.as_deref().filter(|key| !key.is_empty()) {
         let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
@@ -92,7 +121,7 @@ fn server_tokenizer(tokenizer: &str) -> Result<Option<Option<TokenizeApi>>> {
 }
 
 /// Builds the workload of `args` with `seed`.
-pub(crate) async fn build(args: &RunArgs, seed: u64, target: Target<'_>) -> Result<BuiltWorkload> {
+async fn build(args: &RunArgs, seed: u64, target: Target<'_>) -> Result<BuiltWorkload> {
     let flags = &args.workload;
     flags.check_combinations()?;
     let buckets: LengthBuckets = flags.length_buckets.parse().context("--length-buckets")?;
@@ -305,11 +334,7 @@ fn note_skipped<T>(loaded: &Loaded<T>) {
 
 /// Trace replay sends at the trace's times: load mode `replay`, and by default every request
 /// of the trace (no 30 s default duration).
-pub(crate) fn adjust_config(
-    args: &RunArgs,
-    built: &BuiltWorkload,
-    config: &mut RunConfig,
-) -> Result<()> {
+fn adjust_config(args: &RunArgs, built: &BuiltWorkload, config: &mut RunConfig) -> Result<()> {
     let Some(requests) = built.replay_requests else {
         return Ok(());
     };

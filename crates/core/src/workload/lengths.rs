@@ -114,7 +114,7 @@ impl LengthDistribution {
     pub fn sample(&self, rng: &mut Xoshiro256PlusPlus) -> u32 {
         match self {
             LengthDistribution::Fixed(n) => *n,
-            LengthDistribution::Uniform { min, max } => rng.random_range(*min..=*max),
+            LengthDistribution::Uniform { min, max } => draw_between(rng, *min, *max),
             LengthDistribution::Normal { mean, sd, bounds } => {
                 let draw = Normal::new(*mean, *sd).map_or(*mean, |d| d.sample(rng));
                 clamp(draw, *bounds)
@@ -139,13 +139,13 @@ impl LengthDistribution {
                 let mut point = rng.random::<f64>() * 100.0;
                 for component in components {
                     if point < component.percent {
-                        return rng.random_range(component.min..=component.max);
+                        return draw_between(rng, component.min, component.max);
                     }
                     point -= component.percent;
                 }
                 components
                     .last()
-                    .map_or(1, |c| rng.random_range(c.min..=c.max))
+                    .map_or(1, |c| draw_between(rng, c.min, c.max))
             }
         }
     }
@@ -179,13 +179,17 @@ impl LengthDistribution {
     }
 }
 
+/// A uniform draw from `[a, b]` (either order).
+fn draw_between(rng: &mut Xoshiro256PlusPlus, a: u32, b: u32) -> u32 {
+    rng.random_range(a.min(b)..=a.max(b))
+}
+
 fn clamp(draw: f64, bounds: Bounds) -> u32 {
     if draw.is_nan() {
         return bounds.min;
     }
-    let rounded = draw
-        .round()
-        .clamp(f64::from(bounds.min), f64::from(bounds.max));
+    let (low, high) = (bounds.min.min(bounds.max), bounds.max.max(bounds.min));
+    let rounded = draw.round().clamp(f64::from(low), f64::from(high));
     rounded as u32
 }
 

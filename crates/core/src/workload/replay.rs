@@ -30,6 +30,11 @@ use crate::backend::{RequestInput, RequestSpec};
 const BLOCKS: u64 = 0xb10c_5;
 const THINNING: u64 = 0x7417;
 
+/// Largest rate scale.
+pub const MAX_RATE_SCALE: f64 = 1000.0;
+/// Latest send offset of a replay (ten years; a trace spanning more is cut there).
+pub const MAX_OFFSET: Duration = Duration::from_secs(10 * 365 * 86_400);
+
 /// How to replay a trace.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ReplayOptions {
@@ -57,8 +62,12 @@ impl ReplayOptions {
         if !(self.time_scale.is_finite() && self.time_scale > 0.0) {
             return Err("--time-scale: must be a positive number (2 = twice as fast)".into());
         }
-        if !(self.rate_scale.is_finite() && self.rate_scale > 0.0) {
-            return Err("--rate-scale: must be a positive number (2 = twice the requests)".into());
+        let rate_ok = self.rate_scale.is_finite() && self.rate_scale > 0.0;
+        if !(rate_ok && self.rate_scale <= MAX_RATE_SCALE) {
+            return Err(format!(
+                "--rate-scale: must be a positive number up to {MAX_RATE_SCALE} (2 = twice the \
+                 requests)"
+            ));
         }
         if self.block_tokens == 0 {
             return Err("--trace-block-tokens: must be at least 1".into());
@@ -175,6 +184,14 @@ fn schedule(rows: &[TraceRow], options: ReplayOptions, seed: u64) -> (Vec<u32>, 
         return (Vec::new(), Vec::new());
     };
     let start = first.at_us;
+    let options = if options.validate().is_ok() {
+        options
+    } else {
+        ReplayOptions {
+            block_tokens: options.block_tokens.max(1),
+            ..ReplayOptions::default()
+        }
+    };
     let whole = options.rate_scale.floor();
     let fraction = options.rate_scale - whole;
     let mut schedule = Vec::with_capacity((rows.len() as f64 * options.rate_scale) as usize + 1);
@@ -185,7 +202,8 @@ fn schedule(rows: &[TraceRow], options: ReplayOptions, seed: u64) -> (Vec<u32>, 
         let gap_us = rows.get(i + 1).map_or(0, |next| next.at_us - row.at_us) as f64;
         for copy in 0..copies {
             let trace_us = (row.at_us - start) as f64 + gap_us * copy as f64 / copies as f64;
-            offsets.push(Duration::from_secs_f64(trace_us / 1e6 / options.time_scale));
+            let offset = Duration::try_from_secs_f64(trace_us / 1e6 / options.time_scale);
+            offsets.push(offset.map_or(MAX_OFFSET, |offset| offset.min(MAX_OFFSET)));
             schedule.push(u32::try_from(i).unwrap_or(u32::MAX));
         }
     }

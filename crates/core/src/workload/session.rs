@@ -28,6 +28,9 @@ const TURN_LENGTHS: u64 = 0x7e_4d;
 const TURN_TEXT: u64 = 0x7e_7e;
 const THINK: u64 = 0x7_1c;
 
+/// Longest think time drawn (one day).
+pub const MAX_THINK_TIME: Duration = Duration::from_secs(86_400);
+
 /// One user turn of a session.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Turn {
@@ -106,14 +109,17 @@ impl ThinkTime {
         })
     }
 
-    /// The think time before turn `turn` of `session`.
+    /// The think time before turn `turn` of `session` (at most [`MAX_THINK_TIME`]).
     pub fn draw(&self, seed: u64, session: u64, turn: u64) -> Duration {
         match *self {
-            ThinkTime::Fixed(duration) => duration,
+            ThinkTime::Fixed(duration) => duration.min(MAX_THINK_TIME),
             ThinkTime::Exponential(mean) => {
                 let mut rng = stream(seed, THINK, session.wrapping_mul(1 << 20) ^ turn);
                 let u: f64 = rng.random();
-                mean.mul_f64(-(1.0 - u).ln())
+                let seconds = mean.as_secs_f64() * -(1.0 - u).ln();
+                Duration::try_from_secs_f64(seconds)
+                    .unwrap_or(MAX_THINK_TIME)
+                    .min(MAX_THINK_TIME)
             }
         }
     }

@@ -142,6 +142,9 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         return false;
     };
     let script = conversations.conversation(session);
+    if script.turns.is_empty() {
+        return false;
+    }
     let mut history = Vec::new();
     let mut context_tokens = Some(0u64);
     if let Some((system, tokens)) = script.system {
