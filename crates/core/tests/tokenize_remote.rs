@@ -36,7 +36,7 @@ async fn the_simulators_tokenize_builds_prompts_of_exact_length() {
         .unwrap();
     assert_eq!(remote.api(), TokenizeApi::Vllm);
     assert_eq!(remote.count("hello world again").await.unwrap(), 3);
-    let counter = LengthCounter::Remote(remote.clone());
+    let counter = LengthCounter::Remote(Box::new(remote.clone()));
     let vocabulary = counter.vocabulary().await.unwrap();
     assert_eq!(vocabulary.tokenizer(), "server:vllm");
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
@@ -91,7 +91,7 @@ async fn llama_cpp_and_tgi_dialects_are_found_by_fallback() {
             .await
             .unwrap();
         assert_eq!(remote.api(), api);
-        let vocabulary = LengthCounter::Remote(remote.clone())
+        let vocabulary = LengthCounter::Remote(Box::new(remote.clone()))
             .vocabulary()
             .await
             .unwrap();

@@ -566,3 +566,44 @@ async fn every_metric_is_reported_per_length_bucket() {
     );
     assert!(step.turns.is_empty());
 }
+
+#[tokio::test(start_paused = true)]
+async fn open_loop_arrivals_start_sessions_and_requests_count_turns() {
+    let sessions = Arc::new(SyntheticConversations {
+        turns: "3".parse().unwrap(),
+        user_tokens: "10".parse().unwrap(),
+        output_tokens: Some("4".parse().unwrap()),
+        think_time: ThinkTime::Fixed(Duration::from_secs(1)),
+        prefix: None,
+        vocabulary: vocabulary(),
+        seed: 2,
+    });
+    let server = SimServer::new(fixed(20, 5, 16)).unwrap();
+    let result = run_with(
+        open(2.0, 12),
+        in_memory_client(&server),
+        openai(server.model_name()),
+        sessions,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(result.records.len(), 12, "--requests counts turns");
+    let mut openings: Vec<(u64, u64)> = result
+        .records
+        .iter()
+        .filter(|r| r.turn == Some(0))
+        .map(|r| (r.session.unwrap(), r.scheduled_us))
+        .collect();
+    openings.sort_unstable();
+    for (k, &(session, scheduled_us)) in openings.iter().enumerate() {
+        assert_eq!(session, k as u64);
+        assert_eq!(
+            scheduled_us,
+            k as u64 * 500_000,
+            "sessions start at the arrivals"
+        );
+    }
+    // Arrivals at 0, 0.5 … 2.5 s open six sessions before the twelfth request is claimed
+    // (second turns follow 1 s after each reply, third turns 1 s later).
+    assert_eq!(openings.len(), 6);
+}

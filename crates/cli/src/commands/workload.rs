@@ -166,7 +166,7 @@ async fn length_counter(tokenizer: &str, target: &Target<'_>) -> Result<LengthCo
             )
             .await
             .context("--tokenizer server")?;
-            Ok(LengthCounter::Remote(remote))
+            Ok(LengthCounter::Remote(Box::new(remote)))
         }
         None => Ok(LengthCounter::Local(
             counter_by_name(tokenizer).context("--tokenizer")?,

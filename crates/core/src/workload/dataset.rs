@@ -316,9 +316,12 @@ fn parse_sharegpt_message(
     Ok((speaker, value.to_string()))
 }
 
+/// Lines (1-based) and bytes of the elements of a JSON array.
+type Elements<'a> = Vec<(usize, &'a [u8])>;
+
 /// The elements of a top-level JSON array as `(line, bytes)`, without parsing them (so each
 /// element's errors carry its own line); `Err((line, message))` when the array is malformed.
-pub(crate) fn split_array(bytes: &[u8]) -> Result<Vec<(usize, &[u8])>, (usize, String)> {
+pub(crate) fn split_array(bytes: &[u8]) -> Result<Elements<'_>, (usize, String)> {
     let mut scanner = Scanner {
         bytes,
         at: 0,

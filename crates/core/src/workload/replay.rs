@@ -27,7 +27,7 @@ use super::vocabulary::PromptVocabulary;
 use super::{Workload, mix_seed};
 use crate::backend::{RequestInput, RequestSpec};
 
-const BLOCKS: u64 = 0xb10c_5;
+const BLOCKS: u64 = 0x000b_10c5;
 const THINNING: u64 = 0x7417;
 
 /// Largest rate scale.

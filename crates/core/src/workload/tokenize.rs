@@ -269,7 +269,7 @@ pub enum LengthCounter {
     /// A local tokenizer.
     Local(Arc<dyn TokenCounter>),
     /// The target's endpoint.
-    Remote(RemoteTokenizer),
+    Remote(Box<RemoteTokenizer>),
 }
 
 impl LengthCounter {
