@@ -145,12 +145,10 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
     if script.turns.is_empty() {
         return false;
     }
-    let mut history = Vec::new();
-    let mut context_tokens = Some(0u64);
-    if let Some((system, tokens)) = script.system {
-        history.push(ChatMessage::new("system", system));
-        context_tokens = add(context_tokens, tokens);
-    }
+    let (mut history, mut context_tokens) = match script.system {
+        Some((system, tokens)) => (vec![ChatMessage::new("system", system)], tokens),
+        None => (Vec::new(), Some(0)),
+    };
     let mut scheduled = first;
     for (turn_index, turn) in script.turns.into_iter().enumerate() {
         if turn_index > 0 {
@@ -178,7 +176,7 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
             input: RequestInput::Messages(history.clone()),
             expected_input_tokens: expected,
             max_output_tokens: turn.max_output_tokens,
-            turn: Some(u32::try_from(turn_index).unwrap_or(u32::MAX)),
+            turn: u32::try_from(turn_index).ok(),
         };
         let ticket = plan.ticket(index, scheduled);
         plan.monitor.scheduled();
