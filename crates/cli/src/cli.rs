@@ -64,3 +64,16 @@ pub(crate) struct ReportArgs {
     #[arg(long, value_name = "DB")]
     pub(crate) store: Option<PathBuf>,
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        // Catches duplicate flags, bad defaults and conflicting groups across subcommands.
+        Cli::command().debug_assert();
+    }
+}

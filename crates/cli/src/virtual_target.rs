@@ -47,6 +47,9 @@ impl VirtualTarget {
                 config,
                 PhasedSchedule::new(phases.clone(), *arrival, config.seed),
             ),
+            // A replay takes its arrivals from a trace workload; the virtual target sends
+            // synthetic requests only, so it has no arrivals to replay.
+            LoadSpec::Replay { .. } => Vec::new(),
         };
         let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
         for (index, timeline) in timelines.iter().enumerate() {
@@ -227,6 +230,7 @@ fn record(
         server_timings: None,
         turn: None,
         step: 0,
+        session: None,
     }
 }
 

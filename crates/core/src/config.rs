@@ -39,6 +39,12 @@ pub enum LoadSpec {
         /// Client-side cap on requests in flight.
         max_concurrency: Option<u32>,
     },
+    /// Trace replay: each request is sent at the offset its workload gives
+    /// ([`crate::workload::Workload::arrival_offsets`]), regardless of completions.
+    Replay {
+        /// Client-side cap on requests in flight, as in open loop.
+        max_concurrency: Option<u32>,
+    },
 }
 
 /// Arrival process of open-loop load.
@@ -198,6 +204,10 @@ impl LoadSpec {
                 }
                 Ok(())
             }
+            LoadSpec::Replay {
+                max_concurrency: Some(0),
+            } => Err(invalid("--max-concurrency", "must be at least 1")),
+            LoadSpec::Replay { .. } => Ok(()),
         }
     }
 }

@@ -75,6 +75,15 @@ impl From<&LoadSpec> for LoadReport {
                 max_concurrency,
                 phases: Some(phases.clone()),
             },
+            LoadSpec::Replay { max_concurrency } => LoadReport {
+                mode: "replay".into(),
+                concurrency: None,
+                rate_per_sec: None,
+                arrival: None,
+                burstiness: None,
+                max_concurrency,
+                phases: None,
+            },
         }
     }
 }

@@ -278,6 +278,9 @@ pub struct RequestRecord {
     /// The step (load level) of a multi-step run — sweep or capacity probe — it belongs to.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub step: u32,
+    /// Multi-turn: the session (conversation) the request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<u64>,
 }
 
 fn is_zero(value: &u32) -> bool {

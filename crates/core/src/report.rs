@@ -9,6 +9,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::windows::{Stability, WindowReport};
 
+mod workload;
+
+pub use workload::{BucketReport, SliceMetrics, TurnReport, WorkloadStats};
+
 /// Version of the report layout; bumped on any breaking change.
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -328,6 +332,15 @@ pub struct StepReport {
     /// Cost and energy (null without a price or a power figure).
     #[serde(default)]
     pub cost: Option<crate::analysis::CostReport>,
+    /// Every metric per input-length bucket.
+    #[serde(default)]
+    pub buckets: Vec<BucketReport>,
+    /// Every metric per turn index (multi-turn sessions; empty otherwise).
+    #[serde(default)]
+    pub turns: Vec<TurnReport>,
+    /// What the workload asked for: realised prompt and answer lengths.
+    #[serde(default)]
+    pub workload_stats: WorkloadStats,
 }
 
 /// A problem with the run itself, with its fix.

@@ -127,6 +127,8 @@ fn check_client(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warnin
         LoadSpec::Open {
             max_concurrency: None,
             ..
+        } | LoadSpec::Replay {
+            max_concurrency: None
         }
     );
     if let Some(lag) = step

@@ -8,3 +8,4 @@ pub(crate) mod reporting;
 pub(crate) mod run;
 pub(crate) mod server;
 pub(crate) mod sim;
+pub(crate) mod workload;

@@ -70,17 +70,14 @@ pub(crate) struct RunArgs {
     #[arg(long, help_heading = "Target")]
     pub(crate) no_continuous_usage: bool,
 
-    /// Tokenizer for counting when the server reports no usage, and for checking its usage:
-    /// `cl100k_base`, `o200k_base`, or a local `tokenizer.json` path.
+    /// Tokenizer for exact prompt lengths, for counting when the server reports no usage, and
+    /// for checking its usage: `cl100k_base`, `o200k_base`, a local `tokenizer.json` path, or
+    /// `server` (the target's own /tokenize, for prompt lengths).
     #[arg(long, default_value = "cl100k_base", help_heading = "Target")]
     pub(crate) tokenizer: String,
 
-    /// Prompt length in tokens (cl100k_base).
-    #[arg(long, default_value_t = 512, help_heading = "Workload")]
-    pub(crate) input_tokens: u32,
-    /// Answer length in tokens (`max_tokens`, enforced with ignore_eos).
-    #[arg(long, default_value_t = 128, help_heading = "Workload")]
-    pub(crate) output_tokens: u32,
+    #[command(flatten)]
+    pub(crate) workload: crate::args::workload::WorkloadArgs,
 
     /// Closed loop: keep this many requests in flight.
     #[arg(long, conflicts_with = "rate", help_heading = "Load")]
@@ -96,7 +93,7 @@ pub(crate) struct RunArgs {
     pub(crate) burstiness: Option<f64>,
     /// Open loop: cap on requests in flight; arrivals beyond it queue in the client and the
     /// wait counts in their latency.
-    #[arg(long, requires = "rate", help_heading = "Load")]
+    #[arg(long, help_heading = "Load")]
     pub(crate) max_concurrency: Option<u32>,
 
     /// Stop scheduling after this many requests (warmup included).
@@ -246,12 +243,6 @@ impl RunArgs {
             && !(0.0..=1.0).contains(&rate)
         {
             bail!("--max-error-rate: must be a fraction in [0, 1], e.g. 0.01");
-        }
-        if self.input_tokens == 0 {
-            bail!("--input-tokens: must be at least 1");
-        }
-        if self.output_tokens == 0 {
-            bail!("--output-tokens: must be at least 1");
         }
         Ok(config)
     }

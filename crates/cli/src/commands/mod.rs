@@ -13,3 +13,4 @@ pub(crate) mod run;
 pub(crate) mod run_extras;
 pub(crate) mod server_side;
 pub(crate) mod sim;
+pub(crate) mod workload;

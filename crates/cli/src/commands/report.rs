@@ -41,7 +41,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
             "note: the journal's last line was cut short (the run was killed mid-write); it was skipped"
         );
     }
-    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
+    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
+        .with_length_buckets(crate::commands::workload::recorded_buckets(
+            &manifest.run.workload,
+        )?);
     let mut server_headers = goodput_core::environment::ServerHeaders::default();
     for record in &contents.records {
         aggregator.add(record);

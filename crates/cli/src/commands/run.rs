@@ -17,9 +17,8 @@ use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::report::{LoadReport, Report, RunInfo, ToolInfo};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
-use goodput_core::tokens::counter_by_name;
 use goodput_core::warnings;
-use goodput_core::workload::{SyntheticWorkload, Workload};
+use goodput_core::workload::Workload;
 use goodput_sim::config::{EngineConfig, SimConfig};
 use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
@@ -27,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED, rfc3339};
 use crate::args::run::{ApiArg, RunArgs};
 use crate::commands::server_side::ServerSide;
+use crate::commands::workload;
 use crate::output;
 
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
@@ -56,26 +56,24 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let served_models = super::run_extras::served_models(&client).await;
     let openai = openai_config(&args, model.clone())?;
     let streamed = openai.stream;
+    let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
     let backend = Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
-    let workload = Arc::new(SyntheticWorkload {
-        input_tokens: args.input_tokens,
-        output_tokens: Some(args.output_tokens),
-        seed,
-    });
     let mut run_info = run_info(
         &args,
         &config,
         &endpoint,
         &model,
         streamed,
-        workload.as_ref(),
+        built.workload.as_ref(),
         command_line,
     )?;
     run_info.server_info = Some(goodput_core::environment::ServerInfo {
         models: served_models.clone(),
         ..Default::default()
     });
-    let counter = counter_by_name(&args.tokenizer).context("--tokenizer")?;
+    built.record_buckets(&mut run_info.workload);
+    let counter = workload::runner_counter(&args.tokenizer)?;
+    let workload = Arc::clone(&built.workload);
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
     let mut server_side = ServerSide::for_run(
@@ -86,7 +84,8 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         config.time_scale,
     )
     .await?;
-    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
+    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
+        .with_length_buckets(built.buckets.clone());
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());
     let mut extras =

@@ -1,5 +1,6 @@
 //! Exporters: everything they print or write comes from the [`goodput_core::report::Report`].
 
+pub(crate) mod breakdown;
 pub(crate) mod color;
 pub(crate) mod comparison;
 pub(crate) mod csv;

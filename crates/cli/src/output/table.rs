@@ -110,6 +110,7 @@ fn render_step(out: &mut String, step: &StepReport) {
     );
     render_latency(out, step);
     render_goodput(out, step);
+    super::breakdown::render(out, step);
     let s = &step.stability;
     let growth = s
         .queue_growth_per_sec

@@ -8,9 +8,12 @@
 //! length: in steady state that is exactly the sustained rate, with no ramp-up or drain bias.
 //! Latency and goodput attainment cover the measured requests.
 
+mod breakdown;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use self::breakdown::Breakdown;
 use super::histogram::{CountHistogram, LatencyHistogram};
 use super::recovery::recovery;
 use super::slo::{LatencyMetric, PercentileObjective, Slo};
@@ -64,11 +67,21 @@ pub struct StepAggregator {
     last_scheduled_us: Option<u64>,
     last_end_us: Option<u64>,
     windows: Windows,
+    /// Per-bucket, per-turn and workload figures (`None` inside a breakdown itself).
+    breakdown: Option<Box<Breakdown>>,
 }
 
 impl StepAggregator {
-    /// An empty aggregator judging requests against `slo`, with time-series windows of `window`.
+    /// An empty aggregator judging requests against `slo`, with time-series windows of `window`
+    /// (and the default input-length buckets; see [`StepAggregator::with_length_buckets`]).
     pub fn new(slo: Option<Slo>, window: Duration) -> Self {
+        let mut aggregator = Self::bare(slo.clone(), window);
+        aggregator.breakdown = Some(Box::new(Breakdown::new(Default::default(), slo, window)));
+        aggregator
+    }
+
+    /// An aggregator without a breakdown.
+    fn bare(slo: Option<Slo>, window: Duration) -> Self {
         StepAggregator {
             objective_tallies: vec![(0, 0); slo.as_ref().map_or(0, |slo| slo.objectives.len())],
             slo,
@@ -81,11 +94,15 @@ impl StepAggregator {
             last_scheduled_us: None,
             last_end_us: None,
             windows: Windows::new(window),
+            breakdown: None,
         }
     }
 
     /// Folds in one finished request.
     pub fn add(&mut self, record: &RequestRecord) {
+        if let Some(breakdown) = &mut self.breakdown {
+            breakdown.add(record);
+        }
         let complies = self
             .slo
             .as_ref()
@@ -288,6 +305,7 @@ impl StepAggregator {
             .phases
             .as_deref()
             .and_then(|phases| recovery(&windows, width_secs, phases));
+        let (buckets, turns, workload_stats) = self.breakdown_reports(start_us, end_us);
         StepReport {
             load,
             duration_secs,
@@ -317,6 +335,9 @@ impl StepAggregator {
             utilisation: None,
             speculative_decoding: None,
             cost: None,
+            buckets,
+            turns,
+            workload_stats,
         }
     }
 

@@ -2,6 +2,7 @@
 //! that folds request records into a step report. Every definition is in `docs/metrics.md`.
 
 pub mod aggregate;
+pub mod buckets;
 pub mod histogram;
 pub mod quantiles;
 pub mod recovery;
@@ -11,5 +12,6 @@ pub mod trend;
 pub mod windows;
 
 pub use aggregate::StepAggregator;
+pub use buckets::LengthBuckets;
 pub use histogram::{CountHistogram, LatencyHistogram};
 pub use slo::Slo;

@@ -1,6 +1,9 @@
 //! Dispatchers: closed loop (N workers, each sends its next request when the previous ends)
 //! and open loop (a precomputed schedule, one task per arrival, optional client-side
-//! concurrency cap), plus the no-progress watchdog.
+//! concurrency cap), trace replay (open loop over the workload's own offsets), multi-turn
+//! sessions (`sessions`), plus the no-progress watchdog.
+
+mod sessions;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -60,6 +63,9 @@ type RecordSender = mpsc::UnboundedSender<RequestRecord>;
 /// still be running).
 pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: CancellationToken) {
     let plan = Arc::new(plan);
+    if plan.workload.conversations().is_some() {
+        return sessions::dispatch_sessions(plan, sender, stop).await;
+    }
     match plan.config.load {
         LoadSpec::Closed { concurrency } => closed_loop(plan, concurrency, sender, stop).await,
         LoadSpec::Open {
@@ -79,6 +85,14 @@ pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: Cancellatio
             let schedule = PhasedSchedule::new(phases.clone(), arrival, plan.config.seed);
             let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
             open_loop(Arc::clone(&plan), schedule, limit, sender, stop).await;
+        }
+        LoadSpec::Replay { max_concurrency } => {
+            let offsets = plan
+                .workload
+                .arrival_offsets()
+                .unwrap_or_else(|| Arc::new([]));
+            let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
+            open_loop(plan, offsets.iter().copied(), limit, sender, stop).await;
         }
     }
 }

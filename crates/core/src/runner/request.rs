@@ -82,6 +82,21 @@ pub(crate) async fn execute(
     limit: Option<Arc<Semaphore>>,
     cancel: &CancellationToken,
 ) -> RequestRecord {
+    execute_keeping_reply(ctx, ticket, spec, limit, cancel, false)
+        .await
+        .0
+}
+
+/// [`execute`], also returning the reply text when `keep_reply` (a multi-turn history carries
+/// the server's actual replies; the record does not keep text).
+pub(crate) async fn execute_keeping_reply(
+    ctx: &RequestContext,
+    ticket: Ticket,
+    spec: RequestSpec,
+    limit: Option<Arc<Semaphore>>,
+    cancel: &CancellationToken,
+    keep_reply: bool,
+) -> (RequestRecord, String) {
     let mut exchange = Exchange::default();
     let capped = limit.is_some();
     let _permit = match limit {
@@ -91,7 +106,7 @@ pub(crate) async fn execute(
             () = cancel.cancelled() => {
                 exchange.fail(ctx.stopped("while the request was queued"));
                 let now = Instant::now();
-                return finalize(ctx, ticket, now, &spec, exchange, now);
+                return (finalize(ctx, ticket, now, &spec, exchange, now), String::new());
             }
             permit = semaphore.acquire_owned() => permit.ok(),
         },
@@ -118,7 +133,13 @@ pub(crate) async fn execute(
         exchange.fail(failure);
     }
     ctx.activity.bump();
-    finalize(ctx, ticket, dequeued, &spec, exchange, Instant::now())
+    let reply = if keep_reply {
+        exchange.text.clone()
+    } else {
+        String::new()
+    };
+    let end = Instant::now();
+    (finalize(ctx, ticket, dequeued, &spec, exchange, end), reply)
 }
 
 /// Turns a finished exchange into the journal record.
@@ -174,6 +195,7 @@ pub(crate) fn finalize(
         server_timings: exchange.server_timings,
         turn: spec.turn,
         step: ctx.step,
+        session: None,
     }
 }
 

@@ -1,11 +1,33 @@
 //! Workloads: what each request asks. A workload maps a request index to a [`RequestSpec`]
 //! deterministically (same seed and index, same request, byte for byte), so a schedule can
 //! later be split across processes by index and still send exactly the same requests.
+//!
+//! Kinds (see `docs/workloads.md`): fixed-length synthetic prompts ([`synthetic`]); prompts
+//! whose lengths follow distributions, optionally behind shared prefixes ([`generated`],
+//! [`lengths`]); datasets ([`dataset`], [`prepared`]); trace replay ([`trace`], [`replay`]);
+//! multi-turn sessions ([`session`]). Exact lengths in any tokenizer come from
+//! [`vocabulary`] (and [`tokenize`] for the target's own `/tokenize`). Expensive work —
+//! reading files, counting tokens, calibrating a tokenizer — happens before the run, never
+//! in [`Workload::request`].
 
+mod csv;
+pub mod dataset;
+pub mod generated;
+pub mod lengths;
+pub mod prepared;
+pub mod replay;
+pub mod samples;
+pub mod session;
+pub mod source;
 pub mod synthetic;
+pub mod tokenize;
+pub mod trace;
+pub mod vocabulary;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 use crate::backend::RequestSpec;
 
@@ -16,6 +38,19 @@ pub trait Workload: Send + Sync + fmt::Debug {
 
     /// A description for the report (kind, lengths, seed…).
     fn describe(&self) -> BTreeMap<String, serde_json::Value>;
+
+    /// Trace replay: the send offset of every request from the run start, in index order
+    /// (used by load mode `replay`). `None`: the load decides when requests go.
+    fn arrival_offsets(&self) -> Option<Arc<[Duration]>> {
+        None
+    }
+
+    /// Multi-turn: the sessions to play. When `Some`, the schedule starts sessions (an
+    /// arrival or a free closed-loop worker starts one) and the runner sends their turns;
+    /// [`Workload::request`] is then each session's opening turn.
+    fn conversations(&self) -> Option<&dyn session::Conversations> {
+        None
+    }
 }
 
 /// Mixes a seed and an index into an independent 64-bit seed (SplitMix64 finaliser).
@@ -26,4 +61,9 @@ pub fn mix_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+pub use generated::{GeneratedWorkload, SharedPrefix};
+pub use lengths::LengthDistribution;
+pub use replay::{ReplayOptions, TraceWorkload};
+pub use session::{Conversation, Conversations, SyntheticConversations, ThinkTime, Turn};
 pub use synthetic::SyntheticWorkload;
+pub use vocabulary::PromptVocabulary;

@@ -1,6 +1,7 @@
 //! The simulator's OpenAI-compatible HTTP server (hyper 1, HTTP/1.1 with keep-alive):
-//! `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health` and
-//! `GET /metrics`, answering from the engine run by [`crate::driver`].
+//! `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`,
+//! `GET /metrics` and `POST /tokenize` (vLLM's shape), answering from the engine run by
+//! [`crate::driver`].
 //!
 //! Wire behaviour follows vLLM: streamed chat answers start with a role-only chunk at the first
 //! token, then one content chunk per engine token event (several tokens per chunk with
@@ -16,6 +17,7 @@ mod faults;
 mod request;
 mod routes;
 mod stream;
+mod tokenize;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -46,6 +46,7 @@ enum Endpoint {
     Models,
     Health,
     Metrics,
+    Tokenize,
 }
 
 impl Endpoint {
@@ -56,13 +57,14 @@ impl Endpoint {
             "/v1/models" => Some(Endpoint::Models),
             "/health" => Some(Endpoint::Health),
             "/metrics" => Some(Endpoint::Metrics),
+            "/tokenize" => Some(Endpoint::Tokenize),
             _ => None,
         }
     }
 
     fn method(self) -> Method {
         match self {
-            Endpoint::ChatCompletions | Endpoint::Completions => Method::POST,
+            Endpoint::ChatCompletions | Endpoint::Completions | Endpoint::Tokenize => Method::POST,
             Endpoint::Models | Endpoint::Health | Endpoint::Metrics => Method::GET,
         }
     }
@@ -70,7 +72,9 @@ impl Endpoint {
     /// The `Allow` header of the endpoint.
     fn allow(self) -> HeaderValue {
         match self {
-            Endpoint::ChatCompletions | Endpoint::Completions => HeaderValue::from_static("POST"),
+            Endpoint::ChatCompletions | Endpoint::Completions | Endpoint::Tokenize => {
+                HeaderValue::from_static("POST")
+            }
             Endpoint::Models | Endpoint::Health | Endpoint::Metrics => {
                 HeaderValue::from_static("GET")
             }
@@ -125,6 +129,7 @@ async fn route(
         Endpoint::Models => Ok(models(state)),
         Endpoint::Health => Ok(Response::new(SimBody::empty())),
         Endpoint::Metrics => Ok(metrics(state)),
+        Endpoint::Tokenize => Ok(tokenize(state, request).await),
     }
 }
 
@@ -321,6 +326,23 @@ async fn read_body(request: Request<Incoming>) -> Result<Bytes, Response<SimBody
                 None,
             ))
         }
+    }
+}
+
+/// `POST /tokenize` (see `tokenize.rs`).
+async fn tokenize(state: &ServerState, request: Request<Incoming>) -> Response<SimBody> {
+    let body = match read_body(request).await {
+        Ok(body) => body,
+        Err(response) => return response,
+    };
+    match super::tokenize::tokenize(&body, &state.prompt_context) {
+        Ok(answer) => json_response(StatusCode::OK, to_json(&answer)),
+        Err(message) => error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            &message,
+            None,
+        ),
     }
 }
 

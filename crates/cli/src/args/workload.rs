@@ -1,0 +1,166 @@
+//! `goodput run` workload flags: length distributions, shared prefixes, multi-turn sessions,
+//! datasets, trace replay, and the input-length buckets of the report. Formats and syntax:
+//! `docs/workloads.md`.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::ValueEnum;
+use goodput_core::metrics::buckets::DEFAULT_BUCKETS;
+
+/// Default prompt length.
+pub(crate) const DEFAULT_INPUT_TOKENS: &str = "512";
+/// Default answer length.
+pub(crate) const DEFAULT_OUTPUT_TOKENS: &str = "128";
+
+/// A dataset layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum DatasetFormatArg {
+    /// JSONL: {"prompt"} or {"messages"}, each with an optional "output_tokens".
+    Prompts,
+    /// ShareGPT conversations (JSON array or JSONL), played as multi-turn sessions.
+    Sharegpt,
+}
+
+/// A trace layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum TraceFormatArg {
+    /// Azure LLM inference trace CSV (TIMESTAMP, ContextTokens, GeneratedTokens).
+    Azure,
+    /// BurstGPT CSV (Timestamp, Request tokens, Response tokens…).
+    Burstgpt,
+    /// Mooncake JSONL (timestamp ms, input_length, output_length, hash_ids).
+    Mooncake,
+    /// goodput CSV or JSONL (timestamp_ms, input_tokens, output_tokens[, hash_ids]).
+    Goodput,
+}
+
+/// What to send.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct WorkloadArgs {
+    /// Prompt length in tokens of --tokenizer: a number or a distribution — uniform:128..1024,
+    /// normal:mean=512,sd=128, lognormal:median=512,sigma=0.8, pareto:scale=200,shape=1.5,
+    /// mix:70%=128,25%=1024,5%=8000 [default: 512]. With --turns, each user message's length.
+    #[arg(
+        long,
+        value_name = "TOKENS|DIST",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
+    pub(crate) input_tokens: Option<String>,
+    /// Answer length (`max_tokens`, enforced with ignore_eos): a number or a distribution
+    /// [default: 128]. With a dataset, only for records that carry no length.
+    #[arg(
+        long,
+        value_name = "TOKENS|DIST",
+        allow_hyphen_values = true,
+        help_heading = "Workload"
+    )]
+    pub(crate) output_tokens: Option<String>,
+    /// Shared system prompts, to measure prefix caching: `groups=8,tokens=2000` (each request
+    /// gets one of 8 prompts of 2000 tokens, drawn at random, before its own prompt).
+    #[arg(long, value_name = "groups=N,tokens=L", help_heading = "Workload")]
+    pub(crate) shared_prefix: Option<String>,
+    /// Multi-turn sessions of this many turns (a number or a distribution): each turn is sent
+    /// after the previous reply plus --think-time, with the history and the server's replies.
+    #[arg(long, value_name = "TURNS|DIST", help_heading = "Workload")]
+    pub(crate) turns: Option<String>,
+    /// Multi-turn: wait between a reply and the next turn — `2s`, or `exp:2s` (exponential
+    /// with mean 2 s) [default: 0s].
+    #[arg(long, value_name = "DURATION", help_heading = "Workload")]
+    pub(crate) think_time: Option<String>,
+    /// Send the prompts of a local dataset file: prompts JSONL, or ShareGPT JSON (played as
+    /// multi-turn sessions).
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "trace",
+        help_heading = "Workload"
+    )]
+    pub(crate) dataset: Option<PathBuf>,
+    /// Dataset layout (default: detected from the file).
+    #[arg(long, value_enum, requires = "dataset", help_heading = "Workload")]
+    pub(crate) dataset_format: Option<DatasetFormatArg>,
+    /// Replay a trace file: each request at its timestamp (open loop), with its prompt and
+    /// answer lengths (CSV or JSONL: Azure, BurstGPT, Mooncake or goodput columns).
+    #[arg(long, value_name = "FILE", help_heading = "Workload")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Trace layout (default: detected from the header or first record).
+    #[arg(long, value_enum, requires = "trace", help_heading = "Workload")]
+    pub(crate) trace_format: Option<TraceFormatArg>,
+    /// Trace replay speed: trace seconds per real second (2 = twice as fast) [default: 1].
+    #[arg(
+        long = "trace-time-scale",
+        value_name = "FACTOR",
+        requires = "trace",
+        help_heading = "Workload"
+    )]
+    pub(crate) trace_time_scale: Option<f64>,
+    /// Trace replay volume: requests per trace request, on the trace's clock (0.5 drops half
+    /// at random, 2 sends each twice) [default: 1].
+    #[arg(
+        long = "trace-rate-scale",
+        value_name = "FACTOR",
+        requires = "trace",
+        help_heading = "Workload"
+    )]
+    pub(crate) trace_rate_scale: Option<f64>,
+    /// Tokens per `hash_ids` block of a trace (Mooncake uses 512).
+    #[arg(
+        long,
+        default_value_t = 512,
+        value_name = "TOKENS",
+        help_heading = "Workload"
+    )]
+    pub(crate) trace_block_tokens: u32,
+    /// Skip invalid dataset or trace records (each is counted and the first one shown)
+    /// instead of stopping at the first.
+    #[arg(long, help_heading = "Workload")]
+    pub(crate) skip_invalid: bool,
+    /// Report every metric per prompt-length bucket: `short<1024,medium<8192,long`, or bare
+    /// edges like `512,4096`.
+    #[arg(long, default_value = DEFAULT_BUCKETS, value_name = "BUCKETS", help_heading = "Measurement")]
+    pub(crate) length_buckets: String,
+}
+
+impl WorkloadArgs {
+    /// Rejects flags that do not apply to the chosen kind of workload.
+    pub(crate) fn check_combinations(&self) -> Result<()> {
+        let given = |flag: &'static str, present: bool| present.then_some(flag);
+        if self.trace.is_some() {
+            let unused = [
+                given("--input-tokens", self.input_tokens.is_some()),
+                given("--output-tokens", self.output_tokens.is_some()),
+                given("--shared-prefix", self.shared_prefix.is_some()),
+                given("--turns", self.turns.is_some()),
+                given("--think-time", self.think_time.is_some()),
+            ];
+            if let Some(flag) = unused.into_iter().flatten().next() {
+                bail!("{flag} does not apply to --trace: the trace gives every request's lengths");
+            }
+        }
+        if self.dataset.is_some() {
+            let unused = [
+                given("--input-tokens", self.input_tokens.is_some()),
+                given("--shared-prefix", self.shared_prefix.is_some()),
+                given("--turns", self.turns.is_some()),
+            ];
+            if let Some(flag) = unused.into_iter().flatten().next() {
+                bail!(
+                    "{flag} does not apply to --dataset: the dataset gives the prompts (a ShareGPT \
+                     dataset is played as multi-turn sessions)"
+                );
+            }
+        }
+        if self.dataset.is_none()
+            && self.trace.is_none()
+            && self.turns.is_none()
+            && self.think_time.is_some()
+        {
+            bail!(
+                "--think-time applies to multi-turn sessions: add --turns, or a ShareGPT --dataset"
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,91 @@
+//! The terminal summary's workload sections: key figures per prompt-length bucket and per turn
+//! index, and what the workload asked for (realised prompt and answer lengths).
+
+use std::fmt::Write as _;
+
+use goodput_core::report::{CountStats, SliceMetrics, StepReport};
+
+/// Appends the workload sections of `step` to `out`.
+pub(crate) fn render(out: &mut String, step: &StepReport) {
+    let header = format!(
+        "{:>7}{:>9}{:>11}{:>11}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        "n",
+        "req/s",
+        "in tok/s",
+        "out tok/s",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "E2E p99",
+        "good %"
+    );
+    let buckets: Vec<_> = step
+        .buckets
+        .iter()
+        .filter(|b| b.metrics.requests.scheduled > 0)
+        .collect();
+    if !buckets.is_empty() {
+        let _ = writeln!(out, "\nBy prompt length (tokens) {header}");
+        for bucket in buckets {
+            let range = match bucket.max_input_tokens {
+                Some(max) => format!("{}-{max}", bucket.min_input_tokens),
+                None => format!("{}+", bucket.min_input_tokens),
+            };
+            row(out, &format!("{} ({range})", bucket.name), &bucket.metrics);
+        }
+    }
+    if !step.turns.is_empty() {
+        let _ = writeln!(out, "\n{:<26}{header}", "By turn");
+        for turn in &step.turns {
+            let later = if turn.and_later { "+" } else { "" };
+            row(out, &format!("turn {}{later}", turn.turn), &turn.metrics);
+        }
+    }
+    let w = &step.workload_stats;
+    if w.requests > 0 {
+        let sessions = w
+            .sessions
+            .map(|n| format!(" · {n} sessions"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\nWorkload asked: prompts {} tokens · answers {} tokens{sessions}",
+            lengths(&w.input_tokens),
+            lengths(&w.output_tokens)
+        );
+    }
+}
+
+fn row(out: &mut String, label: &str, m: &SliceMetrics) {
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    let t = &m.throughput;
+    let good = m
+        .goodput
+        .attained_fraction
+        .map_or("-".to_string(), |f| format!("{:.1}", f * 100.0));
+    let _ = writeln!(
+        out,
+        "  {label:<24}{:>7}{:>9.2}{:>11.1}{:>11.1}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        m.requests.scheduled,
+        t.requests_per_sec,
+        t.input_tokens_per_sec,
+        t.output_tokens_per_sec,
+        opt(m.latency_ms.ttft.p50),
+        opt(m.latency_ms.ttft.p99),
+        opt(m.latency_ms.tpot.p50),
+        opt(m.latency_ms.e2e.p99),
+        good
+    );
+}
+
+fn lengths(stats: &CountStats) -> String {
+    let count = |v: Option<u64>| v.map_or("-".to_string(), |v| v.to_string());
+    match stats.mean {
+        Some(mean) => format!(
+            "mean {mean:.0} · p50 {} · p99 {}",
+            count(stats.p50),
+            count(stats.p99)
+        ),
+        None => "-".to_string(),
+    }
+}

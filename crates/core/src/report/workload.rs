@@ -1,0 +1,71 @@
+//! Report sections about the workload: every metric per input-length bucket and per turn
+//! index (multi-turn), and the realised statistics of what the workload asked for, so two
+//! runs can be checked for the same load.
+
+use serde::{Deserialize, Serialize};
+
+use super::{
+    CountStats, GoodputReport, LatencyFromSendReport, LatencyReport, RequestCounts, Throughput,
+    TokenReport,
+};
+
+/// Every metric of a step, over a slice of its requests. Throughput counts the slice's work
+/// over the *step's* measurement interval, so the slices' throughputs add up to the step's.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SliceMetrics {
+    /// Request counts of the slice.
+    pub requests: RequestCounts,
+    /// Completed work of the slice per second of the step's interval.
+    pub throughput: Throughput,
+    /// Token totals and shape.
+    pub tokens: TokenReport,
+    /// Latencies from the scheduled send time.
+    pub latency_ms: LatencyReport,
+    /// Latencies from the actual send.
+    pub latency_from_send_ms: LatencyFromSendReport,
+    /// Goodput under the run's SLO.
+    pub goodput: GoodputReport,
+}
+
+/// The requests whose prompt length falls in one bucket.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BucketReport {
+    /// Bucket name (`short`, `medium`, `long`, or as configured).
+    pub name: String,
+    /// Shortest prompt in the bucket, tokens.
+    pub min_input_tokens: u64,
+    /// Longest prompt in the bucket, tokens (`null`: no upper end).
+    pub max_input_tokens: Option<u64>,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub metrics: SliceMetrics,
+}
+
+/// The requests at one turn index of multi-turn sessions.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnReport {
+    /// Turn index (0 = a session's first request).
+    pub turn: u32,
+    /// Whether the row also holds every later turn (the last row, when sessions are long).
+    pub and_later: bool,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub metrics: SliceMetrics,
+}
+
+/// What the workload asked for, over the measured requests (failed ones included).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct WorkloadStats {
+    /// Measured requests.
+    pub requests: u64,
+    /// Prompt lengths the workload built (its own count; the server's when it had none).
+    pub input_tokens: CountStats,
+    /// Answer lengths asked for (`max_tokens`).
+    pub output_tokens: CountStats,
+    /// Requests sent without `max_tokens` (the server decided the length).
+    pub output_unlimited: u64,
+    /// Sessions seen (multi-turn), else `null`.
+    pub sessions: Option<u64>,
+    /// Measured turns per session (multi-turn), else `null`.
+    pub turns_per_session: Option<CountStats>,
+}

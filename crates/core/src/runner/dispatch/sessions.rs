@@ -1,0 +1,210 @@
+//! Multi-turn sessions: the load starts sessions (open loop and replay: one per arrival;
+//! closed loop: each of N workers plays one session after another), and each session sends
+//! its turns one by one: turn `k + 1` is scheduled the think time after turn `k`'s reply
+//! ended, and carries the whole history with the server's *actual* reply text (handed back
+//! by the request executor, never stored in the record).
+//!
+//! Request indices are claimed from one counter as turns are sent, so `--requests` counts
+//! requests (turns), not sessions, and warmup by index works as for single requests. A
+//! session ends after its last turn, at its first failed turn (later turns would lack a
+//! reply to build on), or when the run stops scheduling (`--requests`, `--duration`, Ctrl-C).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use goodput_protocol::ChatMessage;
+use tokio::sync::Semaphore;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::{Plan, RecordSender};
+use crate::backend::{RequestInput, RequestSpec};
+use crate::config::LoadSpec;
+use crate::runner::request::execute_keeping_reply;
+use crate::schedule::{ArrivalSchedule, PhasedSchedule};
+
+/// Counters shared by every session of a run.
+#[derive(Debug, Default)]
+struct Counters {
+    next_request: AtomicU64,
+    next_session: AtomicU64,
+}
+
+/// What a session task shares.
+struct SessionContext {
+    plan: Arc<Plan>,
+    counters: Arc<Counters>,
+    limit: Option<Arc<Semaphore>>,
+    sender: RecordSender,
+    stop: CancellationToken,
+}
+
+/// Starts sessions as the load says; returns once no session can start any more (sessions
+/// started in open loop may still be running).
+pub(super) async fn dispatch_sessions(
+    plan: Arc<Plan>,
+    sender: RecordSender,
+    stop: CancellationToken,
+) {
+    let counters = Arc::new(Counters::default());
+    let context = |limit: Option<u32>| SessionContext {
+        plan: Arc::clone(&plan),
+        counters: Arc::clone(&counters),
+        limit: limit.map(|n| Arc::new(Semaphore::new(n as usize))),
+        sender: sender.clone(),
+        stop: stop.clone(),
+    };
+    match plan.config.load {
+        LoadSpec::Closed { concurrency } => {
+            let workers = (0..concurrency)
+                .map(|_| tokio::spawn(closed_worker(context(None))))
+                .collect::<Vec<_>>();
+            for worker in workers {
+                let _ = worker.await;
+            }
+        }
+        LoadSpec::Open {
+            rate_per_sec,
+            arrival,
+            max_concurrency,
+        } => {
+            let schedule = ArrivalSchedule::new(rate_per_sec, arrival, plan.config.seed);
+            open_sessions(context(max_concurrency), schedule).await;
+        }
+        LoadSpec::Profile {
+            ref phases,
+            arrival,
+            max_concurrency,
+        } => {
+            let schedule = PhasedSchedule::new(phases.clone(), arrival, plan.config.seed);
+            open_sessions(context(max_concurrency), schedule).await;
+        }
+        LoadSpec::Replay { max_concurrency } => {
+            let offsets = plan
+                .workload
+                .arrival_offsets()
+                .unwrap_or_else(|| Arc::new([]));
+            open_sessions(context(max_concurrency), offsets.iter().copied()).await;
+        }
+    }
+}
+
+impl SessionContext {
+    /// Whether a session may start `offset` after the run start.
+    fn may_start(&self, offset: Duration) -> bool {
+        let config = &self.plan.config;
+        let sent = self.counters.next_request.load(Ordering::Relaxed);
+        config.duration.is_none_or(|duration| offset < duration)
+            && config.max_requests.is_none_or(|max| sent < max)
+    }
+
+    fn share(&self) -> SessionContext {
+        SessionContext {
+            plan: Arc::clone(&self.plan),
+            counters: Arc::clone(&self.counters),
+            limit: self.limit.clone(),
+            sender: self.sender.clone(),
+            stop: self.stop.clone(),
+        }
+    }
+}
+
+async fn open_sessions(context: SessionContext, arrivals: impl Iterator<Item = Duration>) {
+    for (session, offset) in (0u64..).zip(arrivals) {
+        if !context.may_start(offset) {
+            break;
+        }
+        let at = context.plan.context.start + offset;
+        tokio::select! {
+            biased;
+            () = context.stop.cancelled() => break,
+            () = tokio::time::sleep_until(at) => {}
+        }
+        let shared = context.share();
+        tokio::spawn(async move { play(&shared, session, at).await });
+    }
+}
+
+async fn closed_worker(context: SessionContext) {
+    while !context.stop.is_cancelled() {
+        let now = Instant::now();
+        if !context.may_start(now.saturating_duration_since(context.plan.context.start)) {
+            break;
+        }
+        let session = context
+            .counters
+            .next_session
+            .fetch_add(1, Ordering::Relaxed);
+        if !play(&context, session, now).await {
+            break;
+        }
+    }
+}
+
+/// Plays session `session` from `first` (when its opening turn is due). Returns whether the
+/// run may go on (false once scheduling has stopped).
+async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
+    let plan = &context.plan;
+    let Some(conversations) = plan.workload.conversations() else {
+        return false;
+    };
+    let script = conversations.conversation(session);
+    if script.turns.is_empty() {
+        return false;
+    }
+    let (mut history, mut context_tokens) = match script.system {
+        Some((system, tokens)) => (vec![ChatMessage::new("system", system)], tokens),
+        None => (Vec::new(), Some(0)),
+    };
+    let mut scheduled = first;
+    for (turn_index, turn) in script.turns.into_iter().enumerate() {
+        if turn_index > 0 {
+            scheduled = Instant::now() + turn.think_time;
+            tokio::select! {
+                biased;
+                () = context.stop.cancelled() => return false,
+                () = tokio::time::sleep_until(scheduled) => {}
+            }
+        }
+        let index = context
+            .counters
+            .next_request
+            .fetch_add(1, Ordering::Relaxed);
+        if !plan.admits(
+            index,
+            scheduled.saturating_duration_since(plan.context.start),
+        ) {
+            return false;
+        }
+        history.push(ChatMessage::new("user", turn.user));
+        let expected = add(context_tokens, turn.user_tokens);
+        let spec = RequestSpec {
+            index,
+            input: RequestInput::Messages(history.clone()),
+            expected_input_tokens: expected,
+            max_output_tokens: turn.max_output_tokens,
+            turn: u32::try_from(turn_index).ok(),
+        };
+        let ticket = plan.ticket(index, scheduled);
+        plan.monitor.scheduled();
+        let limit = context.limit.clone();
+        let (mut record, reply) =
+            execute_keeping_reply(&plan.context, ticket, spec, limit, &context.stop, true).await;
+        record.session = Some(session);
+        let (ok, output_tokens) = (record.is_ok(), record.output_tokens);
+        if context.sender.send(record).is_err() {
+            return false;
+        }
+        if !ok {
+            return !context.stop.is_cancelled();
+        }
+        history.push(ChatMessage::new("assistant", reply));
+        context_tokens = add(expected, Some(output_tokens));
+    }
+    true
+}
+
+fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    Some(a? + b?)
+}
