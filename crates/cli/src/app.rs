@@ -28,6 +28,8 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
     runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => commands::run::run(*args, command_line).await,
+            Command::Sweep(args) => commands::sweep::run(*args, command_line).await,
+            Command::Capacity(args) => commands::capacity::run(*args, command_line).await,
             Command::Sim(args) => commands::sim::run(*args).await,
             Command::Report(args) => commands::report::run(args),
             Command::Compare(args) => commands::compare::run(args),

@@ -1,5 +1,5 @@
-//! The command line: `goodput run | sim | report | plan | monitor`, defined with clap derive. Doc comments are
-//! the help text. Values are parsed here; cross-field validation happens when the arguments
+//! The command line: `goodput run | sweep | capacity | sim | report | compare | gate | history
+//! | plan | monitor`, defined with clap derive. Doc comments are the help text. Values are parsed here; cross-field validation happens when the arguments
 //! are turned into the engine's configuration (see `args`).
 
 use std::path::PathBuf;
@@ -27,6 +27,13 @@ pub(crate) enum Command {
     /// Benchmark an OpenAI-compatible server (default: the embedded simulator) under open- or
     /// closed-loop load and report throughput, latency percentiles and goodput.
     Run(Box<RunArgs>),
+    /// Run one measured step per load level (concurrency, arrival rate or batch size) and
+    /// find the knee, where throughput stops growing while latency keeps rising.
+    Sweep(Box<crate::args::sweep::SweepArgs>),
+    /// Find the highest load at which the queue stays stable and the SLO holds, with its
+    /// bounds and confidence (bracketing, then bisection; each probe long enough to prove
+    /// the attainment target).
+    Capacity(Box<crate::args::capacity::CapacityArgs>),
     /// Serve the simulated inference engine over an OpenAI-compatible HTTP API, or explain its
     /// derived figures (--explain).
     Sim(Box<SimArgs>),

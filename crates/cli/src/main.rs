@@ -8,7 +8,6 @@ mod commands;
 mod output;
 mod store;
 mod ui;
-#[allow(dead_code)] // used by `capacity --virtual` and `plan --simulate`, wired in next
 mod virtual_target;
 
 use std::process::ExitCode;

@@ -133,12 +133,14 @@ impl VirtualTarget {
     }
 }
 
-/// Searches the capacity of `target` in virtual time, probes shaped by `plan`.
+/// Searches the capacity of `target` in virtual time, probes shaped by `plan`; `on_probe`
+/// sees each judged probe. Returns the verdict and every probe's step report.
 pub(crate) fn virtual_capacity(
     target: &VirtualTarget,
     plan: &ProbePlan,
     search: SearchConfig,
-) -> CapacityReport {
+    on_probe: impl FnMut(&goodput_core::capacity::Probe),
+) -> (CapacityReport, Vec<StepReport>) {
     let probe = |_: usize, load: f64| {
         let result = target.probe(&plan.config_at(load));
         std::future::ready(Ok::<_, ProbeError>(result))
@@ -149,10 +151,10 @@ pub(crate) fn virtual_capacity(
         &plan.criteria,
         plan.measured_requests,
         probe,
-        |_| {},
+        on_probe,
     );
     // Every probe is synchronous, so the future completes on its first poll.
-    futures_executor_block_on(search).0
+    futures_executor_block_on(search)
 }
 
 /// Polls a future that never waits to completion on the current thread.
@@ -290,8 +292,8 @@ mod tests {
         // A TPOT target near the bandwidth floor: how big a batch stays under it is set by
         // memory bandwidth (3.35 vs 4.8 TB/s), compute being equal.
         let plan = plan("ttft=1s,tpot=12ms");
-        let h100 = virtual_capacity(&llama_8b_on("h100"), &plan, search);
-        let h200 = virtual_capacity(&llama_8b_on("h200"), &plan, search);
+        let h100 = virtual_capacity(&llama_8b_on("h100"), &plan, search, |_| {}).0;
+        let h200 = virtual_capacity(&llama_8b_on("h200"), &plan, search, |_| {}).0;
         let (h100, h200) = (h100.lower_bound.unwrap(), h200.lower_bound.unwrap());
         assert!(h200 > h100 * 1.15, "H200 {h200} vs H100 {h100} req/s");
     }

@@ -17,6 +17,16 @@ pub struct RunManifest {
     pub run: RunInfo,
     /// The run's parameters (SLO, window, load, warmup…).
     pub config: RunConfig,
+    /// The load of every step of a multi-step run (sweep levels, capacity probes), in order;
+    /// empty for a plain run, whose only step runs `config.load`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<LoadSpec>,
+    /// A sweep's dimension, levels and knee threshold (`goodput sweep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<crate::sweep::SweepReport>,
+    /// A capacity search's plan (`goodput capacity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity: Option<crate::capacity::CapacityPlan>,
 }
 
 impl RunManifest {
@@ -27,6 +37,9 @@ impl RunManifest {
             tool,
             run,
             config,
+            steps: Vec::new(),
+            sweep: None,
+            capacity: None,
         }
     }
 }

@@ -352,4 +352,7 @@ pub struct Warning {
     pub message: String,
     /// What to do about it.
     pub fix: String,
+    /// Index in `steps` of the step it is about, in a multi-step run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
 }

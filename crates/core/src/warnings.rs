@@ -23,6 +23,7 @@ fn warning(code: &str, message: String, fix: &str) -> Warning {
         code: code.to_string(),
         message,
         fix: fix.to_string(),
+        step: None,
     }
 }
 
@@ -57,15 +58,27 @@ pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Wa
             "add --warmup 10% (or a request count or duration)",
         ));
     }
-    if config.slo.is_some() && matches!(config.load, LoadSpec::Closed { .. }) {
+    let closed_loop = if steps.is_empty() {
+        matches!(config.load, LoadSpec::Closed { .. })
+    } else {
+        steps.iter().any(|step| step.load.mode == "closed")
+    };
+    if config.slo.is_some() && closed_loop {
         warnings.push(warning(
             "slo_in_closed_loop",
             "the SLO was judged under closed-loop load, which hides queueing delay".into(),
             "validate SLOs with open-loop load: --rate R (Poisson arrivals)",
         ));
     }
-    for step in steps {
+    for (index, step) in steps.iter().enumerate() {
+        let first = warnings.len();
         check_step(config, step, &mut warnings);
+        if steps.len() > 1 {
+            for warning in &mut warnings[first..] {
+                warning.message = format!("step {}: {}", index + 1, warning.message);
+                warning.step = Some(index);
+            }
+        }
     }
     warnings
 }

@@ -297,6 +297,30 @@ fn explain_fixed(out: &mut String, config: &FixedTimingConfig, natural_mean: Opt
     }
 }
 
+/// One decode step of `batch` sequences at `context` tokens each, as the engine costs it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DecodeStep {
+    /// The step's duration, seconds.
+    pub total_secs: f64,
+    /// Time to stream weights and KV at the usable bandwidth, seconds.
+    pub memory_secs: f64,
+    /// Time for the FLOPs at the decode MFU, seconds.
+    pub compute_secs: f64,
+    /// `"memory"` or `"compute"`: which of the two sets the step.
+    pub bound: &'static str,
+}
+
+/// The cost of a decode step of `batch` sequences at `context` tokens on `config`.
+pub fn decode_step(config: &BatchingConfig, batch: u32, context: u32) -> DecodeStep {
+    let step = StepCostModel::new(config).cost(&decode_batch(batch.max(1), context), false);
+    DecodeStep {
+        total_secs: step.total_secs(),
+        memory_secs: step.memory_secs,
+        compute_secs: step.compute_secs,
+        bound: bound(&step),
+    }
+}
+
 fn decode_batch(size: u32, context: u32) -> Vec<BatchEntry> {
     (0..size)
         .map(|_| BatchEntry {

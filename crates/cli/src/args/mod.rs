@@ -2,10 +2,12 @@
 //! step): every cross-field check happens here, with errors that name the flag to fix.
 
 pub(crate) mod analysis;
+pub(crate) mod capacity;
 pub(crate) mod monitor;
 pub(crate) mod plan;
 pub(crate) mod reporting;
 pub(crate) mod run;
 pub(crate) mod server;
 pub(crate) mod sim;
+pub(crate) mod sweep;
 pub(crate) mod workload;

@@ -53,6 +53,65 @@ pub(crate) struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) simulate: SimulateArgs,
+}
+
+/// A device's capacity from the embedded simulator, searched in virtual time.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Simulated capacity")]
+pub(crate) struct SimulateArgs {
+    /// Find one device's capacity with a capacity search of the simulated model × accelerator
+    /// in virtual time (a device = --accelerators-per-device accelerators, tensor parallel).
+    #[arg(long, group = "capacity_source")]
+    pub(crate) simulate: bool,
+    /// Model preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-3.2-1b.
+    #[arg(
+        long,
+        default_value = "llama-3.1-8b",
+        value_name = "PRESET",
+        requires = "simulate"
+    )]
+    pub(crate) sim_model: String,
+    /// Accelerator preset: a100-80g, h100, h200, l40s.
+    #[arg(
+        long,
+        default_value = "h100",
+        value_name = "PRESET",
+        requires = "simulate"
+    )]
+    pub(crate) sim_gpu: String,
+    /// A simulator configuration file instead of the presets (its engine must batch).
+    #[arg(long, value_name = "FILE", requires = "simulate", conflicts_with_all = ["sim_model", "sim_gpu"])]
+    pub(crate) sim_config: Option<PathBuf>,
+    /// Prompt tokens per request.
+    #[arg(
+        long,
+        default_value_t = 512,
+        value_name = "TOKENS",
+        requires = "simulate"
+    )]
+    pub(crate) input_tokens: u32,
+    /// Answer tokens per request.
+    #[arg(
+        long,
+        default_value_t = 128,
+        value_name = "TOKENS",
+        requires = "simulate"
+    )]
+    pub(crate) output_tokens: u32,
+    /// Latency targets the capacity must meet (per-request thresholds and/or percentiles).
+    #[arg(long, default_value = crate::args::run::DEFAULT_SLO, requires = "simulate")]
+    pub(crate) slo: String,
+    /// Fraction of requests that must meet every per-request threshold.
+    #[arg(long, default_value_t = 0.99, requires = "simulate")]
+    pub(crate) attainment: f64,
+    /// Confidence of every probe verdict.
+    #[arg(long, default_value_t = 0.95, requires = "simulate")]
+    pub(crate) confidence: f64,
+    /// Seed of the simulated arrivals.
+    #[arg(long, default_value_t = 1, requires = "simulate")]
+    pub(crate) seed: u64,
 }
 
 /// A percentage such as `10%` as a fraction.

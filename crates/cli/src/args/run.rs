@@ -7,6 +7,7 @@ use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::Slo;
+use goodput_core::profile::{ProfileFile, parse_phases, total_duration};
 use goodput_core::units::parse_duration;
 
 /// The SLO applied when none is given: MLPerf Inference's llama3.1-8b Server-scenario limits.
@@ -95,6 +96,15 @@ pub(crate) struct RunArgs {
     /// wait counts in their latency.
     #[arg(long, help_heading = "Load")]
     pub(crate) max_concurrency: Option<u32>,
+    /// Open loop whose rate changes by phase, e.g. a recovery test
+    /// `nominal=8:60s,overload=20:30s,recovery=8:2m` (name=rate:duration); the run lasts as
+    /// long as the phases together.
+    #[arg(long, value_name = "PHASES", conflicts_with_all = ["rate", "concurrency", "profile"], help_heading = "Load")]
+    pub(crate) phases: Option<String>,
+    /// The phases (and arrival process) from a TOML or JSON file:
+    /// `[[phases]] name = "nominal", rate = 8, duration = "60s"`.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rate", "concurrency"], help_heading = "Load")]
+    pub(crate) profile: Option<PathBuf>,
 
     /// Stop scheduling after this many requests (warmup included).
     #[arg(long, help_heading = "Duration")]
@@ -206,13 +216,10 @@ impl RunArgs {
             }
             return Ok(LoadSpec::Closed { concurrency });
         }
-        let arrival = match (self.arrival, self.burstiness) {
-            (ArrivalArg::Poisson, None) => Arrival::Poisson,
-            (ArrivalArg::Constant, None) => Arrival::Constant,
-            (ArrivalArg::Gamma, Some(burstiness)) => Arrival::Gamma { burstiness },
-            (ArrivalArg::Gamma, None) => bail!("--arrival gamma needs --burstiness (e.g. 0.5)"),
-            (_, Some(_)) => bail!("--burstiness applies to --arrival gamma"),
-        };
+        let arrival = self.arrival()?;
+        if let Some(load) = self.phased_load(arrival)? {
+            return Ok(load);
+        }
         Ok(LoadSpec::Open {
             rate_per_sec: self.rate.unwrap_or(10.0),
             arrival,
@@ -220,14 +227,53 @@ impl RunArgs {
         })
     }
 
+    /// The arrival process from --arrival and --burstiness.
+    fn arrival(&self) -> Result<Arrival> {
+        Ok(match (self.arrival, self.burstiness) {
+            (ArrivalArg::Poisson, None) => Arrival::Poisson,
+            (ArrivalArg::Constant, None) => Arrival::Constant,
+            (ArrivalArg::Gamma, Some(burstiness)) => Arrival::Gamma { burstiness },
+            (ArrivalArg::Gamma, None) => bail!("--arrival gamma needs --burstiness (e.g. 0.5)"),
+            (_, Some(_)) => bail!("--burstiness applies to --arrival gamma"),
+        })
+    }
+
+    /// The phase profile of --phases or --profile (a file's arrival process wins).
+    fn phased_load(&self, arrival: Arrival) -> Result<Option<LoadSpec>> {
+        let (phases, arrival) = match (&self.phases, &self.profile) {
+            (Some(text), _) => (parse_phases(text).context("--phases")?, arrival),
+            (None, Some(path)) => {
+                let (phases, from_file) = ProfileFile::read(path)
+                    .with_context(|| format!("--profile {}", path.display()))?;
+                (phases, from_file)
+            }
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(LoadSpec::Profile {
+            phases,
+            arrival,
+            max_concurrency: self.max_concurrency,
+        }))
+    }
+
+    /// Whether the load is a phase profile.
+    pub(crate) fn has_phases(&self) -> bool {
+        self.phases.is_some() || self.profile.is_some()
+    }
+
     /// The validated run configuration (`seed` already chosen).
     pub(crate) fn run_config(&self, seed: u64) -> Result<RunConfig> {
-        let duration = match (self.requests, self.duration) {
-            (None, None) => Some(Duration::from_secs(30)),
-            (_, duration) => duration,
+        let load = self.load()?;
+        let duration = match (&load, self.requests, self.duration) {
+            (LoadSpec::Profile { .. }, _, Some(_)) => {
+                bail!("--duration: a phase profile lasts as long as its phases; drop --duration")
+            }
+            (LoadSpec::Profile { phases, .. }, _, None) => Some(total_duration(phases)),
+            (_, None, None) => Some(Duration::from_secs(30)),
+            (_, _, duration) => duration,
         };
         let config = RunConfig {
-            load: self.load()?,
+            load,
             max_requests: self.requests,
             duration,
             warmup: parse_warmup(&self.warmup)?,

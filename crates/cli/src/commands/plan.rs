@@ -1,5 +1,5 @@
-//! `goodput plan`: resolve one device's capacity (given, or read from a report; the simulated
-//! capacity search plugs in beside them), compute the plan in core, print it.
+//! `goodput plan`: resolve one device's capacity (given, read from a report, or searched on
+//! the simulator in virtual time), compute the plan in core, print it.
 
 use std::process::ExitCode;
 
@@ -46,6 +46,11 @@ fn resolve_capacity(args: &PlanArgs, unit: DemandUnit) -> Result<CapacityEstimat
         estimate.source = format!("{} ({})", path.display(), estimate.source);
         return Ok(estimate);
     }
-    // A simulated capacity search (`--simulate`) resolves here too, to a CapacityEstimate.
-    bail!("give the per-device capacity: --capacity N or --capacity-from report.json")
+    if args.simulate.simulate {
+        let (estimate, explanation) =
+            super::plan_simulate::estimate(&args.simulate, args.accelerators_per_device, unit)?;
+        eprintln!("{explanation}");
+        return Ok(estimate);
+    }
+    bail!("give the per-device capacity: --capacity N, --capacity-from report.json or --simulate")
 }

@@ -5,11 +5,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
+use goodput_core::capacity::{CapacityPlan, CapacityReport};
 use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::metrics::StepAggregator;
-use goodput_core::report::{LoadReport, Report};
+use goodput_core::metrics::aggregate::Compliance;
+use goodput_core::record::RequestRecord;
+use goodput_core::report::{LoadReport, Report, StepReport};
 use goodput_core::runner::{EndReason, read_journal};
+use goodput_core::sweep::{SweepReport, find_knee};
 use goodput_core::warnings;
 
 use crate::app::EXIT_OK;
@@ -20,17 +24,7 @@ use crate::output;
 /// Runs `goodput report`.
 pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     let (journal_path, dir) = locate(&args.journal);
-    let manifest_path = dir.join("run.json");
-    let manifest: RunManifest = {
-        let text = std::fs::read_to_string(&manifest_path).with_context(|| {
-            format!(
-                "cannot read {} (written when the run started)",
-                manifest_path.display()
-            )
-        })?;
-        serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a goodput run manifest", manifest_path.display()))?
-    };
+    let manifest = read_manifest(&dir)?;
     let mut config: RunConfig = manifest.config.clone();
     if let Some(slo) = &args.slo {
         config.slo = parse_slo(slo)?;
@@ -41,26 +35,32 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
             "note: the journal's last line was cut short (the run was killed mid-write); it was skipped"
         );
     }
-    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
-        .with_length_buckets(crate::commands::workload::recorded_buckets(
-            &manifest.run.workload,
-        )?);
+    let buckets = crate::commands::workload::recorded_buckets(&manifest.run.workload)?;
     let mut server_headers = goodput_core::environment::ServerHeaders::default();
     for record in &contents.records {
-        aggregator.add(record);
         server_headers.add(record);
     }
-    let mut run = manifest.run;
+    let (steps, compliance) = rebuild_steps(&manifest, &config, &buckets, &contents.records);
+    let mut run = manifest.run.clone();
     run.slo = config.slo.as_ref().map(ToString::to_string);
     if run.end_reason == "running" {
         run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
     }
-    let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let mut warnings = warnings::check(&config, &steps, EndReason::Completed);
     warnings.extend(goodput_core::checks::check_run(&run, &steps));
     run.server_info =
         Some(server_headers.server_info(run.server_info.take().unwrap_or_default().models));
+    let sweep = manifest.sweep.as_ref().map(|plan| SweepReport {
+        knee: find_knee(plan.dimension, &plan.loads, &steps, plan.knee_min_gain),
+        ..plan.clone()
+    });
+    let capacity = manifest
+        .capacity
+        .as_ref()
+        .map(|plan| rejudge_capacity(plan, config.slo.as_ref(), &steps, &compliance));
     let mut report = Report::new(manifest.tool, run, steps, warnings);
+    report.sweep = sweep;
+    report.capacity = capacity;
     super::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
@@ -74,6 +74,87 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         output::table::print_summary(&report)?
     }
     Ok(ExitCode::from(EXIT_OK))
+}
+
+/// `run.json`, written when the run started.
+fn read_manifest(dir: &Path) -> Result<RunManifest> {
+    let path = dir.join("run.json");
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read {} (written when the run started)",
+            path.display()
+        )
+    })?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a goodput run manifest", path.display()))
+}
+
+/// One step report (and SLO tally) per step of the run: the manifest's `steps` for a sweep or
+/// capacity search (records carry their step index), else the single configured load.
+fn rebuild_steps(
+    manifest: &RunManifest,
+    config: &RunConfig,
+    buckets: &goodput_core::metrics::buckets::LengthBuckets,
+    records: &[RequestRecord],
+) -> (Vec<StepReport>, Vec<Compliance>) {
+    let loads = if manifest.steps.is_empty() {
+        vec![config.load.clone()]
+    } else {
+        manifest.steps.clone()
+    };
+    let mut aggregators: Vec<StepAggregator> = loads
+        .iter()
+        .map(|_| {
+            StepAggregator::new(config.slo.clone(), config.window)
+                .with_length_buckets(buckets.clone())
+        })
+        .collect();
+    for record in records {
+        let index = usize::try_from(record.step).unwrap_or(usize::MAX);
+        // A plain run has one step; a record of an unknown step is counted in the last.
+        let last = aggregators.len() - 1;
+        aggregators[index.min(last)].add(record);
+    }
+    let steps = loads
+        .iter()
+        .zip(&aggregators)
+        .map(|(load, aggregator)| aggregator.report(LoadReport::from(load)))
+        .collect();
+    let compliance = aggregators.iter().map(StepAggregator::compliance).collect();
+    (steps, compliance)
+}
+
+/// The capacity verdict again from the probe steps, under `slo` (the recorded one, or the
+/// --slo override).
+fn rejudge_capacity(
+    plan: &CapacityPlan,
+    slo: Option<&goodput_core::metrics::Slo>,
+    steps: &[StepReport],
+    compliance: &[Compliance],
+) -> CapacityReport {
+    let mut criteria = plan.criteria.clone();
+    if let Some(slo) = slo {
+        criteria.slo = slo.clone();
+    }
+    let probes = steps
+        .iter()
+        .zip(compliance)
+        .skip(plan.first_probe_step)
+        .enumerate()
+        .map(|(index, (step, tally))| {
+            let load = step
+                .load
+                .rate_per_sec
+                .or(step.load.concurrency.map(f64::from))
+                .unwrap_or(f64::NAN);
+            criteria.evaluate(index, load, step, tally)
+        })
+        .collect();
+    CapacityPlan {
+        criteria,
+        ..plan.clone()
+    }
+    .report_from(probes)
 }
 
 /// The journal file and its directory, from either of them.

@@ -261,7 +261,7 @@ impl ServerSide {
         time_scale: f64,
     ) -> Result<ServerSide> {
         let simulator = if simulated {
-            Some(super::run::embedded_sim_config(args, seed)?)
+            Some(super::session::embedded_sim_config(args, seed)?)
         } else {
             None
         };

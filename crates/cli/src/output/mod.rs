@@ -11,4 +11,5 @@ pub(crate) mod markdown;
 pub(crate) mod monitor;
 pub(crate) mod plan;
 pub(crate) mod server;
+pub(crate) mod steps;
 pub(crate) mod table;

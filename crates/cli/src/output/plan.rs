@@ -23,7 +23,9 @@ pub(crate) fn render(plan: &Plan) -> String {
     let _ = writeln!(
         out,
         "Devices needed now: {} (capacity {} {unit} per device, from {})",
-        plan.devices_now, inputs.capacity_per_device, inputs.capacity_source
+        plan.devices_now,
+        trimmed(inputs.capacity_per_device),
+        inputs.capacity_source
     );
     if inputs.horizon_months > 0 {
         let _ = writeln!(
@@ -58,4 +60,10 @@ pub(crate) fn render(plan: &Plan) -> String {
         }
     }
     out
+}
+
+/// `x` with at most three decimals and no trailing zeros (40, 19.159).
+fn trimmed(x: f64) -> String {
+    let text = format!("{x:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }

@@ -34,8 +34,26 @@ pub(crate) fn render(report: &Report) -> String {
             "not streamed"
         }
     );
-    for step in &report.steps {
-        render_step(&mut out, step);
+    if report.steps.len() > 1 || report.sweep.is_some() || report.capacity.is_some() {
+        super::steps::render_overview(&mut out, report);
+        if let Some(sweep) = &report.sweep {
+            super::steps::render_sweep(&mut out, sweep);
+        }
+        if let Some(capacity) = &report.capacity {
+            super::steps::render_capacity(&mut out, capacity);
+        }
+        if let Some(index) = super::steps::featured_step(report) {
+            let _ = writeln!(
+                out,
+                "\nStep {} in detail (every step is in report.json)",
+                index + 1
+            );
+            render_step(&mut out, &report.steps[index]);
+        }
+    } else {
+        for step in &report.steps {
+            render_step(&mut out, step);
+        }
     }
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings");
@@ -46,7 +64,23 @@ pub(crate) fn render(report: &Report) -> String {
     out
 }
 
-fn describe_load(load: &LoadReport) -> String {
+pub(crate) fn describe_load(load: &LoadReport) -> String {
+    if let Some(phases) = &load.phases {
+        let phases: Vec<String> = phases
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} {:.2} req/s for {:?}",
+                    p.name, p.rate_per_sec, p.duration
+                )
+            })
+            .collect();
+        return format!(
+            "open loop, {} arrivals in phases: {}",
+            load.arrival.as_deref().unwrap_or("poisson"),
+            phases.join(" → ")
+        );
+    }
     match (load.concurrency, load.rate_per_sec) {
         (Some(concurrency), _) => format!("closed loop, concurrency {concurrency}"),
         (None, Some(rate)) => {
@@ -122,7 +156,36 @@ fn render_step(out: &mut String, step: &StepReport) {
         if s.stable { "stable" } else { "UNSTABLE" },
         s.reason
     );
+    render_trends_and_recovery(out, step);
     super::server::render_step(out, step);
+}
+
+/// Degrading trends over the run (soak) and the recovery after an overload phase.
+fn render_trends_and_recovery(out: &mut String, step: &StepReport) {
+    for trend in step.stability.trends.iter().filter(|t| t.degrading) {
+        let _ = writeln!(
+            out,
+            "  degrading: {} changed {:+.1} % over the run (slope {:+.3}/s, t = {:.1})",
+            trend.series,
+            trend.relative_change * 100.0,
+            trend.slope_per_sec,
+            trend.t_stat
+        );
+    }
+    let Some(r) = &step.recovery else { return };
+    let secs = |v: Option<f64>| v.map_or("not within the run".to_string(), |v| format!("{v:.1} s"));
+    let _ = writeln!(
+        out,
+        "\nRecovery after {} ({:.0}–{:.0} s): in flight {:.1} before → peak {} · backlog {:.0} requests · queue drained in {} · SLO met again after {}",
+        r.overload_phase,
+        r.overload_start_secs,
+        r.overload_end_secs,
+        r.baseline_in_flight,
+        r.peak_in_flight,
+        r.backlog_requests,
+        secs(r.drain_secs),
+        secs(r.slo_recovery_secs)
+    );
 }
 
 fn failures(step: &StepReport) -> String {

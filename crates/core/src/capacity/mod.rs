@@ -12,8 +12,6 @@ pub mod prober;
 pub mod search;
 pub mod watch;
 
-use std::future::Future;
-
 use serde::{Deserialize, Serialize};
 
 pub use probe::{Criteria, Outcome, Probe};
@@ -58,6 +56,10 @@ pub struct CapacityReport {
     pub conclusion: Conclusion,
     /// Every probe, in order.
     pub probes: Vec<Probe>,
+    /// Index in the report's `steps` of the first probe (after any calibration step): probe
+    /// `i` is step `first_probe_step + i`.
+    #[serde(default)]
+    pub first_probe_step: usize,
     /// Per-run request goodput of the passing probe at capacity, requests per second.
     pub goodput_at_capacity_per_sec: Option<f64>,
     /// DistServe goodput: the highest probed arrival rate whose attainment of every target was
@@ -67,6 +69,48 @@ pub struct CapacityReport {
     pub accelerators: Option<u32>,
     /// Capacity per accelerator.
     pub per_accelerator: Option<f64>,
+}
+
+/// What a capacity search was asked (recorded in `run.json`, so `goodput report` can judge
+/// the probes again from the journal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityPlan {
+    /// What was searched.
+    pub dimension: Dimension,
+    /// How.
+    pub search: SearchConfig,
+    /// What a probe had to show.
+    pub criteria: Criteria,
+    /// Measured requests per probe.
+    pub requests_per_probe: u64,
+    /// Accelerators serving the target, when given.
+    pub accelerators: Option<u32>,
+    /// Steps before the first probe (a calibration run).
+    pub first_probe_step: usize,
+}
+
+impl CapacityPlan {
+    /// The verdict from probes already judged (in search order), replaying the search.
+    pub fn report_from(&self, probes: Vec<Probe>) -> CapacityReport {
+        let mut state = Search::new(self.search);
+        for probe in &probes {
+            state.record(probe.load, probe.outcome == Outcome::Pass);
+        }
+        let conclusion = match state.next() {
+            Err(conclusion) => conclusion,
+            Ok(_) => Conclusion::Aborted,
+        };
+        summarize(
+            self.dimension,
+            &state,
+            &self.criteria,
+            self.requests_per_probe,
+            conclusion,
+            probes,
+        )
+        .with_accelerators(self.accelerators)
+        .with_first_probe_step(self.first_probe_step)
+    }
 }
 
 /// A probe that could not be run.
@@ -82,7 +126,7 @@ pub struct ProbeError {
 /// Searches for the capacity: `probe(index, load)` runs one measured step and returns its
 /// report and compliance; `on_probe` sees each judged probe as it completes. Returns the
 /// verdict and every probe's step report (in probe order).
-pub async fn find_capacity<F, Fut>(
+pub async fn find_capacity<F>(
     dimension: Dimension,
     search: SearchConfig,
     criteria: &Criteria,
@@ -91,8 +135,7 @@ pub async fn find_capacity<F, Fut>(
     mut on_probe: impl FnMut(&Probe),
 ) -> (CapacityReport, Vec<StepReport>)
 where
-    F: FnMut(usize, f64) -> Fut,
-    Fut: Future<Output = Result<(StepReport, Compliance), ProbeError>>,
+    F: AsyncFnMut(usize, f64) -> Result<(StepReport, Compliance), ProbeError>,
 {
     let mut state = Search::new(search);
     let mut probes = Vec::new();
@@ -169,10 +212,17 @@ fn summarize(
         accelerators: None,
         per_accelerator: None,
         probes,
+        first_probe_step: 0,
     }
 }
 
 impl CapacityReport {
+    /// Sets where the probes start in the report's steps.
+    pub fn with_first_probe_step(mut self, first_probe_step: usize) -> Self {
+        self.first_probe_step = first_probe_step;
+        self
+    }
+
     /// Sets the accelerator count and the capacity per accelerator.
     pub fn with_accelerators(mut self, accelerators: Option<u32>) -> Self {
         self.accelerators = accelerators;

@@ -114,7 +114,7 @@ impl Prober {
         let aggregator = StepAggregator::new(config.slo.clone(), config.window);
         let mut sink = ProbeSink::new(
             aggregator,
-            self.plan.criteria.clone(),
+            Some(self.plan.criteria.clone()),
             runner.finish_token(),
         );
         let outcome = match journal {

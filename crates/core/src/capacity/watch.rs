@@ -19,14 +19,19 @@ pub const MIN_REQUESTS_BEFORE_FAIL_FAST: u64 = 20;
 #[derive(Debug)]
 pub struct ProbeSink {
     aggregator: StepAggregator,
-    criteria: Criteria,
+    criteria: Option<Criteria>,
     finish: CancellationToken,
     ended_early: bool,
 }
 
 impl ProbeSink {
-    /// Wraps `aggregator`; cancels `finish` (the runner's finish token) on refutation.
-    pub fn new(aggregator: StepAggregator, criteria: Criteria, finish: CancellationToken) -> Self {
+    /// Wraps `aggregator`; cancels `finish` (the runner's finish token) when a target of
+    /// `criteria` is refuted (never without criteria).
+    pub fn new(
+        aggregator: StepAggregator,
+        criteria: Option<Criteria>,
+        finish: CancellationToken,
+    ) -> Self {
         ProbeSink {
             aggregator,
             criteria,
@@ -49,6 +54,9 @@ impl ProbeSink {
 impl RecordSink for ProbeSink {
     fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
         self.aggregator.add(record);
+        let Some(criteria) = &self.criteria else {
+            return Ok(());
+        };
         if self.ended_early || record.phase == Phase::Warmup {
             return Ok(());
         }
@@ -56,8 +64,7 @@ impl RecordSink for ProbeSink {
         if compliance.measured < MIN_REQUESTS_BEFORE_FAIL_FAST {
             return Ok(());
         }
-        if self
-            .criteria
+        if criteria
             .checks(&compliance)
             .iter()
             .any(|check| check.verdict == Verdict::Refuted)

@@ -241,6 +241,7 @@ fn warning(code: &str, message: String, fix: &str) -> Warning {
         code: code.to_string(),
         message,
         fix: fix.to_string(),
+        step: None,
     }
 }
 

@@ -1,0 +1,134 @@
+//! `goodput capacity` arguments: every `run` flag, plus the search (dimension, start, bounds,
+//! tolerance), the attainment target and confidence, and the probe shape.
+
+use std::time::Duration;
+
+use anyhow::{Result, bail};
+use clap::ValueEnum;
+use goodput_core::capacity::Dimension;
+use goodput_core::units::parse_duration;
+
+use crate::args::plan::parse_percent;
+use crate::args::run::RunArgs;
+
+/// What to search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum DimensionArg {
+    /// The open-loop arrival rate (requests per second).
+    #[default]
+    Rate,
+    /// The closed-loop concurrency.
+    Concurrency,
+}
+
+/// Find the highest load at which the queue stays stable and the SLO holds.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CapacityArgs {
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+    /// What to search.
+    #[arg(long, value_enum, default_value_t, help_heading = "Capacity search")]
+    pub(crate) dimension: DimensionArg,
+    /// First load probed (default: half the throughput of a short closed-loop calibration).
+    #[arg(long, value_name = "LOAD", help_heading = "Capacity search")]
+    pub(crate) start: Option<f64>,
+    /// Lowest load worth probing.
+    #[arg(
+        long,
+        default_value_t = 0.1,
+        value_name = "LOAD",
+        help_heading = "Capacity search"
+    )]
+    pub(crate) min_load: f64,
+    /// Highest load probed.
+    #[arg(
+        long,
+        default_value_t = 100_000.0,
+        value_name = "LOAD",
+        help_heading = "Capacity search"
+    )]
+    pub(crate) max_load: f64,
+    /// Stop when the bracket is this narrow, relative to its lower end.
+    #[arg(
+        long,
+        default_value = "5%",
+        value_name = "PERCENT",
+        help_heading = "Capacity search"
+    )]
+    pub(crate) tolerance: String,
+    /// Most probes.
+    #[arg(long, default_value_t = 20, help_heading = "Capacity search")]
+    pub(crate) max_probes: usize,
+    /// Fraction of requests that must meet every per-request threshold of --slo.
+    #[arg(long, default_value_t = 0.99, help_heading = "Capacity search")]
+    pub(crate) attainment: f64,
+    /// Confidence of every probe verdict.
+    #[arg(long, default_value_t = 0.99, help_heading = "Capacity search")]
+    pub(crate) confidence: f64,
+    /// Measured requests per probe (default: enough to prove a miss rate of half the budget).
+    #[arg(long, help_heading = "Capacity search")]
+    pub(crate) probe_requests: Option<u64>,
+    /// Warmup before each probe (at least 20 requests).
+    #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Capacity search")]
+    pub(crate) probe_warmup: Duration,
+    /// Shortest measurement of a rate probe, so the stability test can see a trend.
+    #[arg(long, default_value = "30s", value_parser = parse_duration, help_heading = "Capacity search")]
+    pub(crate) probe_min_duration: Duration,
+    /// Longest a probe may run.
+    #[arg(long, default_value = "10m", value_parser = parse_duration, help_heading = "Capacity search")]
+    pub(crate) max_probe_duration: Duration,
+    /// Search the embedded simulator in virtual time: no HTTP and no sleeping, so a search
+    /// takes seconds (fixed prompt and answer lengths only).
+    #[arg(long, conflicts_with = "target", help_heading = "Capacity search")]
+    pub(crate) virtual_time: bool,
+}
+
+impl CapacityArgs {
+    /// The dimension.
+    pub(crate) fn dimension(&self) -> Dimension {
+        match self.dimension {
+            DimensionArg::Rate => Dimension::Rate,
+            DimensionArg::Concurrency => Dimension::Concurrency,
+        }
+    }
+
+    /// Checks the search flags; returns the tolerance as a fraction.
+    pub(crate) fn validate(&self) -> Result<f64> {
+        let tolerance = parse_percent("--tolerance", &self.tolerance)?;
+        if !(tolerance > 0.0 && tolerance < 1.0) {
+            bail!("--tolerance: between 0% and 100%, e.g. 5%");
+        }
+        for (flag, value) in [
+            ("--attainment", self.attainment),
+            ("--confidence", self.confidence),
+        ] {
+            if !(value > 0.0 && value < 1.0) {
+                bail!("{flag}: a fraction between 0 and 1, e.g. 0.99");
+            }
+        }
+        if !(self.min_load > 0.0 && self.max_load > self.min_load) {
+            bail!("--min-load / --max-load: 0 < min < max");
+        }
+        if self
+            .start
+            .is_some_and(|s| !(s >= self.min_load && s <= self.max_load))
+        {
+            bail!("--start: between --min-load and --max-load");
+        }
+        if self.max_probes == 0 {
+            bail!("--max-probes: at least 1");
+        }
+        let run = &self.run;
+        if run.rate.is_some()
+            || run.concurrency.is_some()
+            || run.requests.is_some()
+            || run.duration.is_some()
+            || run.has_phases()
+        {
+            bail!(
+                "the search sets each probe's load and length: drop --rate, --concurrency, --phases, --profile, --requests and --duration"
+            );
+        }
+        Ok(tolerance)
+    }
+}

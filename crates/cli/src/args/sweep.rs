@@ -1,0 +1,86 @@
+//! `goodput sweep` arguments: every `run` flag, plus the load levels to step through and the
+//! knee threshold.
+
+use anyhow::{Context, Result, bail};
+use goodput_core::sweep::{SweepDimension, parse_steps};
+
+use crate::args::plan::parse_percent;
+use crate::args::run::RunArgs;
+
+/// Run one full measured step per load level.
+#[derive(Debug, clap::Args)]
+#[command(group = clap::ArgGroup::new("sweep_steps").required(true))]
+pub(crate) struct SweepArgs {
+    #[command(flatten)]
+    pub(crate) run: RunArgs,
+    /// Closed-loop concurrency levels: a list (`1,2,4,8`) or a range (`1..256x2` doubles,
+    /// `8..64+8` adds).
+    #[arg(
+        long,
+        group = "sweep_steps",
+        value_name = "STEPS",
+        help_heading = "Sweep"
+    )]
+    pub(crate) concurrency_steps: Option<String>,
+    /// Open-loop arrival rates, requests per second (same syntax).
+    #[arg(
+        long,
+        group = "sweep_steps",
+        value_name = "STEPS",
+        help_heading = "Sweep"
+    )]
+    pub(crate) rate_steps: Option<String>,
+    /// Prompts per request (completions API), at --concurrency (default 1).
+    #[arg(
+        long,
+        group = "sweep_steps",
+        value_name = "STEPS",
+        help_heading = "Sweep"
+    )]
+    pub(crate) batch_steps: Option<String>,
+    /// Throughput gain below which the next level is past the knee (while latency rises).
+    #[arg(
+        long,
+        default_value = "10%",
+        value_name = "PERCENT",
+        help_heading = "Sweep"
+    )]
+    pub(crate) knee_gain: String,
+}
+
+impl SweepArgs {
+    /// What varies and its levels.
+    pub(crate) fn levels(&self) -> Result<(SweepDimension, Vec<f64>)> {
+        let (dimension, text, flag) =
+            match (&self.concurrency_steps, &self.rate_steps, &self.batch_steps) {
+                (Some(text), _, _) => (SweepDimension::Concurrency, text, "--concurrency-steps"),
+                (None, Some(text), _) => (SweepDimension::Rate, text, "--rate-steps"),
+                (None, None, Some(text)) => (SweepDimension::Batch, text, "--batch-steps"),
+                (None, None, None) => {
+                    bail!("give --concurrency-steps, --rate-steps or --batch-steps")
+                }
+            };
+        if self.run.has_phases() {
+            bail!("{flag} sets the load of every step: drop --phases / --profile");
+        }
+        let levels = parse_steps(text).with_context(|| flag.to_string())?;
+        let integer = matches!(
+            dimension,
+            SweepDimension::Concurrency | SweepDimension::Batch
+        );
+        if integer && levels.iter().any(|l| l.fract() != 0.0) {
+            bail!("{flag}: levels must be whole numbers");
+        }
+        if dimension != SweepDimension::Batch
+            && (self.run.rate.is_some() || self.run.concurrency.is_some())
+        {
+            bail!("{flag} sets the load of every step; drop --rate / --concurrency");
+        }
+        Ok((dimension, levels))
+    }
+
+    /// The knee threshold as a fraction.
+    pub(crate) fn knee_gain(&self) -> Result<f64> {
+        parse_percent("--knee-gain", &self.knee_gain)
+    }
+}

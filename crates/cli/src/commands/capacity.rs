@@ -1,0 +1,323 @@
+//! `goodput capacity`: the highest load at which the queue stays stable and the SLO holds —
+//! a short calibration (unless --start), then probes bracketed and bisected, each long enough
+//! to prove the attainment target and ended early once it is refuted; every request
+//! journaled with its step index, the verdict with its bounds and confidence.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Context, Result, bail};
+use goodput_core::capacity::early_stopping::probe_requests;
+use goodput_core::capacity::{
+    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, SearchConfig, find_capacity,
+};
+use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
+use goodput_core::report::Warning;
+use goodput_core::runner::{EndReason, RunOutcome};
+
+use crate::args::capacity::CapacityArgs;
+use crate::args::run::parse_slo;
+use crate::commands::session::{Session, StepRun};
+
+/// Concurrency of the calibration run, and the first concurrency probed without --start.
+pub(crate) const CALIBRATION_CONCURRENCY: u32 = 16;
+
+/// Runs `goodput capacity`.
+pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result<ExitCode> {
+    let tolerance = args.validate()?;
+    let criteria = criteria(&args)?;
+    let measured = args
+        .probe_requests
+        .unwrap_or_else(|| probe_requests(criteria.attainment, criteria.confidence));
+    if measured == 0 {
+        bail!("--probe-requests: at least 1");
+    }
+    if !args.run.quiet {
+        eprintln!(
+            "capacity search: {} at {:.1} % attainment, {:.0} % confidence: {measured} measured \
+             requests per probe",
+            criteria.slo,
+            criteria.attainment * 100.0,
+            criteria.confidence * 100.0
+        );
+    }
+    if args.virtual_time {
+        return super::capacity_virtual::run(args, criteria, measured, tolerance, command_line);
+    }
+    if args.run.workload.trace.is_some() {
+        bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");
+    }
+    live(args, criteria, measured, tolerance, command_line).await
+}
+
+/// The probe criteria from --slo, --attainment and --confidence.
+pub(crate) fn criteria(args: &CapacityArgs) -> Result<Criteria> {
+    let slo = parse_slo(&args.run.slo)?.context(
+        "--slo none: a capacity search needs latency targets, e.g. --slo ttft=500ms,tpot=50ms",
+    )?;
+    Ok(Criteria {
+        slo,
+        attainment: args.attainment,
+        confidence: args.confidence,
+    })
+}
+
+/// The search bounds and tolerance.
+pub(crate) fn search_config(args: &CapacityArgs, start: f64, tolerance: f64) -> SearchConfig {
+    let integer = args.dimension() == Dimension::Concurrency;
+    let min = if integer {
+        args.min_load.max(1.0)
+    } else {
+        args.min_load
+    };
+    SearchConfig {
+        start: start.clamp(min, args.max_load),
+        min,
+        max: args.max_load,
+        tolerance,
+        max_probes: args.max_probes,
+        integer,
+    }
+}
+
+/// How probes are shaped around `base` (arrival process and client cap from --arrival and
+/// --max-concurrency).
+pub(crate) fn probe_plan(
+    args: &CapacityArgs,
+    base: RunConfig,
+    criteria: Criteria,
+    measured: u64,
+) -> ProbePlan {
+    let (arrival, max_concurrency) = match base.load {
+        LoadSpec::Open {
+            arrival,
+            max_concurrency,
+            ..
+        } => (arrival, max_concurrency),
+        _ => (Arrival::Poisson, None),
+    };
+    ProbePlan {
+        base,
+        dimension: args.dimension(),
+        arrival,
+        max_concurrency,
+        measured_requests: measured,
+        warmup: args.probe_warmup,
+        min_duration: args.probe_min_duration,
+        max_probe_duration: args.max_probe_duration,
+        criteria,
+    }
+}
+
+/// One progress line per judged probe.
+pub(crate) fn print_probe(probe: &Probe, dimension: Dimension) {
+    let load = match dimension {
+        Dimension::Rate => format!("{:.2} req/s", probe.load),
+        Dimension::Concurrency => format!("concurrency {}", probe.load),
+    };
+    eprintln!(
+        "probe {}: {load} → {:?}: {} ({} measured, {:.2} req/s completed)",
+        probe.index + 1,
+        probe.outcome,
+        probe.reason,
+        probe.measured,
+        probe.requests_per_sec
+    );
+}
+
+async fn live(
+    args: CapacityArgs,
+    criteria: Criteria,
+    measured: u64,
+    tolerance: f64,
+    command_line: Vec<String>,
+) -> Result<ExitCode> {
+    let dimension = args.dimension();
+    let accelerators = args.run.server_side.accelerators;
+    let quiet = args.run.quiet;
+    let start = args.start;
+    let plan = probe_plan(&args, RunConfig::default(), criteria.clone(), measured);
+    let bounds = search_config(&args, args.start.unwrap_or(args.min_load), tolerance);
+    let mut session = Session::open(args.run, command_line).await?;
+    let plan = ProbePlan {
+        base: session.config.clone(),
+        ..plan
+    };
+    let mut steps = Vec::new();
+    let start = match (start, dimension) {
+        (Some(start), _) => start,
+        (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
+        (None, Dimension::Rate) => match calibrated_start(&mut session, &plan, &mut steps).await? {
+            Ok(start) => start,
+            Err(outcome) => {
+                let report = session.report(steps, outcome.end_reason);
+                return session.finish(&report, &outcome);
+            }
+        },
+    };
+    let search = SearchConfig {
+        start: start.clamp(bounds.min, bounds.max),
+        ..bounds
+    };
+    session.capacity_plan = Some(CapacityPlan {
+        dimension,
+        search,
+        criteria: criteria.clone(),
+        requests_per_probe: measured,
+        accelerators,
+        first_probe_step: steps.len(),
+    });
+    session.write_manifest()?;
+    let searched = search_live(&mut session, &plan, search, quiet).await;
+    let (capacity, probe_steps, aborted, outcome) = searched?;
+    let first_probe_step = steps.len();
+    steps.extend(probe_steps);
+    steps.extend(aborted);
+    let mut report = session.report(steps, outcome.end_reason);
+    drop_calibration_warnings(&mut report.warnings, dimension, first_probe_step);
+    report.capacity = Some(
+        capacity
+            .with_accelerators(accelerators)
+            .with_first_probe_step(first_probe_step),
+    );
+    session.finish(&report, &outcome)
+}
+
+type Searched = (
+    goodput_core::capacity::CapacityReport,
+    Vec<goodput_core::report::StepReport>,
+    Option<goodput_core::report::StepReport>,
+    RunOutcome,
+);
+
+/// Runs the search against the session's target. A probe that did not complete (Ctrl-C, no
+/// progress) aborts the search; its step is returned apart, after the judged ones.
+async fn search_live(
+    session: &mut Session,
+    plan: &ProbePlan,
+    search: SearchConfig,
+    quiet: bool,
+) -> Result<Searched> {
+    let criteria = plan.criteria.clone();
+    let mut last_outcome = None;
+    let mut aborted = None;
+    let mut failure = None;
+    let (capacity, steps) = find_capacity(
+        plan.dimension,
+        search,
+        &criteria,
+        plan.measured_requests,
+        async |index: usize, load: f64| {
+            if !quiet {
+                eprintln!("probe {}: load {load:.3} …", index + 1);
+            }
+            let run = match session
+                .run_step(&plan.config_at(load), None, Some(&criteria))
+                .await
+            {
+                Ok(run) => run,
+                Err(error) => {
+                    let message = format!("{error:#}");
+                    failure = Some(error);
+                    return Err(ProbeError { load, message });
+                }
+            };
+            let StepRun {
+                step,
+                compliance,
+                outcome,
+            } = run;
+            let ended = outcome.end_reason;
+            last_outcome = Some(outcome);
+            if ended != EndReason::Completed {
+                aborted = Some(step);
+                return Err(ProbeError {
+                    load,
+                    message: ended.as_str().to_string(),
+                });
+            }
+            Ok((step, compliance))
+        },
+        |probe| {
+            if !quiet {
+                print_probe(probe, plan.dimension);
+            }
+        },
+    )
+    .await;
+    if let Some(error) = failure {
+        return Err(error);
+    }
+    let outcome = last_outcome.unwrap_or_else(completed_outcome);
+    Ok((capacity, steps, aborted, outcome))
+}
+
+/// Half the throughput of the calibration run: where a rate search starts. The calibration's
+/// step joins `steps`; an interrupted or fruitless calibration ends the command (`Err`).
+async fn calibrated_start(
+    session: &mut Session,
+    plan: &ProbePlan,
+    steps: &mut Vec<goodput_core::report::StepReport>,
+) -> Result<Result<f64, RunOutcome>> {
+    let calibration = calibrate(session, plan).await?;
+    let throughput = calibration.step.throughput.requests_per_sec;
+    let ended = calibration.outcome.end_reason;
+    steps.push(calibration.step);
+    if ended != EndReason::Completed || throughput <= 0.0 {
+        if ended == EndReason::Completed {
+            eprintln!("error: the calibration run completed no request; see the report");
+        }
+        return Ok(Err(calibration.outcome));
+    }
+    if !session.args.quiet {
+        eprintln!(
+            "calibration: {throughput:.2} req/s at concurrency {CALIBRATION_CONCURRENCY}; first \
+             probe at half of it"
+        );
+    }
+    Ok(Ok(throughput / 2.0))
+}
+
+/// A short closed-loop run whose throughput places the first rate probe.
+async fn calibrate(session: &mut Session, plan: &ProbePlan) -> Result<StepRun> {
+    let concurrency = CALIBRATION_CONCURRENCY;
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency },
+        max_requests: Some(u64::from(concurrency) * 5),
+        duration: Some(plan.max_probe_duration),
+        warmup: Warmup::Requests(u64::from(concurrency)),
+        slo: Some(plan.criteria.slo.clone()),
+        ..session.config.clone()
+    };
+    if !session.args.quiet {
+        eprintln!(
+            "calibration: concurrency {concurrency}, {} requests …",
+            u64::from(concurrency) * 5
+        );
+    }
+    session.run_step(&config, None, None).await
+}
+
+/// Drops the warnings about the calibration step (a throughput estimate, judged on nothing):
+/// its sample size, its closed loop in a rate search.
+pub(crate) fn drop_calibration_warnings(
+    warnings: &mut Vec<Warning>,
+    dimension: Dimension,
+    first_probe_step: usize,
+) {
+    warnings.retain(|w| {
+        let about_probes = w.step.is_none_or(|step| step >= first_probe_step);
+        about_probes && !(dimension == Dimension::Rate && w.code == "slo_in_closed_loop")
+    });
+}
+
+/// The outcome recorded when the search ran no step of its own.
+pub(crate) fn completed_outcome() -> RunOutcome {
+    RunOutcome {
+        end_reason: EndReason::Completed,
+        records: 0,
+        started_at: SystemTime::now(),
+        elapsed: Duration::ZERO,
+        sink_error: None,
+    }
+}

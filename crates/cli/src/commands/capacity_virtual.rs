@@ -1,0 +1,184 @@
+//! `goodput capacity --virtual-time`: the same search and verdicts against the embedded
+//! simulator driven directly in virtual time (no HTTP, no sleeping), so a model × accelerator
+//! is sized in seconds of CPU. Fixed prompt and answer lengths only.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::{Context, Result, bail};
+use goodput_core::capacity::{Criteria, Dimension};
+use goodput_core::config::{LoadSpec, RunConfig, Warmup};
+use goodput_core::report::{Report, RunInfo, StepReport};
+use goodput_core::runner::EndReason;
+
+use crate::app::rfc3339;
+use crate::args::capacity::CapacityArgs;
+use crate::args::workload::WorkloadArgs;
+use crate::commands::capacity::{
+    CALIBRATION_CONCURRENCY, completed_outcome, drop_calibration_warnings, print_probe, probe_plan,
+    search_config,
+};
+use crate::commands::session::{
+    describe_simulator, embedded_sim_config, finish, random_seed, tool_info,
+};
+use crate::virtual_target::{VirtualTarget, virtual_capacity};
+
+/// Default prompt and answer lengths, as for `goodput run`.
+const DEFAULT_INPUT_TOKENS: u32 = 512;
+const DEFAULT_OUTPUT_TOKENS: u32 = 128;
+
+/// Runs the search in virtual time and reports it like a live one (without a journal: no
+/// request went over the wire).
+pub(crate) fn run(
+    args: CapacityArgs,
+    criteria: Criteria,
+    measured: u64,
+    tolerance: f64,
+    command_line: Vec<String>,
+) -> Result<ExitCode> {
+    let target_lengths = fixed_lengths(&args.run.workload)?;
+    let gate = super::run_extras::load_gate(args.run.reporting.gate.as_deref())?;
+    let seed = args.run.seed.unwrap_or_else(random_seed);
+    let base = RunConfig {
+        time_scale: 1.0,
+        ..args.run.run_config(seed)?
+    };
+    let sim = embedded_sim_config(&args.run, seed)?;
+    let label = format!("{} in virtual time", describe_simulator(&sim));
+    let model = sim.model_name();
+    let target = VirtualTarget {
+        sim,
+        input_tokens: target_lengths.0,
+        output_tokens: target_lengths.1,
+    };
+    let plan = probe_plan(&args, base.clone(), criteria, measured);
+    let mut steps = Vec::new();
+    let start = match (args.start, plan.dimension) {
+        (Some(start), _) => start,
+        (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
+        (None, Dimension::Rate) => {
+            let (start, calibration) = calibrated_start(&target, &base)?;
+            steps.push(calibration);
+            start
+        }
+    };
+    let search = search_config(&args, start, tolerance);
+    let quiet = args.run.quiet;
+    let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
+        if !quiet {
+            print_probe(probe, plan.dimension);
+        }
+    });
+    let first_probe_step = steps.len();
+    steps.extend(probe_steps);
+    let run = run_info(&args, &base, label, model, target_lengths, command_line)?;
+    let mut warnings = goodput_core::warnings::check(&base, &steps, EndReason::Completed);
+    warnings.extend(goodput_core::checks::check_run(&run, &steps));
+    drop_calibration_warnings(&mut warnings, plan.dimension, first_probe_step);
+    let mut report = Report::new(tool_info(), run, steps, warnings);
+    report.capacity = Some(
+        capacity
+            .with_accelerators(args.run.server_side.accelerators)
+            .with_first_probe_step(first_probe_step),
+    );
+    finish(
+        &args.run,
+        &report,
+        &completed_outcome(),
+        None,
+        gate.as_ref(),
+    )
+}
+
+/// Half the throughput of a closed-loop run at the calibration concurrency (where a rate
+/// search starts), and that run's step.
+pub(crate) fn calibrated_start(
+    target: &VirtualTarget,
+    base: &RunConfig,
+) -> Result<(f64, StepReport)> {
+    let concurrency = CALIBRATION_CONCURRENCY;
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency },
+        max_requests: Some(u64::from(concurrency) * 5),
+        duration: None,
+        warmup: Warmup::Requests(u64::from(concurrency)),
+        ..base.clone()
+    };
+    let (step, _) = target.probe(&config);
+    let throughput = step.throughput.requests_per_sec;
+    if throughput <= 0.0 {
+        bail!("the simulated target completed no request in calibration: check --sim-config");
+    }
+    Ok((throughput / 2.0, step))
+}
+
+/// `--input-tokens` / `--output-tokens` as fixed numbers; other workloads are refused.
+fn fixed_lengths(workload: &WorkloadArgs) -> Result<(u32, u32)> {
+    let unsupported = [
+        ("--dataset", workload.dataset.is_some()),
+        ("--trace", workload.trace.is_some()),
+        ("--turns", workload.turns.is_some()),
+        ("--shared-prefix", workload.shared_prefix.is_some()),
+    ];
+    if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
+        bail!("--virtual-time sends fixed-length synthetic requests: drop {flag}");
+    }
+    let parse = |flag: &str, text: &Option<String>, default: u32| -> Result<u32> {
+        match text {
+            None => Ok(default),
+            Some(text) => text
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| *n > 0)
+                .with_context(|| {
+                    format!("{flag} {text}: --virtual-time takes a fixed positive length, e.g. 512")
+                }),
+        }
+    };
+    Ok((
+        parse(
+            "--input-tokens",
+            &workload.input_tokens,
+            DEFAULT_INPUT_TOKENS,
+        )?,
+        parse(
+            "--output-tokens",
+            &workload.output_tokens,
+            DEFAULT_OUTPUT_TOKENS,
+        )?,
+    ))
+}
+
+fn run_info(
+    args: &CapacityArgs,
+    config: &RunConfig,
+    target: String,
+    model: String,
+    (input, output): (u32, u32),
+    command_line: Vec<String>,
+) -> Result<RunInfo> {
+    let workload = BTreeMap::from([
+        ("kind".to_string(), "synthetic".into()),
+        ("input_tokens".to_string(), input.into()),
+        ("output_tokens".to_string(), output.into()),
+    ]);
+    Ok(RunInfo {
+        started_at: rfc3339(SystemTime::now()),
+        command_line: goodput_core::manifest::redact_command_line(&command_line),
+        seed: config.seed,
+        target,
+        api: "virtual".into(),
+        model,
+        stream: true,
+        workload,
+        slo: config.slo.as_ref().map(ToString::to_string),
+        window_secs: config.window.as_secs_f64(),
+        time_scale: 1.0,
+        end_reason: "completed".into(),
+        tags: args.run.tags()?.into_iter().collect(),
+        client_host: Some(goodput_core::environment::HostInfo::collect()),
+        server_info: None,
+    })
+}

@@ -1,0 +1,147 @@
+//! `goodput sweep`: one full measured step per load level (concurrency, arrival rate or batch
+//! size), every step journaled with its index, then the knee — the last level before
+//! throughput stops growing while latency keeps rising.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use goodput_core::config::{Arrival, LoadSpec, RunConfig};
+use goodput_core::report::StepReport;
+use goodput_core::runner::EndReason;
+use goodput_core::sweep::{BatchedWorkload, SweepDimension, SweepReport, find_knee};
+use goodput_core::workload::Workload;
+
+use crate::args::run::ApiArg;
+use crate::args::sweep::SweepArgs;
+use crate::commands::session::Session;
+
+/// Runs `goodput sweep`.
+pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<ExitCode> {
+    let (dimension, levels) = args.levels()?;
+    let knee_min_gain = args.knee_gain()?;
+    if dimension == SweepDimension::Batch && args.run.api != ApiArg::Completions {
+        bail!("--batch-steps sends a list of prompts per request: add --api completions");
+    }
+    if args.run.workload.trace.is_some() {
+        bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
+    }
+    let mut session = Session::open(args.run, command_line).await?;
+    session.sweep_plan = Some(SweepReport {
+        dimension,
+        loads: levels.clone(),
+        knee_min_gain,
+        knee: None,
+    });
+    let mut steps = Vec::new();
+    let mut last_outcome = None;
+    for (index, level) in levels.iter().enumerate() {
+        let (config, workload) = level_config(&session, dimension, *level);
+        if !session.args.quiet {
+            eprintln!(
+                "step {}/{}: {}",
+                index + 1,
+                levels.len(),
+                describe(dimension, &config, *level)
+            );
+        }
+        let step = session.run_step(&config, workload, None).await?;
+        let ended = step.outcome.end_reason;
+        if !session.args.quiet {
+            print_result(index, levels.len(), &step.step);
+        }
+        steps.push(step.step);
+        last_outcome = Some(step.outcome);
+        if ended != EndReason::Completed {
+            break;
+        }
+    }
+    let Some(outcome) = last_outcome else {
+        bail!("the sweep has no levels");
+    };
+    let knee = find_knee(dimension, &levels, &steps, knee_min_gain);
+    let mut report = session.report(steps, outcome.end_reason);
+    report.sweep = Some(SweepReport {
+        dimension,
+        loads: levels,
+        knee_min_gain,
+        knee,
+    });
+    session.finish(&report, &outcome)
+}
+
+/// The configuration (and, for batch sweeps, the workload) of the step at `level`.
+fn level_config(
+    session: &Session,
+    dimension: SweepDimension,
+    level: f64,
+) -> (RunConfig, Option<Arc<dyn Workload>>) {
+    let base = &session.config;
+    let (arrival, max_concurrency) = match base.load {
+        LoadSpec::Open {
+            arrival,
+            max_concurrency,
+            ..
+        } => (arrival, max_concurrency),
+        _ => (Arrival::Poisson, None),
+    };
+    let (load, workload) = match dimension {
+        SweepDimension::Concurrency => (
+            LoadSpec::Closed {
+                concurrency: level as u32,
+            },
+            None,
+        ),
+        SweepDimension::Rate => (
+            LoadSpec::Open {
+                rate_per_sec: level,
+                arrival,
+                max_concurrency,
+            },
+            None,
+        ),
+        SweepDimension::Batch => {
+            // Batches go out at --concurrency (default one request at a time) or --rate.
+            let load = match (&base.load, session.args.rate) {
+                (LoadSpec::Open { .. }, None) => LoadSpec::Closed { concurrency: 1 },
+                (load, _) => load.clone(),
+            };
+            let batched: Arc<dyn Workload> = Arc::new(BatchedWorkload {
+                inner: Arc::clone(&session.built.workload),
+                batch: level as u32,
+            });
+            (load, Some(batched))
+        }
+    };
+    let config = RunConfig {
+        load,
+        ..base.clone()
+    };
+    (config, workload)
+}
+
+fn print_result(index: usize, levels: usize, step: &StepReport) {
+    eprintln!(
+        "step {}/{levels}: {:.2} req/s, {:.1} output tok/s, E2E p50 {}",
+        index + 1,
+        step.throughput.requests_per_sec,
+        step.throughput.output_tokens_per_sec,
+        step.latency_ms
+            .e2e
+            .p50
+            .map_or("-".into(), |ms| format!("{ms:.0} ms"))
+    );
+}
+
+fn describe(dimension: SweepDimension, config: &RunConfig, level: f64) -> String {
+    match dimension {
+        SweepDimension::Concurrency => format!("concurrency {level}"),
+        SweepDimension::Rate => format!("{level} requests/s"),
+        SweepDimension::Batch => match config.load {
+            LoadSpec::Closed { concurrency } => {
+                format!("batch {level} at concurrency {concurrency}")
+            }
+            _ => format!("batch {level}"),
+        },
+    }
+}

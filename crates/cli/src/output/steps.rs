@@ -1,0 +1,167 @@
+//! The terminal summary of a multi-step run (sweep, capacity search): one row per step, then
+//! the knee or the capacity verdict with its bounds, confidence and every probe's reason.
+
+use std::fmt::Write as _;
+
+use goodput_core::capacity::{CapacityReport, Dimension, Outcome};
+use goodput_core::report::{LoadReport, Report, StepReport};
+use goodput_core::sweep::{SweepDimension, SweepReport};
+
+/// The step whose full detail follows the overview: the knee, the passing probe at capacity,
+/// or else the last step.
+pub(crate) fn featured_step(report: &Report) -> Option<usize> {
+    let steps = report.steps.len();
+    if let Some(knee) = report.sweep.as_ref().and_then(|s| s.knee.as_ref()) {
+        return Some(knee.step);
+    }
+    if let Some(capacity) = &report.capacity {
+        let at = capacity.lower_bound?;
+        return capacity
+            .probes
+            .iter()
+            .position(|p| p.load == at && p.outcome == Outcome::Pass)
+            .map(|i| capacity.first_probe_step + i)
+            .filter(|i| *i < steps);
+    }
+    steps.checked_sub(1)
+}
+
+/// One row per step.
+pub(crate) fn render_overview(out: &mut String, report: &Report) {
+    let _ = writeln!(
+        out,
+        "\n{:>4}  {:<28}{:>9}{:>11}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}  queue",
+        "step",
+        "load",
+        "req/s",
+        "out tok/s",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p99",
+        "E2E p50",
+        "E2E p99",
+        "good %",
+    );
+    for (index, step) in report.steps.iter().enumerate() {
+        let _ = writeln!(out, "{}", overview_row(index, step));
+    }
+    let _ = writeln!(
+        out,
+        "      (latency in ms from the scheduled send; good % = requests meeting every threshold)"
+    );
+}
+
+fn overview_row(index: usize, step: &StepReport) -> String {
+    let l = &step.latency_ms;
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+    format!(
+        "{:>4}  {:<28}{:>9.2}{:>11.1}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}  {}",
+        index + 1,
+        short_load(&step.load),
+        step.throughput.requests_per_sec,
+        step.throughput.output_tokens_per_sec,
+        ms(l.ttft.p50),
+        ms(l.ttft.p99),
+        ms(l.tpot.p99),
+        ms(l.e2e.p50),
+        ms(l.e2e.p99),
+        step.goodput
+            .attained_fraction
+            .map_or("-".to_string(), |f| format!("{:.1}", f * 100.0)),
+        if step.stability.stable {
+            "stable"
+        } else {
+            "UNSTABLE"
+        }
+    )
+}
+
+fn short_load(load: &LoadReport) -> String {
+    match (load.concurrency, load.rate_per_sec) {
+        (Some(c), _) => format!("concurrency {c}"),
+        (None, Some(rate)) => format!("{rate:.2} req/s {}", load.arrival.as_deref().unwrap_or("")),
+        (None, None) if load.phases.is_some() => "phase profile".to_string(),
+        (None, None) => load.mode.clone(),
+    }
+}
+
+/// The sweep's knee.
+pub(crate) fn render_sweep(out: &mut String, sweep: &SweepReport) {
+    let unit = match sweep.dimension {
+        SweepDimension::Concurrency => "concurrency",
+        SweepDimension::Rate => "req/s",
+        SweepDimension::Batch => "prompts per request",
+    };
+    match &sweep.knee {
+        Some(knee) => {
+            let _ = writeln!(
+                out,
+                "\nKnee: step {} ({} {unit}) — the next level added {:.1} % throughput and {:.1} % E2E p50",
+                knee.step + 1,
+                knee.load,
+                knee.next_throughput_gain * 100.0,
+                knee.next_latency_rise * 100.0
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\nKnee: not reached — every level raised throughput by at least {:.0} % (or latency did not rise); sweep further",
+                sweep.knee_min_gain * 100.0
+            );
+        }
+    }
+}
+
+/// The capacity verdict and every probe.
+pub(crate) fn render_capacity(out: &mut String, capacity: &CapacityReport) {
+    let _ = writeln!(
+        out,
+        "\nCapacity under SLO {} — {:.1} % of requests within every threshold, proven at {:.0} % confidence ({} measured requests per probe)",
+        capacity.slo,
+        capacity.attainment_target * 100.0,
+        capacity.confidence * 100.0,
+        capacity.requests_per_probe
+    );
+    let load = |v: f64| match capacity.dimension {
+        Dimension::Rate => format!("{v:.2} req/s"),
+        Dimension::Concurrency => format!("concurrency {v}"),
+    };
+    let verdict = match (capacity.lower_bound, capacity.upper_bound) {
+        (Some(lower), Some(upper)) => format!("{} (fails at {})", load(lower), load(upper)),
+        (Some(lower), None) => format!("at least {}", load(lower)),
+        (None, Some(upper)) => format!("below {} (nothing passed)", load(upper)),
+        (None, None) => "unknown (no probe was judged)".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "  highest sustainable load   {verdict} · search {:?}",
+        capacity.conclusion
+    );
+    if let (Some(per), Some(n)) = (capacity.per_accelerator, capacity.accelerators) {
+        let _ = writeln!(
+            out,
+            "  per accelerator            {} ({n} accelerators)",
+            load(per)
+        );
+    }
+    if let Some(goodput) = capacity.goodput_at_capacity_per_sec {
+        let _ = writeln!(out, "  goodput at capacity        {goodput:.2} good req/s");
+    }
+    if let Some(distserve) = capacity.distserve_goodput_per_sec {
+        let _ = writeln!(
+            out,
+            "  DistServe goodput          {distserve:.2} req/s (highest arrival rate meeting every attainment target)"
+        );
+    }
+    for probe in &capacity.probes {
+        let _ = writeln!(
+            out,
+            "  probe {:>2}  {:<22}{:<13}{}",
+            probe.index + 1,
+            load(probe.load),
+            format!("{:?}", probe.outcome).to_lowercase(),
+            probe.reason
+        );
+    }
+}

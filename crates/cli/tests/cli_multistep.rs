@@ -1,0 +1,296 @@
+//! `goodput sweep`, `goodput capacity` (live and in virtual time), `run --phases` and
+//! `plan --simulate` end to end against fixed-timing simulators whose capacity is known
+//! exactly: 4 slots × (200 ms TTFT + 5 × 20 ms) = 300 ms per request → 13.33 requests/s.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+use support::{goodput, read_json, validate_against_schema};
+
+/// Requests served at once.
+const SLOTS: f64 = 4.0;
+/// Service time of a 6-token answer: 200 ms + 5 × 20 ms.
+const SERVICE_SECS: f64 = 0.3;
+
+/// A fixed-timing simulator with 4 slots and a 300 ms service time, at `time_scale`.
+fn four_slot_sim(dir: &Path, time_scale: f64) -> PathBuf {
+    let path = dir.join("four-slots.json");
+    let text = format!(
+        r#"{{"engine": {{"kind": "fixed", "ttft": 200, "itl": 20, "slots": 4}},
+            "prompt_tokenizer": "words", "time_scale": {time_scale}}}"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn ok(output: Output) -> Output {
+    assert!(
+        output.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn rebuilt(out: &Path) -> Value {
+    let output = ok(goodput()
+        .args(["report", out.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    validate_against_schema(&report);
+    report
+}
+
+#[test]
+fn a_concurrency_sweep_finds_the_knee_at_the_slot_count_and_rebuilds_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let sim = four_slot_sim(dir.path(), 5.0);
+    let output = ok(goodput()
+        .args([
+            "sweep",
+            "--quiet",
+            "--concurrency-steps",
+            "1..8x2",
+            "--knee-gain",
+            "25%",
+        ])
+        .args(["--requests", "90", "--warmup", "10", "--output-tokens", "6"])
+        .args(["--input-tokens", "16", "--seed", "5", "--sim-config"])
+        .args([sim.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("Knee: step 3"), "{stdout}");
+
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 4);
+    let throughput: Vec<f64> = steps
+        .iter()
+        .map(|s| s["throughput"]["requests_per_sec"].as_f64().unwrap())
+        .collect();
+    // Below the slot count every request is served at once: c / 0.3 s. Above it, the 4 slots
+    // cap throughput at 13.33/s and requests wait for a slot.
+    for (step, concurrency) in throughput.iter().zip([1.0, 2.0, 4.0, 8.0]) {
+        let expected = f64::min(concurrency, SLOTS) / SERVICE_SECS;
+        assert!(
+            (step - expected).abs() / expected < 0.1,
+            "concurrency {concurrency}: {step} req/s, expected {expected}"
+        );
+    }
+    let knee = &report["sweep"]["knee"];
+    assert_eq!(knee["step"], 2, "{knee}");
+    assert_eq!(knee["load"], 4.0);
+    let e2e_8 = steps[3]["latency_ms"]["e2e"]["p50"].as_f64().unwrap();
+    assert!(
+        (e2e_8 - 600.0).abs() < 40.0,
+        "E2E at concurrency 8: {e2e_8} ms"
+    );
+
+    let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 4 * 90);
+    let again = rebuilt(&out);
+    assert_eq!(again["steps"], report["steps"]);
+    assert_eq!(again["sweep"], report["sweep"]);
+}
+
+#[test]
+fn a_live_capacity_search_stays_within_the_physical_limit_and_rebuilds_from_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("capacity");
+    let sim = four_slot_sim(dir.path(), 10.0);
+    let output = ok(goodput()
+        .args(["capacity", "--quiet", "--slo", "ttft=500ms", "--start", "4"])
+        .args([
+            "--attainment",
+            "0.9",
+            "--confidence",
+            "0.9",
+            "--tolerance",
+            "15%",
+        ])
+        .args(["--probe-warmup", "2s", "--probe-min-duration", "20s"])
+        .args([
+            "--output-tokens",
+            "6",
+            "--input-tokens",
+            "16",
+            "--seed",
+            "3",
+        ])
+        .args(["--accelerators", "2", "--sim-config", sim.to_str().unwrap()])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("highest sustainable load"), "{stdout}");
+
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let capacity = &report["capacity"];
+    let lower = capacity["lower_bound"].as_f64().unwrap();
+    let physical = SLOTS / SERVICE_SECS;
+    assert!(
+        lower <= physical * 1.02 && lower >= physical * 0.5,
+        "capacity {lower} req/s, physical limit {physical}: {capacity}"
+    );
+    assert!(capacity["upper_bound"].as_f64().unwrap() > lower);
+    assert_eq!(
+        capacity["first_probe_step"], 0,
+        "--start skips the calibration"
+    );
+    assert_eq!(capacity["per_accelerator"].as_f64().unwrap(), lower / 2.0);
+    for probe in capacity["probes"].as_array().unwrap() {
+        if probe["load"].as_f64().unwrap() > physical * 1.1 {
+            assert_eq!(probe["outcome"], "fail", "{probe}");
+        }
+    }
+    let steps = report["steps"].as_array().unwrap().len();
+    assert_eq!(steps, capacity["probes"].as_array().unwrap().len());
+
+    let again = rebuilt(&out);
+    assert_eq!(again["capacity"], report["capacity"]);
+}
+
+#[test]
+fn a_virtual_time_capacity_search_is_exact_and_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = four_slot_sim(dir.path(), 1.0);
+    let search = || {
+        let output = ok(goodput()
+            .args(["capacity", "--virtual-time", "--quiet", "--json"])
+            .args([
+                "--slo",
+                "ttft=1s",
+                "--attainment",
+                "0.95",
+                "--confidence",
+                "0.95",
+            ])
+            .args(["--tolerance", "2%", "--output-tokens", "6", "--seed", "9"])
+            .args(["--sim-config", sim.to_str().unwrap()])
+            .output()
+            .unwrap());
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let report = search();
+    validate_against_schema(&report);
+    let capacity = &report["capacity"];
+    assert_eq!(capacity["conclusion"], "converged", "{capacity}");
+    assert_eq!(
+        capacity["first_probe_step"], 1,
+        "a calibration step comes first"
+    );
+    let lower = capacity["lower_bound"].as_f64().unwrap();
+    let physical = SLOTS / SERVICE_SECS;
+    assert!(
+        lower <= physical && lower >= physical * 0.8,
+        "capacity {lower} req/s, physical limit {physical}"
+    );
+    // The calibration runs closed loop at concurrency 16: exactly 4 slots / 0.3 s.
+    let calibration = report["steps"][0]["throughput"]["requests_per_sec"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (calibration - physical).abs() < 0.01 * physical,
+        "{calibration}"
+    );
+    assert_eq!(
+        search()["capacity"],
+        report["capacity"],
+        "same seed, same verdict"
+    );
+}
+
+#[test]
+fn a_phase_profile_reports_the_backlog_and_the_drain_time_of_an_overload() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("phases");
+    let sim = four_slot_sim(dir.path(), 10.0);
+    ok(goodput()
+        .args([
+            "run",
+            "--quiet",
+            "--phases",
+            "nominal=5:10s,overload=30:5s,recovery=5:25s",
+        ])
+        .args(["--arrival", "constant", "--warmup", "0", "--slo", "ttft=1s"])
+        .args(["--output-tokens", "6", "--seed", "4", "--sim-config"])
+        .args([sim.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap());
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let recovery = &report["steps"][0]["recovery"];
+    assert_eq!(recovery["overload_phase"], "overload");
+    // 30/s against 13.33/s for 5 s leaves (30 − 13.33) · 5 = 83 requests queued, drained at
+    // 13.33 − 5 = 8.33/s: about 10 s.
+    let backlog = recovery["backlog_requests"].as_f64().unwrap();
+    assert!((backlog - 83.3).abs() < 12.0, "{recovery}");
+    let drain = recovery["drain_secs"].as_f64().unwrap();
+    assert!((drain - 10.0).abs() < 3.0, "{recovery}");
+    assert_eq!(rebuilt(&out)["steps"], report["steps"]);
+}
+
+#[test]
+fn plan_simulate_sizes_h200_smaller_than_h100_because_of_memory_bandwidth() {
+    let devices = |gpu: &str| {
+        let output = ok(goodput()
+            .args(["plan", "--peak-rps", "100", "--simulate", "--sim-gpu", gpu])
+            .args(["--slo", "ttft=1s,tpot=12ms", "--json"])
+            .output()
+            .unwrap());
+        let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let explanation = String::from_utf8_lossy(&output.stderr).to_string();
+        (
+            plan["inputs"]["capacity_per_device"].as_f64().unwrap(),
+            plan["devices_now"].as_u64().unwrap(),
+            explanation,
+        )
+    };
+    let (h100, h100_devices, why) = devices("h100");
+    let (h200, h200_devices, _) = devices("h200");
+    assert!(h200 > h100 * 1.15, "H200 {h200} vs H100 {h100} req/s");
+    assert!(h200_devices < h100_devices);
+    assert!(why.contains("memory-bound"), "{why}");
+}
+
+#[test]
+fn multi_step_commands_refuse_flags_that_set_the_load() {
+    for (args, needle) in [
+        (vec!["capacity", "--rate", "5"], "drop --rate"),
+        (vec!["capacity", "--slo", "none"], "--slo none"),
+        (vec!["capacity", "--tolerance", "5"], "--tolerance"),
+        (
+            vec!["sweep", "--rate-steps", "1,2", "--concurrency", "2"],
+            "--concurrency",
+        ),
+        (vec!["sweep", "--batch-steps", "1,2"], "--api completions"),
+        (
+            vec!["sweep", "--concurrency-steps", "1..x"],
+            "--concurrency-steps",
+        ),
+        (
+            vec!["run", "--phases", "a=5:10s", "--duration", "5s"],
+            "--duration",
+        ),
+        (vec!["run", "--phases", "a=5"], "--phases"),
+        (
+            vec!["plan", "--peak-rps", "10", "--simulate", "--sim-gpu", "tpu"],
+            "--sim-gpu",
+        ),
+    ] {
+        let output = goodput().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
