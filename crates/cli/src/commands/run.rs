@@ -24,6 +24,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         &session.endpoint.url,
         session.endpoint.simulator.is_some(),
         config.time_scale,
+        None,
     )
     .await?;
     let mut aggregator = session.aggregator(&config);

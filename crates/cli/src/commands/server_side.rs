@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use goodput_core::analysis::{AnalysisConfig, EnrichInputs, Hardware, enrich};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::record::RequestRecord;
-use goodput_core::report::Report;
+use goodput_core::report::{Report, StepReport, Warning};
 use goodput_core::runner::RecordSink;
 use goodput_core::server::{
     ClientTally, MetricsEndpoint, Scrape, ScrapeHeader, ScrapeJournal, ScrapeLog, Scraper,
@@ -26,6 +26,14 @@ use crate::output;
 const ANALYSIS_FILE: &str = "analysis.json";
 /// File the scrapes are journaled in.
 const SCRAPES_FILE: &str = "server_metrics.jsonl";
+
+/// The scrape journal of a plain run, or of step `index` of a sweep or capacity search.
+fn scrapes_file(step: Option<usize>) -> String {
+    match step {
+        None => SCRAPES_FILE.to_string(),
+        Some(index) => format!("server_metrics.step-{index}.jsonl"),
+    }
+}
 
 /// Scraping waiting to start (after the probe) or running.
 enum Scraping {
@@ -43,6 +51,8 @@ enum Scraping {
 pub(crate) struct ServerSide {
     /// Target-time seconds per real second, for stamping scrapes on the run's clock.
     time_scale: f64,
+    /// The step scraped, in a multi-step run.
+    step: Option<usize>,
     config: AnalysisConfig,
     header: Option<ScrapeHeader>,
     interval: Duration,
@@ -60,10 +70,12 @@ impl ServerSide {
         out: Option<&Path>,
         quiet: bool,
         time_scale: f64,
+        step: Option<usize>,
     ) -> Result<ServerSide> {
         let config = args.analysis(simulated_hardware(simulator))?;
         let mut side = ServerSide {
             time_scale,
+            step,
             config,
             header: None,
             interval: args.metrics_interval,
@@ -125,7 +137,7 @@ impl ServerSide {
         };
         let journal = match out {
             Some(dir) => {
-                let path = dir.join(SCRAPES_FILE);
+                let path = dir.join(scrapes_file(self.step));
                 Some(
                     ScrapeJournal::create(&path, &header)
                         .with_context(|| format!("cannot create {}", path.display()))?,
@@ -175,23 +187,36 @@ impl ServerSide {
 
     /// Adds the server-side sections to `report`.
     pub(crate) fn enrich(&self, report: &mut Report, window: Duration) {
+        enrich(report, self.inputs(window));
+    }
+
+    /// Adds the server-side sections to `step` of a multi-step run; returns the warnings.
+    pub(crate) fn enrich_step(
+        &self,
+        report_of: &Report,
+        step: StepReport,
+        index: usize,
+        window: Duration,
+    ) -> (StepReport, Vec<Warning>) {
+        enrich_one(report_of, step, index, self.inputs(window))
+    }
+
+    fn inputs(&self, window: Duration) -> EnrichInputs<'_> {
         let server = match (&self.header, &self.scraping) {
             (Some(header), Scraping::Done(log)) => Some((header, log)),
             _ => None,
         };
-        enrich(
-            report,
-            EnrichInputs {
-                server,
-                config: &self.config,
-                tally: &self.tally,
-                window,
-            },
-        );
+        EnrichInputs {
+            server,
+            config: &self.config,
+            tally: &self.tally,
+            window,
+        }
     }
 }
 
-/// `goodput report`: adds the server-side sections from the files a run left in `dir`.
+/// `goodput report`: adds the server-side sections from the files a run left in `dir` (one
+/// scrape journal per step for a sweep or capacity search).
 pub(crate) fn rebuild(
     dir: &Path,
     records: &[RequestRecord],
@@ -204,29 +229,88 @@ pub(crate) fn rebuild(
             .with_context(|| format!("{} is not valid", analysis_path.display()))?,
         Err(_) => AnalysisConfig::default(),
     };
-    let scrapes_path = dir.join(SCRAPES_FILE);
-    let server = if scrapes_path.exists() {
-        Some(
-            read_scrape_journal(&scrapes_path)
-                .with_context(|| format!("cannot read {}", scrapes_path.display()))?,
-        )
-    } else {
-        None
-    };
+    if report.steps.len() <= 1 {
+        let server = read_scrapes(&dir.join(SCRAPES_FILE))?;
+        let tally = tally_of(records.iter());
+        let server = server.as_ref().map(|(header, log)| (header, log));
+        enrich(
+            report,
+            EnrichInputs {
+                server,
+                config: &config,
+                tally: &tally,
+                window,
+            },
+        );
+        return Ok(());
+    }
+    for index in 0..report.steps.len() {
+        let server = read_scrapes(&dir.join(scrapes_file(Some(index))))?;
+        let tally = tally_of(
+            records
+                .iter()
+                .filter(|r| usize::try_from(r.step).ok() == Some(index)),
+        );
+        let server = server.as_ref().map(|(header, log)| (header, log));
+        let inputs = EnrichInputs {
+            server,
+            config: &config,
+            tally: &tally,
+            window,
+        };
+        let step = report.steps.remove(index);
+        let (step, warnings) = enrich_one(report, step, index, inputs);
+        report.steps.insert(index, step);
+        for warning in warnings {
+            if !report.warnings.contains(&warning) {
+                report.warnings.push(warning);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_scrapes(path: &Path) -> Result<Option<(ScrapeHeader, ScrapeLog)>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let scrapes =
+        read_scrape_journal(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Some(scrapes))
+}
+
+fn tally_of<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> ClientTally {
     let mut tally = ClientTally::default();
     for record in records {
         tally.add(record);
     }
-    enrich(
-        report,
-        EnrichInputs {
-            server: server.as_ref().map(|(header, log)| (header, log)),
-            config: &config,
-            tally: &tally,
-            window,
-        },
+    tally
+}
+
+/// Enriches `step` (step `index` of `report_of`) alone; its warnings name the step.
+fn enrich_one(
+    report_of: &Report,
+    step: StepReport,
+    index: usize,
+    inputs: EnrichInputs<'_>,
+) -> (StepReport, Vec<Warning>) {
+    let mut one = Report::new(
+        report_of.tool.clone(),
+        report_of.run.clone(),
+        vec![step],
+        Vec::new(),
     );
-    Ok(())
+    enrich(&mut one, inputs);
+    let mut warnings = one.warnings;
+    for warning in &mut warnings {
+        warning.message = format!("step {}: {}", index + 1, warning.message);
+        warning.step = Some(index);
+    }
+    let step = one
+        .steps
+        .pop()
+        .unwrap_or_else(|| unreachable!("enrich keeps the one step it was given"));
+    (step, warnings)
 }
 
 /// The embedded simulator's hardware (figures are in its time, whatever its time scale).
@@ -259,6 +343,7 @@ impl ServerSide {
         target_url: &str,
         simulated: bool,
         time_scale: f64,
+        step: Option<usize>,
     ) -> Result<ServerSide> {
         let simulator = if simulated {
             Some(super::session::embedded_sim_config(args, seed)?)
@@ -271,8 +356,9 @@ impl ServerSide {
             target_url,
             simulator.as_ref(),
             args.out.as_deref(),
-            args.quiet,
+            args.quiet || step.is_some_and(|index| index > 0),
             time_scale,
+            step,
         )
         .await
     }

@@ -20,7 +20,7 @@ use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
-use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo};
+use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
 use goodput_core::tokens::TokenCounter;
 use goodput_core::warnings;
@@ -32,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 use crate::app::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED, rfc3339};
 use crate::args::run::{ApiArg, RunArgs};
 use crate::commands::gate::Criteria as GateCriteria;
+use crate::commands::server_side::ServerSide;
 use crate::commands::workload::{self, BuiltWorkload};
 use crate::output;
 
@@ -77,6 +78,8 @@ pub(crate) struct Session {
     pub(crate) sweep_plan: Option<goodput_core::sweep::SweepReport>,
     /// A capacity search's plan (recorded in `run.json`).
     pub(crate) capacity_plan: Option<goodput_core::capacity::CapacityPlan>,
+    /// Server-side warnings of the steps run so far.
+    pub(crate) server_warnings: Vec<Warning>,
     /// Ctrl-C / SIGTERM.
     pub(crate) cancel: CancellationToken,
 }
@@ -148,6 +151,7 @@ impl Session {
             step_loads: Vec::new(),
             sweep_plan: None,
             capacity_plan: None,
+            server_warnings: Vec::new(),
             cancel,
         })
     }
@@ -203,9 +207,18 @@ impl Session {
         workload: Option<Arc<dyn Workload>>,
         early_stop: Option<&Criteria>,
     ) -> Result<StepRun> {
-        let index = u32::try_from(self.step_loads.len()).unwrap_or(u32::MAX);
+        let index = self.step_loads.len();
         self.record_step_load(&config.load)?;
-        let runner = self.runner(config, index, workload);
+        let runner = self.runner(config, u32::try_from(index).unwrap_or(u32::MAX), workload);
+        let mut server_side = ServerSide::for_run(
+            &self.args,
+            self.seed,
+            &self.endpoint.url,
+            self.endpoint.simulator.is_some(),
+            config.time_scale,
+            Some(index),
+        )
+        .await?;
         let progress =
             (!self.args.quiet).then(|| spawn_progress(runner.monitor(), self.cancel.clone()));
         let mut probe = ProbeSink::new(
@@ -214,17 +227,22 @@ impl Session {
             runner.finish_token(),
         );
         let outcome = {
-            let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut probe];
+            server_side.begin();
+            let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut probe, server_side.tally()];
             if let Some(journal) = self.journal.as_mut() {
                 sinks.push(journal);
             }
             runner.run(&mut sinks, self.cancel.clone()).await
         };
+        server_side.end().await;
         if let Some(progress) = progress {
             progress.abort();
         }
         let aggregator = probe.into_aggregator();
         let step = aggregator.report(LoadReport::from(&config.load));
+        let report_of = Report::new(tool_info(), self.run_info.clone(), Vec::new(), Vec::new());
+        let (step, warnings) = server_side.enrich_step(&report_of, step, index, config.window);
+        self.server_warnings.extend(warnings);
         Ok(StepRun {
             step,
             compliance: aggregator.compliance(),
@@ -238,6 +256,11 @@ impl Session {
         run.end_reason = end.as_str().to_string();
         let mut warnings = warnings::check(&self.config, &steps, end);
         warnings.extend(goodput_core::checks::check_run(&run, &steps));
+        for warning in &self.server_warnings {
+            if !warnings.contains(warning) {
+                warnings.push(warning.clone());
+            }
+        }
         Report::new(tool_info(), run, steps, warnings)
     }
 

@@ -30,9 +30,10 @@ pub(crate) fn featured_step(report: &Report) -> Option<usize> {
 pub(crate) fn render_overview(out: &mut String, report: &Report) {
     let _ = writeln!(
         out,
-        "\n{:>4}  {:<28}{:>9}{:>11}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}  queue",
+        "\n{:>4}  {:<28}{:>9}{:>9}{:>11}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}{:>9}  queue",
         "step",
         "load",
+        "offered",
         "req/s",
         "out tok/s",
         "TTFT p50",
@@ -41,13 +42,14 @@ pub(crate) fn render_overview(out: &mut String, report: &Report) {
         "E2E p50",
         "E2E p99",
         "good %",
+        "srv wait",
     );
     for (index, step) in report.steps.iter().enumerate() {
         let _ = writeln!(out, "{}", overview_row(index, step));
     }
     let _ = writeln!(
         out,
-        "      (latency in ms from the scheduled send; good % = requests meeting every threshold)"
+        "      (offered = arrivals/s, req/s = completions/s; latency in ms from the scheduled send; good % = requests meeting every threshold; srv wait = mean requests waiting in the server's queue, when its metrics are scraped)"
     );
 }
 
@@ -55,9 +57,12 @@ fn overview_row(index: usize, step: &StepReport) -> String {
     let l = &step.latency_ms;
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     format!(
-        "{:>4}  {:<28}{:>9.2}{:>11.1}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}  {}",
+        "{:>4}  {:<28}{:>9}{:>9.2}{:>11.1}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}{:>9}  {}",
         index + 1,
         short_load(&step.load),
+        step.throughput
+            .offered_requests_per_sec
+            .map_or("-".to_string(), |offered| format!("{offered:.2}")),
         step.throughput.requests_per_sec,
         step.throughput.output_tokens_per_sec,
         ms(l.ttft.p50),
@@ -68,6 +73,10 @@ fn overview_row(index: usize, step: &StepReport) -> String {
         step.goodput
             .attained_fraction
             .map_or("-".to_string(), |f| format!("{:.1}", f * 100.0)),
+        step.server
+            .as_ref()
+            .and_then(|server| server.measurement.waiting.mean)
+            .map_or("-".to_string(), |waiting| format!("{waiting:.1}")),
         if step.stability.stable {
             "stable"
         } else {

@@ -1,0 +1,119 @@
+//! `goodput capacity --virtual-time` and `goodput plan --simulate`: capacity searches of the
+//! simulator driven in virtual time (CPU-bound, no sleeping), against a fixed-timing engine
+//! whose capacity is known exactly — 4 slots × 300 ms per request → 13.33 requests/s — and
+//! the roofline presets.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use serde_json::Value;
+use support::{goodput, validate_against_schema};
+
+/// Requests served at once.
+const SLOTS: f64 = 4.0;
+/// Service time of a 6-token answer: 200 ms + 5 × 20 ms.
+const SERVICE_SECS: f64 = 0.3;
+
+fn four_slot_sim(dir: &Path) -> PathBuf {
+    let path = dir.join("four-slots.json");
+    let text = r#"{"engine": {"kind": "fixed", "ttft": 200, "itl": 20, "slots": 4},
+        "prompt_tokenizer": "words"}"#;
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn ok(output: Output) -> Output {
+    assert!(
+        output.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+#[test]
+fn a_virtual_time_capacity_search_lies_within_0_8_to_1_times_c_over_s_and_is_deterministic() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = four_slot_sim(dir.path());
+    let search = |seed: &str| {
+        let output = ok(goodput()
+            .args(["capacity", "--virtual-time", "--quiet", "--json"])
+            .args([
+                "--slo",
+                "ttft=2s",
+                "--attainment",
+                "0.95",
+                "--confidence",
+                "0.95",
+            ])
+            .args(["--tolerance", "2%", "--output-tokens", "6", "--seed", seed])
+            .args(["--probe-min-duration", "120s", "--sim-config"])
+            .arg(sim.to_str().unwrap())
+            .output()
+            .unwrap());
+        serde_json::from_slice::<Value>(&output.stdout).unwrap()
+    };
+    let physical = SLOTS / SERVICE_SECS;
+    for seed in ["1", "2", "3"] {
+        let report = search(seed);
+        validate_against_schema(&report);
+        let capacity = &report["capacity"];
+        assert_eq!(capacity["conclusion"], "converged", "{capacity}");
+        assert_eq!(
+            capacity["first_probe_step"], 1,
+            "a calibration step comes first"
+        );
+        // A TTFT target of 2 s admits a little queueing: the capacity is C/S or a little
+        // below (Poisson arrivals queue before the slots are all busy), never above.
+        let lower = capacity["lower_bound"].as_f64().unwrap();
+        assert!(
+            lower <= physical && lower >= physical * 0.8,
+            "seed {seed}: capacity {lower} req/s, physical limit {physical}"
+        );
+        for probe in capacity["probes"].as_array().unwrap() {
+            if probe["load"].as_f64().unwrap() > physical {
+                assert_ne!(probe["outcome"], "pass", "seed {seed}: {probe}");
+            }
+        }
+        // The calibration runs closed loop at concurrency 16: exactly 4 slots / 0.3 s.
+        let calibration = report["steps"][0]["throughput"]["requests_per_sec"]
+            .as_f64()
+            .unwrap();
+        assert!(
+            (calibration - physical).abs() < 0.01 * physical,
+            "{calibration}"
+        );
+    }
+    assert_eq!(
+        search("1")["capacity"],
+        search("1")["capacity"],
+        "same seed, same verdict"
+    );
+}
+
+#[test]
+fn plan_simulate_sizes_h200_smaller_than_h100_because_of_memory_bandwidth() {
+    let devices = |gpu: &str| {
+        let output = ok(goodput()
+            .args(["plan", "--peak-rps", "100", "--simulate", "--sim-gpu", gpu])
+            .args(["--slo", "ttft=1s,tpot=12ms", "--json"])
+            .output()
+            .unwrap());
+        let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let explanation = String::from_utf8_lossy(&output.stderr).to_string();
+        (
+            plan["inputs"]["capacity_per_device"].as_f64().unwrap(),
+            plan["devices_now"].as_u64().unwrap(),
+            explanation,
+        )
+    };
+    let (h100, h100_devices, why) = devices("h100");
+    let (h200, h200_devices, _) = devices("h200");
+    assert!(h200 > h100 * 1.15, "H200 {h200} vs H100 {h100} req/s");
+    assert!(h200_devices < h100_devices);
+    assert!(why.contains("memory-bound"), "{why}");
+}
