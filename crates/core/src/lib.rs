@@ -20,6 +20,8 @@
 //!   [`record::RequestRecord`] (the journal line every metric is computed from).
 //! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
 //! - [`report`]: the versioned report structure every exporter reads.
+//! - [`overhead`]: the client's own overhead (dispatch lag, CPU) and whether it was the
+//!   bottleneck.
 //! - [`tokens`], [`units`]: token counting and unit handling at the edges.
 #![deny(missing_docs)]
 
@@ -28,6 +30,7 @@ pub mod config;
 pub mod http;
 pub mod manifest;
 pub mod metrics;
+pub mod overhead;
 pub mod record;
 pub mod report;
 pub mod runner;

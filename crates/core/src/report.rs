@@ -25,6 +25,10 @@ pub struct Report {
     pub steps: Vec<StepReport>,
     /// Problems with the run itself that undermine its numbers, each with the fix.
     pub warnings: Vec<Warning>,
+    /// The client's own overhead and whether it was the bottleneck (absent in reports written
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<crate::overhead::ClientReport>,
 }
 
 /// The tool that wrote a report.

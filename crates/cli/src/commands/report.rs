@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::metrics::StepAggregator;
+use goodput_core::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, SCHEMA_VERSION};
 use goodput_core::runner::{EndReason, read_journal};
 use goodput_core::warnings;
@@ -42,8 +43,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         );
     }
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
+    let mut overhead = ClientOverhead::from_records_only();
     for record in &contents.records {
         aggregator.add(record);
+        overhead.add(record);
     }
     let mut run = manifest.run;
     run.slo = config.slo.as_ref().map(ToString::to_string);
@@ -52,13 +55,15 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     }
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let warnings = warnings::check(&config, &steps, EndReason::Completed);
-    let report = Report {
+    let mut report = Report {
         schema_version: SCHEMA_VERSION,
         tool: manifest.tool,
         run,
         steps,
         warnings,
+        client: None,
     };
+    overhead.attach(&mut report);
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;

@@ -15,6 +15,7 @@ use goodput_core::config::RunConfig;
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::StepAggregator;
+use goodput_core::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, RunInfo, SCHEMA_VERSION, ToolInfo};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
 use goodput_core::tokens::counter_by_name;
@@ -69,11 +70,12 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let runner = Runner::new(config.clone(), backend, workload, counter, streamed);
     let mut journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
+    let mut overhead = ClientOverhead::start(endpoint.simulator.is_some());
     let cancel = CancellationToken::new();
     spawn_signal_handler(cancel.clone());
     let progress = (!args.quiet).then(|| spawn_progress(runner.monitor(), cancel.clone()));
     let outcome = {
-        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator];
+        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator, &mut overhead];
         if let Some(journal) = journal.as_mut() {
             sinks.push(journal);
         }
@@ -85,7 +87,8 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     if let Some(journal) = journal.as_mut() {
         journal.sync().context("syncing the journal")?;
     }
-    let report = build_report(run_info, &config, &aggregator, &outcome);
+    let mut report = build_report(run_info, &config, &aggregator, &outcome);
+    overhead.attach(&mut report);
     finish(&args, &report, &outcome, endpoint.simulator)
 }
 
@@ -314,6 +317,7 @@ fn build_report(
         run,
         steps,
         warnings,
+        client: None,
     }
 }
 

@@ -1,4 +1,5 @@
 //! Exporters: everything they print or write comes from the [`goodput_core::report::Report`].
 
+mod client;
 pub(crate) mod json;
 pub(crate) mod table;

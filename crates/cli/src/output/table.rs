@@ -37,6 +37,7 @@ pub(crate) fn render(report: &Report) -> String {
     for step in &report.steps {
         render_step(&mut out, step);
     }
+    super::client::render(&mut out, report.client.as_ref());
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings");
         for warning in &report.warnings {
