@@ -1,6 +1,7 @@
 //! Dispatchers: closed loop (N workers, each sends its next request when the previous ends)
 //! and open loop (a precomputed schedule, one task per arrival, optional client-side
-//! concurrency cap), plus the no-progress watchdog.
+//! concurrency cap; paced by [`super::pacer`] on a multi-threaded runtime), plus the
+//! no-progress watchdog.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -79,6 +80,17 @@ async fn open_loop(
     sender: RecordSender,
     stop: CancellationToken,
 ) {
+    if super::pacer::available() {
+        let start = plan.context.start;
+        let admitted = Arc::clone(&plan);
+        let arrivals = (0u64..)
+            .zip(schedule)
+            .take_while(move |(index, offset)| admitted.admits(*index, *offset))
+            .map(move |(index, offset)| (index, start + offset));
+        let pacer_stop = stop.clone();
+        let launch_one = move |index, at| launch(&plan, index, at, &limit, &sender, &stop);
+        return super::pacer::pace(arrivals, launch_one, pacer_stop).await;
+    }
     for (index, offset) in (0u64..).zip(schedule) {
         if !plan.admits(index, offset) {
             break;
@@ -89,20 +101,32 @@ async fn open_loop(
             () = stop.cancelled() => break,
             () = tokio::time::sleep_until(at) => {}
         }
-        let ticket = plan.ticket(index, at);
-        plan.monitor.scheduled();
-        let (plan, sender, stop, limit) = (
-            Arc::clone(&plan),
-            sender.clone(),
-            stop.clone(),
-            limit.clone(),
-        );
-        tokio::spawn(async move {
-            let spec = plan.workload.request(index);
-            let record = execute(&plan.context, ticket, spec, limit, &stop).await;
-            let _ = sender.send(record);
-        });
+        launch(&plan, index, at, &limit, &sender, &stop);
     }
+}
+
+/// Schedules request `index` due at `at` and spawns its task on the runtime.
+fn launch(
+    plan: &Arc<Plan>,
+    index: u64,
+    at: Instant,
+    limit: &Option<Arc<Semaphore>>,
+    sender: &RecordSender,
+    stop: &CancellationToken,
+) {
+    let ticket = plan.ticket(index, at);
+    plan.monitor.scheduled();
+    let (plan, sender, stop, limit) = (
+        Arc::clone(plan),
+        sender.clone(),
+        stop.clone(),
+        limit.clone(),
+    );
+    tokio::spawn(async move {
+        let spec = plan.workload.request(index);
+        let record = execute(&plan.context, ticket, spec, limit, &stop).await;
+        let _ = sender.send(record);
+    });
 }
 
 async fn closed_loop(
