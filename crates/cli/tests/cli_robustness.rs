@@ -118,7 +118,14 @@ fn a_second_ctrl_c_exits_at_once_when_the_clean_stop_is_stuck() {
     let sim = fixed_sim(dir.path(), 1, 1);
     let mut child = goodput()
         .args(["run", "--quiet", "--concurrency", "8", "--duration", "120s"])
-        .args(["--warmup", "0", "--output-tokens", "4", "--sim-config", &sim])
+        .args([
+            "--warmup",
+            "0",
+            "--output-tokens",
+            "4",
+            "--sim-config",
+            &sim,
+        ])
         .args(["--out", out.to_str().unwrap()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -148,8 +155,23 @@ fn every_report_states_the_client_overhead() {
     let out = dir.path().join("out");
     let sim = fixed_sim(dir.path(), 5, 1);
     let output = goodput()
-        .args(["run", "--json", "--quiet", "--rate", "50", "--requests", "40"])
-        .args(["--warmup", "0", "--output-tokens", "4", "--sim-config", &sim])
+        .args([
+            "run",
+            "--json",
+            "--quiet",
+            "--rate",
+            "50",
+            "--requests",
+            "40",
+        ])
+        .args([
+            "--warmup",
+            "0",
+            "--output-tokens",
+            "4",
+            "--sim-config",
+            &sim,
+        ])
         .args(["--out", out.to_str().unwrap()])
         .output()
         .unwrap();
@@ -164,11 +186,19 @@ fn every_report_states_the_client_overhead() {
     assert_eq!(client["dispatch_lag_ms"]["count"], 40);
     assert!(client["dispatch_lag_ms"]["p99"].as_f64().unwrap() >= 0.0);
     assert_eq!(client["includes_simulator"], true);
-    assert_eq!(client["trustworthy"], !client["bottleneck"].as_bool().unwrap());
+    assert_eq!(
+        client["trustworthy"],
+        !client["bottleneck"].as_bool().unwrap()
+    );
     if cfg!(target_os = "linux") {
         assert!(client["cpu_secs"].as_f64().is_some());
         assert!(client["cpu_utilization"].as_f64().unwrap() >= 0.0);
     }
+    assert_rebuilt_client_section(&out, client);
+}
+
+/// `goodput report` rebuilds the lags from the journal (not the CPU use) and prints them.
+fn assert_rebuilt_client_section(out: &Path, client: &Value) {
     // The journal alone rebuilds the lags, not the CPU use.
     let rebuilt = goodput()
         .args(["report", out.to_str().unwrap(), "--json"])

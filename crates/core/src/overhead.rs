@@ -233,7 +233,10 @@ mod tests {
         let lag = verdict(Some(7.5), Some(0.2), false).unwrap();
         assert!(lag.contains("7.50 ms"), "{lag}");
         let both = verdict(Some(9.0), Some(0.95), true).unwrap();
-        assert!(both.contains("95 %") && both.contains("simulator"), "{both}");
+        assert!(
+            both.contains("95 %") && both.contains("simulator"),
+            "{both}"
+        );
     }
 
     #[test]

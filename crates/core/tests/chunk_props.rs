@@ -84,7 +84,8 @@ fn content_chunk(text: &str, finish: Option<&str>, cumulative: Option<u64>) -> S
         "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": finish}],
     });
     if let Some(tokens) = cumulative {
-        value["usage"] = json!({"prompt_tokens": 3, "completion_tokens": tokens, "total_tokens": tokens + 3});
+        value["usage"] =
+            json!({"prompt_tokens": 3, "completion_tokens": tokens, "total_tokens": tokens + 3});
     }
     event(&value.to_string())
 }

@@ -16,7 +16,9 @@ use goodput_core::http::{HttpClient, HttpConfig, Target, TcpConnector, TcpOption
 use goodput_core::metrics::{Slo, StepAggregator};
 use goodput_core::record::{OutcomeKind, RequestRecord};
 use goodput_core::report::{LoadReport, StepReport};
-use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunOutcome, Runner, read_journal};
+use goodput_core::runner::{
+    EndReason, JournalWriter, RecordSink, RunOutcome, Runner, read_journal,
+};
 use goodput_core::tokens::Tiktoken;
 use goodput_core::warnings;
 use goodput_core::workload::SyntheticWorkload;
@@ -55,9 +57,8 @@ struct Outcome {
 
 /// Runs `config` through `client`, journaling to `dir`.
 async fn run(config: RunConfig, client: HttpClient, model: &str, dir: &Path) -> Outcome {
-    let backend = Arc::new(
-        goodput_core::backend::openai::OpenAiBackend::new(openai(model), client).unwrap(),
-    );
+    let backend =
+        Arc::new(goodput_core::backend::openai::OpenAiBackend::new(openai(model), client).unwrap());
     let workload = Arc::new(SyntheticWorkload {
         input_tokens: 8,
         output_tokens: Some(12),
@@ -110,8 +111,16 @@ fn assert_accounted(result: &Outcome, kind: OutcomeKind) -> Vec<&RequestRecord> 
     let step = &result.step;
     let requests = &step.requests;
     assert_eq!(result.outcome.end_reason, EndReason::Completed, "{kind}");
-    assert_eq!(result.records.len() as u64, REQUESTS, "{kind}: all recorded");
-    assert_eq!(result.journal.len() as u64, REQUESTS, "{kind}: all journaled");
+    assert_eq!(
+        result.records.len() as u64,
+        REQUESTS,
+        "{kind}: all recorded"
+    );
+    assert_eq!(
+        result.journal.len() as u64,
+        REQUESTS,
+        "{kind}: all journaled"
+    );
     assert_eq!(requests.scheduled, REQUESTS);
     assert_eq!(requests.completed + requests.failed, REQUESTS, "{kind}");
     let failed: Vec<&RequestRecord> = result.records.iter().filter(|r| !r.is_ok()).collect();
@@ -237,7 +246,10 @@ async fn http_400() {
 async fn reset_mid_stream() {
     let result = run_sim(half(|f, r| f.reset_mid_stream = r)).await;
     for record in assert_accounted(&result, OutcomeKind::Transport) {
-        assert!(!record.chunks.is_empty(), "tokens before the reset are kept");
+        assert!(
+            !record.chunks.is_empty(),
+            "tokens before the reset are kept"
+        );
     }
 }
 
@@ -254,7 +266,10 @@ async fn stall_before_the_first_byte_ends_at_the_request_timeout() {
 async fn stall_mid_stream_ends_at_the_request_timeout() {
     let result = run_sim(half(|f, r| f.stall_mid_stream = r)).await;
     for record in assert_accounted(&result, OutcomeKind::Timeout) {
-        assert!(!record.chunks.is_empty(), "tokens before the stall are kept");
+        assert!(
+            !record.chunks.is_empty(),
+            "tokens before the stall are kept"
+        );
         assert_eq!(record.end_us - record.dequeued_us, 5_000_000);
     }
 }
@@ -275,7 +290,10 @@ async fn invalid_json_in_a_chunk() {
     let result = run_sim(half(|f, r| f.invalid_json_chunk = r)).await;
     for record in assert_accounted(&result, OutcomeKind::Protocol) {
         let message = &record.failure.as_ref().unwrap().message;
-        assert!(message.contains("invalid JSON in stream chunk"), "{message}");
+        assert!(
+            message.contains("invalid JSON in stream chunk"),
+            "{message}"
+        );
     }
 }
 
@@ -358,7 +376,11 @@ async fn dns_failure() {
     let client = tcp_client("http://goodput-fault-matrix.invalid:8000/v1");
     let started = std::time::Instant::now();
     let result = run(closed_loop(), client, "m", dir.path()).await;
-    assert_all_failed(&result, OutcomeKind::Transport, "goodput-fault-matrix.invalid");
+    assert_all_failed(
+        &result,
+        OutcomeKind::Transport,
+        "goodput-fault-matrix.invalid",
+    );
     assert!(started.elapsed() < Duration::from_secs(60));
 }
 

@@ -31,7 +31,9 @@ pub(super) fn render(out: &mut String, client: Option<&ClientReport>) {
         ms(lag.max)
     );
     let verdict = match &client.reason {
-        Some(reason) => format!("NOT TRUSTWORTHY — the client may have been the bottleneck: {reason}"),
+        Some(reason) => {
+            format!("NOT TRUSTWORTHY — the client may have been the bottleneck: {reason}")
+        }
         None => "the client was not the bottleneck".to_string(),
     };
     let _ = writeln!(out, "  {verdict}");

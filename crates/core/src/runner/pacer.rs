@@ -51,7 +51,10 @@ fn wait_until(deadline: std::time::Instant, stop: &CancellationToken) -> bool {
             return false;
         }
         let now = std::time::Instant::now();
-        let Some(left) = deadline.checked_duration_since(now).filter(|d| !d.is_zero()) else {
+        let Some(left) = deadline
+            .checked_duration_since(now)
+            .filter(|d| !d.is_zero())
+        else {
             return true;
         };
         if left > SPIN {

@@ -219,7 +219,9 @@ async fn respond(
         keep_alive: state
             .driver
             .clock()
-            .to_real(std::time::Duration::from_millis(config.faults.keep_alive_ms)),
+            .to_real(std::time::Duration::from_millis(
+                config.faults.keep_alive_ms,
+            )),
     };
     if plan.stream {
         Ok(sse_response(start_stream(exchange)))
@@ -240,7 +242,9 @@ fn stall_duration(state: &ServerState) -> Option<std::time::Duration> {
 
 /// Sends nothing for the stall (forever when unbounded), then cuts the connection.
 async fn stall_before_response(state: &ServerState) -> Result<Response<SimBody>, ConnectionAbort> {
-    state.driver.record_rejection(Fault::StallBeforeResponse.rejection_reason());
+    state
+        .driver
+        .record_rejection(Fault::StallBeforeResponse.rejection_reason());
     match stall_duration(state) {
         Some(duration) => tokio::time::sleep(duration).await,
         None => std::future::pending::<()>().await,

@@ -248,9 +248,7 @@ pub(crate) async fn collect_answer(
                 | Fault::SseGarbage
                 | Fault::OversizedLine,
             ) => malformed = true,
-            Some(
-                Fault::Http500 | Fault::Http429 | Fault::Http400 | Fault::StallBeforeResponse,
-            )
+            Some(Fault::Http500 | Fault::Http429 | Fault::Http400 | Fault::StallBeforeResponse)
             | None => {}
         }
     }
