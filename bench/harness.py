@@ -147,12 +147,14 @@ def rate_ladder(quick):
 
 
 def streams(quick):
-    """Concurrent streams sustained, and memory per in-flight stream (peak RSS over a baseline)."""
-    count = 1000 if quick else 5000
+    """Concurrent streams sustained, and memory per in-flight stream: the growth of peak RSS
+    from a baseline of `base` streams to `count` streams, per added stream (fixed costs such as
+    thread stacks and allocator arenas cancel out)."""
+    count, base = (1000, 100) if quick else (5000, 1000)
     tokens, itl = 100, 100
     with Sim(100, itl) as sim:
-        base, base_rss, _ = run_goodput(sim, [
-            "--concurrency", "10", "--duration", "8s", "--warmup", "0",
+        _, base_rss, _ = run_goodput(sim, [
+            "--concurrency", str(base), "--duration", "15s", "--warmup", "0",
             "--input-tokens", "32", "--output-tokens", str(tokens)])
         report, rss, load = run_goodput(sim, [
             "--concurrency", str(count), "--duration", "25s", "--warmup", "0",
@@ -160,15 +162,16 @@ def streams(quick):
             "--request-timeout", "120s"])
     s = step(report)
     itl_p50 = s["latency_ms"]["itl"]["p50"]
-    per_stream = (rss - base_rss) / (count - 10) if rss and base_rss else None
+    per_stream = (rss - base_rss) / (count - base) if rss and base_rss else None
     print(f"  {count} streams: completed {s['requests']['completed']}, failed "
           f"{s['requests']['failed']}, ITL p50 {itl_p50} ms (true {itl}), peak RSS {rss} KiB "
-          f"(baseline {base_rss} KiB) → {per_stream and round(per_stream, 2)} KiB/stream",
+          f"({base} streams: {base_rss} KiB) → {per_stream and round(per_stream, 2)} KiB/stream",
           flush=True)
     return {"streams": count, "completed": s["requests"]["completed"],
             "failed": s["requests"]["failed"], "failed_by_kind": s["requests"]["failed_by_kind"],
             "itl_p50_ms": itl_p50, "itl_mean_ms": s["latency_ms"]["itl"]["mean"],
-            "true_itl_ms": itl, "peak_rss_kib": rss, "baseline_rss_kib": base_rss,
+            "true_itl_ms": itl, "peak_rss_kib": rss, "baseline_streams": base,
+            "baseline_rss_kib": base_rss,
             "kib_per_stream": per_stream, "client": report["client"], "load": load}
 
 
@@ -180,8 +183,12 @@ def chunks(quick):
             "--concurrency", str(concurrency), "--duration", "10s", "--warmup", "2s",
             "--input-tokens", "32", "--output-tokens", str(tokens)])
     s, c = step(report), report["client"]
-    per_sec = s["throughput"]["output_tokens_per_sec"]  # one token per chunk
-    total_chunks = sum(w["output_tokens"] for w in s["windows"])
+    # One token per chunk: chunks received per 1 s window, over the steady windows (the first
+    # two and the last two are ramp-up and drain).
+    windows = [w["output_tokens"] for w in s["windows"]]
+    steady = windows[2:-2] or windows
+    per_sec = sum(steady) / len(steady) / report["run"]["window_secs"]
+    total_chunks = sum(windows)
     per_cpu = total_chunks / c["cpu_secs"] if c["cpu_secs"] else None
     offered = concurrency * 1000 / itl
     print(f"  {concurrency} streams at {itl} ms ITL (offered {offered:.0f} chunks/s): received "
