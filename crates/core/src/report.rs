@@ -107,6 +107,10 @@ pub struct RequestCounts {
     pub warmup: u64,
     /// Re-sends of requests that provably never reached the server.
     pub retries: u64,
+    /// Why requests failed: per failure kind, the message of the failed measured request with
+    /// the lowest index (so it does not depend on completion order).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failure_examples: BTreeMap<String, String>,
 }
 
 /// Throughput of a step: completed work per second of the measurement window.

@@ -165,6 +165,14 @@ fn assert_says_why(result: &Outcome, kind: OutcomeKind) {
     let failures = warnings.iter().find(|w| w.code == "failures").unwrap();
     let said = format!("{} {kind}", result.step.requests.failed);
     assert!(failures.message.contains(&said), "{}", failures.message);
+    let first = result
+        .records
+        .iter()
+        .filter(|r| r.outcome() == kind)
+        .min_by_key(|r| r.index)
+        .unwrap();
+    let example = &result.step.requests.failure_examples[kind.as_str()];
+    assert_eq!(example, &first.failure.as_ref().unwrap().message);
 }
 
 /// The journal alone rebuilds the same step report.

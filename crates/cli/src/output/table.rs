@@ -83,6 +83,7 @@ fn render_step(out: &mut String, step: &StepReport) {
         r.failed,
         failures(step)
     );
+    super::failures::render(out, step);
     let _ = writeln!(
         out,
         "\nThroughput (completed work per second, whole target)"

@@ -60,6 +60,7 @@ pub struct StepAggregator {
     last_scheduled_us: Option<u64>,
     last_end_us: Option<u64>,
     windows: Windows,
+    failure_examples: super::failure_examples::FailureExamples,
 }
 
 impl StepAggregator {
@@ -76,6 +77,7 @@ impl StepAggregator {
             last_scheduled_us: None,
             last_end_us: None,
             windows: Windows::new(window),
+            failure_examples: Default::default(),
         }
     }
 
@@ -99,7 +101,10 @@ impl StepAggregator {
         self.add_measured(record);
         match &record.failure {
             None => self.add_completed(record),
-            Some(failure) => self.add_failed(failure),
+            Some(failure) => {
+                self.add_failed(failure);
+                self.failure_examples.add(record.index, failure);
+            }
         }
         self.compliant += u64::from(complies);
     }
@@ -240,7 +245,10 @@ impl StepAggregator {
             load,
             duration_secs,
             window_start_secs: start_us as f64 / 1e6,
-            requests: self.counts.clone(),
+            requests: RequestCounts {
+                failure_examples: self.failure_examples.messages(),
+                ..self.counts.clone()
+            },
             throughput,
             tokens: self.token_report(),
             latency_ms: self.latency_report(),

@@ -2,6 +2,7 @@
 //! that folds request records into a step report. Every definition is in `docs/metrics.md`.
 
 pub mod aggregate;
+mod failure_examples;
 pub mod histogram;
 pub mod slo;
 pub mod timeline;
