@@ -85,9 +85,22 @@ class Sim:
         return f"http://127.0.0.1:{self.port}/v1"
 
 
+QUIET = {"max_load": None, "max_wait": 0}
+
+
+def wait_for_quiet():
+    """Waits (at most `--max-wait` s) until the 1-minute load is at most `--max-load`."""
+    if QUIET["max_load"] is None:
+        return
+    deadline = time.time() + QUIET["max_wait"]
+    while loadavg()[0] > QUIET["max_load"] and time.time() < deadline:
+        time.sleep(5)
+
+
 def run_goodput(sim, args, timeout=600):
     """Runs `goodput run --json` against `sim`; returns (report, peak RSS KiB, load before)."""
     command = [GOODPUT, "run", "--target", sim.url, "--json", "--quiet", "--slo", "none"] + args
+    wait_for_quiet()
     load = loadavg()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0]
@@ -230,10 +243,10 @@ def peers(quick):
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import peers as peer_runner  # noqa: E402
 
-    return peer_runner.run_all(Sim, quick)
+    return peer_runner.run_all(Sim, quick, run_goodput, wait_for_quiet)
 
 
-def micro():
+def micro(quick):
     """The divan micro-benchmarks (SSE decode, chunk parse, histograms, aggregator)."""
     env = dict(os.environ)
     proc = subprocess.run(["cargo", "bench", "-p", "goodput-core", "--bench", "hot_paths"],
@@ -252,7 +265,12 @@ def main():
     parser.add_argument("--quick", action="store_true", help="shorter runs, smaller ladders")
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--max-load", type=float,
+                        help="before each measured run, wait until the 1-minute load is at most this")
+    parser.add_argument("--max-wait", type=float, default=600,
+                        help="longest wait for --max-load, seconds (then measure anyway)")
     args = parser.parse_args()
+    QUIET.update(max_load=args.max_load, max_wait=args.max_wait)
     if not os.path.exists(GOODPUT):
         sys.exit(f"{GOODPUT} not found: build with `cargo build --release` (bench/run.sh does)")
     results = {

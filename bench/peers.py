@@ -39,9 +39,11 @@ def error_pct(measured, truth):
     return None if measured is None else 100 * abs(measured - truth) / truth
 
 
-def goodput_accuracy(sim_cls):
-    from harness import run_goodput  # noqa: E402
+HARNESS = {}
 
+
+def goodput_accuracy(sim_cls):
+    run_goodput = HARNESS["run_goodput"]
     with sim_cls(TTFT_MS, ITL_MS) as sim:
         report, _, _ = run_goodput(sim, [
             "--rate", str(ACCURACY_RATE), "--arrival", "constant",
@@ -52,8 +54,7 @@ def goodput_accuracy(sim_cls):
 
 
 def goodput_max_rate(sim_cls):
-    from harness import run_goodput  # noqa: E402
-
+    run_goodput = HARNESS["run_goodput"]
     with sim_cls(TTFT_MS, ITL_MS) as sim:
         started = time.time()
         report, _, _ = run_goodput(sim, [
@@ -66,6 +67,7 @@ def goodput_max_rate(sim_cls):
 
 
 def run(command, cwd, timeout=900):
+    HARNESS["wait_for_quiet"]()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout,
                           env=env)
@@ -166,7 +168,10 @@ PEERS = [("vllm bench serve", "vllm", vllm), ("GuideLLM", "guidellm", guidellm),
          ("inference-benchmarker", "inference-benchmarker", inference_benchmarker)]
 
 
-def run_all(sim_cls, quick):
+def run_all(sim_cls, quick, run_goodput, wait_for_quiet):
+    """Runs goodput and every installed peer; `run_goodput` and `wait_for_quiet` come from the
+    harness (so its settings apply)."""
+    HARNESS.update(run_goodput=run_goodput, wait_for_quiet=wait_for_quiet)
     rows = []
     ttft, itl = goodput_accuracy(sim_cls)
     rate, wall = goodput_max_rate(sim_cls)
