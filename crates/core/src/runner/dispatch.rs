@@ -88,8 +88,9 @@ async fn open_loop(
             .take_while(move |(index, offset)| admitted.admits(*index, *offset))
             .map(move |(index, offset)| (index, start + offset));
         let pacer_stop = stop.clone();
+        let stopped = move || pacer_stop.is_cancelled();
         let launch_one = move |index, at| launch(&plan, index, at, &limit, &sender, &stop);
-        return super::pacer::pace(arrivals, launch_one, pacer_stop).await;
+        return super::pacer::pace(arrivals, launch_one, stopped).await;
     }
     for (index, offset) in (0u64..).zip(schedule) {
         if !plan.admits(index, offset) {

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// The last stretch before an arrival is spun rather than slept (thread sleeps overshoot by
 /// 50–100 µs on Linux).
@@ -26,15 +25,17 @@ pub(super) fn available() -> bool {
 }
 
 /// Calls `launch(index, at)` at each arrival `at` (in order) from a thread of the blocking
-/// pool; returns when the arrivals run out or `stop` fires.
-pub(super) async fn pace<A, L>(arrivals: A, mut launch: L, stop: CancellationToken)
+/// pool; returns when the arrivals run out or `stopped()` says so (checked at least every
+/// few milliseconds).
+pub(super) async fn pace<A, L, S>(arrivals: A, mut launch: L, stopped: S)
 where
     A: Iterator<Item = (u64, Instant)> + Send + 'static,
     L: FnMut(u64, Instant) + Send + 'static,
+    S: Fn() -> bool + Send + 'static,
 {
     let pacing = tokio::task::spawn_blocking(move || {
         for (index, at) in arrivals {
-            if !wait_until(at.into_std(), &stop) {
+            if !wait_until(at.into_std(), &stopped) {
                 return;
             }
             launch(index, at);
@@ -44,10 +45,10 @@ where
     let _ = pacing.await;
 }
 
-/// Sleeps, then spins, until `deadline`; `false` if `stop` fired first.
-fn wait_until(deadline: std::time::Instant, stop: &CancellationToken) -> bool {
+/// Sleeps, then spins, until `deadline`; `false` if `stopped()` first.
+fn wait_until(deadline: std::time::Instant, stopped: &impl Fn() -> bool) -> bool {
     loop {
-        if stop.is_cancelled() {
+        if stopped() {
             return false;
         }
         let now = std::time::Instant::now();
@@ -70,6 +71,8 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use std::sync::{Arc, Mutex};
 
+    use tokio_util::sync::CancellationToken;
+
     use super::*;
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -82,7 +85,7 @@ mod tests {
         let launch = move |index, at: Instant| {
             sink.lock().unwrap().push((index, at, Instant::now()));
         };
-        pace(arrivals, launch, CancellationToken::new()).await;
+        pace(arrivals, launch, || false).await;
         let launched = launched.lock().unwrap();
         assert_eq!(launched.len(), 20);
         for (n, (index, at, now)) in launched.iter().enumerate() {
@@ -102,7 +105,12 @@ mod tests {
             stopper.cancel();
         });
         let started = std::time::Instant::now();
-        pace(arrivals, |_, _| panic!("nothing is due"), stop).await;
+        pace(
+            arrivals,
+            |_, _| panic!("nothing is due"),
+            move || stop.is_cancelled(),
+        )
+        .await;
         assert!(started.elapsed() < Duration::from_secs(60));
     }
 
