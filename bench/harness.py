@@ -86,6 +86,7 @@ class Sim:
 
 
 QUIET = {"max_load": None, "max_wait": 0}
+REPEATS = 3
 
 
 def wait_for_quiet():
@@ -130,26 +131,34 @@ def step(report):
 
 
 def rate_ladder(quick):
-    """Highest constant-arrival rate with dispatch lag p99 < 1 ms and no failures."""
-    rates = [500, 1000, 2000, 3000] if quick else [250, 500, 1000, 2000, 3000, 4000, 6000, 8000]
+    """Highest constant-arrival rate whose dispatch lag p99 is below 1 ms (median over
+    `REPEATS` runs: the tail is set by a handful of stalls when the machine preempts the
+    client, so single runs are noisy), with no failures and the asked rate realised."""
+    rates = [500, 1000, 2000, 3000] if quick else [250, 500, 1000, 1500, 2000, 2500, 3000, 4000]
     duration, warmup = ("5s", "1s") if quick else ("10s", "2s")
     rows, best, misses = [], None, 0
     with Sim(20, 5) as sim:
         for rate in rates:
-            report, _, load = run_goodput(sim, [
-                "--rate", str(rate), "--arrival", "constant", "--duration", duration,
-                "--warmup", warmup, "--input-tokens", "32", "--output-tokens", "16"])
-            s, l, c = step(report), lag(report), report["client"]
-            offered = s["throughput"]["offered_requests_per_sec"] or 0
-            ok = (l["p99"] is not None and l["p99"] < 1.0 and s["requests"]["failed"] == 0
-                  and offered >= 0.98 * rate)
-            rows.append({"rate_per_sec": rate, "offered_per_sec": offered,
-                         "lag_p50_ms": l["p50"], "lag_p99_ms": l["p99"], "lag_max_ms": l["max"],
-                         "completed": s["requests"]["completed"],
-                         "failed": s["requests"]["failed"],
-                         "cpu_utilization": c["cpu_utilization"], "load": load, "meets": ok})
-            print(f"  rate {rate}/s: lag p50 {l['p50']} p99 {l['p99']} max {l['max']} ms, "
-                  f"cpu {c['cpu_utilization']:.2f}, load {load[0]}", flush=True)
+            runs = []
+            for _ in range(1 if quick else REPEATS):
+                report, _, load = run_goodput(sim, [
+                    "--rate", str(rate), "--arrival", "constant", "--duration", duration,
+                    "--warmup", warmup, "--input-tokens", "32", "--output-tokens", "16"])
+                s, l, c = step(report), lag(report), report["client"]
+                offered = s["throughput"]["offered_requests_per_sec"] or 0
+                runs.append({"lag_p50_ms": l["p50"], "lag_p99_ms": l["p99"],
+                             "lag_max_ms": l["max"], "offered_per_sec": offered,
+                             "completed": s["requests"]["completed"],
+                             "failed": s["requests"]["failed"],
+                             "cpu_utilization": c["cpu_utilization"], "load": load})
+                print(f"  rate {rate}/s: lag p50 {l['p50']} p99 {l['p99']} max {l['max']} ms, "
+                      f"cpu {c['cpu_utilization']:.2f}, load {load[0]}", flush=True)
+            p99s = sorted(run["lag_p99_ms"] for run in runs)
+            median_p99 = p99s[len(p99s) // 2]
+            ok = (median_p99 < 1.0 and all(run["failed"] == 0 for run in runs)
+                  and all(run["offered_per_sec"] >= 0.98 * rate for run in runs))
+            rows.append({"rate_per_sec": rate, "median_lag_p99_ms": median_p99,
+                         "runs": runs, "meets": ok})
             if ok:
                 best, misses = rate, 0
             else:
