@@ -64,9 +64,7 @@ struct Sleeper {
 
 impl Default for Sleeper {
     fn default() -> Self {
-        Sleeper {
-            overshoot_us: 80.0,
-        }
+        Sleeper { overshoot_us: 80.0 }
     }
 }
 
