@@ -10,12 +10,12 @@ tokens, 1 token per chunk):
 Tools are detected on PATH (a virtualenv's `bin` may be added with PEERS_PATH): `vllm`
 (`vllm bench serve`), `guidellm`, `aiperf`, `inference-benchmarker`. A tool that is missing is
 listed as such; one whose run fails is listed with the error. No peer code is part of this
-repository. Invocations other than GuideLLM's were written from the tools' documentation and
-could not be exercised on the reference machine (they were not installed there); GuideLLM's
-was run for real (0.8.1, from PyPI, in a virtualenv outside the repository).
+repository. GuideLLM (0.8.1) and AIPerf (0.13.0) were run for real, from PyPI, in a virtualenv
+outside the repository; the vLLM invocation was written from its documentation and could not
+be exercised on the reference machine (vLLM needs a GPU build), and inference-benchmarker is
+skipped (it needs a tokenizer from the Hugging Face hub).
 """
 
-import glob
 import json
 import os
 import shutil
@@ -133,27 +133,45 @@ def vllm(binary, sim_cls, workdir):
 
 # AIPerf ----------------------------------------------------------------------------------------
 
+def fake_hf_cache(workdir):
+    """AIPerf loads tokenizers only by Hugging Face name (offline: from the hub cache), so the
+    test tokenizer is laid out as a cached repository `goodput/fixture-tokenizer`."""
+    revision = "0" * 40
+    repo = os.path.join(workdir, "hf-cache", "models--goodput--fixture-tokenizer")
+    os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+    os.makedirs(os.path.join(repo, "snapshots", revision), exist_ok=True)
+    with open(os.path.join(repo, "refs", "main"), "w") as f:
+        f.write(revision)
+    shutil.copy(os.path.join(TOKENIZER_DIR, "tokenizer.json"),
+                os.path.join(repo, "snapshots", revision, "tokenizer.json"))
+    return os.path.join(workdir, "hf-cache")
+
+
 def aiperf(binary, sim_cls, workdir):
-    def once(sim, rate, count, tokens):
+    os.environ["HF_HUB_CACHE"] = fake_hf_cache(workdir)
+
+    def once(sim, rate, seconds, tokens):
         out = os.path.join(workdir, f"aiperf-{rate}")
         run([binary, "profile", "--model", "goodput-sim", "--url", sim.url.removesuffix("/v1"),
-             "--endpoint-type", "chat", "--streaming", "--tokenizer", TOKENIZER_DIR,
-             "--synthetic-input-tokens-mean", "32", "--output-tokens-mean", str(tokens),
-             "--request-rate", str(rate), "--request-count", str(count),
-             "--artifact-dir", out], cwd=workdir)
-        found = glob.glob(os.path.join(out, "**", "*aiperf*.json"), recursive=True)
-        with open(found[0]) as f:
+             "--endpoint-type", "chat", "--streaming",
+             "--tokenizer", "goodput/fixture-tokenizer", "--isl", "32", "--osl", str(tokens),
+             "--extra-inputs", "ignore_eos:true", "--request-rate", str(rate),
+             "--benchmark-duration", str(seconds), "--artifact-dir", out], cwd=workdir)
+        with open(os.path.join(out, "profile_export_aiperf.json")) as f:
             return json.load(f)
 
-    with sim_cls(TTFT_MS, ITL_MS) as sim:
-        result = once(sim, ACCURACY_RATE, ACCURACY_RATE * ACCURACY_SECS, TOKENS)
-    ttft = result["time_to_first_token"]["p50"]
-    itl = result["inter_token_latency"]["p50"]
-    with sim_cls(TTFT_MS, ITL_MS) as sim:
-        started = time.time()
-        result = once(sim, MAX_RATE_ASKED, MAX_RATE_ASKED * MAX_RATE_SECS, MAX_RATE_TOKENS)
-        wall = time.time() - started
-    return ttft, itl, result["request_throughput"]["avg"], wall
+    try:
+        with sim_cls(TTFT_MS, ITL_MS) as sim:
+            result = once(sim, ACCURACY_RATE, ACCURACY_SECS, TOKENS)
+        ttft = result["time_to_first_token"]["p50"]
+        itl = result["inter_token_latency"]["p50"]
+        with sim_cls(TTFT_MS, ITL_MS) as sim:
+            started = time.time()
+            result = once(sim, MAX_RATE_ASKED, MAX_RATE_SECS, MAX_RATE_TOKENS)
+            wall = time.time() - started
+    finally:
+        os.environ.pop("HF_HUB_CACHE", None)
+    return ttft, itl, result["request_count"]["avg"] / MAX_RATE_SECS, wall
 
 
 # inference-benchmarker ------------------------------------------------------------------------
