@@ -20,6 +20,8 @@
 //!   [`record::RequestRecord`] (the journal line every metric is computed from).
 //! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
 //! - [`report`]: the versioned report structure every exporter reads.
+//! - [`overhead`]: the client's own overhead (dispatch lag, CPU) and whether it was the
+//!   bottleneck.
 //! - [`tokens`], [`units`]: token counting and unit handling at the edges.
 //! - [`report_path`], [`gate`], [`compare`], [`significance`]: reading figures out of reports,
 //!   release gates, run comparisons and the statistics behind them.
@@ -44,6 +46,7 @@ pub mod live;
 pub mod manifest;
 pub mod metrics;
 pub mod monitor;
+pub mod overhead;
 pub mod plan;
 pub mod profile;
 pub mod record;

@@ -35,6 +35,10 @@ pub struct Report {
     /// The capacity verdict, for `goodput capacity`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::capacity::CapacityReport>,
+    /// The client's own overhead and whether it was the bottleneck (absent in reports written
+    /// before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<crate::overhead::ClientReport>,
 }
 
 fn one() -> f64 {
@@ -57,6 +61,7 @@ impl Report {
             warnings,
             sweep: None,
             capacity: None,
+            client: None,
         }
     }
 }
@@ -150,6 +155,10 @@ pub struct RequestCounts {
     pub warmup: u64,
     /// Re-sends of requests that provably never reached the server.
     pub retries: u64,
+    /// Why requests failed: per failure kind, the message of the failed measured request with
+    /// the lowest index (so it does not depend on completion order).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failure_examples: BTreeMap<String, String>,
 }
 
 /// Throughput of a step: completed work per second of the measurement window.

@@ -130,6 +130,24 @@ pub(crate) struct FaultArgs {
     /// Send an error object mid-stream.
     #[arg(long)]
     pub(crate) fault_error: Option<f64>,
+    /// Answer HTTP 400.
+    #[arg(long)]
+    pub(crate) fault_http_400: Option<f64>,
+    /// Send nothing at all, not even the status line (for --fault-stall-for, else forever).
+    #[arg(long)]
+    pub(crate) fault_stall_before_response: Option<f64>,
+    /// Send one chunk whose JSON is cut off.
+    #[arg(long)]
+    pub(crate) fault_invalid_json: Option<f64>,
+    /// Send one line of bytes that are not UTF-8 text.
+    #[arg(long)]
+    pub(crate) fault_sse_garbage: Option<f64>,
+    /// Send one line of many megabytes (see the config's oversized_line_bytes, default 8 MiB).
+    #[arg(long)]
+    pub(crate) fault_oversized_line: Option<f64>,
+    /// Never end the response: keep-alive comments only, after about half of the tokens.
+    #[arg(long)]
+    pub(crate) fault_endless: Option<f64>,
 }
 
 fn set<T>(target: &mut T, value: Option<T>) {
@@ -232,6 +250,15 @@ impl FaultArgs {
         set(&mut faults.stall_mid_stream, self.fault_stall);
         set(&mut faults.malformed_sse, self.fault_malformed);
         set(&mut faults.error_mid_stream, self.fault_error);
+        set(&mut faults.http_400, self.fault_http_400);
+        set(
+            &mut faults.stall_before_response,
+            self.fault_stall_before_response,
+        );
+        set(&mut faults.invalid_json_chunk, self.fault_invalid_json);
+        set(&mut faults.sse_garbage, self.fault_sse_garbage);
+        set(&mut faults.oversized_line, self.fault_oversized_line);
+        set(&mut faults.endless_response, self.fault_endless);
         if let Some(stall) = self.fault_stall_for {
             faults.stall_ms = Some(u64::try_from(stall.as_millis()).unwrap_or(u64::MAX));
         }

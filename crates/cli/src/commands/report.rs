@@ -10,6 +10,7 @@ use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
+use goodput_core::overhead::ClientOverhead;
 use goodput_core::record::RequestRecord;
 use goodput_core::report::{LoadReport, Report, StepReport};
 use goodput_core::runner::{EndReason, read_journal};
@@ -37,8 +38,10 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     }
     let buckets = crate::commands::workload::recorded_buckets(&manifest.run.workload)?;
     let mut server_headers = goodput_core::environment::ServerHeaders::default();
+    let mut overhead = ClientOverhead::from_records_only();
     for record in &contents.records {
         server_headers.add(record);
+        overhead.add(record);
     }
     let (steps, compliance) = rebuild_steps(&manifest, &config, &buckets, &contents.records);
     let mut run = manifest.run.clone();
@@ -61,6 +64,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     let mut report = Report::new(manifest.tool, run, steps, warnings);
     report.sweep = sweep;
     report.capacity = capacity;
+    overhead.attach(&mut report);
     super::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)

@@ -5,6 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
+use goodput_core::overhead::ClientOverhead;
 use goodput_core::report::LoadReport;
 use goodput_core::runner::RecordSink;
 
@@ -38,9 +39,10 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     )?;
     let progress = (!session.args.quiet && !extras.has_view())
         .then(|| spawn_progress(runner.monitor(), cancel.clone()));
+    session.overhead = ClientOverhead::start(session.endpoint.simulator.is_some());
     let outcome = {
         server_side.begin();
-        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator];
+        let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut aggregator, &mut session.overhead];
         sinks.extend(extras.sinks());
         if let Some(journal) = session.journal.as_mut() {
             sinks.push(journal);

@@ -20,6 +20,7 @@ use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
+use goodput_core::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
 use goodput_core::tokens::TokenCounter;
@@ -78,6 +79,8 @@ pub(crate) struct Session {
     pub(crate) sweep_plan: Option<goodput_core::sweep::SweepReport>,
     /// A capacity search's plan (recorded in `run.json`).
     pub(crate) capacity_plan: Option<goodput_core::capacity::CapacityPlan>,
+    /// The client's own overhead over every step (dispatch lag, CPU).
+    pub(crate) overhead: ClientOverhead,
     /// Server-side warnings of the steps run so far.
     pub(crate) server_warnings: Vec<Warning>,
     /// Ctrl-C / SIGTERM.
@@ -135,6 +138,7 @@ impl Session {
         let journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
         let cancel = CancellationToken::new();
         spawn_signal_handler(cancel.clone());
+        let endpoint_is_simulator = endpoint.simulator.is_some();
         Ok(Session {
             args,
             seed,
@@ -152,6 +156,7 @@ impl Session {
             sweep_plan: None,
             capacity_plan: None,
             server_warnings: Vec::new(),
+            overhead: ClientOverhead::start(endpoint_is_simulator),
             cancel,
         })
     }
@@ -221,6 +226,10 @@ impl Session {
         .await?;
         let progress =
             (!self.args.quiet).then(|| spawn_progress(runner.monitor(), self.cancel.clone()));
+        if index == 0 {
+            // CPU and wall time from the first step on, not the set-up before it.
+            self.overhead = ClientOverhead::start(self.endpoint.simulator.is_some());
+        }
         let mut probe = ProbeSink::new(
             self.aggregator(config),
             early_stop.cloned(),
@@ -228,7 +237,8 @@ impl Session {
         );
         let outcome = {
             server_side.begin();
-            let mut sinks: Vec<&mut dyn RecordSink> = vec![&mut probe, server_side.tally()];
+            let mut sinks: Vec<&mut dyn RecordSink> =
+                vec![&mut probe, server_side.tally(), &mut self.overhead];
             if let Some(journal) = self.journal.as_mut() {
                 sinks.push(journal);
             }
@@ -261,7 +271,9 @@ impl Session {
                 warnings.push(warning.clone());
             }
         }
-        Report::new(tool_info(), run, steps, warnings)
+        let mut report = Report::new(tool_info(), run, steps, warnings);
+        self.overhead.attach(&mut report);
+        report
     }
 
     /// Syncs the journal, writes and prints the report, stops the simulator, returns the exit

@@ -1,10 +1,12 @@
 //! Exporters: everything they print or write comes from the [`goodput_core::report::Report`].
 
 pub(crate) mod breakdown;
+mod client;
 pub(crate) mod color;
 pub(crate) mod comparison;
 pub(crate) mod csv;
 pub(crate) mod exports;
+mod failures;
 pub(crate) mod html;
 pub(crate) mod json;
 pub(crate) mod markdown;

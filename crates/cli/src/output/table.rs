@@ -55,6 +55,7 @@ pub(crate) fn render(report: &Report) -> String {
             render_step(&mut out, step);
         }
     }
+    super::client::render(&mut out, report.client.as_ref());
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\nWarnings");
         for warning in &report.warnings {
@@ -116,6 +117,7 @@ fn render_step(out: &mut String, step: &StepReport) {
         r.failed,
         failures(step)
     );
+    super::failures::render(out, step);
     let _ = writeln!(
         out,
         "\nThroughput (completed work per second, whole target)"

@@ -69,6 +69,7 @@ pub struct StepAggregator {
     windows: Windows,
     /// Per-bucket, per-turn and workload figures (`None` inside a breakdown itself).
     breakdown: Option<Box<Breakdown>>,
+    failure_examples: super::failure_examples::FailureExamples,
 }
 
 impl StepAggregator {
@@ -95,6 +96,7 @@ impl StepAggregator {
             last_end_us: None,
             windows: Windows::new(window),
             breakdown: None,
+            failure_examples: Default::default(),
         }
     }
 
@@ -122,7 +124,10 @@ impl StepAggregator {
         self.tally_objectives(record);
         match &record.failure {
             None => self.add_completed(record),
-            Some(failure) => self.add_failed(failure),
+            Some(failure) => {
+                self.add_failed(failure);
+                self.failure_examples.add(record.index, failure);
+            }
         }
         self.compliant += u64::from(complies);
     }
@@ -310,7 +315,10 @@ impl StepAggregator {
             load,
             duration_secs,
             window_start_secs: start_us as f64 / 1e6,
-            requests: self.counts.clone(),
+            requests: RequestCounts {
+                failure_examples: self.failure_examples.messages(),
+                ..self.counts.clone()
+            },
             throughput,
             tokens: self.token_report(),
             latency_ms: self.latency_report(),

@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod buckets;
+mod failure_examples;
 pub mod histogram;
 pub mod quantiles;
 pub mod recovery;

@@ -1,7 +1,8 @@
 //! Dispatchers: closed loop (N workers, each sends its next request when the previous ends)
 //! and open loop (a precomputed schedule, one task per arrival, optional client-side
-//! concurrency cap), trace replay (open loop over the workload's own offsets), multi-turn
-//! sessions (`sessions`), plus the no-progress watchdog.
+//! concurrency cap; paced by [`super::pacer`] on a multi-threaded runtime), trace replay and
+//! phase profiles (open loop over their own offsets), multi-turn sessions (`sessions`), plus
+//! the no-progress watchdog.
 
 mod sessions;
 
@@ -92,18 +93,32 @@ pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: Cancellatio
                 .arrival_offsets()
                 .unwrap_or_else(|| Arc::new([]));
             let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
-            open_loop(plan, offsets.iter().copied(), limit, sender, stop).await;
+            let schedule = (0..offsets.len()).map(move |i| offsets[i]);
+            open_loop(plan, schedule, limit, sender, stop).await;
         }
     }
 }
 
 async fn open_loop(
     plan: Arc<Plan>,
-    schedule: impl Iterator<Item = Duration>,
+    schedule: impl Iterator<Item = Duration> + Send + 'static,
     limit: Option<Arc<Semaphore>>,
     sender: RecordSender,
     stop: CancellationToken,
 ) {
+    if super::pacer::available() {
+        let start = plan.context.start;
+        let time_scale = plan.config.time_scale;
+        let admitted = Arc::clone(&plan);
+        let arrivals = (0u64..)
+            .zip(schedule)
+            .take_while(move |(index, offset)| admitted.admits(*index, *offset))
+            .map(move |(index, offset)| (index, start + offset.div_f64(time_scale)));
+        let (pacer_stop, finish) = (stop.clone(), plan.finish.clone());
+        let stopped = move || pacer_stop.is_cancelled() || finish.is_cancelled();
+        let launch_one = move |index, at| launch(&plan, index, at, &limit, &sender, &stop);
+        return super::pacer::pace(arrivals, launch_one, stopped).await;
+    }
     for (index, offset) in (0u64..).zip(schedule) {
         if !plan.admits(index, offset) {
             break;
@@ -115,20 +130,32 @@ async fn open_loop(
             () = plan.finish.cancelled() => break,
             () = tokio::time::sleep_until(at) => {}
         }
-        let ticket = plan.ticket(index, at);
-        plan.monitor.scheduled();
-        let (plan, sender, stop, limit) = (
-            Arc::clone(&plan),
-            sender.clone(),
-            stop.clone(),
-            limit.clone(),
-        );
-        tokio::spawn(async move {
-            let spec = plan.workload.request(index);
-            let record = execute(&plan.context, ticket, spec, limit, &stop).await;
-            let _ = sender.send(record);
-        });
+        launch(&plan, index, at, &limit, &sender, &stop);
     }
+}
+
+/// Schedules request `index` due at `at` and spawns its task on the runtime.
+fn launch(
+    plan: &Arc<Plan>,
+    index: u64,
+    at: Instant,
+    limit: &Option<Arc<Semaphore>>,
+    sender: &RecordSender,
+    stop: &CancellationToken,
+) {
+    let ticket = plan.ticket(index, at);
+    plan.monitor.scheduled();
+    let (plan, sender, stop, limit) = (
+        Arc::clone(plan),
+        sender.clone(),
+        stop.clone(),
+        limit.clone(),
+    );
+    tokio::spawn(async move {
+        let spec = plan.workload.request(index);
+        let record = execute(&plan.context, ticket, spec, limit, &stop).await;
+        let _ = sender.send(record);
+    });
 }
 
 async fn closed_loop(

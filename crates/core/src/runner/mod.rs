@@ -8,6 +8,7 @@
 
 mod dispatch;
 pub mod journal;
+mod pacer;
 mod request;
 
 use std::io;

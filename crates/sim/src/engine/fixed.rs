@@ -3,7 +3,7 @@
 //! one (in chunks of `tokens_per_chunk`); requests beyond the slots wait in FIFO order. Client
 //! measurements against it can be checked exactly.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use super::{Engine, EngineEvent, EngineRequest, EngineStats, Rejection, RequestId, SimTime};
@@ -17,11 +17,18 @@ struct Active {
     total: u32,
 }
 
-/// The fixed-timing engine.
+/// The fixed-timing engine. Every operation is O(log slots), so it serves tens of thousands of
+/// concurrent streams (the client benchmarks need that many).
 #[derive(Debug)]
 pub struct FixedTimingEngine {
     config: FixedTimingConfig,
     slots: Vec<Option<Active>>,
+    /// Free slots; the lowest is taken first.
+    free: BTreeSet<usize>,
+    /// `(next_at, slot)` of every busy slot: the earliest is the next to deliver.
+    due: BTreeSet<(SimTime, usize)>,
+    /// Slot of each running request.
+    slot_of: HashMap<RequestId, usize>,
     waiting: VecDeque<EngineRequest>,
     pending_events: Vec<EngineEvent>,
 }
@@ -31,6 +38,9 @@ impl FixedTimingEngine {
     pub fn new(config: FixedTimingConfig) -> Self {
         FixedTimingEngine {
             slots: vec![None; config.slots as usize],
+            free: (0..config.slots as usize).collect(),
+            due: BTreeSet::new(),
+            slot_of: HashMap::new(),
             waiting: VecDeque::new(),
             pending_events: Vec::new(),
             config,
@@ -50,6 +60,9 @@ impl FixedTimingEngine {
         let total = request.output_tokens();
         let first_chunk = self.config.tokens_per_chunk.min(total);
         let next_at = now + self.config.ttft + self.config.itl * (first_chunk - 1);
+        self.free.remove(&slot);
+        self.due.insert((next_at, slot));
+        self.slot_of.insert(request.id, slot);
         self.slots[slot] = Some(Active {
             request,
             next_at,
@@ -77,26 +90,33 @@ impl FixedTimingEngine {
             count,
             finished,
         });
+        self.due.remove(&(at, slot));
         if done {
-            self.slots[slot] = None;
-            if let Some(next) = self.waiting.pop_front() {
-                self.start(slot, at, next);
-            }
+            self.release(slot, at);
         } else {
             let next_chunk = self
                 .config
                 .tokens_per_chunk
                 .min(active.total - active.emitted);
             active.next_at = at + self.config.itl * next_chunk;
+            self.due.insert((active.next_at, slot));
+        }
+    }
+
+    /// Frees `slot` at `now` and gives it to the first waiting request.
+    fn release(&mut self, slot: usize, now: SimTime) {
+        if let Some(active) = self.slots[slot].take() {
+            self.due.remove(&(active.next_at, slot));
+            self.slot_of.remove(&active.request.id);
+        }
+        self.free.insert(slot);
+        if let Some(next) = self.waiting.pop_front() {
+            self.start(slot, now, next);
         }
     }
 
     fn earliest_slot(&self) -> Option<(usize, SimTime)> {
-        self.slots
-            .iter()
-            .enumerate()
-            .filter_map(|(i, slot)| slot.as_ref().map(|a| (i, a.next_at)))
-            .min_by_key(|&(i, at)| (at, i))
+        self.due.first().map(|&(at, slot)| (slot, at))
     }
 }
 
@@ -112,7 +132,7 @@ impl Engine for FixedTimingEngine {
                 self.config.max_model_len
             )));
         }
-        match self.slots.iter().position(Option::is_none) {
+        match self.free.first().copied() {
             Some(slot) => self.start(slot, now, request),
             None if self.waiting.len() >= self.config.max_waiting => {
                 return Err(Rejection::QueueFull {
@@ -130,15 +150,8 @@ impl Engine for FixedTimingEngine {
             self.waiting.remove(pos);
             return;
         }
-        let slot = self
-            .slots
-            .iter()
-            .position(|s| s.as_ref().is_some_and(|a| a.request.id == id));
-        if let Some(slot) = slot {
-            self.slots[slot] = None;
-            if let Some(next) = self.waiting.pop_front() {
-                self.start(slot, now, next);
-            }
+        if let Some(&slot) = self.slot_of.get(&id) {
+            self.release(slot, now);
         }
     }
 
@@ -159,7 +172,7 @@ impl Engine for FixedTimingEngine {
 
     fn stats(&self) -> EngineStats {
         EngineStats {
-            running: self.slots.iter().filter(|s| s.is_some()).count(),
+            running: self.slot_of.len(),
             waiting: self.waiting.len(),
             ..EngineStats::default()
         }

@@ -18,6 +18,13 @@ use crate::text::WordGenerator;
 pub(crate) const DONE_EVENT: &[u8] = b"data: [DONE]\n\n";
 /// The line sent by the `malformed_sse` fault.
 pub(crate) const MALFORMED_EVENT: &[u8] = b"data: {not json\n\n";
+/// The chunk sent by the `invalid_json_chunk` fault: a well-formed event whose JSON is cut off.
+pub(crate) const INVALID_JSON_EVENT: &[u8] =
+    b"data: {\"id\":\"chatcmpl-cut\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"cut\n\n";
+/// The line sent by the `sse_garbage` fault: bytes that are not UTF-8 text.
+pub(crate) const GARBAGE_EVENT: &[u8] = b"data: \xff\xfe\x00\xc3garbage\x80\n\n";
+/// The comment sent by the `endless_response` fault.
+pub(crate) const KEEP_ALIVE_EVENT: &[u8] = b": keep-alive\n\n";
 
 /// Identity of a response.
 #[derive(Debug, Clone)]

@@ -21,6 +21,18 @@ pub(crate) enum Fault {
     MalformedSse,
     /// Send an error object after about half of the tokens.
     ErrorMidStream,
+    /// Answer HTTP 400.
+    Http400,
+    /// Send nothing, not even the status line.
+    StallBeforeResponse,
+    /// Send one chunk whose JSON is cut off.
+    InvalidJsonChunk,
+    /// Send one line of bytes that are not UTF-8.
+    SseGarbage,
+    /// Send one line of many megabytes.
+    OversizedLine,
+    /// Never end the response (keep-alives only after about half of the tokens).
+    EndlessResponse,
 }
 
 impl Fault {
@@ -46,6 +58,12 @@ impl Fault {
             "stall_mid_stream" => Some(Fault::StallMidStream),
             "malformed_sse" => Some(Fault::MalformedSse),
             "error_mid_stream" => Some(Fault::ErrorMidStream),
+            "http_400" => Some(Fault::Http400),
+            "stall_before_response" => Some(Fault::StallBeforeResponse),
+            "invalid_json_chunk" => Some(Fault::InvalidJsonChunk),
+            "sse_garbage" => Some(Fault::SseGarbage),
+            "oversized_line" => Some(Fault::OversizedLine),
+            "endless_response" => Some(Fault::EndlessResponse),
             _ => None,
         }
     }
@@ -56,6 +74,7 @@ impl Fault {
         match self {
             Fault::Http500 => "injected_http_500",
             Fault::Http429 => "injected_http_429",
+            Fault::Http400 => "injected_http_400",
             _ => "injected_fault",
         }
     }

@@ -206,6 +206,9 @@ async fn respond(
     if let Some(refusal) = fault.and_then(|fault| injected_refusal(state, fault)) {
         return Ok(refusal);
     }
+    if fault == Some(Fault::StallBeforeResponse) {
+        return stall_before_response(state).await;
+    }
     let requests = plan.engine_requests(&mut rng, config.natural_output_tokens_mean);
     let expected_tokens: u64 = requests.iter().map(|r| u64::from(r.output_tokens())).sum();
     let events = match state.driver.submit(requests).await {
@@ -216,12 +219,14 @@ async fn respond(
         answer,
         events,
         fault: fault.map(|fault| PendingFault::halfway(fault, expected_tokens)),
-        stall: config.faults.stall_ms.map(|ms| {
-            state
-                .driver
-                .clock()
-                .to_real(std::time::Duration::from_millis(ms))
-        }),
+        stall: stall_duration(state),
+        oversized_line_bytes: config.faults.oversized_line_bytes,
+        keep_alive: state
+            .driver
+            .clock()
+            .to_real(std::time::Duration::from_millis(
+                config.faults.keep_alive_ms,
+            )),
     };
     if plan.stream {
         Ok(sse_response(start_stream(exchange)))
@@ -230,7 +235,29 @@ async fn respond(
     }
 }
 
-/// The response of an injected HTTP 500 or 429 (other faults strike mid-answer).
+/// How long an injected stall lasts in real time (`None`: forever).
+fn stall_duration(state: &ServerState) -> Option<std::time::Duration> {
+    state.config.faults.stall_ms.map(|ms| {
+        state
+            .driver
+            .clock()
+            .to_real(std::time::Duration::from_millis(ms))
+    })
+}
+
+/// Sends nothing for the stall (forever when unbounded), then cuts the connection.
+async fn stall_before_response(state: &ServerState) -> Result<Response<SimBody>, ConnectionAbort> {
+    state
+        .driver
+        .record_rejection(Fault::StallBeforeResponse.rejection_reason());
+    match stall_duration(state) {
+        Some(duration) => tokio::time::sleep(duration).await,
+        None => std::future::pending::<()>().await,
+    }
+    Err(ConnectionAbort)
+}
+
+/// The response of an injected HTTP 500, 429 or 400 (other faults strike mid-answer).
 fn injected_refusal(state: &ServerState, fault: Fault) -> Option<Response<SimBody>> {
     let response = match fault {
         Fault::Http500 => {
@@ -254,6 +281,12 @@ fn injected_refusal(state: &ServerState, fault: Fault) -> Option<Response<SimBod
             response.headers_mut().insert(RETRY_AFTER, seconds);
             response
         }
+        Fault::Http400 => error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            "injected fault: bad request",
+            None,
+        ),
         _ => return None,
     };
     state.driver.record_rejection(fault.rejection_reason());

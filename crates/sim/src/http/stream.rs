@@ -10,7 +10,10 @@ use hyper::StatusCode;
 
 use goodput_protocol::ApiErrorBody;
 
-use super::answer::{Answer, DONE_EVENT, MALFORMED_EVENT, error_event, to_json};
+use super::answer::{
+    Answer, DONE_EVENT, GARBAGE_EVENT, INVALID_JSON_EVENT, KEEP_ALIVE_EVENT, MALFORMED_EVENT,
+    error_event, to_json,
+};
 use super::body::{ClientGone, ConnectionAbort, FrameSink, SimBody};
 use super::faults::{Fault, PendingFault};
 use super::routes::{error_response, json_response};
@@ -30,6 +33,10 @@ pub(crate) struct Exchange {
     pub(crate) fault: Option<PendingFault>,
     /// How long a stall lasts in real time (`None`: until the client leaves).
     pub(crate) stall: Option<Duration>,
+    /// Length of the line of the `oversized_line` fault, bytes.
+    pub(crate) oversized_line_bytes: u64,
+    /// Real-time interval of the keep-alives of the `endless_response` fault.
+    pub(crate) keep_alive: Duration,
 }
 
 impl Exchange {
@@ -118,6 +125,25 @@ async fn inject_stream_fault(
             sink.send(MALFORMED_EVENT).await?;
             Ok(Flow::Continue)
         }
+        Fault::InvalidJsonChunk => {
+            sink.send(INVALID_JSON_EVENT).await?;
+            Ok(Flow::Continue)
+        }
+        Fault::SseGarbage => {
+            sink.send(GARBAGE_EVENT).await?;
+            Ok(Flow::Continue)
+        }
+        Fault::OversizedLine => {
+            send_oversized_line(exchange.oversized_line_bytes, sink).await?;
+            Ok(Flow::Continue)
+        }
+        Fault::EndlessResponse => {
+            exchange.events.cancel();
+            loop {
+                tokio::time::sleep(exchange.keep_alive).await;
+                sink.send(KEEP_ALIVE_EVENT).await?;
+            }
+        }
         Fault::ErrorMidStream => {
             exchange.events.cancel();
             sink.send(error_event("injected fault: the server failed mid-stream"))
@@ -137,8 +163,51 @@ async fn inject_stream_fault(
             sink.abort().await;
             Ok(Flow::Stop)
         }
-        Fault::Http500 | Fault::Http429 => Ok(Flow::Continue),
+        Fault::Http500 | Fault::Http429 | Fault::Http400 | Fault::StallBeforeResponse => {
+            Ok(Flow::Continue)
+        }
     }
+}
+
+/// One `data` line of `bytes` bytes (a JSON string that never closes in time), sent in
+/// 64 KiB frames so the simulator never holds it whole.
+async fn send_oversized_line(bytes: u64, sink: &FrameSink) -> Result<(), ClientGone> {
+    const FRAME: usize = 64 << 10;
+    let filler = bytes::Bytes::from(vec![b'x'; FRAME]);
+    sink.send(&b"data: {\"pad\":\""[..]).await?;
+    let mut left = bytes;
+    while left > 0 {
+        let take = usize::try_from(left).unwrap_or(FRAME).min(FRAME);
+        sink.send(filler.slice(..take)).await?;
+        left -= take as u64;
+    }
+    sink.send(&b"\"}\n\n"[..]).await
+}
+
+/// A non-streamed answer that never ends: its first half, then a space every `keep_alive`.
+fn endless_body(mut exchange: Exchange) -> Response<SimBody> {
+    exchange.events.cancel();
+    let (body, sink) = SimBody::channel(STREAM_BUFFER_FRAMES);
+    let keep_alive = exchange.keep_alive;
+    let mut start = exchange.answer.final_body();
+    start.truncate(start.len() / 2);
+    tokio::spawn(async move {
+        if sink.send(start).await.is_err() {
+            return;
+        }
+        loop {
+            tokio::time::sleep(keep_alive).await;
+            if sink.send(&b" "[..]).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut response = Response::new(body);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 /// Waits for the whole answer and returns it as one JSON response (or applies a fault).
@@ -172,8 +241,15 @@ pub(crate) async fn collect_answer(
                 let error = ApiErrorBody::new("server_error", message, None, 500);
                 return Ok(json_response(StatusCode::OK, to_json(&error)));
             }
-            Some(Fault::MalformedSse) => malformed = true,
-            Some(Fault::Http500 | Fault::Http429) | None => {}
+            Some(Fault::EndlessResponse) => return Ok(endless_body(exchange)),
+            Some(
+                Fault::MalformedSse
+                | Fault::InvalidJsonChunk
+                | Fault::SseGarbage
+                | Fault::OversizedLine,
+            ) => malformed = true,
+            Some(Fault::Http500 | Fault::Http429 | Fault::Http400 | Fault::StallBeforeResponse)
+            | None => {}
         }
     }
     let mut body = exchange.answer.final_body();

@@ -1,0 +1,309 @@
+#!/usr/bin/env python3
+"""goodput's performance harness: measures the client against the simulator's fixed-timing
+engine (a separate `goodput sim --fixed` process on loopback, whose timing is known exactly)
+and, when they are installed, the same figures for peer tools against the same server.
+
+Scenarios (docs/performance.md explains each and records the results):
+  rate     highest open-loop rate with client dispatch lag p99 < 1 ms (a ladder of rates)
+  streams  concurrent streams sustained (closed loop), memory per in-flight stream
+  chunks   streamed chunks per second processed, and per CPU-second of the client
+  itl      ITL and TTFT measurement error at 1,000 concurrent streams
+  peers    vLLM `bench serve`, GuideLLM, AIPerf, inference-benchmarker when on PATH
+
+Every figure is stored with the machine's load (`/proc/loadavg`) when it was measured. Usage:
+  bench/run.sh [--quick] [--only rate,streams,...] [--out bench/results/NAME.json]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime, timezone
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOODPUT = os.environ.get("GOODPUT_BIN", os.path.join(ROOT, "target", "release", "goodput"))
+
+
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_kib(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+class Sim:
+    """A `goodput sim --fixed` process on a free loopback port."""
+
+    def __init__(self, ttft_ms, itl_ms, slots=20000):
+        self.port = free_port()
+        self.args = [GOODPUT, "sim", "--fixed", "--ttft", f"{ttft_ms}ms", "--itl", f"{itl_ms}ms",
+                     "--slots", str(slots), "--listen", f"127.0.0.1:{self.port}"]
+        self.ttft_ms, self.itl_ms = ttft_ms, itl_ms
+
+    def __enter__(self):
+        self.proc = subprocess.Popen(self.args, stderr=subprocess.DEVNULL)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("the simulator did not start")
+
+    def __exit__(self, *exc):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+QUIET = {"max_load": None, "max_wait": 0}
+REPEATS = 3
+
+
+def wait_for_quiet():
+    """Waits (at most `--max-wait` s) until the 1-minute load is at most `--max-load`."""
+    if QUIET["max_load"] is None:
+        return
+    deadline = time.time() + QUIET["max_wait"]
+    while loadavg()[0] > QUIET["max_load"] and time.time() < deadline:
+        time.sleep(5)
+
+
+def run_goodput(sim, args, timeout=600):
+    """Runs `goodput run --json` against `sim`; returns (report, peak RSS KiB, load before)."""
+    command = [GOODPUT, "run", "--target", sim.url, "--json", "--quiet", "--slo", "none"] + args
+    wait_for_quiet()
+    load = loadavg()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = [0]
+
+    def sample():
+        while proc.poll() is None:
+            value = rss_kib(proc.pid)
+            if value:
+                peak[0] = max(peak[0], value)
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    out, err = proc.communicate(timeout=timeout)
+    sampler.join()
+    if not out:
+        raise RuntimeError(f"goodput run failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return json.loads(out), peak[0], load
+
+
+def lag(report):
+    return report["client"]["dispatch_lag_ms"]
+
+
+def step(report):
+    return report["steps"][0]
+
+
+def rate_ladder(quick):
+    """Highest constant-arrival rate whose dispatch lag p99 is below 1 ms (median over
+    `REPEATS` runs: the tail is set by a handful of stalls when the machine preempts the
+    client, so single runs are noisy), with no failures and the asked rate realised."""
+    rates = [500, 1000, 2000, 3000] if quick else [250, 500, 1000, 1500, 2000, 2500, 3000, 4000]
+    duration, warmup = ("5s", "1s") if quick else ("10s", "2s")
+    rows, best, misses = [], None, 0
+    with Sim(20, 5) as sim:
+        for rate in rates:
+            runs = []
+            for _ in range(1 if quick else REPEATS):
+                report, _, load = run_goodput(sim, [
+                    "--rate", str(rate), "--arrival", "constant", "--duration", duration,
+                    "--warmup", warmup, "--input-tokens", "32", "--output-tokens", "16"])
+                s, l, c = step(report), lag(report), report["client"]
+                offered = s["throughput"]["offered_requests_per_sec"] or 0
+                runs.append({"lag_p50_ms": l["p50"], "lag_p99_ms": l["p99"],
+                             "lag_max_ms": l["max"], "offered_per_sec": offered,
+                             "completed": s["requests"]["completed"],
+                             "failed": s["requests"]["failed"],
+                             "cpu_utilization": c["cpu_utilization"], "load": load})
+                print(f"  rate {rate}/s: lag p50 {l['p50']} p99 {l['p99']} max {l['max']} ms, "
+                      f"cpu {c['cpu_utilization']:.2f}, load {load[0]}", flush=True)
+            p99s = sorted(run["lag_p99_ms"] for run in runs)
+            median_p99 = p99s[len(p99s) // 2]
+            ok = (median_p99 < 1.0 and all(run["failed"] == 0 for run in runs)
+                  and all(run["offered_per_sec"] >= 0.98 * rate for run in runs))
+            rows.append({"rate_per_sec": rate, "median_lag_p99_ms": median_p99,
+                         "runs": runs, "meets": ok})
+            if ok:
+                best, misses = rate, 0
+            else:
+                misses += 1
+                if misses >= 2:
+                    break
+    return {"rows": rows, "max_rate_lag_p99_below_1ms": best}
+
+
+def streams(quick):
+    """Concurrent streams sustained, and memory per in-flight stream: the growth of peak RSS
+    from a baseline of `base` streams to `count` streams, per added stream (fixed costs such as
+    thread stacks and allocator arenas cancel out)."""
+    count, base = (1000, 100) if quick else (5000, 1000)
+    tokens, itl = 100, 100
+    with Sim(100, itl) as sim:
+        _, base_rss, _ = run_goodput(sim, [
+            "--concurrency", str(base), "--duration", "15s", "--warmup", "0",
+            "--input-tokens", "32", "--output-tokens", str(tokens)])
+        report, rss, load = run_goodput(sim, [
+            "--concurrency", str(count), "--duration", "25s", "--warmup", "0",
+            "--input-tokens", "32", "--output-tokens", str(tokens),
+            "--request-timeout", "120s"])
+    s = step(report)
+    itl_p50 = s["latency_ms"]["itl"]["p50"]
+    per_stream = (rss - base_rss) / (count - base) if rss and base_rss else None
+    print(f"  {count} streams: completed {s['requests']['completed']}, failed "
+          f"{s['requests']['failed']}, ITL p50 {itl_p50} ms (true {itl}), peak RSS {rss} KiB "
+          f"({base} streams: {base_rss} KiB) → {per_stream and round(per_stream, 2)} KiB/stream",
+          flush=True)
+    return {"streams": count, "completed": s["requests"]["completed"],
+            "failed": s["requests"]["failed"], "failed_by_kind": s["requests"]["failed_by_kind"],
+            "itl_p50_ms": itl_p50, "itl_mean_ms": s["latency_ms"]["itl"]["mean"],
+            "true_itl_ms": itl, "peak_rss_kib": rss, "baseline_streams": base,
+            "baseline_rss_kib": base_rss,
+            "kib_per_stream": per_stream, "client": report["client"], "load": load}
+
+
+def chunks(quick):
+    """Streamed chunks per second received, and per CPU-second the client spent."""
+    concurrency, itl, tokens = (500, 5, 400) if quick else (1000, 5, 400)
+    with Sim(10, itl) as sim:
+        report, _, load = run_goodput(sim, [
+            "--concurrency", str(concurrency), "--duration", "10s", "--warmup", "2s",
+            "--input-tokens", "32", "--output-tokens", str(tokens)])
+    s, c = step(report), report["client"]
+    # One token per chunk: chunks received per 1 s window, over the steady windows (the first
+    # two and the last two are ramp-up and drain).
+    windows = [w["output_tokens"] for w in s["windows"]]
+    steady = windows[2:-2] or windows
+    per_sec = sum(steady) / len(steady) / report["run"]["window_secs"]
+    total_chunks = sum(windows)
+    per_cpu = total_chunks / c["cpu_secs"] if c["cpu_secs"] else None
+    offered = concurrency * 1000 / itl
+    print(f"  {concurrency} streams at {itl} ms ITL (offered {offered:.0f} chunks/s): received "
+          f"{per_sec:.0f} chunks/s; {total_chunks} chunks in {c['cpu_secs']} CPU s → "
+          f"{per_cpu and round(per_cpu)} chunks per client CPU-second", flush=True)
+    return {"concurrency": concurrency, "itl_ms": itl, "offered_chunks_per_sec": offered,
+            "chunks_per_sec": per_sec, "chunks_total": total_chunks,
+            "chunks_per_cpu_sec": per_cpu, "client": c, "load": load}
+
+
+def itl_error(quick):
+    """ITL and TTFT measurement error at 1,000 concurrent streams against known timing."""
+    concurrency = 1000
+    ttft, itl, tokens = 50, 20, 100
+    with Sim(ttft, itl) as sim:
+        report, _, load = run_goodput(sim, [
+            "--concurrency", str(concurrency), "--duration", "8s" if quick else "15s",
+            "--warmup", "3s", "--input-tokens", "32", "--output-tokens", str(tokens)])
+    s = step(report)
+    measured = s["latency_ms"]
+    itl_mean, itl_p50 = measured["itl"]["mean"], measured["itl"]["p50"]
+    ttft_p50 = s["latency_from_send_ms"]["ttft"]["p50"]
+    result = {"streams": concurrency, "true_itl_ms": itl, "true_ttft_ms": ttft,
+              "itl_mean_ms": itl_mean, "itl_p50_ms": itl_p50, "itl_p99_ms": measured["itl"]["p99"],
+              "itl_mean_error_pct": 100 * abs(itl_mean - itl) / itl,
+              "itl_p50_error_pct": 100 * abs(itl_p50 - itl) / itl,
+              "ttft_from_send_p50_ms": ttft_p50,
+              "ttft_p50_error_pct": 100 * abs(ttft_p50 - ttft) / ttft,
+              "completed": s["requests"]["completed"], "failed": s["requests"]["failed"],
+              "client": report["client"], "load": load}
+    print(f"  ITL mean {itl_mean:.3f} ms / p50 {itl_p50} ms vs {itl} ms → error "
+          f"{result['itl_mean_error_pct']:.2f} % (mean), {result['itl_p50_error_pct']:.2f} % "
+          f"(p50); TTFT p50 {ttft_p50} ms vs {ttft} ms", flush=True)
+    return result
+
+
+def peers(quick):
+    """Peer tools found on PATH, against the same fixed-timing server (see bench/peers.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import peers as peer_runner  # noqa: E402
+
+    return peer_runner.run_all(Sim, quick, run_goodput, wait_for_quiet)
+
+
+def micro(quick):
+    """The divan micro-benchmarks (SSE decode, chunk parse, histograms, aggregator)."""
+    env = dict(os.environ)
+    proc = subprocess.run(["cargo", "bench", "-p", "goodput-core", "--bench", "hot_paths"],
+                          cwd=ROOT, capture_output=True, text=True, env=env)
+    print(proc.stdout, flush=True)
+    return {"output": proc.stdout, "load": loadavg()}
+
+
+SCENARIOS = {"micro": micro, "rate": rate_ladder, "streams": streams, "chunks": chunks,
+             "itl": itl_error, "peers": peers}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="shorter runs, smaller ladders")
+    parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
+    parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--max-load", type=float,
+                        help="before each measured run, wait until the 1-minute load is at most this")
+    parser.add_argument("--max-wait", type=float, default=600,
+                        help="longest wait for --max-load, seconds (then measure anyway)")
+    args = parser.parse_args()
+    QUIET.update(max_load=args.max_load, max_wait=args.max_wait)
+    if not os.path.exists(GOODPUT):
+        sys.exit(f"{GOODPUT} not found: build with `cargo build --release` (bench/run.sh does)")
+    results = {
+        "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"cores": os.cpu_count(), "uname": " ".join(os.uname()),
+                    "open_files_limit": subprocess.run(["sh", "-c", "ulimit -n"],
+                                                       capture_output=True, text=True).stdout.strip()},
+        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True).stdout.strip(),
+        "load_at_start": loadavg(),
+        "quick": args.quick,
+        "scenarios": {},
+    }
+    for name in args.only.split(","):
+        print(f"== {name} (load {loadavg()})", flush=True)
+        results["scenarios"][name] = SCENARIOS[name](args.quick)
+    results["load_at_end"] = loadavg()
+    text = json.dumps(results, indent=2)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            f.write(text + "\n")
+        print(f"results written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
