@@ -7,37 +7,15 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::path::Path;
 
 use serde_json::Value;
-use support::{goodput, read_json, validate_against_schema};
+use support::{four_slot_sim, goodput, ok, read_json, validate_against_schema};
 
 /// Requests served at once.
 const SLOTS: f64 = 4.0;
 /// Service time of a 6-token answer: 200 ms + 5 × 20 ms.
 const SERVICE_SECS: f64 = 0.3;
-
-/// A fixed-timing simulator with 4 slots and a 300 ms service time, at `time_scale`.
-fn four_slot_sim(dir: &Path, time_scale: f64) -> PathBuf {
-    let path = dir.join("four-slots.json");
-    let text = format!(
-        r#"{{"engine": {{"kind": "fixed", "ttft": 200, "itl": 20, "slots": 4}},
-            "prompt_tokenizer": "words", "time_scale": {time_scale}}}"#
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn ok(output: Output) -> Output {
-    assert!(
-        output.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
 
 fn rebuilt(out: &Path) -> Value {
     let output = ok(goodput()

@@ -3,16 +3,14 @@
 //! once even when the clean stop is stuck; every report states the client's own overhead.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
-
-fn goodput() -> Command {
-    Command::cargo_bin("goodput").unwrap()
-}
+use support::{goodput, read_json, validate_against_schema};
 
 fn fixed_sim(dir: &Path, ttft_ms: u64, itl_ms: u64) -> String {
     let path = dir.join("sim.json");
@@ -22,21 +20,6 @@ fn fixed_sim(dir: &Path, ttft_ms: u64, itl_ms: u64) -> String {
     );
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn validate_against_schema(report: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/report.v1.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
 fn signal(child: &Child, name: &str) {

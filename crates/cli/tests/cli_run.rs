@@ -2,16 +2,14 @@
 //! journal rebuild, exit codes, secrets, Ctrl-C.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
-
-fn goodput() -> Command {
-    Command::cargo_bin("goodput").unwrap()
-}
+use support::{goodput, read_json, validate_against_schema};
 
 /// A simulator config file with the fixed-timing engine and optional faults.
 fn fixed_sim(dir: &Path, ttft_ms: u64, faults: &str) -> String {
@@ -22,25 +20,6 @@ fn fixed_sim(dir: &Path, ttft_ms: u64, faults: &str) -> String {
     );
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn validate_against_schema(report: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/report.v1.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(
-        errors.is_empty(),
-        "report.json does not match the schema:\n{}",
-        errors.join("\n")
-    );
 }
 
 #[test]

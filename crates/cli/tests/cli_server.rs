@@ -4,31 +4,13 @@
 //! watches a live simulator and stops by itself.
 #![allow(clippy::unwrap_used)]
 
-use std::path::Path;
+mod support;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
-
-fn goodput() -> Command {
-    Command::cargo_bin("goodput").unwrap()
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn validate_against_schema(report: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/report.v1.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "schema:\n{}", errors.join("\n"));
-}
+use support::{goodput, read_json, validate_against_schema};
 
 fn run_ok(command: &mut Command) -> (String, String) {
     let output = command.output().unwrap();

@@ -6,39 +6,18 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::Output;
-
 use serde_json::Value;
-use support::{goodput, validate_against_schema};
+use support::{four_slot_sim, goodput, ok, validate_against_schema};
 
 /// Requests served at once.
 const SLOTS: f64 = 4.0;
 /// Service time of a 6-token answer: 200 ms + 5 × 20 ms.
 const SERVICE_SECS: f64 = 0.3;
 
-fn four_slot_sim(dir: &Path) -> PathBuf {
-    let path = dir.join("four-slots.json");
-    let text = r#"{"engine": {"kind": "fixed", "ttft": 200, "itl": 20, "slots": 4},
-        "prompt_tokenizer": "words"}"#;
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-fn ok(output: Output) -> Output {
-    assert!(
-        output.status.success(),
-        "stdout: {}\nstderr: {}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
 #[test]
 fn a_virtual_time_capacity_search_lies_within_0_8_to_1_times_c_over_s_and_is_deterministic() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = four_slot_sim(dir.path());
+    let sim = four_slot_sim(dir.path(), 1.0);
     let search = |seed: &str| {
         let output = ok(goodput()
             .args(["capacity", "--virtual-time", "--quiet", "--json"])

@@ -4,15 +4,12 @@
 //! workload input refused with exit status 2 and a message naming what to fix.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use assert_cmd::cargo::CommandCargoExt;
 use serde_json::Value;
-
-fn goodput() -> Command {
-    Command::cargo_bin("goodput").unwrap()
-}
+use support::{goodput, validate_against_schema};
 
 fn samples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples")
@@ -29,17 +26,6 @@ fn fixed_sim(dir: &Path) -> String {
         "prompt_tokenizer": "words"}"#;
     std::fs::write(&path, text).unwrap();
     path.display().to_string()
-}
-
-fn validate_against_schema(report: &Value) {
-    let schema: Value =
-        serde_json::from_str(include_str!("../../../schema/report.v1.schema.json")).unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator
-        .iter_errors(report)
-        .map(|e| format!("{e} at {}", e.instance_path()))
-        .collect();
-    assert!(errors.is_empty(), "schema:\n{}", errors.join("\n"));
 }
 
 /// Runs `goodput run` with `args` into `dir/out`; returns the report after checking that it

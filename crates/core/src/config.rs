@@ -161,6 +161,19 @@ fn invalid(field: &'static str, message: impl Into<String>) -> ConfigError {
 }
 
 impl LoadSpec {
+    /// The arrival process and client-side cap of an open-loop load (Poisson and no cap for
+    /// any other): what a sweep or capacity search keeps when it sets the rate itself.
+    pub fn open_loop_shape(&self) -> (Arrival, Option<u32>) {
+        match self {
+            LoadSpec::Open {
+                arrival,
+                max_concurrency,
+                ..
+            } => (*arrival, *max_concurrency),
+            _ => (Arrival::Poisson, None),
+        }
+    }
+
     /// Checks the load's parameters.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let LoadSpec::Profile {

@@ -11,7 +11,7 @@ use goodput_core::capacity::early_stopping::probe_requests;
 use goodput_core::capacity::{
     CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, SearchConfig, find_capacity,
 };
-use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
+use goodput_core::config::{LoadSpec, RunConfig, Warmup};
 use goodput_core::report::Warning;
 use goodput_core::runner::{EndReason, RunOutcome};
 
@@ -88,14 +88,7 @@ pub(crate) fn probe_plan(
     criteria: Criteria,
     measured: u64,
 ) -> ProbePlan {
-    let (arrival, max_concurrency) = match base.load {
-        LoadSpec::Open {
-            arrival,
-            max_concurrency,
-            ..
-        } => (arrival, max_concurrency),
-        _ => (Arrival::Poisson, None),
-    };
+    let (arrival, max_concurrency) = base.load.open_loop_shape();
     ProbePlan {
         base,
         dimension: args.dimension(),

@@ -10,7 +10,6 @@ use goodput_core::report::LoadReport;
 use goodput_core::runner::RecordSink;
 
 use crate::args::run::RunArgs;
-use crate::commands::server_side::ServerSide;
 use crate::commands::session::{Session, spawn_progress};
 
 /// Runs `goodput run`.
@@ -19,15 +18,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let config = session.config.clone();
     session.record_step_load(&config.load)?;
     let runner = session.runner(&config, 0, None);
-    let mut server_side = ServerSide::for_run(
-        &session.args,
-        session.seed,
-        &session.endpoint.url,
-        session.endpoint.simulator.is_some(),
-        config.time_scale,
-        None,
-    )
-    .await?;
+    let mut server_side = session.server_side(&config, None).await?;
     let mut aggregator = session.aggregator(&config);
     let cancel = session.cancel.clone();
     let mut extras = super::run_extras::Extras::start(

@@ -215,15 +215,7 @@ impl Session {
         let index = self.step_loads.len();
         self.record_step_load(&config.load)?;
         let runner = self.runner(config, u32::try_from(index).unwrap_or(u32::MAX), workload);
-        let mut server_side = ServerSide::for_run(
-            &self.args,
-            self.seed,
-            &self.endpoint.url,
-            self.endpoint.simulator.is_some(),
-            config.time_scale,
-            Some(index),
-        )
-        .await?;
+        let mut server_side = self.server_side(config, Some(index)).await?;
         let progress =
             (!self.args.quiet).then(|| spawn_progress(runner.monitor(), self.cancel.clone()));
         if index == 0 {
@@ -258,6 +250,23 @@ impl Session {
             compliance: aggregator.compliance(),
             outcome,
         })
+    }
+
+    /// Server-side scraping and analysis for a run of `config` (`step` of a multi-step run).
+    pub(crate) async fn server_side(
+        &self,
+        config: &RunConfig,
+        step: Option<usize>,
+    ) -> Result<ServerSide> {
+        ServerSide::for_run(
+            &self.args,
+            self.seed,
+            &self.endpoint.url,
+            self.endpoint.simulator.is_some(),
+            config.time_scale,
+            step,
+        )
+        .await
     }
 
     /// The report of `steps`, ended by `end`.

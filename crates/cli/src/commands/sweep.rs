@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
-use goodput_core::config::{Arrival, LoadSpec, RunConfig};
+use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::report::StepReport;
 use goodput_core::runner::EndReason;
 use goodput_core::sweep::{BatchedWorkload, SweepDimension, SweepReport, find_knee};
@@ -77,14 +77,7 @@ fn level_config(
     level: f64,
 ) -> (RunConfig, Option<Arc<dyn Workload>>) {
     let base = &session.config;
-    let (arrival, max_concurrency) = match base.load {
-        LoadSpec::Open {
-            arrival,
-            max_concurrency,
-            ..
-        } => (arrival, max_concurrency),
-        _ => (Arrival::Poisson, None),
-    };
+    let (arrival, max_concurrency) = base.load.open_loop_shape();
     let (load, workload) = match dimension {
         SweepDimension::Concurrency => (
             LoadSpec::Closed {

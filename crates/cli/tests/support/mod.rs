@@ -23,6 +23,29 @@ pub fn fixed_sim(dir: &Path, name: &str, ttft_ms: u64, itl_ms: u64) -> PathBuf {
     path
 }
 
+/// A fixed-timing simulator with 4 slots and a 300 ms service time for a 6-token answer
+/// (200 ms TTFT + 5 × 20 ms): capacity 13.33 requests/s; `time_scale` speeds it up.
+pub fn four_slot_sim(dir: &Path, time_scale: f64) -> PathBuf {
+    let path = dir.join("four-slots.json");
+    let text = format!(
+        r#"{{"engine": {{"kind": "fixed", "ttft": 200, "itl": 20, "slots": 4}},
+            "prompt_tokenizer": "words", "time_scale": {time_scale}}}"#
+    );
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `output` after checking that the command succeeded (else panics with its output).
+pub fn ok(output: Output) -> Output {
+    assert!(
+        output.status.success(),
+        "stdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
 /// Runs `goodput run --quiet` with `extra` arguments; panics with its output on failure.
 pub fn run_ok(extra: &[&str]) -> Output {
     let output = goodput()
