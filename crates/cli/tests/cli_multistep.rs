@@ -75,6 +75,12 @@ fn a_concurrency_sweep_finds_the_knee_at_the_slot_count_and_rebuilds_from_the_jo
         "E2E at concurrency 8: {e2e_8} ms"
     );
 
+    let page = support::rendered_dom(&out.join("report.html"));
+    assert!(
+        page.contains("Knee at step 3 (concurrency 4)"),
+        "the HTML report states the knee"
+    );
+
     let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), 4 * 90);
     let again = rebuilt(&out);
@@ -138,6 +144,11 @@ fn a_live_capacity_search_stays_within_the_physical_limit_and_rebuilds_from_the_
 
     let again = rebuilt(&out);
     assert_eq!(again["capacity"], report["capacity"]);
+    let page = support::rendered_dom(&out.join("report.html"));
+    assert!(
+        page.contains("Highest sustainable load: "),
+        "the HTML report states the verdict"
+    );
 }
 
 #[test]

@@ -38,6 +38,10 @@ pub(crate) fn run(
     command_line: Vec<String>,
 ) -> Result<ExitCode> {
     let target_lengths = fixed_lengths(&args.run.workload)?;
+    if let Some(dir) = &args.run.out {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("--out: cannot create {}", dir.display()))?;
+    }
     let gate = super::run_extras::load_gate(args.run.reporting.gate.as_deref())?;
     let seed = args.run.seed.unwrap_or_else(random_seed);
     let base = RunConfig {

@@ -284,16 +284,46 @@
       { name: "output tok/s", points: pick("output_tokens", 1 / width) }] });
   }
 
+  // The capacity verdict in words, then every probe (steps[first_probe_step + i]).
+  function capacitySection(c) {
+    var box = section("Capacity verdict", "capacity");
+    var unit = c.dimension === "rate" ? " req/s" : " in flight";
+    var load = function (v) { return v === null || v === undefined ? "–" : fmt(v) + unit; };
+    var verdict = c.lower_bound === null || c.lower_bound === undefined
+      ? "No load passed" + (c.upper_bound !== null && c.upper_bound !== undefined ? " (the lowest probed, " + load(c.upper_bound) + ", failed)" : "")
+      : "Highest sustainable load: " + load(c.lower_bound) + (c.upper_bound !== null && c.upper_bound !== undefined ? "; fails at " + load(c.upper_bound) : " (the highest probed)");
+    box.appendChild(h("p", { "class": "verdict" }, [verdict + " — search " + String(c.conclusion).replace(/_/g, " ") + "."]));
+    box.appendChild(h("p", {}, ["SLO " + c.slo + ": " + fmt(c.attainment_target * 100) + " % of requests within every threshold, each verdict at " +
+      fmt(c.confidence * 100) + " % confidence, " + c.requests_per_probe + " measured requests per probe."]));
+    box.appendChild(table(["figure", "value"], [
+      ["goodput at capacity (good req/s)", c.goodput_at_capacity_per_sec],
+      ["DistServe goodput (req/s)", c.distserve_goodput_per_sec],
+      ["accelerators", c.accelerators],
+      ["capacity per accelerator", c.per_accelerator]
+    ], [0]));
+    box.appendChild(table(["probe", "step", "load", "outcome", "completed req/s", "good req/s", "measured", "stable", "reason"],
+      (c.probes || []).map(function (p) {
+        return [p.index + 1, (c.first_probe_step || 0) + p.index + 1, p.load, p.outcome, p.requests_per_sec,
+          p.goodput_requests_per_sec, p.measured, p.stable ? "yes" : "no", p.reason];
+      }), [3, 7, 8]));
+  }
+
+  // The sweep's levels and its knee.
+  function sweepSection(sw) {
+    var box = section("Sweep", "sweep");
+    var knee = sw.knee
+      ? "Knee at step " + (sw.knee.step + 1) + " (" + sw.dimension + " " + fmt(sw.knee.load) + "): the next level added " +
+        fmt(sw.knee.next_throughput_gain * 100) + " % throughput and " + fmt(sw.knee.next_latency_rise * 100) + " % E2E p50."
+      : "No knee: every level raised throughput by at least " + fmt(sw.knee_min_gain * 100) + " % (or latency did not rise).";
+    box.appendChild(h("p", { "class": "verdict" }, [knee]));
+    box.appendChild(h("p", {}, ["Levels (" + sw.dimension + "): " + (sw.loads || []).map(function (v) { return fmt(v); }).join(", ")]));
+  }
+
   function optionalSections(report) {
     // Sections other parts of goodput add (sweeps, server metrics, buckets, capacity) are
     // rendered generically when present.
-    if (report.capacity !== undefined && report.capacity !== null) {
-      var box = section("Capacity verdict", "capacity");
-      var c = report.capacity;
-      var verdict = isPlainObject(c) ? (c.verdict || c.summary || c.message) : null;
-      if (verdict) box.appendChild(h("p", { "class": "verdict" }, [String(verdict)]));
-      box.appendChild(generic(c));
-    }
+    if (report.capacity !== undefined && report.capacity !== null) capacitySection(report.capacity);
+    if (report.sweep !== undefined && report.sweep !== null) sweepSection(report.sweep);
     var buckets = report.steps.filter(function (st) { return st.buckets !== undefined && st.buckets !== null; });
     if (buckets.length || report.buckets) {
       var bb = section("Per-bucket breakdown", "buckets");
@@ -314,7 +344,7 @@
         sb.appendChild(generic(st.server));
       });
     }
-    var known = ["schema_version", "tool", "run", "steps", "warnings", "capacity", "buckets", "server"];
+    var known = ["schema_version", "tool", "run", "steps", "warnings", "capacity", "sweep", "buckets", "server"];
     Object.keys(report).forEach(function (k) {
       if (known.indexOf(k) < 0 && report[k] !== null) section(k, "extra-" + k).appendChild(generic(report[k]));
     });
