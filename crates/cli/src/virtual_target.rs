@@ -12,7 +12,7 @@ use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
 use goodput_core::report::{LoadReport, StepReport};
-use goodput_core::schedule::{ArrivalSchedule, PhasedSchedule};
+use goodput_core::schedule::open_loop_arrivals;
 use goodput_sim::engine::{EngineEvent, EngineRequest};
 use goodput_sim::virtual_time::{RequestTimeline, Simulation};
 use goodput_sim::{SimConfig, build_engine};
@@ -31,25 +31,14 @@ pub(crate) struct VirtualTarget {
 impl VirtualTarget {
     /// Runs `config` (open loop, phase profile or closed loop) in virtual time.
     pub(crate) fn probe(&self, config: &RunConfig) -> (StepReport, Compliance) {
-        let timelines = match &config.load {
-            LoadSpec::Closed { concurrency } => self.closed_loop(config, *concurrency),
-            LoadSpec::Open {
-                rate_per_sec,
-                arrival,
-                ..
-            } => self.open_loop(
-                config,
-                ArrivalSchedule::new(*rate_per_sec, *arrival, config.seed),
-            ),
-            LoadSpec::Profile {
-                phases, arrival, ..
-            } => self.open_loop(
-                config,
-                PhasedSchedule::new(phases.clone(), *arrival, config.seed),
-            ),
-            // A replay takes its arrivals from a trace workload; the virtual target sends
-            // synthetic requests only, so it has no arrivals to replay.
-            LoadSpec::Replay { .. } => Vec::new(),
+        // A replay takes its arrivals from a trace workload; the virtual target sends
+        // synthetic requests only, so it has no arrivals to replay (an empty schedule).
+        let timelines = match open_loop_arrivals(&config.load, config.seed, None) {
+            Some((schedule, _)) => self.open_loop(config, schedule),
+            None => match config.load {
+                LoadSpec::Closed { concurrency } => self.closed_loop(config, concurrency),
+                _ => Vec::new(),
+            },
         };
         let mut aggregator = StepAggregator::new(config.slo.clone(), config.window);
         for (index, timeline) in timelines.iter().enumerate() {

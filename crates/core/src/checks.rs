@@ -19,15 +19,6 @@ pub const HARDWARE_TAGS: [&str; 5] = ["gpu", "accelerator", "accelerators", "har
 /// Tag keys that record the numeric precision.
 pub const PRECISION_TAGS: [&str; 4] = ["precision", "dtype", "quantization", "quant"];
 
-fn warning(code: &str, message: String, fix: &str) -> Warning {
-    Warning {
-        code: code.to_string(),
-        message,
-        fix: fix.to_string(),
-        step: None,
-    }
-}
-
 /// Every run-level check on `run` and its `steps`.
 pub fn check_run(run: &RunInfo, steps: &[StepReport]) -> Vec<Warning> {
     let mut warnings = Vec::new();
@@ -57,7 +48,7 @@ fn check_hardware_recorded(run: &RunInfo, warnings: &mut Vec<Warning>) {
         missing.push("precision");
     }
     if !missing.is_empty() {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "hardware_not_recorded",
             format!(
                 "the report does not record the server's {}",
@@ -76,7 +67,7 @@ fn check_input_length(run: &RunInfo, step: &StepReport, warnings: &mut Vec<Warni
         && stated > 0.0
         && realised < SHORT_INPUT_FRACTION * stated
     {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "short_inputs",
             format!("prompts averaged {realised:.0} tokens, far below the stated {stated:.0}; the server saw a lighter workload than described"),
             "check the server's tokenizer and context limit, or state the realised length",
@@ -113,7 +104,7 @@ fn check_throughput_trend(step: &StepReport, warnings: &mut Vec<Warning>) {
     let change = slope * (ys.len() - 1) as f64;
     if t_stat.abs() > 3.0 && change.abs() > 0.2 * mean && mean > 0.0 {
         let direction = if slope > 0.0 { "rising" } else { "falling" };
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "throughput_trending",
             format!(
                 "completions per window were still {direction} at the end ({:+.0} % over the measurement window); the figures are not a steady state",

@@ -279,15 +279,6 @@ fn test_distribution(
     })
 }
 
-fn warning(code: &str, message: String, fix: &str) -> Warning {
-    Warning {
-        code: code.to_string(),
-        message,
-        fix: fix.to_string(),
-        step: None,
-    }
-}
-
 /// Differences in how the two runs were measured.
 pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
     let mut warnings = Vec::new();
@@ -299,7 +290,7 @@ pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
         workload
     };
     if without_seed(a) != without_seed(b) {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "workload_differs",
             format!(
                 "the workloads differ: {} vs {}",
@@ -310,7 +301,7 @@ pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
         ));
     }
     if step_count(a) != step_count(b) {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "steps_differ",
             format!(
                 "the runs have {} and {} load steps; only the first {} are compared",
@@ -324,7 +315,7 @@ pub fn condition_warnings(a: &Value, b: &Value) -> Vec<Warning> {
     for step in 0..step_count(a).min(step_count(b)) {
         let (la, lb) = (&a["steps"][step]["load"], &b["steps"][step]["load"]);
         if la != lb {
-            warnings.push(warning(
+            warnings.push(Warning::new(
                 "load_differs",
                 format!("step {step} ran under different load: {la} vs {lb}"),
                 "compare runs under the same load profile (mode, rate or concurrency, arrivals)",
@@ -341,7 +332,7 @@ fn run_field_warnings(a: &Value, b: &Value, warnings: &mut Vec<Warning>) {
     for field in ["api", "stream", "slo"] {
         let (fa, fb) = (&a["run"][field], &b["run"][field]);
         if fa != fb {
-            warnings.push(warning(
+            warnings.push(Warning::new(
                 "conditions_differ",
                 format!("run.{field} differs: {fa} vs {fb}"),
                 "compare runs made with the same API, streaming mode and SLO",
@@ -356,7 +347,7 @@ fn run_field_warnings(a: &Value, b: &Value, warnings: &mut Vec<Warning>) {
         && !b["run"]["client_host"].is_null()
         && host(a) != host(b)
     {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "client_host_differs",
             "the runs were made from different client machines".into(),
             "run both from the same client so client-side overheads match",
@@ -371,7 +362,7 @@ fn token_shape_warning(a: &Value, b: &Value, step: usize, warnings: &mut Vec<War
         if let (Some(x), Some(y)) = (mean(a), mean(b))
             && (y - x).abs() > 0.1 * x.abs().max(1.0)
         {
-            warnings.push(warning(
+            warnings.push(Warning::new(
                 "token_shape_differs",
                 format!("step {step}: {side} differs ({x:.0} vs {y:.0} tokens); requests/s then measure different work"),
                 "compare tokens/s, or rerun with the same input and output lengths",

@@ -119,8 +119,8 @@ pub fn redact_url(url: &str) -> String {
 
 /// Flags whose value is a secret.
 const SECRET_FLAGS: [&str; 1] = ["--api-key"];
-/// Header names whose value is a secret.
-const SECRET_HEADERS: [&str; 5] = [
+/// Header names whose value is a secret (never recorded, in the manifest or a request record).
+pub const SECRET_HEADERS: [&str; 5] = [
     "authorization",
     "proxy-authorization",
     "cookie",

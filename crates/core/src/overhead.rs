@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::LatencyHistogram;
+use crate::metrics::aggregate::latency_stats;
 use crate::record::{Phase, RequestRecord};
 use crate::report::{LatencyStats, Report, Warning};
 use crate::runner::RecordSink;
@@ -151,12 +152,11 @@ impl ClientOverhead {
     pub fn attach(&self, report: &mut Report) {
         let client = self.report();
         if let Some(reason) = &client.reason {
-            report.warnings.push(Warning {
-                code: "client_bottleneck".into(),
-                message: format!("the client may have been the bottleneck: {reason}; these figures are not trustworthy"),
-                fix: "lower the load, give goodput more CPU (run the server elsewhere), or split the load over several goodput processes".into(),
-                step: None,
-            });
+            report.warnings.push(Warning::new(
+                "client_bottleneck",
+                format!("the client may have been the bottleneck: {reason}; these figures are not trustworthy"),
+                "lower the load, give goodput more CPU (run the server elsewhere), or split the load over several goodput processes",
+            ));
         }
         report.client = Some(client);
     }
@@ -189,21 +189,6 @@ fn verdict(lag_p99_ms: Option<f64>, utilization: Option<f64>, simulator: bool) -
         ));
     }
     (!reasons.is_empty()).then(|| reasons.join("; "))
-}
-
-fn latency_stats(histogram: &LatencyHistogram) -> LatencyStats {
-    let ms = |us: Option<u64>| us.map(|v| v as f64 / 1000.0);
-    LatencyStats {
-        mean: histogram.mean_us().map(|v| v / 1000.0),
-        p50: ms(histogram.percentile_us(50.0)),
-        p90: ms(histogram.percentile_us(90.0)),
-        p95: ms(histogram.percentile_us(95.0)),
-        p99: ms(histogram.percentile_us(99.0)),
-        p999: ms(histogram.percentile_us(99.9)),
-        min: ms(histogram.min_us()),
-        max: ms(histogram.max_us()),
-        count: histogram.count(),
-    }
 }
 
 #[cfg(test)]

@@ -365,3 +365,22 @@ pub struct Warning {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
 }
+
+impl Warning {
+    /// A warning about the whole run.
+    pub fn new(code: &str, message: String, fix: &str) -> Self {
+        Warning {
+            code: code.to_string(),
+            message,
+            fix: fix.to_string(),
+            step: None,
+        }
+    }
+
+    /// The same warning, about step `index` of a multi-step run (named in its message).
+    pub fn about_step(mut self, index: usize) -> Self {
+        self.message = format!("step {}: {}", index + 1, self.message);
+        self.step = Some(index);
+        self
+    }
+}

@@ -12,8 +12,47 @@ use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand_distr::{Distribution, Exp, Gamma};
 
-use crate::config::Arrival;
+use crate::config::{Arrival, LoadSpec};
 use crate::profile::RatePhase;
+
+/// Arrival offsets from the run start, in target time.
+pub type Offsets = Box<dyn Iterator<Item = Duration> + Send>;
+
+/// The arrival offsets and client-side cap of an open-loop load — a rate, a phase profile, or
+/// a replay of `replayed` (a trace's offsets; none: nothing to replay) — or `None` for closed
+/// loop, whose requests are not scheduled ahead.
+pub fn open_loop_arrivals(
+    load: &LoadSpec,
+    seed: u64,
+    replayed: Option<std::sync::Arc<[Duration]>>,
+) -> Option<(Offsets, Option<u32>)> {
+    match *load {
+        LoadSpec::Closed { .. } => None,
+        LoadSpec::Open {
+            rate_per_sec,
+            arrival,
+            max_concurrency,
+        } => Some((
+            Box::new(ArrivalSchedule::new(rate_per_sec, arrival, seed)),
+            max_concurrency,
+        )),
+        LoadSpec::Profile {
+            ref phases,
+            arrival,
+            max_concurrency,
+        } => Some((
+            Box::new(PhasedSchedule::new(phases.clone(), arrival, seed)),
+            max_concurrency,
+        )),
+        LoadSpec::Replay { max_concurrency } => {
+            let offsets = replayed.unwrap_or_else(|| std::sync::Arc::new([]));
+            Some((
+                Box::new((0..offsets.len()).map(move |i| offsets[i])),
+                max_concurrency,
+            ))
+        }
+    }
+}
 
 /// Offsets of successive arrivals from the run start.
 #[derive(Debug, Clone)]

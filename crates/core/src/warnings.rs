@@ -18,25 +18,16 @@ pub const SHORT_WINDOW_SECS: f64 = 10.0;
 /// keeping the schedule, ms.
 pub const DISPATCH_LAG_ALARM_MS: f64 = 5.0;
 
-fn warning(code: &str, message: String, fix: &str) -> Warning {
-    Warning {
-        code: code.to_string(),
-        message,
-        fix: fix.to_string(),
-        step: None,
-    }
-}
-
 /// Every warning that applies to a run with `config`, its steps and how it ended.
 pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Warning> {
     let mut warnings = Vec::new();
     match end {
-        EndReason::Interrupted => warnings.push(warning(
+        EndReason::Interrupted => warnings.push(Warning::new(
             "interrupted",
             "the run was interrupted; in-flight requests were recorded as cancelled".into(),
             "let the run finish for complete figures",
         )),
-        EndReason::NoProgress => warnings.push(warning(
+        EndReason::NoProgress => warnings.push(Warning::new(
             "no_progress",
             format!(
                 "the target sent nothing for {:?} with requests in flight; the run was abandoned",
@@ -44,7 +35,7 @@ pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Wa
             ),
             "check the server; raise --no-progress-timeout if it is just very slow",
         )),
-        EndReason::SinkFailed => warnings.push(warning(
+        EndReason::SinkFailed => warnings.push(Warning::new(
             "journal_failed",
             "writing the journal failed; the run was stopped".into(),
             "free disk space or choose another --out directory",
@@ -52,7 +43,7 @@ pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Wa
         EndReason::Completed => {}
     }
     if config.warmup == Warmup::None {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "no_warmup",
             "no warmup: cold-start effects (connection set-up, caches, compilation) are in the numbers".into(),
             "add --warmup 10% (or a request count or duration)",
@@ -64,7 +55,7 @@ pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Wa
         steps.iter().any(|step| step.load.mode == "closed")
     };
     if config.slo.is_some() && closed_loop {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "slo_in_closed_loop",
             "the SLO was judged under closed-loop load, which hides queueing delay".into(),
             "validate SLOs with open-loop load: --rate R (Poisson arrivals)",
@@ -74,10 +65,11 @@ pub fn check(config: &RunConfig, steps: &[StepReport], end: EndReason) -> Vec<Wa
         let first = warnings.len();
         check_step(config, step, &mut warnings);
         if steps.len() > 1 {
-            for warning in &mut warnings[first..] {
-                warning.message = format!("step {}: {}", index + 1, warning.message);
-                warning.step = Some(index);
-            }
+            let about_step: Vec<Warning> = warnings
+                .drain(first..)
+                .map(|w| w.about_step(index))
+                .collect();
+            warnings.extend(about_step);
         }
     }
     warnings
@@ -94,14 +86,14 @@ fn check_step(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>
 fn check_sample(step: &StepReport, warnings: &mut Vec<Warning>) {
     let completed = step.requests.completed;
     if completed < P99_TRUSTED_SAMPLES {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "few_samples",
             format!("p99 figures rest on {completed} completed requests; {P99_TRUSTED_SAMPLES} are needed to trust a p99 at 99 % confidence"),
             "run more requests (--requests) or longer (--duration)",
         ));
     }
     if step.duration_secs < SHORT_WINDOW_SECS {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "short_window",
             format!("the measurement window is {:.1} s; short windows report peaks, not sustainable throughput", step.duration_secs),
             "measure for at least a minute (--duration 60s)",
@@ -118,14 +110,14 @@ fn check_outcome(step: &StepReport, warnings: &mut Vec<Warning>) {
             .iter()
             .map(|(k, n)| format!("{n} {k}"))
             .collect();
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "failures",
             format!("{} of {} measured requests failed ({}); latency percentiles cover successes only, goodput counts failures as misses", step.requests.failed, step.requests.scheduled, kinds.join(", ")),
             "see failed_by_kind and the journal's failure messages",
         ));
     }
     if !step.stability.stable {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "unstable",
             format!("the queue was not stable: {}; this throughput is not sustainable", step.stability.reason),
             "lower the load until the run is stable, or use `goodput capacity` to find the sustainable rate",
@@ -150,7 +142,7 @@ fn check_client(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warnin
         .p99
         .filter(|lag| open_uncapped && *lag > DISPATCH_LAG_ALARM_MS)
     {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "client_lag",
             format!("dispatch lag p99 is {lag:.1} ms: the client did not keep its schedule"),
             "lower the rate, give the client more CPU, or run it on another machine",
@@ -163,14 +155,14 @@ fn check_tokens(step: &StepReport, warnings: &mut Vec<Warning>) {
     let completed = step.requests.completed;
     let tokens = &step.tokens;
     if tokens.usage_tokenizer_disagreements > 0 {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "usage_disagrees",
             format!("{} requests' server usage differs from goodput's tokenizer by more than 10 %", tokens.usage_tokenizer_disagreements),
             "expected with a different model vocabulary; otherwise check the server's usage reporting",
         ));
     }
     if tokens.output_length_mismatches > 0 {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "output_length_mismatch",
             format!(
                 "{} requests generated a different number of tokens than requested",
@@ -180,7 +172,7 @@ fn check_tokens(step: &StepReport, warnings: &mut Vec<Warning>) {
         ));
     }
     if completed > 0 && tokens.output_from_tokenizer == completed {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "no_usage",
             "the server reported no usage; output tokens were counted with goodput's tokenizer"
                 .into(),

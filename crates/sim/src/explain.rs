@@ -10,7 +10,7 @@ use goodput_protocol::hardware::{
 };
 
 use crate::config::{BatchingConfig, EngineConfig, FixedTimingConfig, SimConfig};
-use crate::engine::cost::{BatchEntry, StepCost, StepCostModel};
+use crate::engine::cost::{BatchEntry, StepCost, StepCostModel, decode_batch};
 use crate::engine::fixed::FixedTimingEngine;
 use crate::engine::kv::blocks_for;
 
@@ -319,16 +319,6 @@ pub fn decode_step(config: &BatchingConfig, batch: u32, context: u32) -> DecodeS
         compute_secs: step.compute_secs,
         bound: bound(&step),
     }
-}
-
-fn decode_batch(size: u32, context: u32) -> Vec<BatchEntry> {
-    (0..size)
-        .map(|_| BatchEntry {
-            new_tokens: 1,
-            context,
-            is_prefill: false,
-        })
-        .collect()
 }
 
 fn bound(step: &StepCost) -> &'static str {

@@ -4,12 +4,11 @@
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use anyhow::{Context, Result};
-use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::http::Target;
 use goodput_core::monitor::{MonitorRow, watch};
-use goodput_core::server::{MetricsEndpoint, default_metrics_url, split_metrics_url};
+use goodput_core::server::default_metrics_url;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::EXIT_OK;
@@ -24,18 +23,7 @@ pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
         (None, Some(target)) => default_metrics_url(&Target::parse(target).context("--target")?),
         (None, None) => anyhow::bail!("give --metrics-url or --target"),
     };
-    let (target, path) = split_metrics_url(&url).context("--metrics-url")?;
-    let client = HttpClient::tcp(
-        target,
-        HttpConfig {
-            max_idle: 2,
-            ..HttpConfig::default()
-        },
-    );
-    let timeout = args
-        .interval
-        .clamp(Duration::from_secs(1), Duration::from_secs(10));
-    let endpoint = MetricsEndpoint::new(client, &path, &url, timeout);
+    let endpoint = super::server_side::metrics_endpoint(&url, args.interval)?;
     let mut jsonl = match &args.jsonl {
         Some(path) => Some(
             OpenOptions::new()

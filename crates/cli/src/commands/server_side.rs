@@ -105,19 +105,8 @@ impl ServerSide {
             Some(url) => url.clone(),
             None => default_metrics_url(&Target::parse(target_url)?),
         };
-        let (target, path) = split_metrics_url(&url).context("--metrics-url")?;
-        let client = HttpClient::tcp(
-            target,
-            HttpConfig {
-                max_idle: 2,
-                ..HttpConfig::default()
-            },
-        );
-        let timeout = args
-            .metrics_interval
-            .clamp(Duration::from_secs(1), Duration::from_secs(10));
         let endpoint =
-            MetricsEndpoint::new(client, &path, &url, timeout).with_time_scale(self.time_scale);
+            metrics_endpoint(&url, args.metrics_interval)?.with_time_scale(self.time_scale);
         let probe = endpoint.scrape(None).await;
         if !probe.is_usable() {
             let why = probe.problem.as_ref().map_or("", |p| p.message.as_str());
@@ -215,6 +204,21 @@ impl ServerSide {
     }
 }
 
+/// A scraper's view of the Prometheus endpoint at `url`, scraped every `interval` (each scrape
+/// times out after the interval, clamped to 1–10 s).
+pub(crate) fn metrics_endpoint(url: &str, interval: Duration) -> Result<MetricsEndpoint> {
+    let (target, path) = split_metrics_url(url).context("--metrics-url")?;
+    let client = HttpClient::tcp(
+        target,
+        HttpConfig {
+            max_idle: 2,
+            ..HttpConfig::default()
+        },
+    );
+    let timeout = interval.clamp(Duration::from_secs(1), Duration::from_secs(10));
+    Ok(MetricsEndpoint::new(client, &path, url, timeout))
+}
+
 /// `goodput report`: adds the server-side sections from the files a run left in `dir` (one
 /// scrape journal per step for a sweep or capacity search).
 pub(crate) fn rebuild(
@@ -301,11 +305,11 @@ fn enrich_one(
         Vec::new(),
     );
     enrich(&mut one, inputs);
-    let mut warnings = one.warnings;
-    for warning in &mut warnings {
-        warning.message = format!("step {}: {}", index + 1, warning.message);
-        warning.step = Some(index);
-    }
+    let warnings = one
+        .warnings
+        .into_iter()
+        .map(|w| w.about_step(index))
+        .collect();
     let step = one
         .steps
         .pop()

@@ -93,16 +93,8 @@ impl Default for OpenAiConfig {
     }
 }
 
-const SECRET_HEADERS: [&str; 5] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "x-api-key",
-    "api-key",
-];
-
 fn is_secret(name: &HeaderName) -> bool {
-    SECRET_HEADERS.contains(&name.as_str())
+    crate::manifest::SECRET_HEADERS.contains(&name.as_str())
 }
 
 impl fmt::Debug for OpenAiConfig {

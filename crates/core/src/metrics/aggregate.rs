@@ -322,10 +322,7 @@ impl StepAggregator {
             throughput,
             tokens: self.token_report(),
             latency_ms: self.latency_report(),
-            latency_from_send_ms: LatencyFromSendReport {
-                ttft: stats(&self.latencies.ttft_from_send),
-                e2e: stats(&self.latencies.e2e_from_send),
-            },
+            latency_from_send_ms: self.latency_from_send_report(),
             goodput: self.goodput_report(
                 per_sec(work.compliant_requests),
                 per_sec(work.compliant_output_tokens),
@@ -358,15 +355,22 @@ impl StepAggregator {
             .then(|| (self.counts.scheduled - 1) as f64 / (span_us as f64 / 1e6))
     }
 
+    fn latency_from_send_report(&self) -> LatencyFromSendReport {
+        LatencyFromSendReport {
+            ttft: latency_stats(&self.latencies.ttft_from_send),
+            e2e: latency_stats(&self.latencies.e2e_from_send),
+        }
+    }
+
     fn latency_report(&self) -> LatencyReport {
         let l = &self.latencies;
         LatencyReport {
-            ttft: stats(&l.ttft),
-            tpot: stats(&l.tpot),
-            itl: stats(&l.itl),
-            e2e: stats(&l.e2e),
-            dispatch_lag: stats(&l.dispatch_lag),
-            client_queue_wait: stats(&l.client_queue_wait),
+            ttft: latency_stats(&l.ttft),
+            tpot: latency_stats(&l.tpot),
+            itl: latency_stats(&l.itl),
+            e2e: latency_stats(&l.e2e),
+            dispatch_lag: latency_stats(&l.dispatch_lag),
+            client_queue_wait: latency_stats(&l.client_queue_wait),
         }
     }
 
@@ -506,7 +510,8 @@ fn censored_percentile(
         .map(Duration::from_micros)
 }
 
-fn stats(histogram: &LatencyHistogram) -> LatencyStats {
+/// The report form of a latency histogram: mean, min, percentiles and max in milliseconds.
+pub(crate) fn latency_stats(histogram: &LatencyHistogram) -> LatencyStats {
     let ms = |us: Option<u64>| us.map(|v| v as f64 / 1000.0);
     LatencyStats {
         mean: histogram.mean_us().map(|v| v / 1000.0),

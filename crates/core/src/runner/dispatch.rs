@@ -19,7 +19,7 @@ use super::request::{RequestContext, Ticket, execute};
 use crate::backend::Activity;
 use crate::config::{LoadSpec, RunConfig};
 use crate::record::{Phase, RequestRecord};
-use crate::schedule::{ArrivalSchedule, PhasedSchedule};
+use crate::schedule::open_loop_arrivals;
 use crate::workload::Workload;
 
 /// What the dispatcher needs.
@@ -67,35 +67,15 @@ pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: Cancellatio
     if plan.workload.conversations().is_some() {
         return sessions::dispatch_sessions(plan, sender, stop).await;
     }
-    match plan.config.load {
-        LoadSpec::Closed { concurrency } => closed_loop(plan, concurrency, sender, stop).await,
-        LoadSpec::Open {
-            rate_per_sec,
-            arrival,
-            max_concurrency,
-        } => {
-            let schedule = ArrivalSchedule::new(rate_per_sec, arrival, plan.config.seed);
-            let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
-            open_loop(plan, schedule, limit, sender, stop).await;
-        }
-        LoadSpec::Profile {
-            ref phases,
-            arrival,
-            max_concurrency,
-        } => {
-            let schedule = PhasedSchedule::new(phases.clone(), arrival, plan.config.seed);
-            let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
-            open_loop(Arc::clone(&plan), schedule, limit, sender, stop).await;
-        }
-        LoadSpec::Replay { max_concurrency } => {
-            let offsets = plan
-                .workload
-                .arrival_offsets()
-                .unwrap_or_else(|| Arc::new([]));
-            let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
-            let schedule = (0..offsets.len()).map(move |i| offsets[i]);
-            open_loop(plan, schedule, limit, sender, stop).await;
-        }
+    if let LoadSpec::Closed { concurrency } = plan.config.load {
+        return closed_loop(plan, concurrency, sender, stop).await;
+    }
+    let replayed = plan.workload.arrival_offsets();
+    if let Some((schedule, max_concurrency)) =
+        open_loop_arrivals(&plan.config.load, plan.config.seed, replayed)
+    {
+        let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
+        open_loop(plan, schedule, limit, sender, stop).await;
     }
 }
 

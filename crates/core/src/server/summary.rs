@@ -236,15 +236,6 @@ fn series(log: &ScrapeLog, windows: usize, width: Duration) -> Vec<ServerWindow>
         .collect()
 }
 
-fn warning(code: &str, message: String, fix: &str) -> Warning {
-    Warning {
-        code: code.to_string(),
-        message,
-        fix: fix.to_string(),
-        step: None,
-    }
-}
-
 fn warnings(log: &ScrapeLog, report: &ServerReport) -> Vec<Warning> {
     let mut warnings = Vec::new();
     let url = &report.metrics_url;
@@ -263,7 +254,7 @@ fn warnings(log: &ScrapeLog, report: &ServerReport) -> Vec<Warning> {
         ProblemKind::NoKnownMetric,
     ];
     if let Some((count, message)) = first(&fatal) {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "server_metrics_failed",
             format!(
                 "{count} of {} scrapes of {url} gave nothing usable (first: {message}); the \
@@ -274,14 +265,14 @@ fn warnings(log: &ScrapeLog, report: &ServerReport) -> Vec<Warning> {
         ));
     }
     if let Some((count, message)) = first(&[ProblemKind::Malformed]) {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "server_metrics_malformed",
             format!("{count} scrapes of {url} were partly malformed (first: {message})"),
             "check the metrics endpoint (a proxy may be cutting or rewriting it)",
         ));
     }
     if report.counter_resets > 0 {
-        warnings.push(warning(
+        warnings.push(Warning::new(
             "server_counter_reset",
             format!(
                 "server counters went down {} times during the run (a restart?); increases were \
@@ -300,7 +291,7 @@ fn mismatch_warning(agreement: &TokenAgreement) -> Option<Warning> {
     if (ratio - 1.0).abs() <= TOKEN_MISMATCH_WARNING {
         return None;
     }
-    Some(warning(
+    Some(Warning::new(
         "server_token_mismatch",
         format!(
             "the server generated {:.0} tokens during the run, the client received {} ({:+.1} %)",

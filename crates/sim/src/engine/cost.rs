@@ -149,20 +149,21 @@ impl StepCostModel {
     }
 }
 
+/// A decode batch of `size` sequences, each at `context` tokens.
+pub(crate) fn decode_batch(size: u32, context: u32) -> Vec<BatchEntry> {
+    (0..size)
+        .map(|_| BatchEntry {
+            new_tokens: 1,
+            context,
+            is_prefill: false,
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-
-    fn decode_batch(size: u32, context: u32) -> Vec<BatchEntry> {
-        (0..size)
-            .map(|_| BatchEntry {
-                new_tokens: 1,
-                context,
-                is_prefill: false,
-            })
-            .collect()
-    }
 
     fn model_8b_h100() -> (BatchingConfig, StepCostModel) {
         let config = BatchingConfig::default();

@@ -5,14 +5,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use super::{StepAggregator, count_stats, stats};
+use super::{StepAggregator, count_stats};
 use crate::metrics::buckets::LengthBuckets;
 use crate::metrics::histogram::CountHistogram;
 use crate::metrics::slo::Slo;
 use crate::record::{Phase, RequestRecord};
-use crate::report::{
-    BucketReport, LatencyFromSendReport, SliceMetrics, Throughput, TurnReport, WorkloadStats,
-};
+use crate::report::{BucketReport, SliceMetrics, Throughput, TurnReport, WorkloadStats};
 
 /// Turn rows reported one by one; later turns share the last row.
 pub(super) const MAX_TURN_ROWS: u32 = 32;
@@ -181,10 +179,7 @@ impl StepAggregator {
             },
             tokens: self.token_report(),
             latency_ms: self.latency_report(),
-            latency_from_send_ms: LatencyFromSendReport {
-                ttft: stats(&self.latencies.ttft_from_send),
-                e2e: stats(&self.latencies.e2e_from_send),
-            },
+            latency_from_send_ms: self.latency_from_send_report(),
             goodput: self.goodput_report(
                 per_sec(work.compliant_requests),
                 per_sec(work.compliant_output_tokens),

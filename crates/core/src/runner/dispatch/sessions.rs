@@ -22,7 +22,7 @@ use super::{Plan, RecordSender};
 use crate::backend::{RequestInput, RequestSpec};
 use crate::config::LoadSpec;
 use crate::runner::request::execute_keeping_reply;
-use crate::schedule::{ArrivalSchedule, PhasedSchedule};
+use crate::schedule::open_loop_arrivals;
 
 /// Counters shared by every session of a run.
 #[derive(Debug, Default)]
@@ -55,38 +55,20 @@ pub(super) async fn dispatch_sessions(
         sender: sender.clone(),
         stop: stop.clone(),
     };
-    match plan.config.load {
-        LoadSpec::Closed { concurrency } => {
-            let workers = (0..concurrency)
-                .map(|_| tokio::spawn(closed_worker(context(None))))
-                .collect::<Vec<_>>();
-            for worker in workers {
-                let _ = worker.await;
-            }
+    if let LoadSpec::Closed { concurrency } = plan.config.load {
+        let workers = (0..concurrency)
+            .map(|_| tokio::spawn(closed_worker(context(None))))
+            .collect::<Vec<_>>();
+        for worker in workers {
+            let _ = worker.await;
         }
-        LoadSpec::Open {
-            rate_per_sec,
-            arrival,
-            max_concurrency,
-        } => {
-            let schedule = ArrivalSchedule::new(rate_per_sec, arrival, plan.config.seed);
-            open_sessions(context(max_concurrency), schedule).await;
-        }
-        LoadSpec::Profile {
-            ref phases,
-            arrival,
-            max_concurrency,
-        } => {
-            let schedule = PhasedSchedule::new(phases.clone(), arrival, plan.config.seed);
-            open_sessions(context(max_concurrency), schedule).await;
-        }
-        LoadSpec::Replay { max_concurrency } => {
-            let offsets = plan
-                .workload
-                .arrival_offsets()
-                .unwrap_or_else(|| Arc::new([]));
-            open_sessions(context(max_concurrency), offsets.iter().copied()).await;
-        }
+        return;
+    }
+    let replayed = plan.workload.arrival_offsets();
+    if let Some((schedule, max_concurrency)) =
+        open_loop_arrivals(&plan.config.load, plan.config.seed, replayed)
+    {
+        open_sessions(context(max_concurrency), schedule).await;
     }
 }
 
