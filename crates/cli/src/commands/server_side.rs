@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use goodput_core::analysis::{AnalysisConfig, EnrichInputs, Hardware, enrich};
+use goodput_core::analysis::{AnalysisConfig, EnrichInputs, Hardware, enrich, enrich_step};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::record::RequestRecord;
 use goodput_core::report::{Report, StepReport, Warning};
@@ -85,7 +85,8 @@ impl ServerSide {
         if args.metrics_interval < Duration::from_millis(10) {
             anyhow::bail!("--metrics-interval: at least 10ms");
         }
-        if let Some(dir) = out {
+        // The same inputs serve every step of a multi-step run: written once.
+        if let Some(dir) = out.filter(|_| step.is_none_or(|index| index == 0)) {
             output::json::write_json(&dir.join(ANALYSIS_FILE), &side.config)?;
         }
         if !args.no_metrics {
@@ -179,15 +180,15 @@ impl ServerSide {
         enrich(report, self.inputs(window));
     }
 
-    /// Adds the server-side sections to `step` of a multi-step run; returns the warnings.
+    /// Adds the server-side sections to `step` (step `index` of a multi-step run); returns
+    /// its warnings, which name the step.
     pub(crate) fn enrich_step(
         &self,
-        report_of: &Report,
-        step: StepReport,
+        step: &mut StepReport,
         index: usize,
         window: Duration,
-    ) -> (StepReport, Vec<Warning>) {
-        enrich_one(report_of, step, index, self.inputs(window))
+    ) -> Vec<Warning> {
+        step_warnings(enrich_step(step, self.inputs(window)), index)
     }
 
     fn inputs(&self, window: Duration) -> EnrichInputs<'_> {
@@ -262,9 +263,7 @@ pub(crate) fn rebuild(
             tally: &tally,
             window,
         };
-        let step = report.steps.remove(index);
-        let (step, warnings) = enrich_one(report, step, index, inputs);
-        report.steps.insert(index, step);
+        let warnings = step_warnings(enrich_step(&mut report.steps[index], inputs), index);
         for warning in warnings {
             if !report.warnings.contains(&warning) {
                 report.warnings.push(warning);
@@ -291,30 +290,9 @@ fn tally_of<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> ClientTally
     tally
 }
 
-/// Enriches `step` (step `index` of `report_of`) alone; its warnings name the step.
-fn enrich_one(
-    report_of: &Report,
-    step: StepReport,
-    index: usize,
-    inputs: EnrichInputs<'_>,
-) -> (StepReport, Vec<Warning>) {
-    let mut one = Report::new(
-        report_of.tool.clone(),
-        report_of.run.clone(),
-        vec![step],
-        Vec::new(),
-    );
-    enrich(&mut one, inputs);
-    let warnings = one
-        .warnings
-        .into_iter()
-        .map(|w| w.about_step(index))
-        .collect();
-    let step = one
-        .steps
-        .pop()
-        .unwrap_or_else(|| unreachable!("enrich keeps the one step it was given"));
-    (step, warnings)
+/// `warnings` about step `index`.
+fn step_warnings(warnings: Vec<Warning>, index: usize) -> Vec<Warning> {
+    warnings.into_iter().map(|w| w.about_step(index)).collect()
 }
 
 /// The embedded simulator's hardware (figures are in its time, whatever its time scale).

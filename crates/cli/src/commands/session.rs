@@ -241,9 +241,8 @@ impl Session {
             progress.abort();
         }
         let aggregator = probe.into_aggregator();
-        let step = aggregator.report(LoadReport::from(&config.load));
-        let report_of = Report::new(tool_info(), self.run_info.clone(), Vec::new(), Vec::new());
-        let (step, warnings) = server_side.enrich_step(&report_of, step, index, config.window);
+        let mut step = aggregator.report(LoadReport::from(&config.load));
+        let warnings = server_side.enrich_step(&mut step, index, config.window);
         self.server_warnings.extend(warnings);
         Ok(StepRun {
             step,

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::{Report, Warning};
+use crate::report::{Report, StepReport, Warning};
 use crate::server::{ClientTally, ScrapeHeader, ScrapeLog, ServerInputs, summarise};
 
 pub use cost::{CostInputs, CostReport};
@@ -104,29 +104,36 @@ pub struct EnrichInputs<'a> {
 pub fn enrich(report: &mut Report, inputs: EnrichInputs<'_>) {
     let mut warnings: Vec<Warning> = Vec::new();
     for step in &mut report.steps {
-        if let Some((header, log)) = inputs.server {
-            let (server, found) = summarise(ServerInputs {
-                header,
-                log,
-                step,
-                window: inputs.window,
-                tally: inputs.tally,
-            });
-            step.server = Some(server);
-            warnings.extend(found);
-        }
-        let config = inputs.config;
-        step.utilisation = config
-            .hardware
-            .as_ref()
-            .map(|hardware| utilisation::utilisation(hardware, step));
-        step.speculative_decoding =
-            speculative::speculative(step.server.as_ref(), inputs.tally, &config.speculative);
-        step.cost = cost::cost(&config.cost, step);
+        warnings.extend(enrich_step(step, inputs));
     }
     for warning in warnings {
         if !report.warnings.contains(&warning) {
             report.warnings.push(warning);
         }
     }
+}
+
+/// Adds the derived sections to one step; returns the warnings about scraping.
+pub fn enrich_step(step: &mut StepReport, inputs: EnrichInputs<'_>) -> Vec<Warning> {
+    let mut warnings = Vec::new();
+    if let Some((header, log)) = inputs.server {
+        let (server, found) = summarise(ServerInputs {
+            header,
+            log,
+            step,
+            window: inputs.window,
+            tally: inputs.tally,
+        });
+        step.server = Some(server);
+        warnings = found;
+    }
+    let config = inputs.config;
+    step.utilisation = config
+        .hardware
+        .as_ref()
+        .map(|hardware| utilisation::utilisation(hardware, step));
+    step.speculative_decoding =
+        speculative::speculative(step.server.as_ref(), inputs.tally, &config.speculative);
+    step.cost = cost::cost(&config.cost, step);
+    warnings
 }
