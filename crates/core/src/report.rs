@@ -178,6 +178,37 @@ pub struct Throughput {
     pub items_per_sec: f64,
 }
 
+/// How the work inside the throughput interval was counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ThroughputMethod {
+    /// Each completed request by the fraction of its life (scheduled send to end) inside the
+    /// interval: unbiased whatever the phase of synchronized waves.
+    #[default]
+    LifeFraction,
+    /// Requests that completed inside the interval (unstable runs, whose backlog at the end is
+    /// not work done, and runs whose every request was sent before the first completed).
+    Completions,
+}
+
+/// The throughput interval (`steps[].interval`): where every per-second figure was measured,
+/// and what was left out on either side.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct IntervalReport {
+    /// How the work inside the interval was counted.
+    pub method: ThroughputMethod,
+    /// First measured scheduled send, seconds since the run start.
+    pub first_arrival_secs: f64,
+    /// Last measured scheduled send (the interval's end in every ordinary run).
+    pub last_arrival_secs: f64,
+    /// Start-up left out: first measured scheduled send to the first completion, seconds.
+    pub startup_secs: f64,
+    /// Drain left out: the interval's end to the last measured end, seconds.
+    pub drain_secs: f64,
+    /// Requests that completed after the interval's end (the drain).
+    pub completed_after: u64,
+}
+
 /// Summary statistics of one latency, milliseconds. All `None` when nothing was measured.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LatencyStats {
@@ -303,10 +334,14 @@ pub struct ObjectiveResult {
 pub struct StepReport {
     /// Load level.
     pub load: LoadReport,
-    /// Measurement window length: first measured scheduled send to last measured end.
+    /// Throughput interval length, seconds: end of start-up (first completion, when later
+    /// than the first measured scheduled send) to the last measured scheduled send.
     pub duration_secs: f64,
-    /// Window start, seconds since the run start.
+    /// Throughput interval start, seconds since the run start.
     pub window_start_secs: f64,
+    /// How the throughput interval was chosen and counted, with start-up and drain apart.
+    #[serde(default)]
+    pub interval: IntervalReport,
     /// Request counts.
     pub requests: RequestCounts,
     /// Completed work per second.

@@ -4,6 +4,7 @@
 //! schedule, token counts that disagree). Each names the fix.
 
 use crate::config::{LoadSpec, RunConfig, Warmup};
+use crate::metrics::stability::Verdict;
 use crate::report::{StepReport, Warning};
 use crate::runner::EndReason;
 
@@ -116,12 +117,18 @@ fn check_outcome(step: &StepReport, warnings: &mut Vec<Warning>) {
             "see failed_by_kind and the journal's failure messages",
         ));
     }
-    if !step.stability.stable {
-        warnings.push(Warning::new(
+    match step.stability.verdict {
+        Verdict::Unstable => warnings.push(Warning::new(
             "unstable",
-            format!("the queue was not stable: {}; this throughput is not sustainable", step.stability.reason),
+            format!("the queue was not stable: {}; this throughput is the server's completion rate under overload, not a sustainable load", step.stability.reason),
             "lower the load until the run is stable, or use `goodput capacity` to find the sustainable rate",
-        ));
+        )),
+        Verdict::Inconclusive => warnings.push(Warning::new(
+            "stability_inconclusive",
+            format!("stability could not be judged: {}", step.stability.reason),
+            "run longer (--duration) so the verdict has enough intervals and arrivals after start-up",
+        )),
+        Verdict::Stable => {}
     }
 }
 

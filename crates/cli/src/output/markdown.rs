@@ -70,10 +70,9 @@ fn step_row(out: &mut String, i: usize, step: &StepReport) {
             .map_or("–".to_string(), |f| format!("{:.1} %", f * 100.0)),
         step.requests.completed,
         step.requests.failed,
-        if step.stability.stable {
-            "stable"
-        } else {
-            "**unstable**"
+        match step.stability.verdict {
+            goodput_core::metrics::stability::Verdict::Unstable => "**unstable**",
+            verdict => verdict.as_str(),
         }
     );
 }

@@ -136,16 +136,16 @@ fn render_server_latency(out: &mut String, server: &ServerReport) {
                 out,
                 "    {name:<20}{:>10}{:>10}{:>10}{:>10}{:>9}",
                 opt(h.mean),
-                opt(h.p50),
-                opt(h.p90),
-                opt(h.p99),
+                bucket(h.p50),
+                bucket(h.p90),
+                bucket(h.p99),
                 h.count.map_or("-".into(), |n| format!("{n:.0}"))
             );
         }
     }
     let _ = writeln!(
         out,
-        "    (server clock, from its arrival; percentiles interpolated inside the server's buckets, means exact)"
+        "    (server clock, from its arrival; percentiles to the resolution of the server's buckets, means exact)"
     );
 }
 
@@ -227,4 +227,9 @@ fn render_cost(out: &mut String, c: &CostReport) {
             render_figure(out, name, figure);
         }
     }
+}
+
+/// A percentile known to its bucket: `≤ 300`, `300–500` or `> 10000`.
+fn bucket(value: Option<goodput_core::server::report::QuantileBucket>) -> String {
+    value.map_or_else(|| "-".to_string(), |b| b.to_string())
 }

@@ -77,11 +77,7 @@ fn overview_row(index: usize, step: &StepReport) -> String {
             .as_ref()
             .and_then(|server| server.measurement.waiting.mean)
             .map_or("-".to_string(), |waiting| format!("{waiting:.1}")),
-        if step.stability.stable {
-            "stable"
-        } else {
-            "UNSTABLE"
-        }
+        verdict_word(step.stability.verdict)
     )
 }
 
@@ -172,5 +168,13 @@ pub(crate) fn render_capacity(out: &mut String, capacity: &CapacityReport) {
             format!("{:?}", probe.outcome).to_lowercase(),
             probe.reason
         );
+    }
+}
+
+/// `stable`, `UNSTABLE` or `inconclusive`, as the terminal shows a stability verdict.
+pub(crate) fn verdict_word(verdict: goodput_core::metrics::stability::Verdict) -> &'static str {
+    match verdict {
+        goodput_core::metrics::stability::Verdict::Unstable => "UNSTABLE",
+        verdict => verdict.as_str(),
     }
 }

@@ -155,7 +155,7 @@ fn render_step(out: &mut String, step: &StepReport) {
     let _ = writeln!(
         out,
         "\nStability: {} — {}{growth}",
-        if s.stable { "stable" } else { "UNSTABLE" },
+        super::steps::verdict_word(s.verdict),
         s.reason
     );
     render_trends_and_recovery(out, step);

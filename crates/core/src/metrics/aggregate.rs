@@ -2,27 +2,31 @@
 //! turns them into a [`StepReport`]. Records arrive in any order; the result depends only on
 //! the set of records, so a report rebuilt from the journal equals the live one.
 //!
-//! The measurement interval runs from the first to the last *scheduled* send of the measured
-//! (non-warmup) requests. Throughput is the work completed inside it (warmup requests that
-//! finish inside it included, measured requests that finish after it excluded) divided by its
-//! length: in steady state that is exactly the sustained rate, with no ramp-up or drain bias.
-//! Latency and goodput attainment cover the measured requests.
+//! Throughput is the work done inside the throughput interval — from the end of start-up to
+//! the last measured *scheduled* send — divided by its length, each request counted by the
+//! fraction of its life inside it (completions, when the queue grew): see [`interval`] and
+//! `docs/metrics.md`. Latency and goodput attainment cover the measured requests.
 
 mod breakdown;
+mod interval;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use self::breakdown::Breakdown;
+use self::interval::{Edges, Interval};
+use super::flow::Flow;
 use super::histogram::{CountHistogram, LatencyHistogram};
+use super::lives::LifeTimeline;
 use super::recovery::recovery;
 use super::slo::{LatencyMetric, PercentileObjective, Slo};
+use super::stability::{Stability, judge};
 use super::timeline::{CompletedWork, CompletionTimeline};
 use super::windows::Windows;
 use crate::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
 use crate::report::{
-    CountStats, GoodputReport, LatencyFromSendReport, LatencyReport, LatencyStats, LoadReport,
-    ObjectiveResult, RequestCounts, StepReport, Throughput, TokenReport,
+    CountStats, GoodputReport, IntervalReport, LatencyFromSendReport, LatencyReport, LatencyStats,
+    LoadReport, ObjectiveResult, RequestCounts, StepReport, Throughput, TokenReport,
 };
 use crate::units::to_ms;
 
@@ -62,10 +66,16 @@ pub struct StepAggregator {
     /// Per percentile objective of the SLO: (samples, misses) over measured requests (over
     /// tokens for ITL).
     objective_tallies: Vec<(u64, u64)>,
+    /// Successful completions by end time (the `completions` method).
     completed_work: CompletionTimeline,
+    /// The same work spread over each request's life (the `life_fraction` method).
+    lives: LifeTimeline,
+    /// Arrivals, ends and E2E at 10 ms, for the stability verdict.
+    flow: Flow,
     first_scheduled_us: Option<u64>,
     last_scheduled_us: Option<u64>,
     last_end_us: Option<u64>,
+    first_completion_us: Option<u64>,
     windows: Windows,
     /// Per-bucket, per-turn and workload figures (`None` inside a breakdown itself).
     breakdown: Option<Box<Breakdown>>,
@@ -91,9 +101,12 @@ impl StepAggregator {
             tokens: Tokens::default(),
             compliant: 0,
             completed_work: CompletionTimeline::default(),
+            lives: LifeTimeline::default(),
+            flow: Flow::default(),
             first_scheduled_us: None,
             last_scheduled_us: None,
             last_end_us: None,
+            first_completion_us: None,
             windows: Windows::new(window),
             breakdown: None,
             failure_examples: Default::default(),
@@ -110,12 +123,7 @@ impl StepAggregator {
             .as_ref()
             .is_some_and(|slo| slo.request_complies(record));
         self.add_to_windows(record, self.slo.is_some().then_some(complies));
-        if record.is_ok() {
-            let input = record.input_tokens.unwrap_or(0);
-            let items = record.items.max(1);
-            self.completed_work
-                .add(record.end_us, items, input, record.output_tokens, complies);
-        }
+        self.add_work(record, complies);
         if record.phase == Phase::Warmup {
             self.counts.warmup += 1;
             return;
@@ -130,6 +138,26 @@ impl StepAggregator {
             }
         }
         self.compliant += u64::from(complies);
+    }
+
+    /// The work of a successful request, by its end and over its life; its flow either way.
+    fn add_work(&mut self, record: &RequestRecord, complies: bool) {
+        let e2e = record.e2e().filter(|_| record.is_ok());
+        let e2e_us = e2e.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
+        self.flow.add(record.scheduled_us, record.end_us, e2e_us);
+        if !record.is_ok() {
+            return;
+        }
+        let input = record.input_tokens.unwrap_or(0);
+        let items = record.items.max(1);
+        self.completed_work
+            .add(record.end_us, items, input, record.output_tokens, complies);
+        let work = CompletedWork::of(items, input, record.output_tokens, complies);
+        self.lives.add(record.scheduled_us, record.end_us, work);
+        self.first_completion_us = Some(
+            self.first_completion_us
+                .map_or(record.end_us, |t| t.min(record.end_us)),
+        );
     }
 
     /// Counts and spans of a measured request, whatever its outcome.
@@ -269,32 +297,59 @@ impl StepAggregator {
         }
     }
 
-    /// The measurement interval `[start, end)` in µs since the run start and the work
-    /// completed in it: first to last measured scheduled send; when that span is empty (one
-    /// request, or a closed loop that started everything at once), first measured scheduled
-    /// send to just after the last measured end.
-    pub fn measurement_interval(&self) -> Option<(u64, u64, CompletedWork)> {
+    fn edges(&self) -> Option<Edges> {
         let (first, last) = (self.first_scheduled_us?, self.last_scheduled_us?);
-        if last > first {
-            return Some((first, last, self.completed_work.between(first, last)));
-        }
-        let end = self.last_end_us?.max(first) + 1;
-        Some((first, end, self.completed_work.between(first, end)))
+        Some(Edges {
+            first_arrival_us: first,
+            last_arrival_us: last,
+            first_completion_us: self.first_completion_us,
+            last_end_us: self.last_end_us.unwrap_or(last),
+        })
+    }
+
+    /// The stability verdict over the measured arrivals after start-up (the later of the first
+    /// completion and a quarter into the arrival span), with the soak trends.
+    fn stability(&self, edges: &Edges) -> Stability {
+        let (first, last) = (edges.first_arrival_us, edges.last_arrival_us);
+        let from = edges
+            .startup_end_us()
+            .max(first + (last.saturating_sub(first)) / 4);
+        let width_us = u64::try_from(self.windows.width().as_micros()).unwrap_or(u64::MAX);
+        judge(
+            &self.flow,
+            from,
+            last,
+            width_us,
+            self.windows.trends(first, last),
+        )
+    }
+
+    /// The throughput interval `[start, end)` in µs since the run start and the work done in
+    /// it (`docs/metrics.md`, "Throughput").
+    pub fn measurement_interval(&self) -> Option<(u64, u64, CompletedWork)> {
+        let edges = self.edges()?;
+        let interval = edges.interval(self.stability(&edges).verdict);
+        let work = interval.work(&self.lives, &self.completed_work);
+        Some((interval.start_us, interval.end_us, work))
     }
 
     /// The step's report for load level `load`.
     pub fn report(&self, load: LoadReport) -> StepReport {
-        let (start_us, end_us, work) =
-            self.measurement_interval()
-                .unwrap_or((0, 0, CompletedWork::default()));
-        let duration_secs = end_us.saturating_sub(start_us) as f64 / 1e6;
-        let per_sec = |n: f64| {
-            if duration_secs > 0.0 {
-                n / duration_secs
-            } else {
-                0.0
-            }
-        };
+        let edges = self.edges();
+        let stability = edges.map_or_else(
+            || judge(&self.flow, 0, 0, 1, Vec::new()),
+            |e| self.stability(&e),
+        );
+        let interval = edges.map_or(
+            Interval {
+                start_us: 0,
+                end_us: 0,
+                method: Default::default(),
+            },
+            |e| e.interval(stability.verdict),
+        );
+        let work = interval.work(&self.lives, &self.completed_work);
+        let per_sec = |n: f64| interval.per_sec(n);
         let throughput = Throughput {
             offered_requests_per_sec: self.offered_rate(),
             requests_per_sec: per_sec(work.requests),
@@ -303,18 +358,18 @@ impl StepAggregator {
             total_tokens_per_sec: per_sec(work.input_tokens + work.output_tokens),
             items_per_sec: per_sec(work.items),
         };
-        let last_arrival = self.last_scheduled_us.unwrap_or(start_us);
         let windows = self.windows.report();
         let width_secs = self.windows.width().as_secs_f64();
         let recovery = load
             .phases
             .as_deref()
             .and_then(|phases| recovery(&windows, width_secs, phases));
-        let (buckets, turns, workload_stats) = self.breakdown_reports(start_us, end_us);
+        let (buckets, turns, workload_stats) = self.breakdown_reports(&interval);
         StepReport {
             load,
-            duration_secs,
-            window_start_secs: start_us as f64 / 1e6,
+            duration_secs: interval.secs(),
+            window_start_secs: interval.start_us as f64 / 1e6,
+            interval: self.interval_report(edges.as_ref(), &interval),
             requests: RequestCounts {
                 failure_examples: self.failure_examples.messages(),
                 ..self.counts.clone()
@@ -327,7 +382,7 @@ impl StepAggregator {
                 per_sec(work.compliant_requests),
                 per_sec(work.compliant_output_tokens),
             ),
-            stability: self.windows.stability(start_us, last_arrival),
+            stability,
             windows,
             recovery,
             distributions_ms: super::quantiles::Distributions::from_histograms(
@@ -343,6 +398,25 @@ impl StepAggregator {
             buckets,
             turns,
             workload_stats,
+        }
+    }
+
+    /// The interval with start-up and drain apart.
+    fn interval_report(&self, edges: Option<&Edges>, interval: &Interval) -> IntervalReport {
+        let Some(edges) = edges else {
+            return IntervalReport::default();
+        };
+        let secs = |us: u64| us as f64 / 1e6;
+        let after = self
+            .completed_work
+            .between(interval.end_us, edges.last_end_us.max(interval.end_us) + 1);
+        IntervalReport {
+            method: interval.method,
+            first_arrival_secs: secs(edges.first_arrival_us),
+            last_arrival_secs: secs(edges.last_arrival_us),
+            startup_secs: secs(interval.start_us.saturating_sub(edges.first_arrival_us)),
+            drain_secs: secs(edges.last_end_us.saturating_sub(interval.end_us)),
+            completed_after: after.requests.round() as u64,
         }
     }
 

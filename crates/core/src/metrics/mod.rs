@@ -4,10 +4,13 @@
 pub mod aggregate;
 pub mod buckets;
 mod failure_examples;
+pub mod flow;
 pub mod histogram;
+pub mod lives;
 pub mod quantiles;
 pub mod recovery;
 pub mod slo;
+pub mod stability;
 pub mod timeline;
 pub mod trend;
 pub mod windows;

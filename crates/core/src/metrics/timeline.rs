@@ -39,7 +39,21 @@ impl AddAssign for CompletedWork {
 }
 
 impl CompletedWork {
-    fn scaled(self, factor: f64) -> CompletedWork {
+    /// One completed request's work.
+    pub fn of(items: u32, input_tokens: u64, output_tokens: u64, compliant: bool) -> Self {
+        let output = output_tokens as f64;
+        CompletedWork {
+            requests: 1.0,
+            items: f64::from(items),
+            input_tokens: input_tokens as f64,
+            output_tokens: output,
+            compliant_requests: if compliant { 1.0 } else { 0.0 },
+            compliant_output_tokens: if compliant { output } else { 0.0 },
+        }
+    }
+
+    /// Every field times `factor`.
+    pub fn scaled(self, factor: f64) -> CompletedWork {
         CompletedWork {
             requests: self.requests * factor,
             items: self.items * factor,

@@ -1,22 +1,13 @@
 //! Per-window time series over the run's timeline (arrivals, sends, completions, failures,
-//! output tokens, in-flight) and the stability verdict drawn from them.
-//!
-//! Stability (documented in `docs/metrics.md`): over the second half of the measured arrival
-//! span — so a start-up ramp does not count — the system is **unstable** when the in-flight
-//! count grows (least-squares slope with t-statistic > 3 and total growth over that half above
-//! max(2, 10 % of the mean in-flight, 3 × the residual standard deviation, 3 × √mean)) or when completions fall behind arrivals (fewer than
-//! 90 % as many completions as arrivals, with at least 20 arrivals over at least 8 windows, or
-//! fewer than 50 % with at least 5 arrivals over any span).
+//! output tokens, in-flight), and the soak trends drawn from them. The stability verdict lives
+//! in [`super::stability`].
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::trend::{Trend, fit, trends};
-
-/// Windows the completion-ratio test needs: over fewer, queue fluctuations look like a
-/// shortfall.
-pub const MIN_WINDOWS_FOR_RATIO: usize = 8;
+pub use super::stability::{Stability, Verdict};
+use super::trend::{Trend, trends};
 
 /// Counts per window of fixed width, indexed from the run start.
 #[derive(Debug, Clone)]
@@ -69,24 +60,6 @@ pub struct WindowReport {
     /// (failures count as misses); `None` without an SLO.
     #[serde(default)]
     pub slo_attained: Option<f64>,
-}
-
-/// The stability verdict.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stability {
-    /// Whether the queue stayed stable.
-    pub stable: bool,
-    /// Least-squares growth of the in-flight count, requests per second.
-    pub queue_growth_per_sec: Option<f64>,
-    /// Completions ÷ arrivals over the assessed span.
-    pub completion_ratio: Option<f64>,
-    /// Windows the verdict is based on.
-    pub windows_assessed: usize,
-    /// Why, in words.
-    pub reason: String,
-    /// Trends of throughput and latency over the measured windows (soak degradation).
-    #[serde(default)]
-    pub trends: Vec<Trend>,
 }
 
 impl Windows {
@@ -192,71 +165,16 @@ impl Windows {
             .collect()
     }
 
-    /// Judges stability over the windows between `start_us` and `end_us` (the measured
-    /// arrival span), using its second half.
-    pub fn stability(&self, start_us: u64, end_us: u64) -> Stability {
+    /// Soak trends over the measured windows `[start_us, end_us)` (the last one is partial and
+    /// left out, as is the first).
+    pub fn trends(&self, start_us: u64, end_us: u64) -> Vec<Trend> {
         let rows = self.report();
-        let span = end_us.saturating_sub(start_us);
-        let from = self.index(start_us + span / 2).saturating_add(1);
-        let to = self.index(end_us); // exclusive: the last window is partial
-        let assessed: Vec<&WindowReport> = rows.iter().take(to).skip(from).collect();
-        let arrivals: u64 = assessed.iter().map(|w| w.arrivals).sum();
-        let completions: u64 = assessed.iter().map(|w| w.completions + w.failures).sum();
-        let ratio = (arrivals > 0).then(|| completions as f64 / arrivals as f64);
-        let points: Vec<(f64, f64)> = assessed
-            .iter()
-            .map(|w| (w.start_secs, w.in_flight as f64))
-            .collect();
-        let trend = fit(&points);
-        let mut stable = true;
-        let mut reason = String::from("in-flight requests did not grow and completions kept pace");
-        if let Some(trend) = &trend {
-            let growth = trend.slope * trend.span;
-            // A stable queue's in-flight count fluctuates by about √mean (Poisson) or more
-            // (near saturation): growth within three of either is noise, not a trend.
-            let noise = 3.0 * trend.residual_sd.max(trend.mean.max(0.0).sqrt());
-            if trend.slope > 0.0
-                && trend.t_stat > 3.0
-                && growth > (0.1 * trend.mean).max(2.0).max(noise)
-            {
-                stable = false;
-                reason = format!(
-                    "in-flight requests grew by {:.1}/s ({growth:.0} over {:.0} s)",
-                    trend.slope, trend.span
-                );
-            }
-        }
-        // A 10 % shortfall needs 8 windows to tell it from queue fluctuation; falling behind by
-        // half is a shortfall at any length.
-        let falls_behind = |r: f64| {
-            (arrivals >= 20 && r < 0.9 && assessed.len() >= MIN_WINDOWS_FOR_RATIO)
-                || (arrivals >= 5 && r < 0.5)
-        };
-        if let Some(r) = ratio.filter(|r| falls_behind(*r)) {
-            if stable {
-                reason = format!(
-                    "completions kept pace with only {:.0} % of arrivals",
-                    r * 100.0
-                );
-            }
-            stable = false;
-        }
-        if assessed.len() < 4 {
-            reason.push_str(" (few windows: low confidence)");
-        }
         let measured: Vec<&WindowReport> = rows
             .iter()
-            .take(to)
+            .take(self.index(end_us))
             .skip(self.index(start_us) + 1)
             .collect();
-        Stability {
-            stable,
-            queue_growth_per_sec: trend.map(|t| t.slope),
-            completion_ratio: ratio,
-            windows_assessed: assessed.len(),
-            reason,
-            trends: trends(&measured, self.width_us as f64 / 1e6),
-        }
+        trends(&measured, self.width_us as f64 / 1e6)
     }
 }
 
@@ -278,22 +196,6 @@ mod tests {
             }
         }
         windows
-    }
-
-    #[test]
-    fn balanced_flow_is_stable() {
-        let stability = series(20, 20, 30).stability(0, 30_000_000);
-        assert!(stability.stable, "{stability:?}");
-        assert!(stability.queue_growth_per_sec.unwrap().abs() < 0.5);
-    }
-
-    #[test]
-    fn arrivals_beyond_capacity_are_unstable_with_positive_growth() {
-        let stability = series(30, 22, 30).stability(0, 30_000_000);
-        assert!(!stability.stable);
-        let growth = stability.queue_growth_per_sec.unwrap();
-        assert!((growth - 8.0).abs() < 0.5, "{growth}");
-        assert!((stability.completion_ratio.unwrap() - 22.0 / 30.0).abs() < 0.02);
     }
 
     #[test]

@@ -101,19 +101,48 @@ pub struct ServerLatency {
     pub queue: HistogramStats,
 }
 
-/// A differenced histogram, milliseconds; percentiles interpolated inside buckets.
+/// A differenced histogram, milliseconds: the exact mean, and each percentile as the bucket
+/// that holds it — never a value invented inside a bucket.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HistogramStats {
     /// Observations.
     pub count: Option<f64>,
     /// Exact mean (`sum / count`).
     pub mean: Option<f64>,
-    /// Median.
-    pub p50: Option<f64>,
-    /// 90th percentile.
-    pub p90: Option<f64>,
-    /// 99th percentile.
-    pub p99: Option<f64>,
+    /// Median: the bucket holding it.
+    pub p50: Option<QuantileBucket>,
+    /// 90th percentile: the bucket holding it.
+    pub p90: Option<QuantileBucket>,
+    /// 99th percentile: the bucket holding it.
+    pub p99: Option<QuantileBucket>,
+}
+
+/// Where a percentile lies, to the resolution of the server's buckets, milliseconds:
+/// `above_ms < p ≤ at_most_ms` (`at_most_ms` null in the open `+Inf` bucket).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct QuantileBucket {
+    /// The bucket's lower bound (0 for the first bucket).
+    pub above_ms: f64,
+    /// The bucket's upper bound; null when the percentile lies beyond the highest finite one.
+    pub at_most_ms: Option<f64>,
+}
+
+impl std::fmt::Display for QuantileBucket {
+    /// `≤ 300`, `300–500`, or `> 10000` (milliseconds, unit left to the caller).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = |v: f64| {
+            if v >= 100.0 || v == v.trunc() {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.1}")
+            }
+        };
+        match self.at_most_ms {
+            None => write!(f, "> {}", short(self.above_ms)),
+            Some(upper) if self.above_ms <= 0.0 => write!(f, "≤ {}", short(upper)),
+            Some(upper) => write!(f, "{}–{}", short(self.above_ms), short(upper)),
+        }
+    }
 }
 
 /// Counter increases over the whole run.

@@ -239,30 +239,23 @@ impl HistogramDelta {
         (self.count > 0.0).then(|| self.sum / self.count)
     }
 
-    /// The `q`-quantile by Prometheus' rule: find the bucket holding rank `q · count` and
-    /// interpolate linearly inside it (from 0 for the first bucket); a rank in the `+Inf`
-    /// bucket gives the highest finite bound.
-    pub fn quantile(&self, q: f64) -> Option<f64> {
+    /// The bucket `(lower, upper)` holding the `q`-quantile (rank `⌈q · count⌉`): `upper` is
+    /// `None` in the `+Inf` bucket, `lower` is 0 for the first bucket. Prometheus'
+    /// `histogram_quantile` interpolates inside the bucket; that invents resolution the
+    /// buckets do not have, so goodput reports the bucket.
+    pub fn quantile_bucket(&self, q: f64) -> Option<(f64, Option<f64>)> {
         let total = *self.cumulative.last()?;
         if total <= 0.0 {
             return None;
         }
-        let rank = q.clamp(0.0, 1.0) * total;
+        let rank = (q.clamp(0.0, 1.0) * total).ceil().max(1.0);
         let index = self.cumulative.iter().position(|&c| c >= rank)?;
         let upper = self.bounds[index];
-        let finite_top = self.bounds.iter().rev().find(|b| b.is_finite()).copied();
-        if upper.is_infinite() {
-            return finite_top;
-        }
-        let (lower, below) = match index {
-            0 => (0.0_f64.min(upper), 0.0),
-            _ => (self.bounds[index - 1], self.cumulative[index - 1]),
+        let lower = match index {
+            0 => 0.0_f64.min(upper),
+            _ => self.bounds[index - 1],
         };
-        let in_bucket = self.cumulative[index] - below;
-        if in_bucket <= 0.0 {
-            return Some(upper);
-        }
-        Some(lower + (upper - lower) * (rank - below) / in_bucket)
+        Some((lower, upper.is_finite().then_some(upper)))
     }
 }
 
@@ -525,12 +518,13 @@ mod tests {
         let delta = log.histogram(Concept::Ttft).unwrap().delta(0, 1_000);
         assert_eq!(delta.count, 100.0);
         assert_eq!(delta.mean(), Some(0.4));
-        // rank 50 of [0, 50, 90, 100]: in (0.1, 0.5], 50/50 of the way.
-        assert!((delta.quantile(0.5).unwrap() - 0.5).abs() < 1e-12);
-        // rank 25: half-way through (0.1, 0.5].
-        assert!((delta.quantile(0.25).unwrap() - 0.3).abs() < 1e-12);
-        // rank 99 lies in +Inf: the highest finite bound.
-        assert_eq!(delta.quantile(0.99), Some(1.0));
+        // Cumulative [0, 50, 90, 100]: rank 50 and rank 25 lie in (0.1, 0.5] — the bucket,
+        // not a value interpolated inside it.
+        assert_eq!(delta.quantile_bucket(0.5), Some((0.1, Some(0.5))));
+        assert_eq!(delta.quantile_bucket(0.25), Some((0.1, Some(0.5))));
+        assert_eq!(delta.quantile_bucket(0.9), Some((0.5, Some(1.0))));
+        // rank 99 lies in +Inf: above the highest finite bound, with no upper bound.
+        assert_eq!(delta.quantile_bucket(0.99), Some((1.0, None)));
     }
 
     #[test]

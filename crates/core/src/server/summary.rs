@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::concepts::Concept;
 use super::report::{
-    GaugeStats, HistogramStats, ServerInterval, ServerLatency, ServerReport, ServerTotals,
-    ServerWindow, SpecCounters, TokenAgreement,
+    GaugeStats, HistogramStats, QuantileBucket, ServerInterval, ServerLatency, ServerReport,
+    ServerTotals, ServerWindow, SpecCounters, TokenAgreement,
 };
 use super::scrape::ScrapeHeader;
 use super::series::{ProblemKind, ScrapeLog};
@@ -154,12 +154,20 @@ fn histogram_stats(log: &ScrapeLog, concept: Concept, from: u64, to: u64) -> His
     }
     let delta = histogram.delta(from, to);
     let ms = |secs: Option<f64>| secs.map(|s| s * 1000.0);
+    let bucket = |q: f64| {
+        delta
+            .quantile_bucket(q)
+            .map(|(lower, upper)| QuantileBucket {
+                above_ms: lower * 1000.0,
+                at_most_ms: upper.map(|u| u * 1000.0),
+            })
+    };
     HistogramStats {
         count: Some(delta.count),
         mean: ms(delta.mean()),
-        p50: ms(delta.quantile(0.50)),
-        p90: ms(delta.quantile(0.90)),
-        p99: ms(delta.quantile(0.99)),
+        p50: bucket(0.50),
+        p90: bucket(0.90),
+        p99: bucket(0.99),
     }
 }
 

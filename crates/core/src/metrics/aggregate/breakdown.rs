@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use super::interval::Interval;
 use super::{StepAggregator, count_stats};
 use crate::metrics::buckets::LengthBuckets;
 use crate::metrics::histogram::CountHistogram;
@@ -82,7 +83,7 @@ impl Breakdown {
         }
     }
 
-    fn buckets(&self, start_us: u64, end_us: u64) -> Vec<BucketReport> {
+    fn buckets(&self, interval: &Interval) -> Vec<BucketReport> {
         self.buckets
             .buckets()
             .iter()
@@ -91,18 +92,18 @@ impl Breakdown {
                 name: bucket.name.clone(),
                 min_input_tokens: bucket.min,
                 max_input_tokens: bucket.end.map(|end| end - 1),
-                metrics: aggregator.slice(start_us, end_us),
+                metrics: aggregator.slice(interval),
             })
             .collect()
     }
 
-    fn turns(&self, start_us: u64, end_us: u64) -> Vec<TurnReport> {
+    fn turns(&self, interval: &Interval) -> Vec<TurnReport> {
         self.by_turn
             .iter()
             .map(|(&turn, aggregator)| TurnReport {
                 turn,
                 and_later: turn == MAX_TURN_ROWS - 1,
-                metrics: aggregator.slice(start_us, end_us),
+                metrics: aggregator.slice(interval),
             })
             .collect()
     }
@@ -139,34 +140,27 @@ impl StepAggregator {
         self
     }
 
-    /// The buckets, turns and workload statistics of the step whose interval is
-    /// `[start_us, end_us)`.
+    /// The buckets, turns and workload statistics of the step whose throughput interval is
+    /// `interval`.
     pub(super) fn breakdown_reports(
         &self,
-        start_us: u64,
-        end_us: u64,
+        interval: &Interval,
     ) -> (Vec<BucketReport>, Vec<TurnReport>, WorkloadStats) {
         match &self.breakdown {
             Some(breakdown) => (
-                breakdown.buckets(start_us, end_us),
-                breakdown.turns(start_us, end_us),
+                breakdown.buckets(interval),
+                breakdown.turns(interval),
                 breakdown.stats(),
             ),
             None => (Vec::new(), Vec::new(), WorkloadStats::default()),
         }
     }
 
-    /// Every metric of this aggregator's requests, throughput over `[start_us, end_us)`.
-    fn slice(&self, start_us: u64, end_us: u64) -> SliceMetrics {
-        let work = self.completed_work.between(start_us, end_us);
-        let duration_secs = end_us.saturating_sub(start_us) as f64 / 1e6;
-        let per_sec = |n: f64| {
-            if duration_secs > 0.0 {
-                n / duration_secs
-            } else {
-                0.0
-            }
-        };
+    /// Every metric of this aggregator's requests, throughput over the step's `interval`
+    /// counted by the step's method.
+    fn slice(&self, interval: &Interval) -> SliceMetrics {
+        let work = interval.work(&self.lives, &self.completed_work);
+        let per_sec = |n: f64| interval.per_sec(n);
         SliceMetrics {
             requests: self.counts.clone(),
             throughput: Throughput {

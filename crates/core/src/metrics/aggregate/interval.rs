@@ -1,0 +1,86 @@
+//! The throughput interval and how work inside it is counted (`docs/metrics.md`,
+//! "Throughput"): from the end of start-up (the first completion, when it comes after the
+//! first measured arrival) to the last measured arrival; each request counted by the fraction
+//! of its life inside it — except when the queue grew (unstable), where the backlog at the end
+//! is not work done and completions inside the interval are counted instead.
+
+use crate::metrics::lives::LifeTimeline;
+use crate::metrics::stability::Verdict;
+use crate::metrics::timeline::{CompletedWork, CompletionTimeline};
+use crate::report::ThroughputMethod;
+
+/// The interval and its method.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Interval {
+    /// Start, µs since the run start.
+    pub(crate) start_us: u64,
+    /// End (exclusive).
+    pub(crate) end_us: u64,
+    /// How work inside it is counted.
+    pub(crate) method: ThroughputMethod,
+}
+
+/// The edges the interval is chosen from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Edges {
+    /// First and last measured scheduled send.
+    pub(crate) first_arrival_us: u64,
+    pub(crate) last_arrival_us: u64,
+    /// First successful completion of any request (warm-up included).
+    pub(crate) first_completion_us: Option<u64>,
+    /// Last end of a measured request.
+    pub(crate) last_end_us: u64,
+}
+
+impl Edges {
+    /// End of start-up: the pipeline is full once something completed.
+    pub(crate) fn startup_end_us(&self) -> u64 {
+        self.first_arrival_us
+            .max(self.first_completion_us.unwrap_or(self.first_arrival_us))
+    }
+
+    /// The interval for a run judged `verdict`.
+    pub(crate) fn interval(&self, verdict: Verdict) -> Interval {
+        let start = self.startup_end_us();
+        if self.last_arrival_us > start {
+            let method = if verdict == Verdict::Unstable {
+                ThroughputMethod::Completions
+            } else {
+                ThroughputMethod::LifeFraction
+            };
+            return Interval {
+                start_us: start,
+                end_us: self.last_arrival_us,
+                method,
+            };
+        }
+        // Everything was sent before anything completed (one request, or a closed loop that
+        // started all at once): first send to last end, which holds every measured life whole.
+        Interval {
+            start_us: self.first_arrival_us,
+            end_us: self.last_end_us.max(self.first_arrival_us + 1),
+            method: ThroughputMethod::LifeFraction,
+        }
+    }
+}
+
+impl Interval {
+    /// Length in seconds.
+    pub(crate) fn secs(&self) -> f64 {
+        self.end_us.saturating_sub(self.start_us) as f64 / 1e6
+    }
+
+    /// The work inside the interval, counted by its method.
+    pub(crate) fn work(&self, lives: &LifeTimeline, ends: &CompletionTimeline) -> CompletedWork {
+        match self.method {
+            ThroughputMethod::LifeFraction => lives.between(self.start_us, self.end_us),
+            ThroughputMethod::Completions => ends.between(self.start_us, self.end_us),
+        }
+    }
+
+    /// `n` per second of the interval (0 for an empty one).
+    pub(crate) fn per_sec(&self, n: f64) -> f64 {
+        let secs = self.secs();
+        if secs > 0.0 { n / secs } else { 0.0 }
+    }
+}

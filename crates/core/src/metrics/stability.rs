@@ -1,0 +1,300 @@
+//! The stability verdict — stable, unstable or inconclusive — from the in-flight count and the
+//! latency trend over the measured span (defined in `docs/metrics.md`, "Stability").
+//!
+//! The span assessed runs from the end of start-up (the later of the first completion and a
+//! quarter into the measured arrivals) to the last measured arrival, resampled into about twenty
+//! intervals (never wider than the report's windows), so a 5-second run is judged as surely as a
+//! minute. **Unstable**: the in-flight count grew steadily (least-squares slope with t > 3 and a
+//! growth over the span above 2, above 3 × its residual spread and above 3 × √ of the in-flight
+//! count at the span's start — the fluctuation of a stable queue), or completions fell behind
+//! arrivals (by more than 2 and 5 %) while end-to-end latency rose (t > 3, +10 % over the span),
+//! or fewer than half as many requests ended as arrived. **Inconclusive**: fewer than four
+//! intervals or eight arrivals to judge, or a significant growth within the noise while
+//! completions fell behind or latency rose. **Stable** otherwise.
+
+use serde::{Deserialize, Serialize};
+
+use super::flow::{Flow, FlowPoint};
+use super::trend::{Fit, LATENCY_RISE, SIGNIFICANT_T, Trend, fit};
+
+/// Intervals the span is resampled into.
+const TARGET_POINTS: u64 = 20;
+/// Fewest intervals, and fewest arrivals, a verdict needs.
+const MIN_POINTS: usize = 4;
+const MIN_ARRIVALS: u64 = 8;
+
+/// The three verdicts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The queue did not grow: the throughput is sustainable.
+    Stable,
+    /// Work accumulated: the load exceeds what the target sustains.
+    Unstable,
+    /// The run cannot tell (too short, or the signals are within the noise).
+    #[default]
+    Inconclusive,
+}
+
+impl Verdict {
+    /// `stable`, `unstable` or `inconclusive`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Stable => "stable",
+            Verdict::Unstable => "unstable",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// The stability verdict (`report.json` → `steps[].stability`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stability {
+    /// Whether the queue was judged stable (`verdict == "stable"`).
+    pub stable: bool,
+    /// Stable, unstable or inconclusive.
+    #[serde(default)]
+    pub verdict: Verdict,
+    /// Least-squares growth of the in-flight count over the assessed span, requests per second.
+    pub queue_growth_per_sec: Option<f64>,
+    /// Ends ÷ arrivals over the assessed span.
+    pub completion_ratio: Option<f64>,
+    /// Least-squares change of the mean E2E over the assessed span, ms per second of run.
+    #[serde(default)]
+    pub e2e_growth_ms_per_sec: Option<f64>,
+    /// Intervals the verdict is based on.
+    pub windows_assessed: usize,
+    /// Their width, seconds.
+    #[serde(default)]
+    pub assessed_window_secs: f64,
+    /// The assessed span, seconds since the run start.
+    #[serde(default)]
+    pub assessed_from_secs: Option<f64>,
+    /// End of the assessed span (the last measured arrival).
+    #[serde(default)]
+    pub assessed_to_secs: Option<f64>,
+    /// Why, in words (always agreeing with the figures above).
+    pub reason: String,
+    /// Trends of throughput and latency over the measured windows (soak degradation).
+    #[serde(default)]
+    pub trends: Vec<Trend>,
+}
+
+/// What the assessed span showed.
+struct Evidence {
+    points: usize,
+    arrivals: u64,
+    ends: u64,
+    start_in_flight: f64,
+    /// Standard deviation of the arrival count over the span, from the dispersion of the
+    /// per-interval counts (√arrivals for Poisson arrivals, about 0 for constant ones).
+    arrival_sd: f64,
+    growth: Option<Fit>,
+    latency: Option<Fit>,
+}
+
+impl Evidence {
+    fn ratio(&self) -> Option<f64> {
+        (self.arrivals > 0).then(|| self.ends as f64 / self.arrivals as f64)
+    }
+
+    fn span(&self) -> f64 {
+        self.growth.map_or(0.0, |f| f.span)
+    }
+
+    /// In-flight growth over the span (least squares).
+    fn growth(&self) -> f64 {
+        self.growth.map_or(0.0, |f| f.slope * f.span)
+    }
+
+    /// What growth chance alone could produce: 3 × the larger of a stable queue's
+    /// fluctuation (its residual spread, at least √ of the in-flight count at the start) and
+    /// the arrival count's own spread.
+    fn noise(&self) -> f64 {
+        let queue = self
+            .growth
+            .map_or(0.0, |f| f.residual_sd)
+            .max(self.start_in_flight.max(1.0).sqrt());
+        3.0 * queue.max(self.arrival_sd)
+    }
+
+    /// The in-flight count grew steadily and beyond chance.
+    fn grew(&self) -> bool {
+        self.growth.is_some_and(|f| {
+            f.slope > 0.0 && f.t_stat > SIGNIFICANT_T && self.growth() > self.noise().max(2.0)
+        })
+    }
+
+    fn shortfall(&self) -> f64 {
+        self.arrivals as f64 - self.ends as f64
+    }
+
+    /// Completions fell behind arrivals by more than the arrivals' own spread allows.
+    fn behind(&self) -> bool {
+        self.shortfall()
+            > (2.0 * self.arrival_sd)
+                .max(2.0)
+                .max(0.05 * self.arrivals as f64)
+    }
+
+    /// E2E rose significantly (t > 3) and materially (+10 % over the span).
+    fn latency_rose(&self) -> Option<f64> {
+        let fit = self.latency?;
+        let rise = if fit.mean > 0.0 {
+            fit.slope * fit.span / fit.mean
+        } else {
+            0.0
+        };
+        (fit.t_stat > SIGNIFICANT_T && rise > LATENCY_RISE).then_some(rise)
+    }
+
+    /// Whether the run rules out an overload of [`OVERLOAD`]: under it a FIFO queue's E2E
+    /// rises by at least `OVERLOAD` seconds per second of schedule and in-flight work grows by
+    /// `1 − 1/(1 + OVERLOAD)` of the arrivals; the run must put either out of reach (upper
+    /// bound at 2 standard errors).
+    fn rules_out_overload(&self) -> bool {
+        // The slope's error: the fit's own, and at least what the arrival count's spread
+        // moves a FIFO queue's wait by over the span (σ arrivals ÷ completions, s per s).
+        let arrival_se = 1000.0 * self.arrival_sd / (self.ends.max(1) as f64);
+        let latency = self.latency.is_some_and(|f| {
+            let fit_se = if f.t_stat.is_finite() && f.t_stat != 0.0 {
+                (f.slope / f.t_stat).abs()
+            } else {
+                0.0
+            };
+            f.slope + 2.0 * fit_se.max(arrival_se) < OVERLOAD * 1000.0
+        });
+        let arrivals = self.arrivals as f64;
+        let expected = (1.0 - 1.0 / (1.0 + OVERLOAD)) * arrivals;
+        let growth = self.growth() + 2.0 * self.arrival_sd.max(1.0) < expected;
+        // The offered rate itself must be known to better than the overload: with Poisson
+        // arrivals the count's spread is √arrivals, so this needs about 180 arrivals.
+        let offered_known = 2.0 * self.arrival_sd < OVERLOAD * arrivals;
+        offered_known && (latency || growth)
+    }
+}
+
+/// The smallest overload a stable verdict must rule out: 15 % above capacity.
+pub const OVERLOAD: f64 = 0.15;
+
+/// Judges the span `[from_us, to_us)` of `flow`, with intervals no wider than `window_us`;
+/// `trends` are the soak trends of the measured windows, carried into the verdict.
+pub fn judge(
+    flow: &Flow,
+    from_us: u64,
+    to_us: u64,
+    window_us: u64,
+    trends: Vec<Trend>,
+) -> Stability {
+    let span = to_us.saturating_sub(from_us);
+    let step = (span / TARGET_POINTS).clamp(10_000, window_us.max(10_000));
+    let step = step - step % 10_000;
+    let n = usize::try_from(span / step.max(1)).unwrap_or(0);
+    let points = flow.resample(from_us, step, n);
+    let evidence = evidence(flow, from_us, &points);
+    let (verdict, reason) = verdict(&evidence);
+    Stability {
+        stable: verdict == Verdict::Stable,
+        verdict,
+        queue_growth_per_sec: evidence.growth.map(|f| f.slope),
+        completion_ratio: evidence.ratio(),
+        e2e_growth_ms_per_sec: evidence.latency.map(|f| f.slope),
+        windows_assessed: evidence.points,
+        assessed_window_secs: step as f64 / 1e6,
+        assessed_from_secs: (n > 0).then_some(from_us as f64 / 1e6),
+        assessed_to_secs: (n > 0).then_some((from_us + n as u64 * step) as f64 / 1e6),
+        reason,
+        trends,
+    }
+}
+
+fn evidence(flow: &Flow, from_us: u64, points: &[FlowPoint]) -> Evidence {
+    let in_flight: Vec<(f64, f64)> = points.iter().map(|p| (p.at_secs, p.in_flight)).collect();
+    let latency: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p.at_secs, p.mean_e2e_ms?)))
+        .collect();
+    let n = points.len() as f64;
+    let arrivals: u64 = points.iter().map(|p| p.arrivals).sum();
+    let per_point = arrivals as f64 / n.max(1.0);
+    let dispersion = points
+        .iter()
+        .map(|p| (p.arrivals as f64 - per_point).powi(2))
+        .sum::<f64>()
+        / (n - 1.0).max(1.0);
+    Evidence {
+        points: points.len(),
+        arrivals,
+        ends: points.iter().map(|p| p.ends).sum(),
+        start_in_flight: flow.in_flight_at(from_us),
+        arrival_sd: (n * dispersion).sqrt(),
+        growth: fit(&in_flight),
+        latency: fit(&latency),
+    }
+}
+
+/// The verdict and a reason built from the same figures.
+fn verdict(e: &Evidence) -> (Verdict, String) {
+    let ratio = e.ratio().unwrap_or(1.0);
+    let pace = format!(
+        "{} of {} arrivals ended ({:.0} %)",
+        e.ends,
+        e.arrivals,
+        ratio * 100.0
+    );
+    if e.arrivals >= 5 && ratio < 0.5 {
+        return (
+            Verdict::Unstable,
+            format!("completions fell behind: {pace}"),
+        );
+    }
+    if e.points < MIN_POINTS || e.arrivals < MIN_ARRIVALS {
+        return (
+            Verdict::Inconclusive,
+            format!(
+                "too few {} to judge ({} intervals, {} arrivals after start-up; needs {MIN_POINTS} and {MIN_ARRIVALS}): run longer",
+                if e.points < MIN_POINTS {
+                    "intervals"
+                } else {
+                    "arrivals"
+                },
+                e.points,
+                e.arrivals
+            ),
+        );
+    }
+    let (span, grown, noise) = (e.span(), e.growth(), e.noise());
+    if e.grew() {
+        return (
+            Verdict::Unstable,
+            format!(
+                "in-flight requests grew steadily by {:.1}/s ({grown:.0} over {span:.1} s, beyond the ±{noise:.0} chance allows); {pace}",
+                grown / span.max(1e-9)
+            ),
+        );
+    }
+    if let (true, Some(rise)) = (e.behind(), e.latency_rose()) {
+        return (
+            Verdict::Unstable,
+            format!(
+                "completions fell behind arrivals ({pace}) while E2E rose {:.0} % over {span:.1} s",
+                rise * 100.0
+            ),
+        );
+    }
+    if !e.rules_out_overload() {
+        return (
+            Verdict::Inconclusive,
+            format!(
+                "no steady growth, but too little data to rule out a {:.0} % overload (in-flight {grown:+.0} over {span:.1} s, ±{noise:.0} by chance; {pace}): run longer",
+                OVERLOAD * 100.0
+            ),
+        );
+    }
+    (
+        Verdict::Stable,
+        format!(
+            "in-flight requests did not grow beyond chance (±{noise:.0}) and completions kept pace ({pace})"
+        ),
+    )
+}

@@ -1,0 +1,109 @@
+//! Property test of the stability verdict over random arrival and service rates: an M/D/c
+//! queue (Poisson arrivals, c servers, fixed service time, FIFO) is simulated exactly and its
+//! records folded into a step. Loads 15 % or more above capacity are never called stable;
+//! loads of 85 % or less are never called unstable (runs of 20 windows or more).
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use goodput_core::config::LoadSpec;
+use goodput_core::metrics::StepAggregator;
+use goodput_core::metrics::stability::{Stability, Verdict};
+use goodput_core::record::{Phase, RequestRecord, TokenSource};
+use goodput_core::report::LoadReport;
+use proptest::prelude::*;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::{RngExt, SeedableRng};
+
+fn record(index: u64, phase: Phase, scheduled_us: u64, end_us: u64) -> RequestRecord {
+    RequestRecord {
+        index,
+        phase,
+        scheduled_us,
+        dequeued_us: scheduled_us,
+        sent_us: Some(scheduled_us),
+        response_us: Some(end_us),
+        first_token_us: Some(end_us),
+        last_token_us: Some(end_us),
+        end_us,
+        streamed: false,
+        input_tokens: Some(10),
+        input_tokens_source: TokenSource::Usage,
+        expected_input_tokens: None,
+        output_tokens: 1,
+        output_tokens_source: TokenSource::Usage,
+        requested_output_tokens: None,
+        tokenizer_output_tokens: None,
+        chunks: vec![[end_us, 1]],
+        items: 1,
+        status: Some(200),
+        failure: None,
+        finish_reason: None,
+        retries: 0,
+        headers: Vec::new(),
+        server_timings: None,
+        turn: None,
+        step: 0,
+        session: None,
+    }
+}
+
+/// The stability of an M/D/c queue run for `secs` at `rate` (10 % warm-up, 1 s windows).
+fn simulate(rate: f64, servers: usize, service_us: u64, secs: u64, seed: u64) -> Stability {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
+    let mut free_at = vec![0u64; servers];
+    let mut aggregator = StepAggregator::new(None, Duration::from_secs(1));
+    let (mut t, end) = (0.0f64, secs as f64);
+    let mut index = 0;
+    loop {
+        let u: f64 = rng.random::<f64>().max(1e-12);
+        t += -u.ln() / rate;
+        if t >= end {
+            break;
+        }
+        let at = (t * 1e6) as u64;
+        let slot = (0..servers).min_by_key(|&i| free_at[i]).unwrap();
+        let done = free_at[slot].max(at) + service_us;
+        free_at[slot] = done;
+        let phase = if t < end * 0.1 {
+            Phase::Warmup
+        } else {
+            Phase::Measure
+        };
+        aggregator.add(&record(index, phase, at, done));
+        index += 1;
+    }
+    aggregator
+        .report(LoadReport::from(&LoadSpec::Closed { concurrency: 1 }))
+        .stability
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn overload_is_never_stable(
+        servers in 1usize..32,
+        service_ms in 20u64..2_000,
+        overload in 1.15f64..3.0,
+        secs in 20u64..90,
+        seed in any::<u64>(),
+    ) {
+        let capacity = servers as f64 / (service_ms as f64 / 1000.0);
+        let s = simulate(capacity * overload, servers, service_ms * 1000, secs, seed);
+        prop_assert_ne!(s.verdict, Verdict::Stable, "{:?}", s);
+    }
+
+    #[test]
+    fn light_load_is_never_unstable(
+        servers in 1usize..32,
+        service_ms in 20u64..2_000,
+        load in 0.05f64..0.85,
+        secs in 20u64..90,
+        seed in any::<u64>(),
+    ) {
+        let capacity = servers as f64 / (service_ms as f64 / 1000.0);
+        let s = simulate(capacity * load, servers, service_ms * 1000, secs, seed);
+        prop_assert_ne!(s.verdict, Verdict::Unstable, "{:?}", s);
+    }
+}
