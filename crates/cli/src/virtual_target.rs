@@ -130,8 +130,8 @@ pub(crate) fn virtual_capacity(
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
-    let probe = |_: usize, load: f64| {
-        let result = target.probe(&plan.config_at(load));
+    let probe = |_: usize, load: f64, run: u32| {
+        let result = target.probe(&plan.config_for_run(load, run));
         std::future::ready(Ok::<_, ProbeError>(result))
     };
     let search = find_capacity(
@@ -226,6 +226,9 @@ fn record(
 }
 
 #[cfg(test)]
+mod coverage;
+
+#[cfg(test)]
 mod tests {
     use goodput_core::config::{Arrival, Warmup};
     use goodput_core::metrics::Slo;
@@ -277,6 +280,7 @@ mod tests {
             tolerance: 0.1,
             max_probes: 16,
             integer: false,
+            budget_secs: None,
         };
         // A TPOT target near the bandwidth floor: how big a batch stays under it is set by
         // memory bandwidth (3.35 vs 4.8 TB/s), compute being equal.

@@ -207,6 +207,8 @@ pub struct IntervalReport {
     pub drain_secs: f64,
     /// Requests that completed after the interval's end (the drain).
     pub completed_after: u64,
+    /// Last end of a measured request, seconds since the run start: how long the step took.
+    pub last_end_secs: f64,
 }
 
 /// Summary statistics of one latency, milliseconds. All `None` when nothing was measured.

@@ -77,6 +77,7 @@ async fn search(
         tolerance: 0.05,
         max_probes: 20,
         integer,
+        budget_secs: None,
     };
     let cancel = CancellationToken::new();
     let (report, steps) = find_capacity(
@@ -84,9 +85,9 @@ async fn search(
         search,
         &criteria,
         measured,
-        |index, load| {
+        |index, load, run| {
             let (prober, cancel) = (&prober, &cancel);
-            async move { prober.probe(index, load, None, cancel).await }
+            async move { prober.probe(index, load, run, None, cancel).await }
         },
         |probe| {
             eprintln!(

@@ -48,7 +48,7 @@ async fn synchronized_waves_give_concurrency_over_e2e_whatever_the_run_length() 
                 );
                 let tokens = (t.output_tokens_per_sec - 64.0 * truth).abs() / (64.0 * truth);
                 assert!(tokens < 0.01, "output tokens/s {t:?}");
-                assert_eq!(step.stability.verdict == Verdict::Unstable, false);
+                assert_ne!(step.stability.verdict, Verdict::Unstable);
             }
         }
     }

@@ -77,6 +77,11 @@ pub(crate) struct CapacityArgs {
     /// Longest a probe may run.
     #[arg(long, default_value = "10m", value_parser = parse_duration, help_heading = "Capacity search")]
     pub(crate) max_probe_duration: Duration,
+    /// Most target time the whole search may spend probing, e.g. 30m (default: no limit). A
+    /// probe is not started, nor an undecided one extended, past it; the report says which
+    /// loads stayed undecided.
+    #[arg(long, value_parser = parse_duration, help_heading = "Capacity search")]
+    pub(crate) budget: Option<Duration>,
     /// Search the embedded simulator in virtual time: no HTTP and no sleeping, so a search
     /// takes seconds (fixed prompt and answer lengths only).
     #[arg(long, conflicts_with = "target", help_heading = "Capacity search")]

@@ -77,6 +77,7 @@ pub(crate) fn search_config(args: &CapacityArgs, start: f64, tolerance: f64) -> 
         tolerance,
         max_probes: args.max_probes,
         integer,
+        budget_secs: args.budget.map(|b| b.as_secs_f64()),
     }
 }
 
@@ -129,8 +130,11 @@ async fn live(
     let accelerators = args.run.server_side.accelerators;
     let quiet = args.run.quiet;
     let start = args.start;
-    let plan = probe_plan(&args, RunConfig::default(), criteria.clone(), measured);
     let bounds = search_config(&args, args.start.unwrap_or(args.min_load), tolerance);
+    // Probes take their arrival process and client cap from the session's configuration (so
+    // --arrival and --max-concurrency shape every probe).
+    let base = args.run.run_config(0)?;
+    let plan = probe_plan(&args, base, criteria.clone(), measured);
     let mut session = Session::open(args.run, command_line).await?;
     let plan = ProbePlan {
         base: session.config.clone(),
@@ -200,12 +204,17 @@ async fn search_live(
         search,
         &criteria,
         plan.measured_requests,
-        async |index: usize, load: f64| {
+        async |index: usize, load: f64, run: u32| {
             if !quiet {
-                eprintln!("probe {}: load {load:.3} …", index + 1);
+                let extension = if run > 1 {
+                    format!(" (run {run}: extended, undecided)")
+                } else {
+                    String::new()
+                };
+                eprintln!("probe {}: load {load:.3}{extension} …", index + 1);
             }
             let run = match session
-                .run_step(&plan.config_at(load), None, Some(&criteria))
+                .run_step(&plan.config_for_run(load, run), None, Some(&criteria))
                 .await
             {
                 Ok(run) => run,

@@ -45,6 +45,7 @@ pub(crate) fn estimate(
         tolerance: 0.02,
         max_probes: 30,
         integer: false,
+        budget_secs: None,
     };
     let (capacity, steps) = virtual_capacity(&target, &plan, search, |_| {});
     let rate = capacity.lower_bound.with_context(|| {

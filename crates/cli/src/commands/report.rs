@@ -140,25 +140,24 @@ fn rejudge_capacity(
     if let Some(slo) = slo {
         criteria.slo = slo.clone();
     }
-    let probes = steps
+    let probes: Vec<(f64, &StepReport, &Compliance)> = steps
         .iter()
         .zip(compliance)
         .skip(plan.first_probe_step)
-        .enumerate()
-        .map(|(index, (step, tally))| {
+        .map(|(step, tally)| {
             let load = step
                 .load
                 .rate_per_sec
                 .or(step.load.concurrency.map(f64::from))
                 .unwrap_or(f64::NAN);
-            criteria.evaluate(index, load, step, tally)
+            (load, step, tally)
         })
         .collect();
     CapacityPlan {
         criteria,
         ..plan.clone()
     }
-    .report_from(probes)
+    .report_from(&probes)
 }
 
 /// The journal file and its directory, from either of them.

@@ -42,8 +42,16 @@ pub struct CapacityReport {
     pub max_sustainable_concurrency: Option<u32>,
     /// Highest passing load (= the capacity figure).
     pub lower_bound: Option<f64>,
-    /// Lowest non-passing load above it: the true capacity lies between the bounds.
+    /// Lowest *failing* (refuted or unstable) load above it: the true capacity lies between
+    /// the bounds. Never an undecided probe.
     pub upper_bound: Option<f64>,
+    /// Loads between the bounds whose probes could not be decided (neither proven nor refuted
+    /// within the runs the budget allowed): the capacity may lie above them or below.
+    #[serde(default)]
+    pub undecided_loads: Vec<f64>,
+    /// Target time the search spent probing, seconds.
+    #[serde(default)]
+    pub spent_secs: f64,
     /// The SLO, in flag syntax.
     pub slo: String,
     /// Attainment target of the per-request thresholds.
@@ -90,28 +98,51 @@ pub struct CapacityPlan {
 }
 
 impl CapacityPlan {
-    /// The verdict from probes already judged (in search order), replaying the search.
-    pub fn report_from(&self, probes: Vec<Probe>) -> CapacityReport {
+    /// The verdict from the probe steps of a journal (in search order), judged again under
+    /// the plan's criteria and replaying the search: consecutive steps at the same load are
+    /// the runs of one extended probe, judged together.
+    pub fn report_from(&self, steps: &[(f64, &StepReport, &Compliance)]) -> CapacityReport {
         let mut state = Search::new(self.search);
-        for probe in &probes {
-            state.record(probe.load, probe.outcome == Outcome::Pass);
+        let looks = self.criteria.per_look();
+        let mut probes: Vec<Probe> = Vec::new();
+        let mut merged: Option<(f64, Compliance, u32)> = None;
+        let mut spent = 0.0;
+        for &(load, step, compliance) in steps {
+            let (total, runs) = match merged.take() {
+                Some((previous, tally, runs)) if previous == load => {
+                    (tally.merged(compliance), runs + 1)
+                }
+                _ => (compliance.clone(), 1),
+            };
+            let mut probe = looks.evaluate(probes.len(), load, step, &total);
+            probe.runs = runs;
+            state.record(load, probe.outcome);
+            spent += step.interval.last_end_secs;
+            probes.push(probe);
+            merged = Some((load, total, runs));
         }
         let conclusion = match state.next() {
             Err(conclusion) => conclusion,
+            Ok(_) if self.search.budget_secs.is_some_and(|b| spent >= b) => Conclusion::Budget,
             Ok(_) => Conclusion::Aborted,
         };
-        summarize(
+        let mut report = summarize(
             self.dimension,
             &state,
             &self.criteria,
             self.requests_per_probe,
             conclusion,
             probes,
-        )
-        .with_accelerators(self.accelerators)
-        .with_first_probe_step(self.first_probe_step)
+        );
+        report.spent_secs = spent;
+        report
+            .with_accelerators(self.accelerators)
+            .with_first_probe_step(self.first_probe_step)
     }
 }
+
+/// Runs of one probe at most (the first and its extensions).
+pub const MAX_RUNS: u32 = 3;
 
 /// A probe that could not be run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -123,9 +154,11 @@ pub struct ProbeError {
     pub message: String,
 }
 
-/// Searches for the capacity: `probe(index, load)` runs one measured step and returns its
-/// report and compliance; `on_probe` sees each judged probe as it completes. Returns the
-/// verdict and every probe's step report (in probe order).
+/// Searches for the capacity: `probe(index, load, run)` runs one measured step (run `k` of an
+/// undecided probe measures `2^(k−1)` times the requests) and returns its report and
+/// compliance; `on_probe` sees each judged run as it completes. An undecided probe is extended
+/// up to [`MAX_RUNS`] runs while the budget allows, its runs judged together. Returns the
+/// verdict and every run's step report (in order).
 pub async fn find_capacity<F>(
     dimension: Dimension,
     search: SearchConfig,
@@ -135,26 +168,45 @@ pub async fn find_capacity<F>(
     mut on_probe: impl FnMut(&Probe),
 ) -> (CapacityReport, Vec<StepReport>)
 where
-    F: AsyncFnMut(usize, f64) -> Result<(StepReport, Compliance), ProbeError>,
+    F: AsyncFnMut(usize, f64, u32) -> Result<(StepReport, Compliance), ProbeError>,
 {
     let mut state = Search::new(search);
-    let mut probes = Vec::new();
+    let looks = criteria.per_look();
+    let mut probes: Vec<Probe> = Vec::new();
     let mut steps = Vec::new();
-    let conclusion = loop {
+    let mut spent = 0.0;
+    let over = |spent: f64, next: f64| search.budget_secs.is_some_and(|b| spent + next > b);
+    let conclusion = 'search: loop {
         let load = match state.next() {
             Ok(load) => load,
             Err(conclusion) => break conclusion,
         };
-        let Ok((step, compliance)) = probe(probes.len(), load).await else {
-            break Conclusion::Aborted;
-        };
-        let judged = criteria.evaluate(probes.len(), load, &step, &compliance);
-        state.record(load, judged.outcome == Outcome::Pass);
-        on_probe(&judged);
-        probes.push(judged);
-        steps.push(step);
+        let mut merged: Option<Compliance> = None;
+        for run in 1..=MAX_RUNS {
+            if over(spent, 0.0) {
+                break 'search Conclusion::Budget;
+            }
+            let Ok((step, compliance)) = probe(probes.len(), load, run).await else {
+                break 'search Conclusion::Aborted;
+            };
+            let run_secs = step.interval.last_end_secs;
+            spent += run_secs;
+            let total = merged.map_or_else(|| compliance.clone(), |m| m.merged(&compliance));
+            let mut judged = looks.evaluate(probes.len(), load, &step, &total);
+            judged.runs = run;
+            state.record(load, judged.outcome);
+            on_probe(&judged);
+            let undecided = judged.outcome == Outcome::Inconclusive;
+            probes.push(judged);
+            steps.push(step);
+            // The next run measures twice as many requests: about twice as long.
+            if !undecided || over(spent, 2.0 * run_secs) {
+                break;
+            }
+            merged = Some(total);
+        }
     };
-    let report = summarize(
+    let mut report = summarize(
         dimension,
         &state,
         criteria,
@@ -162,6 +214,7 @@ where
         conclusion,
         probes,
     );
+    report.spent_secs = spent;
     (report, steps)
 }
 
@@ -202,6 +255,8 @@ fn summarize(
             .map(|c| c as u32),
         lower_bound: lower,
         upper_bound: state.upper(),
+        undecided_loads: state.undecided(),
+        spent_secs: 0.0,
         slo: criteria.slo.to_string(),
         attainment_target: criteria.attainment,
         confidence: criteria.confidence,

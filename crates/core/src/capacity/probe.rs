@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::early_stopping::{Verdict, judge};
 use crate::metrics::aggregate::Compliance;
 use crate::metrics::slo::Slo;
+use crate::metrics::stability::Verdict as Stability;
 use crate::report::StepReport;
 
 /// What a probe must show to pass.
@@ -31,6 +32,13 @@ pub struct Check {
     pub samples: u64,
     /// Samples that missed (failed requests included).
     pub misses: u64,
+    /// How much more the misses clustered in time than independent samples would (design
+    /// effect, ≥ 1).
+    #[serde(default = "one_f64")]
+    pub dispersion: f64,
+    /// Samples the verdict counts: `samples / dispersion`.
+    #[serde(default)]
+    pub effective_samples: u64,
     /// `1 − misses / samples`.
     pub attained: Option<f64>,
     /// Binomial verdict at the criteria's confidence.
@@ -45,7 +53,8 @@ pub enum Outcome {
     Pass,
     /// Unstable, or a target refuted.
     Fail,
-    /// Stable, nothing refuted, but not every target proven with the requests measured.
+    /// Nothing refuted and not unstable, but not every target proven (or stability not
+    /// judged) with the requests measured.
     Inconclusive,
 }
 
@@ -62,9 +71,13 @@ pub struct Probe {
     pub requests_per_sec: f64,
     /// Compliant requests per second (per-run request goodput).
     pub goodput_requests_per_sec: Option<f64>,
-    /// Measured requests.
+    /// Measured requests (over every run of the probe).
     pub measured: u64,
-    /// Whether the queue stayed stable.
+    /// Runs at this load whose requests were judged together: 1, or more when an undecided
+    /// probe was extended.
+    #[serde(default = "one")]
+    pub runs: u32,
+    /// Whether the queue stayed stable (in the last run).
     pub stable: bool,
     /// Verdict per target.
     pub checks: Vec<Check>,
@@ -75,6 +88,16 @@ pub struct Probe {
 }
 
 impl Criteria {
+    /// The criteria each run of a probe is judged by: a probe may be looked at up to
+    /// [`super::MAX_RUNS`] times (the first run and its extensions), so each look spends a
+    /// share of the error budget (Bonferroni) and the probe's verdict holds at `confidence`.
+    pub fn per_look(&self) -> Criteria {
+        Criteria {
+            confidence: 1.0 - (1.0 - self.confidence) / f64::from(super::MAX_RUNS),
+            ..self.clone()
+        }
+    }
+
     /// Judges a measured step.
     pub fn evaluate(
         &self,
@@ -84,7 +107,8 @@ impl Criteria {
         compliance: &Compliance,
     ) -> Probe {
         let checks = self.checks(compliance);
-        let stable = step.stability.stable;
+        let stability = step.stability.verdict;
+        let stable = stability == Stability::Stable;
         let refuted: Vec<&Check> = checks
             .iter()
             .filter(|c| c.verdict == Verdict::Refuted)
@@ -93,13 +117,18 @@ impl Criteria {
             .iter()
             .filter(|c| c.verdict == Verdict::Inconclusive)
             .collect();
-        let (outcome, reason) = if !stable {
+        let (outcome, reason) = if stability == Stability::Unstable {
             (
                 Outcome::Fail,
                 format!("unstable: {}", step.stability.reason),
             )
         } else if !refuted.is_empty() {
             (Outcome::Fail, format!("refuted: {}", describe(&refuted)))
+        } else if stability == Stability::Inconclusive {
+            (
+                Outcome::Inconclusive,
+                format!("stability not judged: {}", step.stability.reason),
+            )
         } else if !unproven.is_empty() {
             (
                 Outcome::Inconclusive,
@@ -119,6 +148,7 @@ impl Criteria {
             requests_per_sec: step.throughput.requests_per_sec,
             goodput_requests_per_sec: step.goodput.requests_per_sec,
             measured: compliance.measured,
+            runs: 1,
             stable,
             checks,
             outcome,
@@ -138,8 +168,8 @@ impl Criteria {
             checks.push(self.check(
                 thresholds.to_string(),
                 self.attainment,
-                compliance.measured,
-                misses,
+                (compliance.measured, misses),
+                compliance.threshold_dispersion,
             ));
         }
         for tally in &compliance.objectives {
@@ -148,19 +178,42 @@ impl Criteria {
                 objectives: vec![tally.objective],
             };
             let target = tally.objective.percentile / 100.0;
-            checks.push(self.check(objective.to_string(), target, tally.samples, tally.misses));
+            checks.push(self.check(
+                objective.to_string(),
+                target,
+                (tally.samples, tally.misses),
+                tally.dispersion,
+            ));
         }
         checks
     }
 
-    fn check(&self, name: String, target: f64, samples: u64, misses: u64) -> Check {
+    /// A binomial verdict on the effective sample: `samples / dispersion` with
+    /// `misses / dispersion`, since clustered misses carry less evidence than independent ones.
+    fn check(
+        &self,
+        name: String,
+        target: f64,
+        (samples, misses): (u64, u64),
+        dispersion: f64,
+    ) -> Check {
+        let dispersion = dispersion.max(1.0);
+        let effective = (samples as f64 / dispersion).floor() as u64;
+        let effective_misses = (misses as f64 / dispersion).round() as u64;
         Check {
             name,
             target,
             samples,
             misses,
+            dispersion,
+            effective_samples: effective,
             attained: (samples > 0).then(|| 1.0 - misses as f64 / samples as f64),
-            verdict: judge(samples, misses, target, self.confidence),
+            verdict: judge(
+                effective,
+                effective_misses.min(effective),
+                target,
+                self.confidence,
+            ),
         }
     }
 }
@@ -181,4 +234,12 @@ fn describe(checks: &[&Check]) -> String {
         })
         .collect();
     parts.join("; ")
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn one_f64() -> f64 {
+    1.0
 }

@@ -58,6 +58,23 @@ pub struct Prober {
 }
 
 impl ProbePlan {
+    /// The run configuration of run `run` (1, 2, …) of a probe at `load`: each extension of
+    /// an undecided probe measures twice as many requests as the run before.
+    pub fn config_for_run(&self, load: f64, run: u32) -> RunConfig {
+        let mut config = self.config_at(load);
+        if run > 1 {
+            let warmup = match config.warmup {
+                Warmup::Requests(n) => n,
+                _ => 0,
+            };
+            let measured = config.max_requests.unwrap_or(0).saturating_sub(warmup);
+            let factor = 1u64 << (run - 1).min(16);
+            // Still bounded by --max-probe-duration (`duration`).
+            config.max_requests = Some(warmup + measured.saturating_mul(factor));
+        }
+        config
+    }
+
     /// The run configuration of a probe at `load`.
     pub fn config_at(&self, load: f64) -> RunConfig {
         let (load_spec, warmup_requests) = match self.dimension {
@@ -94,15 +111,17 @@ impl ProbePlan {
 }
 
 impl Prober {
-    /// Runs probe `index` at `load`, feeding `journal` too; `cancel` aborts it.
+    /// Runs run `run` of probe step `index` at `load`, feeding `journal` too; `cancel` aborts
+    /// it.
     pub async fn probe(
         &self,
         index: usize,
         load: f64,
+        run: u32,
         journal: Option<&mut dyn RecordSink>,
         cancel: &CancellationToken,
     ) -> Result<(StepReport, Compliance), ProbeError> {
-        let config = self.plan.config_at(load);
+        let config = self.plan.config_for_run(load, run);
         let runner = Runner::new(
             config.clone(),
             Arc::clone(&self.backend),

@@ -1,8 +1,12 @@
 //! The search over load levels: bracket by doubling (or halving) until a probe passes and a
 //! higher one does not, then bisect until the bracket is narrower than the tolerance. The
-//! answer is the highest *passing* load; the lowest non-passing load above it bounds it.
+//! answer is the highest *passing* load; only a *failing* (refuted or unstable) load above it
+//! bounds it from above — a probe that could not be decided steers the search down but is
+//! never reported as a bound.
 
 use serde::{Deserialize, Serialize};
+
+use super::probe::Outcome;
 
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -15,8 +19,12 @@ pub struct SearchConfig {
     pub max: f64,
     /// Stop when `(upper − lower) / lower` is at most this.
     pub tolerance: f64,
-    /// Stop after this many probes.
+    /// Stop after probing this many loads (an undecided probe's extensions count with it).
     pub max_probes: usize,
+    /// Stop before a probe (or an extension) once this much target time has been spent,
+    /// seconds.
+    #[serde(default)]
+    pub budget_secs: Option<f64>,
     /// Loads are integers (concurrency).
     pub integer: bool,
 }
@@ -35,13 +43,19 @@ pub enum Conclusion {
     AboveMaximum,
     /// A probe could not be run (interrupted, or the target failed).
     Aborted,
+    /// The bracket closed on a load whose probe could not be decided (neither proven nor
+    /// refuted within the budget): the capacity lies at or above the lower bound, and the
+    /// undecided loads are reported apart.
+    Undecided,
+    /// The time budget was spent before convergence.
+    Budget,
 }
 
-/// Search state: every probe's load and whether it passed.
+/// Search state: every probe's load and outcome.
 #[derive(Debug, Clone)]
 pub struct Search {
     config: SearchConfig,
-    probes: Vec<(f64, bool)>,
+    probes: Vec<(f64, Outcome)>,
 }
 
 impl Search {
@@ -53,28 +67,72 @@ impl Search {
         }
     }
 
-    /// Notes a probe's result.
-    pub fn record(&mut self, load: f64, passed: bool) {
-        self.probes.push((load, passed));
+    /// Notes a probe's outcome (an extension of the probe before it replaces its outcome).
+    pub fn record(&mut self, load: f64, outcome: Outcome) {
+        match self.probes.last_mut() {
+            Some(last) if last.0 == load => last.1 = outcome,
+            _ => self.probes.push((load, outcome)),
+        }
     }
 
     /// Highest passing load.
     pub fn lower(&self) -> Option<f64> {
         self.probes
             .iter()
-            .filter(|p| p.1)
+            .filter(|p| p.1 == Outcome::Pass)
             .map(|p| p.0)
             .reduce(f64::max)
     }
 
-    /// Lowest non-passing load above the highest passing one.
-    pub fn upper(&self) -> Option<f64> {
+    /// Lowest load above the highest passing one whose outcome is one of `outcomes`.
+    fn lowest_above_lower(&self, failed_only: bool) -> Option<f64> {
         let lower = self.lower().unwrap_or(f64::NEG_INFINITY);
         self.probes
             .iter()
-            .filter(|p| !p.1 && p.0 > lower)
+            .filter(|p| p.0 > lower)
+            .filter(|p| p.1 == Outcome::Fail || (!failed_only && p.1 == Outcome::Inconclusive))
             .map(|p| p.0)
             .reduce(f64::min)
+    }
+
+    /// Lowest *failing* load above the highest passing one: the upper bound.
+    pub fn upper(&self) -> Option<f64> {
+        self.lowest_above_lower(true)
+    }
+
+    /// Lowest load above the highest passing one that did not pass (failed or undecided):
+    /// where the search bisects towards.
+    pub fn ceiling(&self) -> Option<f64> {
+        self.lowest_above_lower(false)
+    }
+
+    /// Loads above the highest passing one whose probes could not be decided, below the upper
+    /// bound, ascending.
+    pub fn undecided(&self) -> Vec<f64> {
+        let lower = self.lower().unwrap_or(f64::NEG_INFINITY);
+        let upper = self.upper().unwrap_or(f64::INFINITY);
+        let mut loads: Vec<f64> = self
+            .probes
+            .iter()
+            .filter(|p| p.1 == Outcome::Inconclusive && p.0 > lower && p.0 < upper)
+            .map(|p| p.0)
+            .collect();
+        loads.sort_by(f64::total_cmp);
+        loads
+    }
+
+    /// Probes recorded (an extension counts with the probe it extends).
+    pub fn probes(&self) -> usize {
+        self.probes.len()
+    }
+
+    /// `conclusion`, unless the bracket closed on an undecided probe rather than a failing one.
+    fn closed(&self, conclusion: Conclusion) -> Conclusion {
+        if self.ceiling() != self.upper() {
+            Conclusion::Undecided
+        } else {
+            conclusion
+        }
     }
 
     fn round(&self, load: f64) -> f64 {
@@ -91,22 +149,24 @@ impl Search {
             return Err(Conclusion::ProbeLimit);
         }
         let c = &self.config;
-        let next = match (self.lower(), self.upper()) {
+        let next = match (self.lower(), self.ceiling()) {
             (None, None) => c.start,
             (Some(lower), None) if lower >= c.max => return Err(Conclusion::AboveMaximum),
             (Some(lower), None) => (lower * 2.0).min(c.max),
-            (None, Some(upper)) if upper <= c.min => return Err(Conclusion::BelowMinimum),
+            (None, Some(upper)) if upper <= c.min => {
+                return Err(self.closed(Conclusion::BelowMinimum));
+            }
             (None, Some(upper)) => (upper / 2.0).max(c.min),
             (Some(lower), Some(upper)) => {
                 if (upper - lower) / lower <= c.tolerance {
-                    return Err(Conclusion::Converged);
+                    return Err(self.closed(Conclusion::Converged));
                 }
                 (lower + upper) / 2.0
             }
         };
         let next = self.round(next);
         if self.probes.iter().any(|p| p.0 == next) {
-            return Err(Conclusion::Converged);
+            return Err(self.closed(Conclusion::Converged));
         }
         Ok(next)
     }
@@ -120,7 +180,14 @@ mod tests {
         let mut search = Search::new(config);
         loop {
             match search.next() {
-                Ok(load) => search.record(load, load <= capacity),
+                Ok(load) => search.record(
+                    load,
+                    if load <= capacity {
+                        Outcome::Pass
+                    } else {
+                        Outcome::Fail
+                    },
+                ),
                 Err(conclusion) => return (search, conclusion),
             }
         }
@@ -134,6 +201,7 @@ mod tests {
             tolerance: 0.05,
             max_probes: 30,
             integer: false,
+            budget_secs: None,
         }
     }
 
@@ -183,6 +251,44 @@ mod tests {
     }
 
     #[test]
+    fn an_undecided_probe_steers_down_but_never_bounds() {
+        // Capacity 13.7, but every probe in (13.7, 20] is undecided.
+        let mut search = Search::new(rates());
+        let conclusion = loop {
+            match search.next() {
+                Ok(load) => search.record(
+                    load,
+                    match load {
+                        l if l <= 13.7 => Outcome::Pass,
+                        l if l <= 20.0 => Outcome::Inconclusive,
+                        _ => Outcome::Fail,
+                    },
+                ),
+                Err(conclusion) => break conclusion,
+            }
+        };
+        assert_eq!(conclusion, Conclusion::Undecided);
+        // Nothing was refuted: no upper bound, however close the undecided probes came.
+        let lower = search.lower().unwrap();
+        assert!(
+            lower <= 13.7 && search.upper().is_none(),
+            "{lower} {:?}",
+            search.upper()
+        );
+        assert!(!search.undecided().is_empty());
+        assert!(search.undecided().iter().all(|l| *l > 13.7 && *l <= 20.0));
+    }
+
+    #[test]
+    fn an_extension_replaces_the_outcome_it_extends() {
+        let mut search = Search::new(rates());
+        search.record(4.0, Outcome::Inconclusive);
+        search.record(4.0, Outcome::Fail);
+        assert_eq!(search.upper(), Some(4.0));
+        assert_eq!(search.probes(), 1);
+    }
+
+    #[test]
     fn integer_loads_for_concurrency() {
         let config = SearchConfig {
             start: 1.0,
@@ -191,6 +297,7 @@ mod tests {
             tolerance: 0.0,
             max_probes: 40,
             integer: true,
+            budget_secs: None,
         };
         let (search, conclusion) = run(config, 37.0);
         assert_eq!(conclusion, Conclusion::Converged);

@@ -8,18 +8,22 @@
 //! `docs/metrics.md`. Latency and goodput attainment cover the measured requests.
 
 mod breakdown;
+mod compliance;
 mod interval;
+
+pub use self::compliance::{Compliance, ObjectiveTally};
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use self::breakdown::Breakdown;
+use self::compliance::Tallies;
 use self::interval::{Edges, Interval};
 use super::flow::Flow;
 use super::histogram::{CountHistogram, LatencyHistogram};
 use super::lives::LifeTimeline;
 use super::recovery::recovery;
-use super::slo::{LatencyMetric, PercentileObjective, Slo};
+use super::slo::{LatencyMetric, Slo};
 use super::stability::{Stability, judge};
 use super::timeline::{CompletedWork, CompletionTimeline};
 use super::windows::Windows;
@@ -63,9 +67,8 @@ pub struct StepAggregator {
     latencies: Latencies,
     tokens: Tokens,
     compliant: u64,
-    /// Per percentile objective of the SLO: (samples, misses) over measured requests (over
-    /// tokens for ITL).
-    objective_tallies: Vec<(u64, u64)>,
+    /// Per check of the SLO: samples and misses over measured requests, by scheduled time.
+    tallies: Tallies,
     /// Successful completions by end time (the `completions` method).
     completed_work: CompletionTimeline,
     /// The same work spread over each request's life (the `life_fraction` method).
@@ -75,7 +78,10 @@ pub struct StepAggregator {
     first_scheduled_us: Option<u64>,
     last_scheduled_us: Option<u64>,
     last_end_us: Option<u64>,
+    /// First successful completion of a measured request: start-up ends there.
     first_completion_us: Option<u64>,
+    /// First successful completion of any request (warm-up included).
+    first_any_completion_us: Option<u64>,
     windows: Windows,
     /// Per-bucket, per-turn and workload figures (`None` inside a breakdown itself).
     breakdown: Option<Box<Breakdown>>,
@@ -94,7 +100,7 @@ impl StepAggregator {
     /// An aggregator without a breakdown.
     fn bare(slo: Option<Slo>, window: Duration) -> Self {
         StepAggregator {
-            objective_tallies: vec![(0, 0); slo.as_ref().map_or(0, |slo| slo.objectives.len())],
+            tallies: Tallies::new(slo.as_ref().map_or(0, |slo| slo.objectives.len())),
             slo,
             counts: RequestCounts::default(),
             latencies: Latencies::default(),
@@ -107,6 +113,7 @@ impl StepAggregator {
             last_scheduled_us: None,
             last_end_us: None,
             first_completion_us: None,
+            first_any_completion_us: None,
             windows: Windows::new(window),
             breakdown: None,
             failure_examples: Default::default(),
@@ -129,7 +136,7 @@ impl StepAggregator {
             return;
         }
         self.add_measured(record);
-        self.tally_objectives(record);
+        self.tally_objectives(record, complies);
         match &record.failure {
             None => self.add_completed(record),
             Some(failure) => {
@@ -154,10 +161,11 @@ impl StepAggregator {
             .add(record.end_us, items, input, record.output_tokens, complies);
         let work = CompletedWork::of(items, input, record.output_tokens, complies);
         self.lives.add(record.scheduled_us, record.end_us, work);
-        self.first_completion_us = Some(
-            self.first_completion_us
-                .map_or(record.end_us, |t| t.min(record.end_us)),
-        );
+        let earliest = |t: Option<u64>| Some(t.map_or(record.end_us, |t| t.min(record.end_us)));
+        self.first_any_completion_us = earliest(self.first_any_completion_us);
+        if record.phase == Phase::Measure {
+            self.first_completion_us = earliest(self.first_completion_us);
+        }
     }
 
     /// Counts and spans of a measured request, whatever its outcome.
@@ -183,37 +191,19 @@ impl StepAggregator {
             .record(record.client_queue_wait());
     }
 
-    /// Counts, per percentile objective, the samples and the misses of a measured request:
-    /// a failed request misses every request-level objective; an ITL objective counts tokens.
-    fn tally_objectives(&mut self, record: &RequestRecord) {
-        let Some(slo) = &self.slo else { return };
-        for (objective, (samples, misses)) in slo.objectives.iter().zip(&mut self.objective_tallies)
-        {
-            let (n, missed) = objective_tally(objective, record);
-            *samples += n;
-            *misses += missed;
+    /// Tallies a measured request against the SLO's thresholds and percentile objectives.
+    fn tally_objectives(&mut self, record: &RequestRecord, complies: bool) {
+        if let Some(slo) = &self.slo {
+            self.tallies.add(slo, record, complies);
         }
     }
 
-    /// Measured requests, compliant requests and the per-objective tallies, for statistical
-    /// verdicts on attainment targets.
+    /// Measured requests, compliant requests and the per-objective tallies (with their
+    /// overdispersion), for statistical verdicts on attainment targets.
     pub fn compliance(&self) -> Compliance {
-        let objectives = self.slo.as_ref().map_or_else(Vec::new, |slo| {
-            slo.objectives
-                .iter()
-                .zip(&self.objective_tallies)
-                .map(|(objective, &(samples, misses))| ObjectiveTally {
-                    objective: *objective,
-                    samples,
-                    misses,
-                })
-                .collect()
-        });
-        Compliance {
-            measured: self.counts.scheduled,
-            compliant: self.compliant,
-            objectives,
-        }
+        let objectives = self.slo.as_ref().map_or(&[][..], |slo| &slo.objectives[..]);
+        self.tallies
+            .compliance(objectives, self.counts.scheduled, self.compliant)
     }
 
     fn add_failed(&mut self, failure: &Failure) {
@@ -303,6 +293,7 @@ impl StepAggregator {
             first_arrival_us: first,
             last_arrival_us: last,
             first_completion_us: self.first_completion_us,
+            first_any_completion_us: self.first_any_completion_us,
             last_end_us: self.last_end_us.unwrap_or(last),
         })
     }
@@ -417,6 +408,7 @@ impl StepAggregator {
             startup_secs: secs(interval.start_us.saturating_sub(edges.first_arrival_us)),
             drain_secs: secs(edges.last_end_us.saturating_sub(interval.end_us)),
             completed_after: after.requests.round() as u64,
+            last_end_secs: secs(edges.last_end_us),
         }
     }
 
@@ -514,52 +506,6 @@ impl StepAggregator {
             .copied()
             .unwrap_or(0)
     }
-}
-
-/// How a measured set of requests fared against the SLO.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Compliance {
-    /// Measured requests (failures included).
-    pub measured: u64,
-    /// Of them, those meeting every per-request threshold.
-    pub compliant: u64,
-    /// Per percentile objective: samples and misses.
-    pub objectives: Vec<ObjectiveTally>,
-}
-
-/// Samples and misses of one percentile objective.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ObjectiveTally {
-    /// The objective.
-    pub objective: PercentileObjective,
-    /// Samples judged (requests; tokens for ITL).
-    pub samples: u64,
-    /// Samples above the objective's maximum (failed requests count as misses).
-    pub misses: u64,
-}
-
-/// `(samples, misses)` a request contributes to `objective`.
-fn objective_tally(objective: &PercentileObjective, record: &RequestRecord) -> (u64, u64) {
-    if objective.metric == LatencyMetric::Itl {
-        return record
-            .itl_samples()
-            .fold((0, 0), |(n, missed), (gap, tokens)| {
-                (
-                    n + tokens,
-                    missed + if gap > objective.max { tokens } else { 0 },
-                )
-            });
-    }
-    if !record.is_ok() {
-        return (1, 1);
-    }
-    let value = match objective.metric {
-        LatencyMetric::Ttft => record.ttft(),
-        LatencyMetric::Tpot => record.tpot(),
-        LatencyMetric::E2e => record.e2e(),
-        LatencyMetric::Itl => None,
-    };
-    (1, u64::from(value.is_some_and(|v| v > objective.max)))
 }
 
 /// The `percentile` of successful samples with `failed` requests counted as infinitely late;

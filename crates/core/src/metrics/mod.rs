@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod buckets;
+pub mod dispersion;
 mod failure_examples;
 pub mod flow;
 pub mod histogram;

@@ -1,6 +1,7 @@
 //! The throughput interval and how work inside it is counted (`docs/metrics.md`,
-//! "Throughput"): from the end of start-up (the first completion, when it comes after the
-//! first measured arrival) to the last measured arrival; each request counted by the fraction
+//! "Throughput"): from the end of start-up (the first completion of a measured request: every
+//! request alive after it was sent into a running system, so lives have their steady length)
+//! to the last measured arrival; each request counted by the fraction
 //! of its life inside it — except when the queue grew (unstable), where the backlog at the end
 //! is not work done and completions inside the interval are counted instead.
 
@@ -26,28 +27,39 @@ pub(crate) struct Edges {
     /// First and last measured scheduled send.
     pub(crate) first_arrival_us: u64,
     pub(crate) last_arrival_us: u64,
-    /// First successful completion of any request (warm-up included).
+    /// First successful completion of a measured request.
     pub(crate) first_completion_us: Option<u64>,
+    /// First successful completion of any request (warm-up included).
+    pub(crate) first_any_completion_us: Option<u64>,
     /// Last end of a measured request.
     pub(crate) last_end_us: u64,
 }
 
 impl Edges {
-    /// End of start-up: the pipeline is full once something completed.
+    /// End of start-up: the first measured request's completion. Before it the system was
+    /// filling (and queueing transients shorten early lives, which would inflate the life
+    /// fractions).
     pub(crate) fn startup_end_us(&self) -> u64 {
         self.first_arrival_us
             .max(self.first_completion_us.unwrap_or(self.first_arrival_us))
     }
 
-    /// The interval for a run judged `verdict`.
+    /// The interval for a run judged `verdict`. An unstable run counts completions from the
+    /// first completion of any request on (the server completes at its own rate from then
+    /// on); any other from the end of start-up, by life fractions.
     pub(crate) fn interval(&self, verdict: Verdict) -> Interval {
-        let start = self.startup_end_us();
+        let (start, method) = if verdict == Verdict::Unstable {
+            let first = self
+                .first_any_completion_us
+                .unwrap_or(self.first_arrival_us);
+            (
+                first.max(self.first_arrival_us),
+                ThroughputMethod::Completions,
+            )
+        } else {
+            (self.startup_end_us(), ThroughputMethod::LifeFraction)
+        };
         if self.last_arrival_us > start {
-            let method = if verdict == Verdict::Unstable {
-                ThroughputMethod::Completions
-            } else {
-                ThroughputMethod::LifeFraction
-            };
             return Interval {
                 start_us: start,
                 end_us: self.last_arrival_us,
