@@ -110,7 +110,8 @@ fn batch_one_decode_step_is_weight_bytes_over_bandwidth_plus_overhead() {
     let config = BatchingConfig::default();
     let weights_secs = config.model.streamed_weight_bytes()
         / (config.gpu.hbm_tb_per_sec * 1e12 * config.gpu.bandwidth_efficiency);
-    let overhead_secs = (126.0 + 32.0 * 32.0 + 4.0) * 1e-6;
+    let o = config.effective_overheads();
+    let overhead_secs = (o.per_step_us + o.per_layer_us * 32.0 + o.per_sequence_us) * 1e-6;
     let sim = Simulation::run_open_loop(engine(config), [(Duration::ZERO, request(1, 128, 64))]);
     let timeline = sim.timeline(1).unwrap();
     let gaps: Vec<Duration> = timeline.delivery_gaps().collect();
@@ -119,7 +120,8 @@ fn batch_one_decode_step_is_weight_bytes_over_bandwidth_plus_overhead() {
         let error = (gap.as_secs_f64() - expected).abs() / expected;
         assert!(error < 0.02, "step {gap:?}, expected {expected} s");
     }
-    assert!((0.0055..0.0065).contains(&expected));
+    // vLLM on an H100: ~5.6 ms of weights at 0.8 of 3.35 TB/s and ~2.2 ms of step overhead.
+    assert!((0.0070..0.0085).contains(&expected));
 }
 
 #[test]

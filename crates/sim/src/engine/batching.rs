@@ -1,12 +1,14 @@
-//! The continuous-batching engine: a vLLM-style iteration-level scheduler over a paged KV
-//! cache, timed by the roofline cost model.
+//! The continuous-batching engine: an iteration-level scheduler over a paged KV cache, timed
+//! by the per-operator cost model, with the admission of the configured engine policy.
 //!
 //! Each step: decode sequences first (1 token, plus draft tokens with speculative decoding),
 //! then running prompt chunks, then waiting requests in FIFO order, all under the step's token
-//! budget and `max_num_seqs`. When a running sequence needs a KV block and none is free, the
-//! newest running sequence is preempted (its KV freed, recomputed later) and put back at the
-//! head of the waiting queue. New requests are admitted only while a watermark of blocks stays
-//! free; the waiting queue is bounded and refuses requests beyond it.
+//! budget and `max_num_seqs`. Admission keeps a watermark of blocks free and, by policy,
+//! reserves blocks for part (SGLang) or all (TensorRT-LLM) of each answer. When a running
+//! sequence needs a KV block and none is free, the newest running sequence is preempted (its
+//! KV freed, recomputed later) and put back at the head of the waiting queue. Requests reach
+//! the queue after the policy's frontend latency; the queue is bounded and refuses requests
+//! beyond it.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -63,6 +65,7 @@ struct Scheduled {
     drafts: u32,
     context: u32,
     is_prefill: bool,
+    samples: bool,
 }
 
 /// How a waiting sequence would be admitted.
@@ -89,6 +92,8 @@ pub struct BatchingEngine {
     pool: BlockPool,
     token_budget: u32,
     watermark_blocks: u32,
+    frontend: Duration,
+    arriving: VecDeque<(SimTime, Sequence)>,
     waiting: VecDeque<Sequence>,
     running: Vec<Sequence>,
     step: Option<ActiveStep>,
@@ -103,18 +108,16 @@ impl BatchingEngine {
     /// An idle engine; `config` must have passed [`BatchingConfig::validate`].
     pub fn new(config: BatchingConfig, seed: u64) -> Self {
         let blocks = u32::try_from(config.kv_blocks()).unwrap_or(u32::MAX);
-        let token_budget = if config.chunked_prefill {
-            config.max_num_batched_tokens
-        } else {
-            config
-                .max_num_batched_tokens
-                .max(config.effective_max_model_len())
-        };
+        let token_budget = config.max_num_batched_tokens;
         BatchingEngine {
             cost: StepCostModel::new(&config),
             pool: BlockPool::new(blocks),
             token_budget,
             watermark_blocks: (f64::from(blocks) * config.watermark).floor() as u32,
+            frontend: Duration::from_secs_f64(
+                config.effective_overheads().frontend_us.max(0.0) * 1e-6,
+            ),
+            arriving: VecDeque::new(),
             speculative: config
                 .speculative
                 .as_ref()
@@ -127,6 +130,14 @@ impl BatchingEngine {
             preemptions: 0,
             prefix_queries: 0,
             prefix_hits: 0,
+        }
+    }
+
+    /// Puts a request that reached the engine in the waiting queue and starts a step if idle.
+    fn enqueue(&mut self, now: SimTime, seq: Sequence) {
+        self.waiting.push_back(seq);
+        if self.step.is_none() {
+            self.start_step(now);
         }
     }
 
@@ -162,9 +173,10 @@ impl BatchingEngine {
                 self.pool.total()
             )));
         }
-        if self.waiting.len() >= self.config.max_waiting {
+        let waiting = self.waiting.len() + self.arriving.len();
+        if waiting >= self.config.max_waiting {
             return Err(Rejection::QueueFull {
-                waiting: self.waiting.len(),
+                waiting,
                 retry_after: Duration::from_secs(1),
             });
         }
@@ -203,6 +215,7 @@ impl BatchingEngine {
                 new_tokens: e.new_tokens,
                 context: e.context,
                 is_prefill: e.is_prefill,
+                samples: e.samples,
             })
             .collect();
         let drafting = entries.iter().any(|e| e.drafts > 0);
@@ -242,7 +255,8 @@ impl BatchingEngine {
             if index >= self.running.len() || *budget == 0 {
                 continue;
             }
-            let Some(entry) = self.plan_running(index, *budget) else {
+            let alone = !entries.iter().any(|e| e.is_prefill);
+            let Some(entry) = self.plan_running(index, *budget, alone) else {
                 continue;
             };
             let seq = &self.running[index];
@@ -258,7 +272,7 @@ impl BatchingEngine {
             }
             if let Some(blocks) = self.pool.allocate(need) {
                 self.running[index].blocks.extend(blocks);
-                *budget -= entry.new_tokens;
+                *budget = budget.saturating_sub(entry.new_tokens);
                 entries.push(entry);
             }
         }
@@ -267,8 +281,9 @@ impl BatchingEngine {
 
     /// What running sequence `index` would compute this step with `budget` tokens left:
     /// its next prompt chunk, or one decode token plus drafts. `None` when an unchunked
-    /// prompt does not fit.
-    fn plan_running(&self, index: usize, budget: u32) -> Option<Scheduled> {
+    /// prompt does not fit (one longer than the whole budget runs `alone`, as the step's only
+    /// prompt).
+    fn plan_running(&self, index: usize, budget: u32, alone: bool) -> Option<Scheduled> {
         let seq = &self.running[index];
         if seq.is_prefill() {
             let new = if self.config.chunked_prefill {
@@ -276,12 +291,13 @@ impl BatchingEngine {
             } else {
                 seq.pending()
             };
-            return (new <= budget).then_some(Scheduled {
+            return (new <= budget || alone).then_some(Scheduled {
                 id: seq.request.id,
                 new_tokens: new,
                 drafts: 0,
                 context: seq.computed,
                 is_prefill: true,
+                samples: new == seq.pending(),
             });
         }
         let drafts = self.drafts_for(seq).min(budget.saturating_sub(1));
@@ -291,6 +307,7 @@ impl BatchingEngine {
             drafts,
             context: seq.computed,
             is_prefill: false,
+            samples: true,
         })
     }
 
@@ -317,12 +334,19 @@ impl BatchingEngine {
     /// Admits waiting requests in FIFO order while budget, sequence slots and blocks allow.
     fn admit_waiting(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) {
         let max_seqs = self.config.max_num_seqs as usize;
+        let mut outstanding: u32 = self
+            .running
+            .iter()
+            .map(|seq| {
+                self.reservation(seq)
+                    .saturating_sub(block_count(&seq.blocks))
+            })
+            .sum();
         while *budget > 0 && self.running.len() < max_seqs {
-            let Some(admission) = self
-                .waiting
-                .front()
-                .and_then(|seq| self.plan_admission(seq, *budget))
-            else {
+            let Some(admission) = self.waiting.front().and_then(|seq| {
+                let alone = !entries.iter().any(|e| e.is_prefill);
+                self.plan_admission(seq, *budget, outstanding, alone)
+            }) else {
                 break;
             };
             let Some(mut seq) = self.waiting.pop_front() else {
@@ -353,21 +377,44 @@ impl BatchingEngine {
                 });
             }
             let new_tokens = admission.new_tokens;
+            outstanding += self
+                .reservation(&seq)
+                .saturating_sub(block_count(&seq.blocks));
             entries.push(Scheduled {
                 id: seq.request.id,
                 new_tokens,
                 drafts: 0,
                 context: cached,
                 is_prefill: true,
+                samples: new_tokens == seq.pending(),
             });
-            *budget -= new_tokens;
+            *budget = budget.saturating_sub(new_tokens);
             self.running.push(seq);
         }
     }
 
+    /// Blocks the policy reserves for `seq`: its tokens so far plus the policy's share of the
+    /// rest of its `max_tokens` answer (0 when the policy allocates on demand).
+    fn reservation(&self, seq: &Sequence) -> u32 {
+        let fraction = self.config.policy.reserved_output_fraction();
+        if fraction <= 0.0 {
+            return 0;
+        }
+        let rest = seq.request.max_output_tokens.saturating_sub(seq.generated);
+        let reserved = (f64::from(rest) * fraction).ceil() as u32;
+        blocks_for(seq.total_tokens() + reserved, self.block_size())
+    }
+
     /// Whether `seq` can be admitted with `budget` tokens left: its reusable prefix, first
-    /// chunk and the blocks it needs, keeping the watermark free.
-    fn plan_admission(&self, seq: &Sequence, budget: u32) -> Option<Admission> {
+    /// chunk (an unchunked prompt longer than the budget only `alone`) and the blocks it needs (and those the policy reserves for its answer, on top of
+    /// the `outstanding` reservations of running sequences), keeping the watermark free.
+    fn plan_admission(
+        &self,
+        seq: &Sequence,
+        budget: u32,
+        outstanding: u32,
+        alone: bool,
+    ) -> Option<Admission> {
         let total = seq.total_tokens();
         let reusable_blocks = if self.config.prefix_caching {
             let limit = ((total - 1) / self.block_size()) as usize;
@@ -385,12 +432,14 @@ impl BatchingEngine {
         } else {
             pending
         };
-        if new_tokens > budget {
+        if new_tokens > budget && !alone {
             return None;
         }
         let new_blocks =
             blocks_for(cached_tokens + new_tokens, self.block_size()).saturating_sub(reusable);
-        (self.pool.free() >= new_blocks + reusable + self.watermark_blocks).then_some(Admission {
+        let reserved = self.reservation(seq).saturating_sub(new_blocks + reusable);
+        let needed = new_blocks + reusable + self.watermark_blocks + outstanding + reserved;
+        (self.pool.free() >= needed).then_some(Admission {
             reusable_blocks,
             cached_tokens,
             new_tokens,
@@ -480,18 +529,26 @@ impl BatchingEngine {
     }
 }
 
+fn block_count(blocks: &[BlockId]) -> u32 {
+    u32::try_from(blocks.len()).unwrap_or(u32::MAX)
+}
+
 impl Engine for BatchingEngine {
     fn submit(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
         self.check(&request)?;
-        self.waiting.push_back(Sequence::new(request));
-        if self.step.is_none() {
-            self.start_step(now);
+        if self.frontend.is_zero() {
+            self.enqueue(now, Sequence::new(request));
+        } else {
+            self.arriving
+                .push_back((now + self.frontend, Sequence::new(request)));
         }
         Ok(())
     }
 
     fn cancel(&mut self, _now: SimTime, id: RequestId) {
-        if let Some(pos) = self.waiting.iter().position(|s| s.request.id == id) {
+        if let Some(pos) = self.arriving.iter().position(|(_, s)| s.request.id == id) {
+            self.arriving.remove(pos);
+        } else if let Some(pos) = self.waiting.iter().position(|s| s.request.id == id) {
             if let Some(seq) = self.waiting.remove(pos) {
                 self.pool.release(&seq.blocks);
             }
@@ -502,16 +559,32 @@ impl Engine for BatchingEngine {
     }
 
     fn next_event_at(&self) -> Option<SimTime> {
-        self.step.as_ref().map(|step| step.ends_at)
+        let step = self.step.as_ref().map(|step| step.ends_at);
+        let arrival = self.arriving.front().map(|(at, _)| *at);
+        match (step, arrival) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn advance(&mut self, now: SimTime, events: &mut Vec<EngineEvent>) {
         events.append(&mut self.pending_events);
-        while let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
-            let ends_at = step.ends_at;
-            self.complete_step(step);
-            if !self.running.is_empty() || !self.waiting.is_empty() {
-                self.start_step(ends_at);
+        loop {
+            let step_end = self.step.as_ref().map(|step| step.ends_at);
+            let arrival = self.arriving.front().map(|(at, _)| *at);
+            // A request through the frontend by the end of a step joins that step's successor.
+            if let Some(at) = arrival.filter(|at| *at <= now && step_end.is_none_or(|e| *at <= e)) {
+                if let Some((_, seq)) = self.arriving.pop_front() {
+                    self.enqueue(at, seq);
+                }
+            } else if let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
+                let ends_at = step.ends_at;
+                self.complete_step(step);
+                if !self.running.is_empty() || !self.waiting.is_empty() {
+                    self.start_step(ends_at);
+                }
+            } else {
+                break;
             }
             events.append(&mut self.pending_events);
         }
@@ -520,7 +593,7 @@ impl Engine for BatchingEngine {
     fn stats(&self) -> EngineStats {
         EngineStats {
             running: self.running.len(),
-            waiting: self.waiting.len(),
+            waiting: self.waiting.len() + self.arriving.len(),
             kv_usage: self.pool.usage(),
             kv_blocks_total: u64::from(self.pool.total()),
             block_size: self.block_size(),
