@@ -213,7 +213,7 @@ fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
             "decode attention",
             step.decode_attention_secs,
             format!(
-                "KV bytes of every decode context and new token ({} B/token, {dtype:?} KV {:?}) / ({} TB/s · KV-read efficiency {} · tp {tp})",
+                "KV reads of every decode context + KV writes of every new token ({} B/token, {:?} KV) / ({} TB/s · KV-read efficiency {} · tp {tp})",
                 model.kv_bytes_per_token(),
                 model.kv_dtype,
                 gpu.hbm_tb_per_sec,

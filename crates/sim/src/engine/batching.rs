@@ -255,7 +255,7 @@ impl BatchingEngine {
             if index >= self.running.len() || *budget == 0 {
                 continue;
             }
-            let alone = !entries.iter().any(|e| e.is_prefill);
+            let alone = !entries.last().is_some_and(|e| e.is_prefill); // prompts come last
             let Some(entry) = self.plan_running(index, *budget, alone) else {
                 continue;
             };
@@ -344,7 +344,7 @@ impl BatchingEngine {
             .sum();
         while *budget > 0 && self.running.len() < max_seqs {
             let Some(admission) = self.waiting.front().and_then(|seq| {
-                let alone = !entries.iter().any(|e| e.is_prefill);
+                let alone = !entries.last().is_some_and(|e| e.is_prefill); // prompts come last
                 self.plan_admission(seq, *budget, outstanding, alone)
             }) else {
                 break;

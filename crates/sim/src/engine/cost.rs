@@ -305,7 +305,7 @@ mod tests {
         let (_, model) = model_8b_h100();
         let decodes = decode_batch(32, 2048);
         let alone = model.cost(&decodes, false).total_secs();
-        let mut mixed = decodes.clone();
+        let mut mixed = decodes;
         mixed.push(prompt(512));
         let together = model.cost(&mixed, false);
         let prompt_alone = model.cost(&[prompt(512)], false).total_secs();
