@@ -167,14 +167,31 @@ fn explain_prefill(out: &mut String, config: &BatchingConfig, cost: &StepCostMod
 
 /// Every term of a step's cost, each with its formula and inputs.
 fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
+    let mut rows = kernel_terms(config, step);
+    rows.extend(overhead_terms(config, step));
+    for (name, secs, formula) in rows {
+        let _ = writeln!(out, "  {name:<18}  {:>10.3} ms  = {formula}", secs * 1e3);
+    }
+    let _ = writeln!(
+        out,
+        "  {:<18}  {:>10.3} ms  = max(linear compute, linear weights) + every other term ({}-bound GEMMs)",
+        "total",
+        step.total_secs() * 1e3,
+        bound(step),
+    );
+}
+
+/// A term of the step cost: name, seconds, formula with its inputs.
+type Term = (&'static str, f64, String);
+
+/// The kernels' terms: GEMMs, logits, attention, all-reduce, drafts.
+fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
     let model = &config.model;
     let gpu = &config.gpu;
     let tp = config.tensor_parallel.max(1);
     let dtype = model.weight_dtype;
     let gemm_eff = gpu.gemm_flops(dtype) / gpu.peak_flops(dtype);
-    let o = config.effective_overheads();
-    let ms = |secs: f64| secs * 1e3;
-    let rows = [
+    vec![
         (
             "linear compute",
             step.linear_compute_secs,
@@ -233,6 +250,13 @@ fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
             step.draft_secs,
             "K · draft cost ratio · (linear + logits + decode attention)".to_string(),
         ),
+    ]
+}
+
+/// The fixed terms: per step and layer, per sequence, per prefill step.
+fn overhead_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
+    let o = config.effective_overheads();
+    vec![
         (
             "fixed",
             step.fixed_secs,
@@ -240,7 +264,7 @@ fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
                 "per step {} µs + per layer {} µs · {} layers ({} policy)",
                 o.per_step_us,
                 o.per_layer_us,
-                model.layers,
+                config.model.layers,
                 config.policy.name()
             ),
         ),
@@ -257,17 +281,7 @@ fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
                 o.per_prefill_us
             ),
         ),
-    ];
-    for (name, secs, formula) in rows {
-        let _ = writeln!(out, "  {name:<18}  {:>10.3} ms  = {formula}", ms(secs));
-    }
-    let _ = writeln!(
-        out,
-        "  {:<18}  {:>10.3} ms  = max(linear compute, linear weights) + every other term ({}-bound GEMMs)",
-        "total",
-        ms(step.total_secs()),
-        bound(step),
-    );
+    ]
 }
 
 fn explain_decode_table(out: &mut String, config: &BatchingConfig, cost: &StepCostModel) {
