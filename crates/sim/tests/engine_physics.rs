@@ -5,7 +5,9 @@
 
 use std::time::Duration;
 
-use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig, SpeculativeConfig};
+use goodput_sim::config::{
+    BatchingConfig, EngineConfig, EnginePolicy, SimConfig, SpeculativeConfig,
+};
 use goodput_sim::engine::batching::BatchingEngine;
 use goodput_sim::engine::{EngineEvent, EngineRequest};
 use goodput_sim::virtual_time::Simulation;
@@ -257,4 +259,42 @@ fn speculative_decoding_raises_tokens_per_step_by_the_expected_factor() {
     let stats = sim.engine().stats().speculative;
     let per_draft = stats.accepted_tokens as f64 / stats.drafts as f64;
     assert!((per_draft + 1.0 - expected).abs() < 0.03, "{stats:?}");
+}
+
+/// Preemptions and completions of 20 long requests on a 256-block cache under `policy`.
+fn preemptions_under(policy: EnginePolicy) -> (u32, usize) {
+    let config = BatchingConfig {
+        kv_blocks_override: Some(256),
+        policy,
+        ..BatchingConfig::default()
+    };
+    let arrivals = (0..20).map(|id| (Duration::ZERO, request(id, 200, 600)));
+    let sim = Simulation::run_open_loop(engine(config), arrivals);
+    let preemptions = sim.timelines().iter().map(|t| t.preemptions).sum();
+    let completed = sim
+        .timelines()
+        .iter()
+        .filter(|t| t.finished.is_some())
+        .count();
+    (preemptions, completed)
+}
+
+#[test]
+fn no_evict_admission_never_preempts_where_vllm_preempts_and_recomputes() {
+    let (vllm, vllm_done) = preemptions_under(EnginePolicy::Vllm);
+    let (trt, trt_done) = preemptions_under(EnginePolicy::TensorrtLlm);
+    assert!(vllm > 0, "on-demand allocation overcommits and preempts");
+    assert_eq!(trt, 0, "reserving the whole answer never evicts");
+    assert_eq!((vllm_done, trt_done), (20, 20));
+}
+
+#[test]
+fn the_frontend_latency_adds_to_ttft_without_taking_engine_time() {
+    let config = BatchingConfig::default();
+    let frontend = Duration::from_secs_f64(config.effective_overheads().frontend_us * 1e-6);
+    let sim = Simulation::run_open_loop(engine(config), [(Duration::ZERO, request(1, 128, 4))]);
+    let timeline = sim.timeline(1).unwrap();
+    assert_eq!(timeline.queue_time(), Some(frontend));
+    let step = sim.steps()[0];
+    assert_eq!(timeline.ttft(), Some(frontend + step.duration));
 }
