@@ -134,22 +134,27 @@ fn closed_loop(
             }
         }
     }
-    let from = window_start.unwrap();
+    measure_window(&sim, window_start.unwrap(), window_end)
+}
+
+/// Requests that arrived in `[from, to]` for the latencies; every token delivered in it for
+/// the throughput.
+fn measure_window(sim: &Simulation, from: Duration, to: Duration) -> Measured {
     let in_window: Vec<RequestTimeline> = sim
         .timelines()
         .iter()
-        .filter(|t| t.arrival >= from && t.arrival <= window_end)
+        .filter(|t| t.arrival >= from && t.arrival <= to)
         .cloned()
         .collect();
     let tokens: u32 = sim
         .timelines()
         .iter()
         .flat_map(|t| t.deliveries.iter())
-        .filter(|(at, _)| *at >= from && *at <= window_end)
+        .filter(|(at, _)| *at >= from && *at <= to)
         .map(|(_, n)| n)
         .sum();
     Measured {
-        output_tok_per_sec: f64::from(tokens) / (window_end - from).as_secs_f64(),
+        output_tok_per_sec: f64::from(tokens) / (to - from).as_secs_f64(),
         ..measure(&in_window)
     }
 }

@@ -23,14 +23,7 @@ impl BatchingEngine {
         budget: &mut u32,
     ) {
         let max_seqs = self.config.max_num_seqs as usize;
-        let mut outstanding: u32 = self
-            .running
-            .iter()
-            .map(|seq| {
-                self.reservation(seq)
-                    .saturating_sub(block_count(&seq.blocks))
-            })
-            .sum();
+        let mut outstanding = self.outstanding_reservations();
         while *budget > 0 && self.running.len() < max_seqs {
             let Some(admission) = self.waiting.front().and_then(|seq| {
                 let alone = !entries.last().is_some_and(|e| e.is_prefill); // prompts come last
@@ -80,6 +73,17 @@ impl BatchingEngine {
             *budget = budget.saturating_sub(new_tokens);
             self.running.push(seq);
         }
+    }
+
+    /// Blocks reserved for running sequences' answers but not yet allocated.
+    fn outstanding_reservations(&self) -> u32 {
+        self.running
+            .iter()
+            .map(|seq| {
+                self.reservation(seq)
+                    .saturating_sub(block_count(&seq.blocks))
+            })
+            .sum()
     }
 
     /// Blocks the policy reserves for `seq`: its tokens so far plus the policy's share of the
