@@ -113,3 +113,33 @@ fn plan_simulate_sizes_h200_smaller_than_h100_because_of_memory_bandwidth() {
     assert!(h200_devices < h100_devices);
     assert!(why.contains("memory-bound"), "{why}");
 }
+
+#[test]
+fn sim_explain_takes_precision_and_engine_policy_flags() {
+    let output = ok(goodput()
+        .args([
+            "sim",
+            "--explain",
+            "--model",
+            "llama-3.1-70b",
+            "--gpu",
+            "h100",
+        ])
+        .args(["--tp", "2", "--dtype", "fp8", "--kv-dtype", "fp8"])
+        .args(["--engine-policy", "tensorrt-llm"])
+        .output()
+        .unwrap());
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("tensorrt-llm policy"), "{text}");
+    assert!(text.contains("Fp8 weights, Fp8 KV"), "{text}");
+    assert!(text.contains("1979.0 TFLOP/s Fp8 peak"), "{text}");
+    for term in [
+        "logits",
+        "prefill attention",
+        "decode attention",
+        "all-reduce",
+        "fixed",
+    ] {
+        assert!(text.contains(term), "missing {term} in {text}");
+    }
+}

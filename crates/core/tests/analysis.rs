@@ -73,12 +73,12 @@ fn utilisation_of_llama_8b_on_one_h100_matches_the_hand_computation() {
         u.hbm_bandwidth_utilisation.value,
         (streamed / 0.020 + 2_000.0 * 1_100.0 * 131_072.0) / 3.35e12,
     );
-    // TPOT floor = (streamed + 1,100 · 131,072) / (3.35 TB/s · 0.9) = 5.0262 ms.
+    // TPOT floor = (streamed + 1,100 · 131,072) / (3.35 TB/s · 0.8) = 5.6545 ms.
     close(
         u.tpot_floor_ms.value,
-        1000.0 * (streamed + 1_100.0 * 131_072.0) / (3.35e12 * 0.9),
+        1000.0 * (streamed + 1_100.0 * 131_072.0) / (3.35e12 * 0.8),
     );
-    assert!((u.tpot_floor_ms.value.unwrap() - 5.0262).abs() < 1e-4);
+    assert!((u.tpot_floor_ms.value.unwrap() - 5.6545).abs() < 1e-4);
     assert_eq!(u.mfu.inputs["params"], params);
     assert!(u.mfu.formula.contains("2 · params"));
 }

@@ -10,14 +10,14 @@ use goodput_protocol::hardware::{
 };
 
 use crate::config::{BatchingConfig, EngineConfig, FixedTimingConfig, SimConfig};
-use crate::engine::cost::{BatchEntry, StepCost, StepCostModel, decode_batch};
+use crate::engine::cost::{StepCost, StepCostModel, decode_batch, prompt};
 use crate::engine::fixed::FixedTimingEngine;
 use crate::engine::kv::blocks_for;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Context length of the decode rows.
 const DECODE_CONTEXT: u32 = 1024;
-/// Prompt length of the prefill row (1k tokens).
+/// Prompt length of the prefill rows (1k tokens).
 const PREFILL_TOKENS: u32 = 1000;
 /// Batch sizes of the decode table.
 const DECODE_BATCHES: [u32; 6] = [1, 8, 32, 64, 128, 256];
@@ -47,9 +47,13 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
     let model = &deployment.model;
     let _ = writeln!(
         out,
-        "engine: continuous batching, {} on {} × {} (max_num_seqs {}, max_num_batched_tokens {}, \
-         block_size {}, chunked_prefill {}, prefix_caching {})",
+        "engine: continuous batching, {} policy, {} ({:?} weights, {:?} KV) on {} × {} (max_num_seqs {}, \
+         max_num_batched_tokens {}, block_size {}, chunked_prefill {}, prefix_caching {}, \
+         admission reserves {}% of each answer)",
+        config.policy.name(),
         model.name,
+        model.weight_dtype,
+        model.kv_dtype,
         deployment.tensor_parallel,
         deployment.gpu.name,
         config.max_num_seqs,
@@ -57,12 +61,13 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
         config.block_size,
         config.chunked_prefill,
         config.prefix_caching,
+        config.policy.reserved_output_fraction() * 100.0,
     );
     explain_model(out, model);
     explain_kv(out, config, &deployment);
     let cost = StepCostModel::new(config);
     explain_batch1_decode(out, config, &cost);
-    explain_prefill(out, &cost);
+    explain_prefill(out, config, &cost);
     explain_decode_table(out, config, &cost);
 }
 
@@ -141,81 +146,142 @@ fn explain_kv(out: &mut String, config: &BatchingConfig, deployment: &Deployment
 
 fn explain_batch1_decode(out: &mut String, config: &BatchingConfig, cost: &StepCostModel) {
     let step = cost.cost(&decode_batch(1, DECODE_CONTEXT), false);
-    let model = &config.model;
-    let gpu = &config.gpu;
     let _ = writeln!(out, "\ndecode step, batch 1, context {DECODE_CONTEXT}");
-    let bytes = model.streamed_weight_bytes()
-        + model.kv_bytes_per_token() * f64::from(DECODE_CONTEXT + 1)
-        + model.activation_bytes_per_token();
+    explain_terms(out, config, &step);
     let _ = writeln!(
         out,
-        "  memory              {:>10.3} ms  = (streamed weights + KV of context + activations) / (bandwidth · efficiency · tp) \
-         = {:.2} GB / ({} TB/s · {} · {})",
-        step.memory_secs * 1e3,
-        bytes / 1e9,
-        gpu.hbm_tb_per_sec,
-        gpu.bandwidth_efficiency,
-        config.tensor_parallel,
-    );
-    let _ = writeln!(
-        out,
-        "  compute             {:>10.3} ms  = (linear + attention FLOPs) / (peak · MFU_decode · tp) = {:.3} GFLOP / ({:.1} TFLOP/s · {} · {})",
-        step.compute_secs * 1e3,
-        (model.linear_flops(1.0) + model.attention_flops(1.0, f64::from(DECODE_CONTEXT))) / 1e9,
-        gpu.peak_flops(model.weight_dtype) / 1e12,
-        gpu.mfu_decode,
-        config.tensor_parallel,
-    );
-    let overheads = &config.overheads;
-    let _ = writeln!(
-        out,
-        "  overhead            {:>10.3} ms  = per_step + per_layer · layers + per_sequence · 1 = {} + {} · {} + {} µs",
-        step.overhead_secs * 1e3,
-        overheads.per_step_us,
-        overheads.per_layer_us,
-        model.layers,
-        overheads.per_sequence_us,
-    );
-    if step.comm_secs > 0.0 {
-        let _ = writeln!(
-            out,
-            "  all-reduce          {:>10.3} ms  = 2 · layers · (latency + bytes / link)",
-            step.comm_secs * 1e3
-        );
-    }
-    let _ = writeln!(
-        out,
-        "  total               {:>10.3} ms  = overhead + max(memory, compute){} ({}-bound) → {:.1} tokens/s",
-        step.total_secs() * 1e3,
-        if step.comm_secs > 0.0 {
-            " + all-reduce"
-        } else {
-            ""
-        },
-        bound(&step),
-        1.0 / step.total_secs(),
+        "  → {:.1} tokens/s per sequence",
+        1.0 / step.total_secs()
     );
 }
 
-fn explain_prefill(out: &mut String, cost: &StepCostModel) {
-    let step = cost.cost(
-        &[BatchEntry {
-            new_tokens: PREFILL_TOKENS,
-            context: 0,
-            is_prefill: true,
-        }],
-        false,
-    );
-    let _ = writeln!(out, "\nprefill");
+fn explain_prefill(out: &mut String, config: &BatchingConfig, cost: &StepCostModel) {
+    let step = cost.cost(&[prompt(PREFILL_TOKENS)], false);
     let _ = writeln!(
         out,
-        "  time for 1k tokens  {:>10.3} ms  = overhead + max(memory, compute) in one step \
-         (compute {:.3} ms at MFU_prefill, memory {:.3} ms; {}-bound)",
-        step.total_secs() * 1e3,
-        step.compute_secs * 1e3,
-        step.memory_secs * 1e3,
-        bound(&step),
+        "\nprefill step, one {PREFILL_TOKENS}-token prompt (first token after {:.3} ms = frontend + step)",
+        (step.total_secs() + config.effective_overheads().frontend_us * 1e-6) * 1e3
     );
+    explain_terms(out, config, &step);
+}
+
+/// Every term of a step's cost, each with its formula and inputs.
+fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
+    let mut rows = kernel_terms(config, step);
+    rows.extend(overhead_terms(config, step));
+    for (name, secs, formula) in rows {
+        let _ = writeln!(out, "  {name:<18}  {:>10.3} ms  = {formula}", secs * 1e3);
+    }
+    let _ = writeln!(
+        out,
+        "  {:<18}  {:>10.3} ms  = max(linear compute, linear weights) + every other term ({}-bound GEMMs)",
+        "total",
+        step.total_secs() * 1e3,
+        bound(step),
+    );
+}
+
+/// A term of the step cost: name, seconds, formula with its inputs.
+type Term = (&'static str, f64, String);
+
+/// The kernels' terms: GEMMs, logits, attention, all-reduce, drafts.
+fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
+    let model = &config.model;
+    let gpu = &config.gpu;
+    let tp = config.tensor_parallel.max(1);
+    let dtype = model.weight_dtype;
+    let gemm_eff = gpu.gemm_flops(dtype) / gpu.peak_flops(dtype);
+    vec![
+        (
+            "linear compute",
+            step.linear_compute_secs,
+            format!(
+                "2 · layer params · tokens / ({:.1} TFLOP/s {dtype:?} peak · GEMM efficiency {gemm_eff} · tp {tp})",
+                gpu.peak_flops(dtype) / 1e12
+            ),
+        ),
+        (
+            "linear weights",
+            step.linear_memory_secs,
+            format!(
+                "{:.2} GB of layer weights / ({} TB/s · weight-streaming efficiency {} · tp {tp}); the GEMMs take the larger of the two",
+                model.layer_weight_bytes() / 1e9,
+                gpu.hbm_tb_per_sec,
+                gpu.bandwidth_efficiency
+            ),
+        ),
+        (
+            "logits",
+            step.logits_secs,
+            format!(
+                "max(2 · vocab · hidden · sampled positions FLOPs, {:.2} GB head) for the last token of each sequence only",
+                model.logits_weight_bytes() / 1e9
+            ),
+        ),
+        (
+            "prefill attention",
+            step.prefill_attention_secs,
+            format!(
+                "4 · layers · heads · head_dim · n · (context + (n − 1)/2) / ({} TFLOP/s BF16 · attention efficiency {} · tp {tp})",
+                gpu.bf16_tflops, gpu.attention_efficiency
+            ),
+        ),
+        (
+            "decode attention",
+            step.decode_attention_secs,
+            format!(
+                "KV reads of every decode context + KV writes of every new token ({} B/token, {:?} KV) / ({} TB/s · KV-read efficiency {} · tp {tp})",
+                model.kv_bytes_per_token(),
+                model.kv_dtype,
+                gpu.hbm_tb_per_sec,
+                gpu.kv_read_efficiency
+            ),
+        ),
+        (
+            "all-reduce",
+            step.comm_secs,
+            format!(
+                "2 · layers · ({} µs · log2 tp + tokens · hidden · 2 B · 2(tp − 1)/tp / {} GB/s), tp {tp}",
+                gpu.all_reduce_us, gpu.interconnect_gb_per_sec
+            ),
+        ),
+        (
+            "draft",
+            step.draft_secs,
+            "K · draft cost ratio · (linear + logits + decode attention)".to_string(),
+        ),
+    ]
+}
+
+/// The fixed terms: per step and layer, per sequence, per prefill step.
+fn overhead_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
+    let o = config.effective_overheads();
+    vec![
+        (
+            "fixed",
+            step.fixed_secs,
+            format!(
+                "per step {} µs + per layer {} µs · {} layers ({} policy)",
+                o.per_step_us,
+                o.per_layer_us,
+                config.model.layers,
+                config.policy.name()
+            ),
+        ),
+        (
+            "per sequence",
+            step.sequence_secs,
+            format!("{} µs · sequences", o.per_sequence_us),
+        ),
+        (
+            "prefill overhead",
+            step.prefill_overhead_secs,
+            format!(
+                "{} µs when the step carries prompt tokens",
+                o.per_prefill_us
+            ),
+        ),
+    ]
 }
 
 fn explain_decode_table(out: &mut String, config: &BatchingConfig, cost: &StepCostModel) {
@@ -302,9 +368,9 @@ fn explain_fixed(out: &mut String, config: &FixedTimingConfig, natural_mean: Opt
 pub struct DecodeStep {
     /// The step's duration, seconds.
     pub total_secs: f64,
-    /// Time to stream weights and KV at the usable bandwidth, seconds.
+    /// Time to stream weights (layers and output head) and KV at the usable bandwidth, seconds.
     pub memory_secs: f64,
-    /// Time for the FLOPs at the decode MFU, seconds.
+    /// Time for the layer GEMMs' FLOPs at the GEMM rate, seconds.
     pub compute_secs: f64,
     /// `"memory"` or `"compute"`: which of the two sets the step.
     pub bound: &'static str,
@@ -315,8 +381,8 @@ pub fn decode_step(config: &BatchingConfig, batch: u32, context: u32) -> DecodeS
     let step = StepCostModel::new(config).cost(&decode_batch(batch.max(1), context), false);
     DecodeStep {
         total_secs: step.total_secs(),
-        memory_secs: step.memory_secs,
-        compute_secs: step.compute_secs,
+        memory_secs: step.linear_memory_secs + step.logits_secs + step.decode_attention_secs,
+        compute_secs: step.linear_compute_secs,
         bound: bound(&step),
     }
 }

@@ -138,16 +138,20 @@ impl Simulation {
         self.record_events();
     }
 
-    /// Advances to the engine's next event and returns what happened (empty when idle).
+    /// Advances to the engine's next event that produces something (a request reaching the
+    /// engine through its frontend produces nothing by itself) and returns what happened
+    /// (empty when idle).
     pub fn run_next(&mut self) -> Vec<EngineEvent> {
-        let Some(at) = self.engine.next_event_at() else {
-            return Vec::new();
-        };
-        self.now = self.now.max(at);
-        self.engine.advance(self.now, &mut self.events);
-        let happened = self.events.clone();
-        self.record_events();
-        happened
+        while let Some(at) = self.engine.next_event_at() {
+            self.now = self.now.max(at);
+            self.engine.advance(self.now, &mut self.events);
+            if !self.events.is_empty() {
+                let happened = self.events.clone();
+                self.record_events();
+                return happened;
+            }
+        }
+        Vec::new()
     }
 
     /// Runs until the engine has nothing left to do.

@@ -9,5 +9,6 @@ pub(crate) mod reporting;
 pub(crate) mod run;
 pub(crate) mod server;
 pub(crate) mod sim;
+pub(crate) mod sim_deploy;
 pub(crate) mod sweep;
 pub(crate) mod workload;

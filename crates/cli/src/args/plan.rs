@@ -65,7 +65,7 @@ pub(crate) struct SimulateArgs {
     /// in virtual time (a device = --accelerators-per-device accelerators, tensor parallel).
     #[arg(long, group = "capacity_source")]
     pub(crate) simulate: bool,
-    /// Model preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-3.2-1b.
+    /// Model preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-3.2-1b, llama-2-7b, llama-2-70b.
     #[arg(
         long,
         default_value = "llama-3.1-8b",
@@ -73,7 +73,7 @@ pub(crate) struct SimulateArgs {
         requires = "simulate"
     )]
     pub(crate) sim_model: String,
-    /// Accelerator preset: a100-80g, h100, h200, l40s.
+    /// Accelerator preset: a100-80g, h100, h200, l40s, b200, mi300x.
     #[arg(
         long,
         default_value = "h100",
@@ -84,6 +84,8 @@ pub(crate) struct SimulateArgs {
     /// A simulator configuration file instead of the presets (its engine must batch).
     #[arg(long, value_name = "FILE", requires = "simulate", conflicts_with_all = ["sim_model", "sim_gpu"])]
     pub(crate) sim_config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) sim_precision: crate::args::sim_deploy::SimPrecisionArgs,
     /// Prompt tokens per request.
     #[arg(
         long,

@@ -164,6 +164,8 @@ pub(crate) struct RunArgs {
     #[arg(long, conflicts_with_all = ["target", "sim_config"], help_heading = "Embedded simulator")]
     pub(crate) sim_gpu: Option<String>,
     #[command(flatten)]
+    pub(crate) sim_deploy: crate::args::sim_deploy::EmbeddedSimArgs,
+    #[command(flatten)]
     pub(crate) reporting: crate::args::reporting::ReportingArgs,
 
     #[command(flatten)]

@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use goodput_core::units::parse_duration;
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 use goodput_sim::config::{
-    BatchingConfig, EngineConfig, FixedTimingConfig, SimConfig, SpeculativeConfig,
+    BatchingConfig, EngineConfig, EnginePolicy, FixedTimingConfig, SimConfig, SpeculativeConfig,
 };
 
 /// Serve or explain the simulated engine.
@@ -49,15 +49,25 @@ pub(crate) struct SimArgs {
 #[derive(Debug, clap::Args)]
 #[command(next_help_heading = "Batching engine")]
 pub(crate) struct BatchingArgs {
-    /// Model preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-3.2-1b.
+    /// Model preset: llama-3.1-8b, llama-3.1-70b, qwen2.5-7b, llama-3.2-1b, llama-2-7b,
+    /// llama-2-70b.
     #[arg(long)]
     pub(crate) model: Option<String>,
-    /// Accelerator preset: a100-80g, h100, h200, l40s.
+    /// Accelerator preset: a100-80g, h100, h200, l40s, b200, mi300x.
     #[arg(long)]
     pub(crate) gpu: Option<String>,
     /// Tensor-parallel degree.
     #[arg(long)]
     pub(crate) tp: Option<u32>,
+    /// Weight precision (bf16, fp16, fp8, int8, int4).
+    #[arg(long, value_name = "DTYPE")]
+    pub(crate) dtype: Option<String>,
+    /// KV-cache precision (bf16, fp8, …).
+    #[arg(long, value_name = "DTYPE")]
+    pub(crate) kv_dtype: Option<String>,
+    /// Engine policy: vllm, sglang, tensorrt-llm, bare (admission, preemption, overheads).
+    #[arg(long, value_name = "POLICY")]
+    pub(crate) engine_policy: Option<String>,
     /// Most sequences per step.
     #[arg(long)]
     pub(crate) max_num_seqs: Option<u32>,
@@ -210,6 +220,20 @@ impl BatchingArgs {
             })?;
         }
         set(&mut config.tensor_parallel, self.tp);
+        if let Some(text) = &self.dtype {
+            config.model.weight_dtype =
+                text.parse().map_err(|e| anyhow::anyhow!("--dtype: {e}"))?;
+        }
+        if let Some(text) = &self.kv_dtype {
+            config.model.kv_dtype = text
+                .parse()
+                .map_err(|e| anyhow::anyhow!("--kv-dtype: {e}"))?;
+        }
+        if let Some(name) = &self.engine_policy {
+            config.policy = EnginePolicy::from_name(name).with_context(|| {
+                format!("--engine-policy {name}: one of vllm, sglang, tensorrt-llm, bare")
+            })?;
+        }
         set(&mut config.max_num_seqs, self.max_num_seqs);
         set(
             &mut config.max_num_batched_tokens,

@@ -117,10 +117,11 @@ fn sim_config(args: &SimulateArgs, accelerators_per_device: u32) -> Result<SimCo
             ..SimConfig::default()
         },
     };
-    if let EngineConfig::Batching(engine) = &mut config.engine
-        && args.sim_config.is_none()
-    {
-        engine.tensor_parallel = accelerators_per_device.max(1);
+    if let EngineConfig::Batching(engine) = &mut config.engine {
+        if args.sim_config.is_none() {
+            engine.tensor_parallel = accelerators_per_device.max(1);
+        }
+        args.sim_precision.apply_to(engine);
     }
     config.validate()?;
     Ok(config)

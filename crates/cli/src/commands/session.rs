@@ -404,6 +404,7 @@ pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig
                 .with_context(|| format!("--sim-gpu {name}: unknown preset"))?;
         }
     }
+    args.sim_deploy.apply(&mut config)?;
     if let Some(time_scale) = args.time_scale {
         config.time_scale = time_scale;
     }

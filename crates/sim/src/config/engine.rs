@@ -6,9 +6,10 @@ use std::time::Duration;
 use goodput_protocol::hardware::{Deployment, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
+use super::policy::{EnginePolicy, StepOverheads};
 use super::{ConfigError, duration_ms, gpu_ref, model_ref, preset_gpu, preset_model};
 
-/// A vLLM-style continuous-batching engine on modelled hardware.
+/// A continuous-batching engine (vLLM, SGLang or TensorRT-LLM style) on modelled hardware.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BatchingConfig {
@@ -40,8 +41,10 @@ pub struct BatchingConfig {
     pub max_waiting: usize,
     /// Override the KV pool size in blocks (default: derived from memory).
     pub kv_blocks_override: Option<u64>,
-    /// Fixed costs added to every step.
-    pub overheads: StepOverheads,
+    /// Whose admission, preemption and overheads to mimic.
+    pub policy: EnginePolicy,
+    /// Runtime overheads (default: the policy's).
+    pub overheads: Option<StepOverheads>,
     /// Speculative decoding (off when absent).
     pub speculative: Option<SpeculativeConfig>,
 }
@@ -62,7 +65,8 @@ impl Default for BatchingConfig {
             watermark: 0.01,
             max_waiting: 1024,
             kv_blocks_override: None,
-            overheads: StepOverheads::default(),
+            policy: EnginePolicy::Vllm,
+            overheads: None,
             speculative: None,
         }
     }
@@ -77,6 +81,13 @@ impl BatchingConfig {
             tensor_parallel: self.tensor_parallel,
             gpu_memory_utilization: self.gpu_memory_utilization,
         }
+    }
+
+    /// The overheads charged: the configured ones, or the policy's.
+    pub fn effective_overheads(&self) -> StepOverheads {
+        self.overheads
+            .clone()
+            .unwrap_or_else(|| self.policy.overheads())
     }
 
     /// `max_model_len`, defaulting to the model's context length.
@@ -118,51 +129,11 @@ impl BatchingConfig {
                 "must be at least 1",
             ));
         }
-        self.overheads.validate()?;
+        self.effective_overheads().validate()?;
         if let Some(speculative) = &self.speculative {
             speculative.validate()?;
         }
         Ok(())
-    }
-}
-
-/// Fixed per-step and per-sequence costs (CPU scheduling, kernel launches, sampling).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct StepOverheads {
-    /// Added to every step, µs.
-    pub per_step_us: f64,
-    /// Added to every step per model layer, µs.
-    pub per_layer_us: f64,
-    /// Added to every step per sequence in the batch, µs.
-    pub per_sequence_us: f64,
-    /// Latency of one all-reduce when tensor parallel, µs (two per layer).
-    pub all_reduce_us: f64,
-}
-
-impl Default for StepOverheads {
-    fn default() -> Self {
-        StepOverheads {
-            per_step_us: 126.0,
-            per_layer_us: 32.0,
-            per_sequence_us: 4.0,
-            all_reduce_us: 8.0,
-        }
-    }
-}
-
-impl StepOverheads {
-    fn validate(&self) -> Result<(), ConfigError> {
-        let fields = [
-            ("overheads.per_step_us", self.per_step_us),
-            ("overheads.per_layer_us", self.per_layer_us),
-            ("overheads.per_sequence_us", self.per_sequence_us),
-            ("overheads.all_reduce_us", self.all_reduce_us),
-        ];
-        match fields.iter().find(|(_, v)| !(v.is_finite() && *v >= 0.0)) {
-            Some((field, _)) => Err(ConfigError::invalid(field, "must be 0 or positive")),
-            None => Ok(()),
-        }
     }
 }
 

@@ -4,9 +4,11 @@
 
 mod engine;
 mod faults;
+mod policy;
 
-pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig, StepOverheads};
+pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig};
 pub use faults::FaultConfig;
+pub use policy::{EnginePolicy, StepOverheads};
 
 use std::path::Path;
 

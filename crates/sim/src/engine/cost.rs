@@ -1,17 +1,22 @@
-//! Roofline step time: how long one forward step of a batch takes on the modelled hardware.
+//! Step time built per operator class: how long one forward step of a batch takes on the
+//! modelled hardware.
 //!
 //! ```text
-//! compute  = Σ_prefill (linear + attention FLOPs) / (peak · MFU_prefill)
-//!          + Σ_decode  (linear + attention FLOPs) / (peak · MFU_decode)          ÷ tp
-//! memory   = (streamed weights + KV bytes · Σ(context + new) + activations · Σ new)
-//!            / (bandwidth · efficiency)                                          ÷ tp
-//! comm     = 2 · layers · (all_reduce latency + new · hidden · 2 bytes · 2(tp−1)/tp / link)   (tp > 1)
-//! draft    = K · (c_draft / c_target) · max(compute, memory)                   (speculative)
-//! step     = per_step + per_layer · layers + per_sequence · sequences
-//!            + max(compute, memory) + comm + draft
+//! linear    = max(2 · layer_params · N / (peak_w · eff_gemm_w), layer weight bytes / (BW · η_w))   ÷ tp
+//! logits    = max(2 · vocab · hidden · S / (peak_w · eff_gemm_w), head bytes / (BW · η_w))        ÷ tp
+//! attn_pre  = max(Σ_prefill 4·L·H·hd·n·(c + (n−1)/2) / (peak_bf16 · eff_attn),
+//!                 Σ_prefill c · kv / (BW · η_kv))                                             ÷ tp
+//! attn_dec  = (Σ_decode (c + n) · kv + N_prefill · kv) / (BW · η_kv)                           ÷ tp
+//! comm      = 2 · layers · (all_reduce_us · log2 tp + N · hidden · 2 B · 2(tp−1)/tp / link)       (tp > 1)
+//! draft     = K · (c_draft / c_target) · (linear + logits + attn_dec)                         (speculative)
+//! overhead  = per_step + per_layer · layers + per_sequence · sequences + per_prefill (if any prompt)
+//! step      = linear + logits + attn_pre + attn_dec + comm + draft + overhead
 //! ```
-//! Weights are read once per step whatever the batch, so decode is bandwidth-bound at small
-//! batch and becomes compute-bound as the batch grows; prefill is compute-bound.
+//! N is every token computed in the step, S the sequences that sample a token (decodes and
+//! prompts whose last chunk runs), `_w` the weight precision. Each operator is its own kernel,
+//! so only a GEMM overlaps its own weight reads with its FLOPs; a prompt chunk's FLOPs do not
+//! hide the decodes' KV reads. Weights are read once per step whatever the batch, so decode is
+//! bandwidth-bound at small batch and becomes compute-bound as the batch grows.
 
 use std::time::Duration;
 
@@ -28,30 +33,57 @@ pub struct BatchEntry {
     pub context: u32,
     /// Whether these are prompt (prefill) tokens rather than decode tokens.
     pub is_prefill: bool,
+    /// Whether the step computes logits for this sequence (a decode, or the chunk that
+    /// completes a prompt).
+    pub samples: bool,
 }
 
-/// The parts of a step's duration, seconds.
+/// The parts of a step's duration, seconds. Every term is added: each operator class runs as
+/// its own kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct StepCost {
-    /// FLOPs ÷ effective FLOP/s.
-    pub compute_secs: f64,
-    /// Bytes ÷ effective bandwidth.
-    pub memory_secs: f64,
+    /// Layer GEMMs: FLOPs at the GEMM rate of the weight precision.
+    pub linear_compute_secs: f64,
+    /// Layer GEMMs: weight bytes at the weight-streaming bandwidth.
+    pub linear_memory_secs: f64,
+    /// Output head for the sampled positions (the larger of its FLOPs and its weight reads).
+    pub logits_secs: f64,
+    /// Causal attention over prompt chunks.
+    pub prefill_attention_secs: f64,
+    /// Decode attention reading the KV cache (and every new token's KV write).
+    pub decode_attention_secs: f64,
     /// Tensor-parallel all-reduces.
     pub comm_secs: f64,
     /// Draft model forwards (speculative decoding).
     pub draft_secs: f64,
-    /// Fixed per-step, per-layer and per-sequence costs.
-    pub overhead_secs: f64,
+    /// Fixed per-step and per-layer costs (scheduling, launches, sampling).
+    pub fixed_secs: f64,
+    /// Per-sequence costs.
+    pub sequence_secs: f64,
+    /// Extra cost of a step that carries prompt tokens (no full CUDA graph).
+    pub prefill_overhead_secs: f64,
 }
 
 impl StepCost {
+    /// The layer GEMMs: their FLOPs and their weight reads overlap.
+    pub fn linear_secs(&self) -> f64 {
+        self.linear_compute_secs.max(self.linear_memory_secs)
+    }
+
+    /// Every fixed cost: per step, per layer, per sequence, per prefill.
+    pub fn overhead_secs(&self) -> f64 {
+        self.fixed_secs + self.sequence_secs + self.prefill_overhead_secs
+    }
+
     /// The step's duration.
     pub fn total_secs(&self) -> f64 {
-        self.overhead_secs
-            + self.compute_secs.max(self.memory_secs)
+        self.linear_secs()
+            + self.logits_secs
+            + self.prefill_attention_secs
+            + self.decode_attention_secs
             + self.comm_secs
             + self.draft_secs
+            + self.overhead_secs()
     }
 
     /// The step's duration as a [`Duration`] (rounded to the nanosecond).
@@ -59,9 +91,9 @@ impl StepCost {
         Duration::from_secs_f64(self.total_secs().max(0.0))
     }
 
-    /// Whether memory traffic, not arithmetic, bounds the step.
+    /// Whether the layer GEMMs wait on weight bytes rather than on arithmetic.
     pub fn is_memory_bound(&self) -> bool {
-        self.memory_secs >= self.compute_secs
+        self.linear_memory_secs >= self.linear_compute_secs
     }
 }
 
@@ -75,6 +107,18 @@ pub struct StepCostModel {
     draft_factor: f64,
 }
 
+/// Token sums of a batch.
+#[derive(Debug, Default)]
+struct Totals {
+    tokens: f64,
+    sampled: f64,
+    prefill_tokens: f64,
+    prefill_attention_flops: f64,
+    prefill_context: f64,
+    decode_kv_tokens: f64,
+    prefills: bool,
+}
+
 impl StepCostModel {
     /// The cost model of a batching engine configuration.
     pub fn new(config: &BatchingConfig) -> Self {
@@ -85,9 +129,35 @@ impl StepCostModel {
             model: config.model.clone(),
             gpu: config.gpu.clone(),
             tensor_parallel: f64::from(config.tensor_parallel.max(1)),
-            overheads: config.overheads.clone(),
+            overheads: config.effective_overheads(),
             draft_factor,
         }
+    }
+
+    /// The overheads this model charges.
+    pub fn overheads(&self) -> &StepOverheads {
+        &self.overheads
+    }
+
+    fn totals(&self, batch: &[BatchEntry]) -> Totals {
+        let mut totals = Totals::default();
+        for entry in batch {
+            let new = f64::from(entry.new_tokens);
+            let context = f64::from(entry.context);
+            totals.tokens += new;
+            if entry.samples {
+                totals.sampled += 1.0;
+            }
+            if entry.is_prefill {
+                totals.prefills = true;
+                totals.prefill_tokens += new;
+                totals.prefill_attention_flops += self.model.attention_flops(new, context);
+                totals.prefill_context += context;
+            } else {
+                totals.decode_kv_tokens += context + new;
+            }
+        }
+        totals
     }
 
     /// The cost of one step over `batch`; `drafting` when decode sequences carry draft tokens.
@@ -95,57 +165,56 @@ impl StepCostModel {
         if batch.is_empty() {
             return StepCost::default();
         }
-        let peak = self.gpu.peak_flops(self.model.weight_dtype);
-        let (mut prefill_flops, mut decode_flops) = (0.0, 0.0);
-        let (mut kv_tokens, mut new_tokens) = (0.0, 0.0);
-        for entry in batch {
-            let new = f64::from(entry.new_tokens);
-            let context = f64::from(entry.context);
-            let flops = self.model.linear_flops(new) + self.model.attention_flops(new, context);
-            if entry.is_prefill {
-                prefill_flops += flops;
-            } else {
-                decode_flops += flops;
-            }
-            kv_tokens += context + new;
-            new_tokens += new;
-        }
+        let t = self.totals(batch);
         let tp = self.tensor_parallel;
-        let compute_secs = (prefill_flops / (peak * self.gpu.mfu_prefill)
-            + decode_flops / (peak * self.gpu.mfu_decode))
-            / tp;
-        let bytes = self.model.streamed_weight_bytes()
-            + self.model.kv_bytes_per_token() * kv_tokens
-            + self.model.activation_bytes_per_token() * new_tokens;
-        let memory_secs = bytes / (self.gpu.effective_bandwidth() * tp);
-        let comm_secs = self.all_reduce_secs(new_tokens);
-        let forward = compute_secs.max(memory_secs);
-        let draft_secs = if drafting {
-            self.draft_factor * forward
+        let dtype = self.model.weight_dtype;
+        let gemm = self.gpu.gemm_flops(dtype) * tp;
+        let stream = self.gpu.effective_bandwidth() * tp;
+        let kv_read = self.gpu.kv_read_bandwidth() * tp;
+        let kv = self.model.kv_bytes_per_token();
+        let logits_secs = if t.sampled > 0.0 {
+            (self.model.logits_flops(t.sampled) / gemm)
+                .max(self.model.logits_weight_bytes() / stream)
         } else {
             0.0
         };
-        let layers = f64::from(self.model.layers);
-        let overhead_us = self.overheads.per_step_us
-            + self.overheads.per_layer_us * layers
-            + self.overheads.per_sequence_us * batch.len() as f64;
-        StepCost {
-            compute_secs,
-            memory_secs,
-            comm_secs,
-            draft_secs,
-            overhead_secs: overhead_us * 1e-6,
+        let prefill_attention_secs = (t.prefill_attention_flops
+            / (self.gpu.attention_flops() * tp))
+            .max(t.prefill_context * kv / kv_read);
+        let decode_attention_secs = (t.decode_kv_tokens + t.prefill_tokens) * kv / kv_read;
+        let mut cost = StepCost {
+            linear_compute_secs: self.model.layer_linear_flops(t.tokens) / gemm,
+            linear_memory_secs: self.model.layer_weight_bytes() / stream,
+            logits_secs,
+            prefill_attention_secs,
+            decode_attention_secs,
+            comm_secs: self.all_reduce_secs(t.tokens),
+            ..StepCost::default()
+        };
+        if drafting {
+            cost.draft_secs =
+                self.draft_factor * (cost.linear_secs() + logits_secs + decode_attention_secs);
         }
+        let o = &self.overheads;
+        let layers = f64::from(self.model.layers);
+        cost.fixed_secs = (o.per_step_us + o.per_layer_us * layers) * 1e-6;
+        cost.sequence_secs = o.per_sequence_us * batch.len() as f64 * 1e-6;
+        if t.prefills {
+            cost.prefill_overhead_secs = o.per_prefill_us * 1e-6;
+        }
+        cost
     }
 
-    fn all_reduce_secs(&self, new_tokens: f64) -> f64 {
+    /// Two all-reduces per layer: a latency per doubling of the group plus the ring's bytes.
+    fn all_reduce_secs(&self, tokens: f64) -> f64 {
         let tp = self.tensor_parallel;
         if tp <= 1.0 {
             return 0.0;
         }
-        let bytes = new_tokens * f64::from(self.model.hidden) * 2.0;
+        let bytes = tokens * f64::from(self.model.hidden) * 2.0;
         let ring = bytes * 2.0 * (tp - 1.0) / tp / (self.gpu.interconnect_gb_per_sec * 1e9);
-        2.0 * f64::from(self.model.layers) * (self.overheads.all_reduce_us * 1e-6 + ring)
+        let latency = self.gpu.all_reduce_us * 1e-6 * tp.log2();
+        2.0 * f64::from(self.model.layers) * (latency + ring)
     }
 }
 
@@ -156,13 +225,26 @@ pub(crate) fn decode_batch(size: u32, context: u32) -> Vec<BatchEntry> {
             new_tokens: 1,
             context,
             is_prefill: false,
+            samples: true,
         })
         .collect()
+}
+
+/// A whole prompt of `tokens` tokens computed in one step.
+pub(crate) fn prompt(tokens: u32) -> BatchEntry {
+    BatchEntry {
+        new_tokens: tokens,
+        context: 0,
+        is_prefill: true,
+        samples: true,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use goodput_protocol::hardware::DType;
+
     use super::*;
 
     fn model_8b_h100() -> (BatchingConfig, StepCostModel) {
@@ -176,13 +258,14 @@ mod tests {
         let (config, model) = model_8b_h100();
         let cost = model.cost(&decode_batch(1, 1024), false);
         assert!(cost.is_memory_bound());
-        let weights = config.model.streamed_weight_bytes() / (3.35e12 * 0.9);
-        // Weights dominate: KV of 1k tokens adds 134 MB to 15 GB.
-        assert!((cost.memory_secs - weights) / weights < 0.01, "{cost:?}");
-        let overhead = (126.0 + 32.0 * 32.0 + 4.0) * 1e-6;
-        assert!((cost.total_secs() - (cost.memory_secs + overhead)).abs() < 1e-9);
+        let weights = config.model.streamed_weight_bytes() / config.gpu.effective_bandwidth();
+        let streamed = cost.linear_memory_secs + cost.logits_secs;
+        assert!((streamed - weights).abs() / weights < 0.01, "{cost:?}");
+        let o = config.effective_overheads();
+        let overhead = (o.per_step_us + o.per_layer_us * 32.0 + o.per_sequence_us) * 1e-6;
+        assert!((cost.overhead_secs() - overhead).abs() < 1e-12);
         assert!(
-            (0.0055..0.0065).contains(&cost.total_secs()),
+            (0.0065..0.0085).contains(&cost.total_secs()),
             "{}",
             cost.total_secs()
         );
@@ -197,18 +280,53 @@ mod tests {
     }
 
     #[test]
-    fn prefill_is_compute_bound_and_about_33ms_per_1k_tokens() {
+    fn prefill_is_compute_bound_and_about_35ms_per_1k_tokens() {
         let (_, model) = model_8b_h100();
-        let cost = model.cost(
-            &[BatchEntry {
-                new_tokens: 1024,
-                context: 0,
-                is_prefill: true,
-            }],
-            false,
-        );
+        let cost = model.cost(&[prompt(1024)], false);
         assert!(!cost.is_memory_bound());
-        assert!((0.030..0.040).contains(&cost.compute_secs), "{cost:?}");
+        let compute = cost.linear_secs() + cost.prefill_attention_secs;
+        assert!((0.020..0.030).contains(&compute), "{cost:?}");
+    }
+
+    #[test]
+    fn logits_are_computed_for_the_last_prompt_token_only() {
+        let (_, model) = model_8b_h100();
+        let whole = model.cost(&[prompt(4096)], false);
+        let mut chunk = prompt(4096);
+        chunk.samples = false;
+        let middle = model.cost(&[chunk], false);
+        assert_eq!(middle.logits_secs, 0.0);
+        // One position's logits cost the head's weight reads, not 4096 positions' FLOPs.
+        assert!(whole.logits_secs < 0.001, "{whole:?}");
+    }
+
+    #[test]
+    fn a_prompt_chunk_does_not_hide_the_decodes_kv_reads() {
+        let (_, model) = model_8b_h100();
+        let decodes = decode_batch(32, 2048);
+        let alone = model.cost(&decodes, false).total_secs();
+        let mut mixed = decodes;
+        mixed.push(prompt(512));
+        let together = model.cost(&mixed, false);
+        let prompt_alone = model.cost(&[prompt(512)], false).total_secs();
+        assert!(together.decode_attention_secs > 0.0);
+        assert!(together.total_secs() > alone * 1.2, "{together:?}");
+        assert!(together.total_secs() < alone + prompt_alone);
+    }
+
+    #[test]
+    fn fp8_weights_run_gemms_at_the_fp8_rate_and_stream_half_the_bytes() {
+        let (mut config, bf16) = model_8b_h100();
+        config.model.weight_dtype = DType::Fp8;
+        let fp8 = StepCostModel::new(&config);
+        let (a, b) = (
+            bf16.cost(&[prompt(4096)], false),
+            fp8.cost(&[prompt(4096)], false),
+        );
+        let ratio = a.linear_compute_secs / b.linear_compute_secs;
+        let expected = 2.0 * config.gpu.gemm_efficiency_fp8 / config.gpu.gemm_efficiency_bf16;
+        assert!((ratio - expected).abs() < 1e-9, "{ratio}");
+        assert!((a.linear_memory_secs / b.linear_memory_secs - 2.0).abs() < 1e-9);
     }
 
     #[test]
@@ -232,6 +350,7 @@ mod tests {
         assert!(cost.comm_secs > 0.0);
         config.tensor_parallel = 8;
         let wider = StepCostModel::new(&config).cost(&decode_batch(1, 1024), false);
-        assert!(wider.memory_secs < cost.memory_secs);
+        assert!(wider.linear_memory_secs < cost.linear_memory_secs);
+        assert!(wider.comm_secs > cost.comm_secs);
     }
 }

@@ -1,15 +1,19 @@
-//! The continuous-batching engine: a vLLM-style iteration-level scheduler over a paged KV
-//! cache, timed by the roofline cost model.
+//! The continuous-batching engine: an iteration-level scheduler over a paged KV cache, timed
+//! by the per-operator cost model, with the admission of the configured engine policy.
 //!
 //! Each step: decode sequences first (1 token, plus draft tokens with speculative decoding),
 //! then running prompt chunks, then waiting requests in FIFO order, all under the step's token
-//! budget and `max_num_seqs`. When a running sequence needs a KV block and none is free, the
-//! newest running sequence is preempted (its KV freed, recomputed later) and put back at the
-//! head of the waiting queue. New requests are admitted only while a watermark of blocks stays
-//! free; the waiting queue is bounded and refuses requests beyond it.
+//! budget and `max_num_seqs`. Admission keeps a watermark of blocks free and, by policy,
+//! reserves blocks for part (SGLang) or all (TensorRT-LLM) of each answer. When a running
+//! sequence needs a KV block and none is free, the newest running sequence is preempted (its
+//! KV freed, recomputed later) and put back at the head of the waiting queue. Requests reach
+//! the queue after the policy's frontend latency; the queue is bounded and refuses requests
+//! beyond it.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
+
+mod admission;
 
 use super::cost::{BatchEntry, StepCostModel};
 use super::kv::{BlockId, BlockPool, blocks_for};
@@ -63,15 +67,7 @@ struct Scheduled {
     drafts: u32,
     context: u32,
     is_prefill: bool,
-}
-
-/// How a waiting sequence would be admitted.
-#[derive(Debug, Clone, Copy)]
-struct Admission {
-    reusable_blocks: usize,
-    cached_tokens: u32,
-    new_tokens: u32,
-    new_blocks: u32,
+    samples: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +85,8 @@ pub struct BatchingEngine {
     pool: BlockPool,
     token_budget: u32,
     watermark_blocks: u32,
+    frontend: Duration,
+    arriving: VecDeque<(SimTime, Sequence)>,
     waiting: VecDeque<Sequence>,
     running: Vec<Sequence>,
     step: Option<ActiveStep>,
@@ -103,18 +101,16 @@ impl BatchingEngine {
     /// An idle engine; `config` must have passed [`BatchingConfig::validate`].
     pub fn new(config: BatchingConfig, seed: u64) -> Self {
         let blocks = u32::try_from(config.kv_blocks()).unwrap_or(u32::MAX);
-        let token_budget = if config.chunked_prefill {
-            config.max_num_batched_tokens
-        } else {
-            config
-                .max_num_batched_tokens
-                .max(config.effective_max_model_len())
-        };
+        let token_budget = config.max_num_batched_tokens;
         BatchingEngine {
             cost: StepCostModel::new(&config),
             pool: BlockPool::new(blocks),
             token_budget,
             watermark_blocks: (f64::from(blocks) * config.watermark).floor() as u32,
+            frontend: Duration::from_secs_f64(
+                config.effective_overheads().frontend_us.max(0.0) * 1e-6,
+            ),
+            arriving: VecDeque::new(),
             speculative: config
                 .speculative
                 .as_ref()
@@ -127,6 +123,14 @@ impl BatchingEngine {
             preemptions: 0,
             prefix_queries: 0,
             prefix_hits: 0,
+        }
+    }
+
+    /// Puts a request that reached the engine in the waiting queue and starts a step if idle.
+    fn enqueue(&mut self, now: SimTime, seq: Sequence) {
+        self.waiting.push_back(seq);
+        if self.step.is_none() {
+            self.start_step(now);
         }
     }
 
@@ -162,9 +166,10 @@ impl BatchingEngine {
                 self.pool.total()
             )));
         }
-        if self.waiting.len() >= self.config.max_waiting {
+        let waiting = self.waiting.len() + self.arriving.len();
+        if waiting >= self.config.max_waiting {
             return Err(Rejection::QueueFull {
-                waiting: self.waiting.len(),
+                waiting,
                 retry_after: Duration::from_secs(1),
             });
         }
@@ -203,6 +208,7 @@ impl BatchingEngine {
                 new_tokens: e.new_tokens,
                 context: e.context,
                 is_prefill: e.is_prefill,
+                samples: e.samples,
             })
             .collect();
         let drafting = entries.iter().any(|e| e.drafts > 0);
@@ -242,7 +248,8 @@ impl BatchingEngine {
             if index >= self.running.len() || *budget == 0 {
                 continue;
             }
-            let Some(entry) = self.plan_running(index, *budget) else {
+            let alone = !entries.last().is_some_and(|e| e.is_prefill); // prompts come last
+            let Some(entry) = self.plan_running(index, *budget, alone) else {
                 continue;
             };
             let seq = &self.running[index];
@@ -258,7 +265,7 @@ impl BatchingEngine {
             }
             if let Some(blocks) = self.pool.allocate(need) {
                 self.running[index].blocks.extend(blocks);
-                *budget -= entry.new_tokens;
+                *budget = budget.saturating_sub(entry.new_tokens);
                 entries.push(entry);
             }
         }
@@ -267,8 +274,9 @@ impl BatchingEngine {
 
     /// What running sequence `index` would compute this step with `budget` tokens left:
     /// its next prompt chunk, or one decode token plus drafts. `None` when an unchunked
-    /// prompt does not fit.
-    fn plan_running(&self, index: usize, budget: u32) -> Option<Scheduled> {
+    /// prompt does not fit (one longer than the whole budget runs `alone`, as the step's only
+    /// prompt).
+    fn plan_running(&self, index: usize, budget: u32, alone: bool) -> Option<Scheduled> {
         let seq = &self.running[index];
         if seq.is_prefill() {
             let new = if self.config.chunked_prefill {
@@ -276,12 +284,13 @@ impl BatchingEngine {
             } else {
                 seq.pending()
             };
-            return (new <= budget).then_some(Scheduled {
+            return (new <= budget || alone).then_some(Scheduled {
                 id: seq.request.id,
                 new_tokens: new,
                 drafts: 0,
                 context: seq.computed,
                 is_prefill: true,
+                samples: new == seq.pending(),
             });
         }
         let drafts = self.drafts_for(seq).min(budget.saturating_sub(1));
@@ -291,6 +300,7 @@ impl BatchingEngine {
             drafts,
             context: seq.computed,
             is_prefill: false,
+            samples: true,
         })
     }
 
@@ -312,90 +322,6 @@ impl BatchingEngine {
             at: now,
         });
         self.waiting.push_front(seq);
-    }
-
-    /// Admits waiting requests in FIFO order while budget, sequence slots and blocks allow.
-    fn admit_waiting(&mut self, now: SimTime, entries: &mut Vec<Scheduled>, budget: &mut u32) {
-        let max_seqs = self.config.max_num_seqs as usize;
-        while *budget > 0 && self.running.len() < max_seqs {
-            let Some(admission) = self
-                .waiting
-                .front()
-                .and_then(|seq| self.plan_admission(seq, *budget))
-            else {
-                break;
-            };
-            let Some(mut seq) = self.waiting.pop_front() else {
-                break;
-            };
-            let mut blocks = self
-                .pool
-                .acquire_cached(&seq.request.block_hashes, admission.reusable_blocks);
-            match self.pool.allocate(admission.new_blocks) {
-                Some(fresh) => blocks.extend(fresh),
-                None => {
-                    self.pool.release(&blocks);
-                    self.waiting.push_front(seq);
-                    break;
-                }
-            }
-            let cached = admission.cached_tokens;
-            self.prefix_queries += u64::from(seq.request.prompt_tokens);
-            self.prefix_hits += u64::from(cached.min(seq.request.prompt_tokens));
-            seq.blocks = blocks;
-            seq.registered_blocks = admission.reusable_blocks;
-            seq.computed = cached;
-            if !seq.admitted_once {
-                seq.admitted_once = true;
-                self.pending_events.push(EngineEvent::Scheduled {
-                    id: seq.request.id,
-                    at: now,
-                });
-            }
-            let new_tokens = admission.new_tokens;
-            entries.push(Scheduled {
-                id: seq.request.id,
-                new_tokens,
-                drafts: 0,
-                context: cached,
-                is_prefill: true,
-            });
-            *budget -= new_tokens;
-            self.running.push(seq);
-        }
-    }
-
-    /// Whether `seq` can be admitted with `budget` tokens left: its reusable prefix, first
-    /// chunk and the blocks it needs, keeping the watermark free.
-    fn plan_admission(&self, seq: &Sequence, budget: u32) -> Option<Admission> {
-        let total = seq.total_tokens();
-        let reusable_blocks = if self.config.prefix_caching {
-            let limit = ((total - 1) / self.block_size()) as usize;
-            self.pool
-                .cached_prefix_len(&seq.request.block_hashes)
-                .min(limit)
-        } else {
-            0
-        };
-        let reusable = u32::try_from(reusable_blocks).unwrap_or(u32::MAX);
-        let cached_tokens = reusable * self.block_size();
-        let pending = total - cached_tokens;
-        let new_tokens = if self.config.chunked_prefill {
-            pending.min(budget)
-        } else {
-            pending
-        };
-        if new_tokens > budget {
-            return None;
-        }
-        let new_blocks =
-            blocks_for(cached_tokens + new_tokens, self.block_size()).saturating_sub(reusable);
-        (self.pool.free() >= new_blocks + reusable + self.watermark_blocks).then_some(Admission {
-            reusable_blocks,
-            cached_tokens,
-            new_tokens,
-            new_blocks,
-        })
     }
 
     /// Nothing could be scheduled although work is waiting: drop the head so the engine cannot
@@ -483,15 +409,19 @@ impl BatchingEngine {
 impl Engine for BatchingEngine {
     fn submit(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
         self.check(&request)?;
-        self.waiting.push_back(Sequence::new(request));
-        if self.step.is_none() {
-            self.start_step(now);
+        if self.frontend.is_zero() {
+            self.enqueue(now, Sequence::new(request));
+        } else {
+            self.arriving
+                .push_back((now + self.frontend, Sequence::new(request)));
         }
         Ok(())
     }
 
     fn cancel(&mut self, _now: SimTime, id: RequestId) {
-        if let Some(pos) = self.waiting.iter().position(|s| s.request.id == id) {
+        if let Some(pos) = self.arriving.iter().position(|(_, s)| s.request.id == id) {
+            self.arriving.remove(pos);
+        } else if let Some(pos) = self.waiting.iter().position(|s| s.request.id == id) {
             if let Some(seq) = self.waiting.remove(pos) {
                 self.pool.release(&seq.blocks);
             }
@@ -502,16 +432,32 @@ impl Engine for BatchingEngine {
     }
 
     fn next_event_at(&self) -> Option<SimTime> {
-        self.step.as_ref().map(|step| step.ends_at)
+        let step = self.step.as_ref().map(|step| step.ends_at);
+        let arrival = self.arriving.front().map(|(at, _)| *at);
+        match (step, arrival) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn advance(&mut self, now: SimTime, events: &mut Vec<EngineEvent>) {
         events.append(&mut self.pending_events);
-        while let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
-            let ends_at = step.ends_at;
-            self.complete_step(step);
-            if !self.running.is_empty() || !self.waiting.is_empty() {
-                self.start_step(ends_at);
+        loop {
+            let step_end = self.step.as_ref().map(|step| step.ends_at);
+            let arrival = self.arriving.front().map(|(at, _)| *at);
+            // A request through the frontend by the end of a step joins that step's successor.
+            if let Some(at) = arrival.filter(|at| *at <= now && step_end.is_none_or(|e| *at <= e)) {
+                if let Some((_, seq)) = self.arriving.pop_front() {
+                    self.enqueue(at, seq);
+                }
+            } else if let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
+                let ends_at = step.ends_at;
+                self.complete_step(step);
+                if !self.running.is_empty() || !self.waiting.is_empty() {
+                    self.start_step(ends_at);
+                }
+            } else {
+                break;
             }
             events.append(&mut self.pending_events);
         }
@@ -520,7 +466,7 @@ impl Engine for BatchingEngine {
     fn stats(&self) -> EngineStats {
         EngineStats {
             running: self.running.len(),
-            waiting: self.waiting.len(),
+            waiting: self.waiting.len() + self.arriving.len(),
             kv_usage: self.pool.usage(),
             kv_blocks_total: u64::from(self.pool.total()),
             block_size: self.block_size(),

@@ -3,6 +3,9 @@
 //! bandwidth-bound decode floor. The simulator's roofline and the client's utilisation report
 //! both use these, so the two always agree on the arithmetic.
 
+mod gpu;
+
+pub use gpu::GpuSpec;
 use serde::{Deserialize, Serialize};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -23,6 +26,24 @@ pub enum DType {
     Int8,
     /// 4-bit integer (weights only).
     Int4,
+}
+
+impl std::str::FromStr for DType {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.to_ascii_lowercase().as_str() {
+            "fp32" | "f32" => Ok(DType::Fp32),
+            "bf16" => Ok(DType::Bf16),
+            "fp16" | "f16" => Ok(DType::Fp16),
+            "fp8" | "f8" => Ok(DType::Fp8),
+            "int8" | "i8" => Ok(DType::Int8),
+            "int4" | "i4" => Ok(DType::Int4),
+            other => Err(format!(
+                "unknown precision `{other}`; one of fp32, bf16, fp16, fp8, int8, int4"
+            )),
+        }
+    }
 }
 
 impl DType {
@@ -76,11 +97,13 @@ fn default_dtype() -> DType {
 
 impl ModelSpec {
     /// Names of the built-in model presets.
-    pub const PRESETS: [&'static str; 4] = [
+    pub const PRESETS: [&'static str; 6] = [
         "llama-3.1-8b",
         "llama-3.1-70b",
         "qwen2.5-7b",
         "llama-3.2-1b",
+        "llama-2-7b",
+        "llama-2-70b",
     ];
 
     /// A built-in model preset by name (see [`ModelSpec::PRESETS`]).
@@ -100,8 +123,15 @@ impl ModelSpec {
             kv_dtype: DType::Bf16,
         };
         match name {
-            "llama-3.1-8b" => Some(spec(name, 32, 4096, 32, 8, 14336, 128_256, false, 131_072)),
-            "llama-3.1-70b" => Some(spec(name, 80, 8192, 64, 8, 28672, 128_256, false, 131_072)),
+            // Hugging Face config.json of each model (layers, hidden, heads, kv heads, ffn, vocab).
+            "llama-3.1-8b" | "llama-3-8b" => {
+                Some(spec(name, 32, 4096, 32, 8, 14336, 128_256, false, 131_072))
+            }
+            "llama-3.1-70b" | "llama-3-70b" | "llama-3.3-70b" => {
+                Some(spec(name, 80, 8192, 64, 8, 28672, 128_256, false, 131_072))
+            }
+            "llama-2-7b" => Some(spec(name, 32, 4096, 32, 32, 11008, 32_000, false, 4096)),
+            "llama-2-70b" => Some(spec(name, 80, 8192, 64, 8, 28672, 32_000, false, 4096)),
             "qwen2.5-7b" => Some(spec(name, 28, 3584, 28, 4, 18944, 152_064, false, 32_768)),
             "llama-3.2-1b" => Some(ModelSpec {
                 head_dim: 64,
@@ -173,6 +203,27 @@ impl ModelSpec {
         2.0 * self.matmul_params() * tokens
     }
 
+    /// FLOPs of the transformer layers' weight GEMMs for `tokens` tokens:
+    /// `2 · layers · layer_params · tokens` (no output head).
+    pub fn layer_linear_flops(&self, tokens: f64) -> f64 {
+        2.0 * f64::from(self.layers) * self.layer_params() * tokens
+    }
+
+    /// Bytes of the transformer layers' weights (no embeddings, no output head).
+    pub fn layer_weight_bytes(&self) -> f64 {
+        f64::from(self.layers) * self.layer_params() * self.weight_dtype.bytes()
+    }
+
+    /// FLOPs of the output head (logits) for `tokens` sampled positions: `2 · vocab · hidden`.
+    pub fn logits_flops(&self, tokens: f64) -> f64 {
+        2.0 * self.embedding_params() * tokens
+    }
+
+    /// Bytes of the output-head matrix streamed when computing logits.
+    pub fn logits_weight_bytes(&self) -> f64 {
+        self.embedding_params() * self.weight_dtype.bytes()
+    }
+
     /// Attention FLOPs (QKᵀ and AV) for `new` tokens appended after `context` cached tokens:
     /// `4 · layers · heads · head_dim · new · (context + (new − 1) / 2)`.
     pub fn attention_flops(&self, new: f64, context: f64) -> f64 {
@@ -208,113 +259,6 @@ impl ModelSpec {
         }
         if !self.heads.is_multiple_of(self.kv_heads) {
             return Err(SpecError::new(&self.name, "kv_heads", "must divide heads"));
-        }
-        Ok(())
-    }
-}
-
-/// An accelerator (one GPU), described by its datasheet and achievable efficiencies.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GpuSpec {
-    /// Name, e.g. `H100`.
-    pub name: String,
-    /// Dense BF16 tensor throughput, TFLOP/s.
-    pub bf16_tflops: f64,
-    /// Dense FP8 tensor throughput, TFLOP/s (0 when unsupported).
-    #[serde(default)]
-    pub fp8_tflops: f64,
-    /// Memory bandwidth, TB/s (10¹² bytes per second).
-    pub hbm_tb_per_sec: f64,
-    /// Memory, GiB.
-    pub memory_gib: f64,
-    /// Fraction of peak FLOP/s achieved in prefill (model FLOPs utilisation).
-    pub mfu_prefill: f64,
-    /// Fraction of peak FLOP/s achieved in decode.
-    pub mfu_decode: f64,
-    /// Fraction of peak bandwidth achieved by memory-bound kernels.
-    #[serde(default = "default_bandwidth_efficiency")]
-    pub bandwidth_efficiency: f64,
-    /// GPU-to-GPU bandwidth per direction for tensor-parallel all-reduce, GB/s.
-    pub interconnect_gb_per_sec: f64,
-}
-
-fn default_bandwidth_efficiency() -> f64 {
-    0.9
-}
-
-impl GpuSpec {
-    /// Names of the built-in accelerator presets.
-    pub const PRESETS: [&'static str; 4] = ["a100-80g", "h100", "h200", "l40s"];
-
-    /// A built-in accelerator preset by name (see [`GpuSpec::PRESETS`]).
-    pub fn preset(name: &str) -> Option<GpuSpec> {
-        let gpu = |name: &str, bf16, fp8, bw, mem, mfu_pf, mfu_dc, link| GpuSpec {
-            name: name.to_string(),
-            bf16_tflops: bf16,
-            fp8_tflops: fp8,
-            hbm_tb_per_sec: bw,
-            memory_gib: mem,
-            mfu_prefill: mfu_pf,
-            mfu_decode: mfu_dc,
-            bandwidth_efficiency: default_bandwidth_efficiency(),
-            interconnect_gb_per_sec: link,
-        };
-        match name.to_ascii_lowercase().as_str() {
-            "a100-80g" | "a100" => {
-                Some(gpu("A100-80G", 312.0, 0.0, 2.039, 80.0, 0.38, 0.18, 300.0))
-            }
-            "h100" => Some(gpu("H100", 989.5, 1979.0, 3.35, 80.0, 0.45, 0.30, 450.0)),
-            "h200" => Some(gpu("H200", 989.5, 1979.0, 4.8, 140.0, 0.45, 0.30, 450.0)),
-            "l40s" => Some(gpu("L40S", 362.05, 733.0, 0.864, 45.0, 0.32, 0.08, 32.0)),
-            _ => None,
-        }
-    }
-
-    /// Peak FLOP/s for weights of `dtype` (FP8 rate when the weights are 8-bit and supported).
-    pub fn peak_flops(&self, dtype: DType) -> f64 {
-        let tflops = if dtype.bytes() <= 1.0 && self.fp8_tflops > 0.0 {
-            self.fp8_tflops
-        } else {
-            self.bf16_tflops
-        };
-        tflops * 1e12
-    }
-
-    /// Achievable memory bandwidth in bytes per second.
-    pub fn effective_bandwidth(&self) -> f64 {
-        self.hbm_tb_per_sec * 1e12 * self.bandwidth_efficiency
-    }
-
-    /// Checks that every figure is positive and every efficiency is in (0, 1].
-    pub fn validate(&self) -> Result<(), SpecError> {
-        let positive = [
-            ("bf16_tflops", self.bf16_tflops),
-            ("hbm_tb_per_sec", self.hbm_tb_per_sec),
-            ("memory_gib", self.memory_gib),
-            ("interconnect_gb_per_sec", self.interconnect_gb_per_sec),
-        ];
-        if let Some((field, _)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
-            return Err(SpecError::new(
-                &self.name,
-                field,
-                "must be a positive number",
-            ));
-        }
-        let fractions = [
-            ("mfu_prefill", self.mfu_prefill),
-            ("mfu_decode", self.mfu_decode),
-            ("bandwidth_efficiency", self.bandwidth_efficiency),
-        ];
-        if let Some((field, _)) = fractions.iter().find(|(_, v)| !(*v > 0.0 && *v <= 1.0)) {
-            return Err(SpecError::new(&self.name, field, "must be in (0, 1]"));
-        }
-        if !(self.fp8_tflops.is_finite() && self.fp8_tflops >= 0.0) {
-            return Err(SpecError::new(
-                &self.name,
-                "fp8_tflops",
-                "must be 0 or positive",
-            ));
         }
         Ok(())
     }
@@ -418,7 +362,7 @@ pub struct SpecError {
 }
 
 impl SpecError {
-    fn new(subject: &str, field: &str, message: &str) -> Self {
+    pub(crate) fn new(subject: &str, field: &str, message: &str) -> Self {
         SpecError {
             subject: subject.to_string(),
             field: field.to_string(),
@@ -475,7 +419,7 @@ mod tests {
     fn batch1_decode_floor_is_weights_over_bandwidth() {
         let deployment = llama8b_h100();
         let floor = deployment.decode_floor_secs(0.0);
-        let expected = deployment.model.streamed_weight_bytes() / (3.35e12 * 0.9);
+        let expected = deployment.model.streamed_weight_bytes() / (3.35e12 * 0.8);
         assert!((floor - expected).abs() < 1e-12);
         assert!((0.004..0.006).contains(&floor), "{floor}");
     }
@@ -488,6 +432,25 @@ mod tests {
         assert!(error.message.contains("raise tensor_parallel"), "{error}");
         deployment.tensor_parallel = 4;
         deployment.validate().unwrap();
+    }
+
+    #[test]
+    fn fp8_weights_use_the_fp8_peak_and_its_own_gemm_efficiency() {
+        let h100 = GpuSpec::preset("h100").unwrap();
+        assert_eq!(h100.peak_flops(DType::Fp8), 1979e12);
+        assert_eq!(
+            h100.gemm_flops(DType::Fp8),
+            1979e12 * h100.gemm_efficiency_fp8
+        );
+        assert_eq!(
+            h100.gemm_flops(DType::Bf16),
+            989.5e12 * h100.gemm_efficiency_bf16
+        );
+        // No FP8 tensor cores: FP8 weights run at the BF16 rate.
+        let a100 = GpuSpec::preset("a100").unwrap();
+        assert_eq!(a100.gemm_flops(DType::Fp8), a100.gemm_flops(DType::Bf16));
+        assert_eq!("FP8".parse::<DType>(), Ok(DType::Fp8));
+        assert!("fp7".parse::<DType>().is_err());
     }
 
     #[test]

@@ -1,0 +1,86 @@
+//! Embedded-simulator deployment flags shared by `run`, `capacity` and `plan --simulate`:
+//! tensor parallelism, weight and KV precision, engine policy.
+
+use anyhow::{Result, bail};
+use goodput_protocol::hardware::DType;
+use goodput_sim::config::{BatchingConfig, EnginePolicy, SimConfig};
+
+/// Precision and engine policy of the embedded simulator.
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct SimPrecisionArgs {
+    /// Embedded simulator: weight precision (bf16, fp16, fp8, int8, int4); FP8 weights run
+    /// GEMMs at the accelerator's FP8 rate.
+    #[arg(long, value_name = "DTYPE", value_parser = parse_dtype, help_heading = "Embedded simulator")]
+    pub(crate) sim_dtype: Option<DType>,
+    /// Embedded simulator: KV-cache precision (bf16, fp8, …).
+    #[arg(long, value_name = "DTYPE", value_parser = parse_dtype, help_heading = "Embedded simulator")]
+    pub(crate) sim_kv_dtype: Option<DType>,
+    /// Embedded simulator: engine policy (vllm, sglang, tensorrt-llm, bare): admission,
+    /// preemption and runtime overheads.
+    #[arg(long, value_name = "POLICY", value_parser = parse_policy, help_heading = "Embedded simulator")]
+    pub(crate) sim_engine: Option<EnginePolicy>,
+}
+
+/// Deployment of the embedded simulator for `run` and `capacity`.
+#[derive(Debug, Default, clap::Args)]
+pub(crate) struct EmbeddedSimArgs {
+    /// Embedded simulator: tensor-parallel degree (accelerators per replica).
+    #[arg(long, value_name = "N", help_heading = "Embedded simulator")]
+    pub(crate) sim_tp: Option<u32>,
+    #[command(flatten)]
+    pub(crate) precision: SimPrecisionArgs,
+}
+
+fn parse_dtype(text: &str) -> Result<DType, String> {
+    text.parse()
+}
+
+fn parse_policy(text: &str) -> Result<EnginePolicy, String> {
+    EnginePolicy::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = EnginePolicy::ALL.iter().map(|(name, _)| *name).collect();
+        format!(
+            "unknown engine policy `{text}`; one of {}",
+            names.join(", ")
+        )
+    })
+}
+
+impl SimPrecisionArgs {
+    /// Whether any flag was given.
+    pub(crate) fn any(&self) -> bool {
+        self.sim_dtype.is_some() || self.sim_kv_dtype.is_some() || self.sim_engine.is_some()
+    }
+
+    /// Applies the flags to a batching engine's configuration.
+    pub(crate) fn apply_to(&self, config: &mut BatchingConfig) {
+        if let Some(dtype) = self.sim_dtype {
+            config.model.weight_dtype = dtype;
+        }
+        if let Some(dtype) = self.sim_kv_dtype {
+            config.model.kv_dtype = dtype;
+        }
+        if let Some(policy) = self.sim_engine {
+            config.policy = policy;
+        }
+    }
+}
+
+impl EmbeddedSimArgs {
+    /// Applies the flags to the simulator configuration; they need the batching engine.
+    pub(crate) fn apply(&self, config: &mut SimConfig) -> Result<()> {
+        let goodput_sim::EngineConfig::Batching(batching) = &mut config.engine else {
+            if self.sim_tp.is_some() || self.precision.any() {
+                bail!(
+                    "--sim-tp/--sim-dtype/--sim-kv-dtype/--sim-engine apply to the batching engine, \
+                     but the simulator configuration selects the fixed engine"
+                );
+            }
+            return Ok(());
+        };
+        if let Some(tp) = self.sim_tp {
+            batching.tensor_parallel = tp;
+        }
+        self.precision.apply_to(batching);
+        Ok(())
+    }
+}
