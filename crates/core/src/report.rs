@@ -350,6 +350,13 @@ pub struct StepReport {
     /// What the workload asked for: realised prompt and answer lengths.
     #[serde(default)]
     pub workload_stats: WorkloadStats,
+    /// Reasoning vs answer tokens and time to first answer token (null when no completed
+    /// request showed reasoning).
+    #[serde(default)]
+    pub reasoning: Option<crate::metrics::channels::ReasoningReport>,
+    /// Tool calls (null when no completed request made one).
+    #[serde(default)]
+    pub tool_calls: Option<crate::metrics::channels::ToolCallReport>,
 }
 
 /// A problem with the run itself, with its fix.

@@ -70,6 +70,8 @@ pub struct StepAggregator {
     /// Per-bucket, per-turn and workload figures (`None` inside a breakdown itself).
     breakdown: Option<Box<Breakdown>>,
     failure_examples: super::failure_examples::FailureExamples,
+    /// Reasoning and tool-call figures.
+    channels: super::channels::ChannelAggregator,
 }
 
 impl StepAggregator {
@@ -97,6 +99,7 @@ impl StepAggregator {
             windows: Windows::new(window),
             breakdown: None,
             failure_examples: Default::default(),
+            channels: Default::default(),
         }
     }
 
@@ -224,6 +227,7 @@ impl StepAggregator {
 
     fn add_completed(&mut self, record: &RequestRecord) {
         self.counts.completed += 1;
+        self.channels.add(record);
         let l = &mut self.latencies;
         let pairs = [
             (&mut l.ttft, record.ttft()),
@@ -311,6 +315,7 @@ impl StepAggregator {
             .as_deref()
             .and_then(|phases| recovery(&windows, width_secs, phases));
         let (buckets, turns, workload_stats) = self.breakdown_reports(start_us, end_us);
+        let (reasoning, tool_calls) = self.channels.report(throughput.output_tokens_per_sec);
         StepReport {
             load,
             duration_secs,
@@ -343,6 +348,8 @@ impl StepAggregator {
             buckets,
             turns,
             workload_stats,
+            reasoning,
+            tool_calls,
         }
     }
 
@@ -398,8 +405,16 @@ impl StepAggregator {
             .iter()
             .map(|objective| {
                 let histogram = self.histogram_for(objective.metric);
-                let measured =
-                    censored_percentile(histogram, self.counts.failed, objective.percentile);
+                // A completed request that never answered is as late as a failure for TTFAT.
+                let never = match objective.metric {
+                    LatencyMetric::Ttfat => self.channels.no_answer(),
+                    _ => 0,
+                };
+                let measured = censored_percentile(
+                    histogram,
+                    self.counts.failed + never,
+                    objective.percentile,
+                );
                 let name = format!("{}_p{}", objective.metric.as_str(), objective.percentile);
                 let pass = measured.is_some_and(|value| value <= objective.max);
                 ObjectiveResult {
@@ -429,6 +444,7 @@ impl StepAggregator {
             LatencyMetric::Tpot => &self.latencies.tpot,
             LatencyMetric::Itl => &self.latencies.itl,
             LatencyMetric::E2e => &self.latencies.e2e,
+            LatencyMetric::Ttfat => self.channels.ttfat(),
         }
     }
 
@@ -484,6 +500,11 @@ fn objective_tally(objective: &PercentileObjective, record: &RequestRecord) -> (
         LatencyMetric::Tpot => record.tpot(),
         LatencyMetric::E2e => record.e2e(),
         LatencyMetric::Itl => None,
+        // A streamed answer that never came is a miss.
+        LatencyMetric::Ttfat if record.streamed => {
+            return (1, u64::from(record.ttfat().is_none_or(|v| v > objective.max)));
+        }
+        LatencyMetric::Ttfat => None,
     };
     (1, u64::from(value.is_some_and(|v| v > objective.max)))
 }
@@ -526,7 +547,7 @@ pub(crate) fn latency_stats(histogram: &LatencyHistogram) -> LatencyStats {
     }
 }
 
-fn count_stats(histogram: &CountHistogram) -> CountStats {
+pub(crate) fn count_stats(histogram: &CountHistogram) -> CountStats {
     CountStats {
         mean: histogram.mean(),
         p50: histogram.percentile(50.0),

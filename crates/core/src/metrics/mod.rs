@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod buckets;
+pub mod channels;
 mod failure_examples;
 pub mod histogram;
 pub mod quantiles;
