@@ -103,8 +103,10 @@ async fn reasoning_content_then_answer_is_timed_and_counted_apart() {
             (10, delta(json!({"content": " answer"}), None)),
             (10, delta(json!({"content": " is"}), Some("stop"))),
         ],
-        Some(json!({"prompt_tokens": 9, "completion_tokens": 6, "total_tokens": 15,
-                    "completion_tokens_details": {"reasoning_tokens": 3}})),
+        Some(
+            json!({"prompt_tokens": 9, "completion_tokens": 6, "total_tokens": 15,
+                    "completion_tokens_details": {"reasoning_tokens": 3}}),
+        ),
     );
     let result = run_script(steps, 3, Some("ttfat=170ms,ttfat_p99=200ms")).await;
     for record in &result.records {
@@ -122,7 +124,10 @@ async fn reasoning_content_then_answer_is_timed_and_counted_apart() {
     assert_eq!(reasoning.requests_with_reasoning, 3);
     assert_eq!(reasoning.reasoning_from_usage, 3);
     assert_eq!(
-        (reasoning.reasoning_tokens_total, reasoning.answer_tokens_total),
+        (
+            reasoning.reasoning_tokens_total,
+            reasoning.answer_tokens_total
+        ),
         (9, 9)
     );
     assert_ms(reasoning.time_to_first_answer_ms.p50, 170.0, 0.2);
@@ -131,7 +136,10 @@ async fn reasoning_content_then_answer_is_timed_and_counted_apart() {
     let output = step.throughput.output_tokens_per_sec;
     assert!((reasoning.reasoning_tokens_per_sec - output / 2.0).abs() < 1e-9);
     assert!((reasoning.answer_tokens_per_sec - output / 2.0).abs() < 1e-9);
-    assert_eq!((reasoning.empty_answers, reasoning.truncated_answers), (0, 0));
+    assert_eq!(
+        (reasoning.empty_answers, reasoning.truncated_answers),
+        (0, 0)
+    );
     assert!(step.tool_calls.is_none());
     assert_eq!(step.goodput.attained_fraction, Some(1.0));
     assert_eq!(step.goodput.objectives_passed, Some(true));
@@ -156,7 +164,10 @@ async fn think_tags_in_content_are_reasoning_counted_from_the_deltas() {
     let record = &result.records[0];
     // "<th" was taken for answer text when it arrived; the tag it began is reasoning.
     assert_eq!(record.reasoning_tokens, Some(3));
-    assert_eq!(record.reasoning_tokens_source, Some(ReasoningSource::Deltas));
+    assert_eq!(
+        record.reasoning_tokens_source,
+        Some(ReasoningSource::Deltas)
+    );
     assert_eq!(record.ttft(), Some(ms(40)));
     assert_eq!(record.ttfat(), Some(ms(40)));
 }
@@ -200,7 +211,10 @@ async fn tool_call_deltas_are_counted_and_timed() {
             (50, delta(json!({"reasoning": "need data"}), None)),
             (80, delta(call(Some("c1"), Some("get_weather"), ""), None)),
             (10, delta(call(None, None, "{\"city\": "), None)),
-            (10, delta(call(None, None, "\"Paris\"}"), Some("tool_calls"))),
+            (
+                10,
+                delta(call(None, None, "\"Paris\"}"), Some("tool_calls")),
+            ),
         ],
         Some(json!({"prompt_tokens": 9, "completion_tokens": 9, "total_tokens": 18})),
     );
@@ -211,14 +225,21 @@ async fn tool_call_deltas_are_counted_and_timed() {
     assert_eq!(record.ttft(), Some(ms(50)));
     assert_eq!(record.ttfat(), Some(ms(130)));
     assert_eq!(record.time_to_first_tool_call(), Some(ms(130)));
-    assert_eq!(record.reasoning_tokens_source, Some(ReasoningSource::Deltas));
+    assert_eq!(
+        record.reasoning_tokens_source,
+        Some(ReasoningSource::Deltas)
+    );
     // 9 usage tokens over chunks weighted by cl100k: "need data" (2), "get_weather" (3),
     // "{\"city\": " (4), "\"Paris\"}" (3) → 9·2/12 rounds to 2 reasoning tokens, 7 for the call.
     assert_eq!(record.reasoning_tokens, Some(2));
     assert_eq!(record.tool_call_tokens, Some(7));
     let tools = result.step.tool_calls.as_ref().unwrap();
     assert_eq!(
-        (tools.requests_with_tool_calls, tools.ended_in_tool_call, tools.ended_in_text),
+        (
+            tools.requests_with_tool_calls,
+            tools.ended_in_tool_call,
+            tools.ended_in_text
+        ),
         (2, 2, 0)
     );
     assert_eq!((tools.tool_calls, tools.tool_call_tokens_total), (2, 14));
@@ -230,10 +251,15 @@ async fn thinking_that_uses_the_budget_leaves_an_empty_answer_that_misses_ttfat(
     let steps = script(
         vec![
             (30, delta(json!({"reasoning_content": "a"}), None)),
-            (10, delta(json!({"reasoning_content": " b"}), Some("length"))),
+            (
+                10,
+                delta(json!({"reasoning_content": " b"}), Some("length")),
+            ),
         ],
-        Some(json!({"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11,
-                    "completion_tokens_details": {"reasoning_tokens": 2}})),
+        Some(
+            json!({"prompt_tokens": 9, "completion_tokens": 2, "total_tokens": 11,
+                    "completion_tokens_details": {"reasoning_tokens": 2}}),
+        ),
     );
     let result = run_script(steps, 2, Some("ttft=1s,ttfat=1s,ttfat_p50=1s")).await;
     let record = &result.records[0];
@@ -287,7 +313,10 @@ async fn the_simulator_budget_and_tool_calls() {
     sim.agent = agent(80, ReasoningFormat::ReasoningContent, 0.0);
     let result = run_sim(sim, closed(2), 16, 50).await;
     let reasoning = result.step.reasoning.unwrap();
-    assert_eq!((reasoning.empty_answers, reasoning.reasoning_tokens_total), (2, 100));
+    assert_eq!(
+        (reasoning.empty_answers, reasoning.reasoning_tokens_total),
+        (2, 100)
+    );
     assert_eq!(reasoning.time_to_first_answer_ms.count, 0);
     // A server-side budget of 10 tokens: the answer starts at the 11th.
     let mut sim = fixed(100, 10, 4);
@@ -319,7 +348,14 @@ async fn the_simulator_budget_and_tool_calls() {
         seed: 1,
     });
     let client = util::in_memory_client(&server);
-    let result = run_with(closed(3), client, config, workload, CancellationToken::new()).await;
+    let result = run_with(
+        closed(3),
+        client,
+        config,
+        workload,
+        CancellationToken::new(),
+    )
+    .await;
     for record in &result.records {
         assert_eq!(record.finish_reason.as_deref(), Some("tool_calls"));
         assert!(record.ended_in_tool_call);

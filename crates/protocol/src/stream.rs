@@ -215,10 +215,16 @@ mod tests {
         let text = r#"{"choices":[{"delta":{"reasoning_content":"hm","content":"Hi"}}]}"#;
         let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
         let choice = &chunk.choices.as_ref().unwrap()[0];
-        assert_eq!((choice.reasoning_text(), choice.answer_text()), (Some("hm"), Some("Hi")));
+        assert_eq!(
+            (choice.reasoning_text(), choice.answer_text()),
+            (Some("hm"), Some("Hi"))
+        );
         let text = r#"{"choices":[{"delta":{"reasoning":"x","content":null}}]}"#;
         let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
-        assert_eq!(chunk.choices.as_ref().unwrap()[0].reasoning_text(), Some("x"));
+        assert_eq!(
+            chunk.choices.as_ref().unwrap()[0].reasoning_text(),
+            Some("x")
+        );
         let text = r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c","type":"function","function":{"name":"get","arguments":"{\"a\""}}]}}]}"#;
         let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
         let calls = chunk.choices.as_ref().unwrap()[0].tool_calls();

@@ -407,6 +407,12 @@ pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig
     if let Some(time_scale) = args.time_scale {
         config.time_scale = time_scale;
     }
+    if let Some(tokens) = args.sim_reasoning_tokens {
+        config.agent.reasoning_tokens = tokens;
+    }
+    if let Some(probability) = args.sim_tool_calls {
+        config.agent.tool_call_probability = probability;
+    }
     config.validate()?;
     Ok(config)
 }

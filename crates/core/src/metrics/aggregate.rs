@@ -502,7 +502,10 @@ fn objective_tally(objective: &PercentileObjective, record: &RequestRecord) -> (
         LatencyMetric::Itl => None,
         // A streamed answer that never came is a miss.
         LatencyMetric::Ttfat if record.streamed => {
-            return (1, u64::from(record.ttfat().is_none_or(|v| v > objective.max)));
+            return (
+                1,
+                u64::from(record.ttfat().is_none_or(|v| v > objective.max)),
+            );
         }
         LatencyMetric::Ttfat => None,
     };

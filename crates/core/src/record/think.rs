@@ -53,7 +53,9 @@ impl ThinkTags {
             split.reasoning.push_str(&joined[start.max(offset)..end]);
             if tag == CLOSE && !self.thinking && !self.seen_tag {
                 split.closes_unopened = true;
-                split.reasoning.insert_str(0, &std::mem::take(&mut split.answer));
+                split
+                    .reasoning
+                    .insert_str(0, &std::mem::take(&mut split.answer));
             }
             self.thinking = tag == OPEN;
             self.seen_tag = true;

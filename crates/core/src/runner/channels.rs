@@ -101,7 +101,9 @@ fn chunk_channels(
         1 => present.map(|p| if p { tokens } else { 0 }),
         _ => {
             let weights = match piece {
-                Some(piece) => [piece.reasoning, piece.answer, piece.tool].map(|t| counter.count(t)),
+                Some(piece) => {
+                    [piece.reasoning, piece.answer, piece.tool].map(|t| counter.count(t))
+                }
                 None => [
                     chunk.reasoning_bytes,
                     chunk.text_bytes - chunk.reasoning_bytes,

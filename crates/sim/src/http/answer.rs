@@ -6,8 +6,8 @@ use bytes::Bytes;
 use goodput_protocol::chat::{
     ChatChoice, ChatChunkChoice, ChatCompletion, ChatCompletionChunk, ChatDelta,
 };
-use goodput_protocol::completions::{Completion, CompletionChoice, CompletionChunk};
 use goodput_protocol::chat::{FunctionCall, ToolCall};
+use goodput_protocol::completions::{Completion, CompletionChoice, CompletionChunk};
 use goodput_protocol::usage::CompletionTokensDetails;
 use goodput_protocol::{ApiErrorBody, ChatMessage, MessageContent, Usage};
 use serde::Serialize;

@@ -85,7 +85,11 @@ impl Piece {
             if opens {
                 text.push_str("{\"query\": \"");
             }
-            text.push_str(if opens { answer.0.trim_start() } else { &answer.0 });
+            text.push_str(if opens {
+                answer.0.trim_start()
+            } else {
+                &answer.0
+            });
             if last {
                 text.push_str("\"}");
             }

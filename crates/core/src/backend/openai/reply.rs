@@ -270,7 +270,10 @@ fn push_choice(
         (String::new(), Vec::new())
     } else {
         (
-            calls.iter().flat_map(|call| call.generated_text()).collect(),
+            calls
+                .iter()
+                .flat_map(|call| call.generated_text())
+                .collect(),
             calls
                 .iter()
                 .map(|call| (call.index, call.id.is_some()))
