@@ -230,6 +230,9 @@ fn record(
         first_tool_call_us: None,
         tool_call_tokens: None,
         ended_in_tool_call: false,
+        cached_input_tokens: None,
+        expected_prefix_tokens: None,
+        tool_result_turn: false,
     }
 }
 

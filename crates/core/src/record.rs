@@ -380,6 +380,17 @@ pub struct RequestRecord {
     /// tool-call delta) rather than in text.
     #[serde(default, skip_serializing_if = "is_false")]
     pub ended_in_tool_call: bool,
+    /// Prompt tokens the server served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), when it reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Multi-turn: prompt tokens the workload expects the server could reuse — the history
+    /// before this turn's message (the shared system prompt for a first turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_prefix_tokens: Option<u64>,
+    /// Agentic sessions: this turn fed a tool's result back.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tool_result_turn: bool,
 }
 
 /// Where a request's reasoning token count came from.

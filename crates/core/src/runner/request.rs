@@ -214,6 +214,12 @@ pub(crate) fn finalize(
         first_tool_call_us,
         tool_call_tokens: channels.tool_call_tokens,
         ended_in_tool_call: channels.ended_in_tool_call,
+        cached_input_tokens: exchange
+            .usage
+            .and_then(|usage| usage.prompt_tokens_details)
+            .map(|details| details.cached_tokens),
+        expected_prefix_tokens: None,
+        tool_result_turn: false,
     }
 }
 
