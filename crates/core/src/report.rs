@@ -357,6 +357,13 @@ pub struct StepReport {
     /// Tool calls (null when no completed request made one).
     #[serde(default)]
     pub tool_calls: Option<crate::metrics::channels::ToolCallReport>,
+    /// Multi-turn and agentic sessions (null without sessions).
+    #[serde(default)]
+    pub sessions: Option<crate::metrics::sessions::SessionReport>,
+    /// Prompt tokens the workload expected to be reusable beside those the server reported
+    /// cached (null when neither is known).
+    #[serde(default)]
+    pub prefix_reuse: Option<crate::metrics::sessions::PrefixReuseReport>,
 }
 
 /// A problem with the run itself, with its fix.

@@ -72,6 +72,8 @@ pub struct StepAggregator {
     failure_examples: super::failure_examples::FailureExamples,
     /// Reasoning and tool-call figures.
     channels: super::channels::ChannelAggregator,
+    /// Sessions and prefix reuse.
+    sessions: super::sessions::SessionAggregator,
 }
 
 impl StepAggregator {
@@ -100,6 +102,7 @@ impl StepAggregator {
             breakdown: None,
             failure_examples: Default::default(),
             channels: Default::default(),
+            sessions: Default::default(),
         }
     }
 
@@ -124,6 +127,7 @@ impl StepAggregator {
             return;
         }
         self.add_measured(record);
+        self.sessions.add(record);
         self.tally_objectives(record);
         match &record.failure {
             None => self.add_completed(record),
@@ -316,6 +320,7 @@ impl StepAggregator {
             .and_then(|phases| recovery(&windows, width_secs, phases));
         let (buckets, turns, workload_stats) = self.breakdown_reports(start_us, end_us);
         let (reasoning, tool_calls) = self.channels.report(throughput.output_tokens_per_sec);
+        let (sessions, prefix_reuse) = self.sessions.report();
         StepReport {
             load,
             duration_secs,
@@ -350,6 +355,8 @@ impl StepAggregator {
             workload_stats,
             reasoning,
             tool_calls,
+            sessions,
+            prefix_reuse,
         }
     }
 

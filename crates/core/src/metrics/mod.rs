@@ -8,6 +8,7 @@ mod failure_examples;
 pub mod histogram;
 pub mod quantiles;
 pub mod recovery;
+pub mod sessions;
 pub mod slo;
 pub mod timeline;
 pub mod trend;
