@@ -1,5 +1,6 @@
-//! Terminal lines for reasoning models and tool calls: reasoning vs answer tokens, time to first
-//! answer token, answers emptied by the thinking budget, tool calls and how answers ended.
+//! Terminal lines for reasoning models, tool calls and agentic sessions: reasoning vs answer
+//! tokens, time to first answer token, answers emptied by the thinking budget, tool calls and
+//! how answers ended, per-session figures and the prefix reuse expected vs reported.
 
 use std::fmt::Write;
 
@@ -65,6 +66,50 @@ pub(crate) fn render(out: &mut String, step: &StepReport) {
             out,
             "  time to first tool call: {}",
             stats(&t.time_to_first_tool_call_ms)
+        );
+    }
+}
+
+fn percent(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".to_string(), |v| format!("{:.1} %", 100.0 * v))
+}
+
+/// The step's session and prefix-reuse lines (nothing without them).
+pub(crate) fn render_sessions(out: &mut String, step: &StepReport) {
+    if let Some(s) = &step.sessions {
+        let _ = writeln!(
+            out,
+            "\nSessions: {} ({} without a failed turn) · {} turns, {} tool results · turns per session {} (mean)",
+            s.sessions,
+            s.sessions_without_failure,
+            s.turns,
+            s.tool_result_turns,
+            ms(s.turns_per_session.mean)
+        );
+        let _ = writeln!(out, "  session duration: {}", stats(&s.session_duration_ms));
+        let _ = writeln!(
+            out,
+            "  final context: mean {} · max {} tokens",
+            ms(s.final_context_tokens.mean),
+            s.final_context_tokens
+                .max
+                .map_or_else(|| "—".to_string(), |v| v.to_string())
+        );
+    }
+    if let Some(r) = &step.prefix_reuse {
+        let server = step
+            .server
+            .as_ref()
+            .and_then(|server| server.measurement.prefix_cache_hit_rate);
+        let _ = writeln!(
+            out,
+            "\nPrefix reuse: expected {} of prompt tokens re-sent ({} of {}) · usage cached {} ({} requests reporting) · server hit rate {}",
+            percent(r.expected_shareable_fraction),
+            r.expected_shareable_tokens_total,
+            r.expected_input_tokens_total,
+            percent(r.cached_fraction),
+            r.requests_reporting_cached,
+            percent(server)
         );
     }
 }

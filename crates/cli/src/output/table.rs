@@ -146,6 +146,7 @@ fn render_step(out: &mut String, step: &StepReport) {
     );
     render_latency(out, step);
     super::channels::render(out, step);
+    super::channels::render_sessions(out, step);
     render_goodput(out, step);
     super::breakdown::render(out, step);
     let s = &step.stability;
