@@ -12,7 +12,7 @@ use super::generated::stream;
 use super::lengths::LengthDistribution;
 use super::session::ThinkTime;
 
-const TOOL_DRAW: u64 = 0x7_00_1;
+const TOOL_DRAW: u64 = 0x7001;
 
 /// How a synthetic session's turns become tool results.
 #[derive(Debug, Clone, PartialEq)]
