@@ -12,6 +12,7 @@ mod util;
 use std::sync::Arc;
 use std::time::Duration;
 
+use goodput_core::backend::openai::ApiKind;
 use goodput_core::config::{LoadSpec, RunConfig, Warmup};
 use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::metrics::Slo;
@@ -67,7 +68,18 @@ fn script(steps: Vec<(u64, Step)>, usage: Option<serde_json::Value>) -> Vec<Step
 
 /// Runs `requests` requests against a hand-written server answering every one with `steps`.
 async fn run_script(steps: Vec<Step>, requests: u64, slo: Option<&str>) -> RunResult {
+    run_api(steps, requests, slo, ApiKind::Chat).await.0
+}
+
+/// [`run_script`] on `api`; also returns what the server received.
+async fn run_api(
+    steps: Vec<Step>,
+    requests: u64,
+    slo: Option<&str>,
+    api: ApiKind,
+) -> (RunResult, State) {
     let state = State::new(move |_, _| steps.clone());
+    let captured = state.clone();
     let connector = FnConnector::new(move || {
         let state = state.clone();
         async move {
@@ -87,7 +99,9 @@ async fn run_script(steps: Vec<Step>, requests: u64, slo: Option<&str>) -> RunRe
     config.slo = slo.map(|text| Slo::parse(text).unwrap());
     let mut openai = openai("m");
     openai.continuous_usage = false;
-    run_with(config, client, openai, workload, CancellationToken::new()).await
+    openai.api = api;
+    let result = run_with(config, client, openai, workload, CancellationToken::new()).await;
+    (result, captured)
 }
 
 #[tokio::test(start_paused = true)]
@@ -364,4 +378,54 @@ async fn the_simulator_budget_and_tool_calls() {
     let tools = result.step.tool_calls.unwrap();
     assert_eq!((tools.ended_in_tool_call, tools.tool_calls), (3, 3));
     assert_eq!(tools.tool_call_tokens_total, 45, "15 answer tokens each");
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_responses_api_streams_typed_events() {
+    let typed = |kind: &str, delta: &str| event(json!({"type": kind, "delta": delta}));
+    let completed = json!({"type": "response.completed", "response": {"status": "completed",
+        "usage": {"input_tokens": 9, "output_tokens": 4, "total_tokens": 13,
+                  "input_tokens_details": {"cached_tokens": 3},
+                  "output_tokens_details": {"reasoning_tokens": 2}}}});
+    let steps = vec![
+        Step::Write(sse_head("")),
+        Step::Write(chunk(
+            b"event: response.created\ndata: {\"type\":\"response.created\"}\n\n",
+        )),
+        Step::Sleep(ms(100)),
+        typed("response.reasoning_text.delta", "Let"),
+        Step::Sleep(ms(10)),
+        typed("response.reasoning_text.delta", " me"),
+        Step::Sleep(ms(50)),
+        typed("response.output_text.delta", "Yes"),
+        Step::Sleep(ms(10)),
+        typed("response.output_text.delta", " sir"),
+        event(completed),
+        Step::Write(LAST_CHUNK.to_vec()),
+    ];
+    let (result, state) = run_api(steps, 2, None, ApiKind::Responses).await;
+    let record = &result.records[0];
+    assert_eq!(record.failure, None);
+    assert_eq!(
+        (record.ttft(), record.ttfat()),
+        (Some(ms(100)), Some(ms(160)))
+    );
+    assert_eq!(
+        (record.output_tokens, record.reasoning_tokens),
+        (4, Some(2))
+    );
+    assert_eq!(
+        (record.input_tokens, record.cached_input_tokens),
+        (Some(9), Some(3))
+    );
+    assert_eq!(record.finish_reason.as_deref(), Some("stop"));
+    let request = &state.requests()[0];
+    assert!(request.head.starts_with("POST /v1/responses HTTP/1.1"));
+    let body = request.json();
+    assert!(
+        body["input"].is_array() || body["input"].is_string(),
+        "{body}"
+    );
+    assert_eq!(body["max_output_tokens"], 6);
+    assert!(body.get("stream_options").is_none() && body.get("max_tokens").is_none());
 }

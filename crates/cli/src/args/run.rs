@@ -20,6 +20,9 @@ pub(crate) enum ApiArg {
     Chat,
     /// `/v1/completions`.
     Completions,
+    /// `/v1/responses` (OpenAI Responses API; needs --target: the embedded simulator does not
+    /// serve it).
+    Responses,
 }
 
 /// Open-loop arrival process.

@@ -369,6 +369,9 @@ pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint
             simulator: None,
         });
     }
+    if args.api == ApiArg::Responses {
+        bail!("--api responses needs --target: the embedded simulator serves chat and completions");
+    }
     let config = embedded_sim_config(args, seed)?;
     let time_scale = config.time_scale;
     let label = describe_simulator(&config);
@@ -461,6 +464,7 @@ pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfi
         api: match args.api {
             ApiArg::Chat => ApiKind::Chat,
             ApiArg::Completions => ApiKind::Completions,
+            ApiArg::Responses => ApiKind::Responses,
         },
         model,
         stream: !args.no_stream,
@@ -499,6 +503,7 @@ pub(crate) fn run_info(
         api: match args.api {
             ApiArg::Chat => "chat".into(),
             ApiArg::Completions => "completions".into(),
+            ApiArg::Responses => "responses".into(),
         },
         model: model.to_string(),
         stream: streamed,

@@ -32,6 +32,8 @@ const DRAIN_BACKGROUND: Duration = Duration::from_secs(2);
 pub(super) struct Limits {
     pub(super) max_line_bytes: usize,
     pub(super) max_body_bytes: usize,
+    /// The body is a Responses API answer (typed events, a `response` object).
+    pub(super) responses: bool,
 }
 
 /// Reads up to `limit` bytes; `Ok((bytes, true))` when the body ended within the limit.
@@ -148,6 +150,8 @@ struct StreamReader {
     chunks: u64,
     /// A `finish_reason` was seen (a stream may then end without `[DONE]`).
     finished: bool,
+    /// Responses API events.
+    responses: bool,
 }
 
 impl StreamReader {
@@ -221,6 +225,15 @@ impl StreamReader {
             return Ok(Flow::More);
         }
         self.chunks += 1;
+        if self.responses {
+            return match super::responses::on_event(data, now, exchange)? {
+                super::responses::Next::More => Ok(Flow::More),
+                super::responses::Next::Done => {
+                    self.finished = true;
+                    Ok(Flow::Done)
+                }
+            };
+        }
         let chunk: ChunkView<'_> = serde_json::from_str(data).map_err(|error| {
             let start: String = data.chars().take(120).collect();
             Failure::new(
@@ -308,6 +321,7 @@ pub(super) async fn read_stream(
         events: Vec::new(),
         chunks: 0,
         finished: false,
+        responses: limits.responses,
     };
     loop {
         let frame = body.data().await;
@@ -457,6 +471,9 @@ pub(super) async fn read_whole(
             return Err(Failure::new(cause.kind, message));
         }
     };
+    if limits.responses {
+        return super::responses::record_whole(&bytes, Instant::now(), exchange);
+    }
     record_whole(&bytes, Instant::now(), exchange)
 }
 
