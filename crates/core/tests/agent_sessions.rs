@@ -141,3 +141,61 @@ async fn a_reply_that_calls_a_tool_is_answered_with_a_tool_result() {
     let tools = result.step.tool_calls.as_ref().unwrap();
     assert_eq!(tools.ended_in_tool_call, 3);
 }
+
+#[tokio::test(start_paused = true)]
+async fn the_simulator_reports_the_prefix_it_served_from_its_cache() {
+    // The batching engine caches prefixes by 16-token blocks: every later turn finds its
+    // history cached (whole blocks of it), a first turn finds nothing.
+    let mut sim = goodput_sim::config::SimConfig::default();
+    sim.agent.prompt_tokens_details = true;
+    let server = goodput_sim::SimServer::new(sim).unwrap();
+    let sessions = Arc::new(SyntheticConversations {
+        turns: "3".parse().unwrap(),
+        user_tokens: "200".parse().unwrap(),
+        output_tokens: Some("20".parse().unwrap()),
+        think_time: ThinkTime::Fixed(Duration::from_millis(100)),
+        prefix: None,
+        agent: Some(
+            AgentTurns::parse("tool-prob=0.5,tool-latency=50ms,result-tokens=300").unwrap(),
+        ),
+        vocabulary: Arc::new(PromptVocabulary::cl100k()),
+        seed: 4,
+    });
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 2 },
+        max_requests: Some(12),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let client = util::in_memory_client(&server);
+    let result = run_with(
+        config,
+        client,
+        openai(server.model_name()),
+        sessions,
+        CancellationToken::new(),
+    )
+    .await;
+    for record in &result.records {
+        let (cached, input) = (
+            record.cached_input_tokens.unwrap(),
+            record.input_tokens.unwrap(),
+        );
+        if record.turn == Some(0) {
+            assert_eq!(cached, 0);
+        } else {
+            let prefix = record.expected_prefix_tokens.unwrap();
+            assert!(
+                cached > 0 && cached % 16 == 0 && cached <= input,
+                "{cached} of {input}"
+            );
+            assert!(
+                cached + 64 >= prefix,
+                "{cached} cached of a {prefix}-token history"
+            );
+        }
+    }
+    let reuse = result.step.prefix_reuse.unwrap();
+    assert_eq!(reuse.requests_reporting_cached, 12);
+    assert!(reuse.cached_fraction.unwrap() > 0.4, "{reuse:?}");
+}

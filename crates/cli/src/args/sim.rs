@@ -65,6 +65,10 @@ pub(crate) struct AgentArgs {
     /// Probability (0–1) that an answer to a request offering `tools` is a tool call.
     #[arg(long)]
     pub(crate) tool_call_probability: Option<f64>,
+    /// Report usage.prompt_tokens_details.cached_tokens, the prompt tokens served from the
+    /// prefix cache (vLLM's --enable-prompt-tokens-details).
+    #[arg(long)]
+    pub(crate) enable_prompt_tokens_details: bool,
 }
 
 /// A `--reasoning-format` value.
@@ -87,6 +91,7 @@ impl AgentArgs {
             &mut config.tool_call_probability,
             self.tool_call_probability,
         );
+        config.prompt_tokens_details |= self.enable_prompt_tokens_details;
     }
 }
 

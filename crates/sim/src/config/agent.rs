@@ -46,6 +46,9 @@ pub struct AgentConfig {
     /// Probability that an answer to a request offering `tools` is a tool call (its answer
     /// tokens become the call's arguments; `finish_reason` `tool_calls`).
     pub tool_call_probability: f64,
+    /// Report `usage.prompt_tokens_details.cached_tokens` (the prompt tokens found in the
+    /// prefix cache), as vLLM does with `--enable-prompt-tokens-details`.
+    pub prompt_tokens_details: bool,
 }
 
 impl AgentConfig {

@@ -8,7 +8,7 @@ use goodput_protocol::chat::{
 };
 use goodput_protocol::chat::{FunctionCall, ToolCall};
 use goodput_protocol::completions::{Completion, CompletionChoice, CompletionChunk};
-use goodput_protocol::usage::CompletionTokensDetails;
+use goodput_protocol::usage::{CompletionTokensDetails, PromptTokensDetails};
 use goodput_protocol::{ApiErrorBody, ChatMessage, MessageContent, Usage};
 use serde::Serialize;
 
@@ -65,6 +65,8 @@ pub(crate) struct Answer {
     continuous_usage: bool,
     keep_text: bool,
     channels: AnswerChannels,
+    /// Prompt tokens the engine served from its prefix cache (`None` until admitted).
+    cached_tokens: Option<u64>,
 }
 
 impl Answer {
@@ -97,6 +99,7 @@ impl Answer {
             continuous_usage: plan.continuous_usage,
             keep_text: !plan.stream,
             channels,
+            cached_tokens: None,
         }
     }
 
@@ -111,8 +114,19 @@ impl Answer {
     }
 
     /// Usage so far (prompt tokens summed over prompts).
+    /// Adds prompt tokens one of the answer's prompts got from the prefix cache.
+    pub(crate) fn add_cached(&mut self, tokens: u32) {
+        if !self.channels.cached_details {
+            return;
+        }
+        *self.cached_tokens.get_or_insert(0) += u64::from(tokens);
+    }
+
     pub(crate) fn usage(&self) -> Usage {
         let mut usage = Usage::new(self.prompt_tokens, self.generated());
+        usage.prompt_tokens_details = self
+            .cached_tokens
+            .map(|cached_tokens| PromptTokensDetails { cached_tokens });
         if self.channels.reasoning > 0 {
             let reasoning = self
                 .choices

@@ -25,13 +25,18 @@ pub(crate) struct AnswerChannels {
     pub(crate) format: ReasoningFormat,
     /// The answer is a tool call.
     pub(crate) tool_call: bool,
+    /// Usage reports the prompt tokens served from the prefix cache.
+    pub(crate) cached_details: bool,
 }
 
 impl AnswerChannels {
     /// The channels of request `number` (chat only; a tool call only when it offers tools).
     pub(crate) fn for_request(config: &AgentConfig, plan: &Plan, seed: u64, number: u64) -> Self {
         if plan.dialect != Dialect::Chat {
-            return AnswerChannels::default();
+            return AnswerChannels {
+                cached_details: config.prompt_tokens_details,
+                ..AnswerChannels::default()
+            };
         }
         let p = config.tool_call_probability;
         let tool_call = plan.tools && p > 0.0 && {
@@ -43,6 +48,7 @@ impl AnswerChannels {
             reasoning: config.reasoning_length(),
             format: config.reasoning_format,
             tool_call,
+            cached_details: config.prompt_tokens_details,
         }
     }
 }
