@@ -191,6 +191,7 @@ fn record(
         || chunks.last().map_or(arrival, |c| c[0]),
         |(at, _)| micros(at),
     );
+    let first_token_us = chunks.first().map(|c| c[0]);
     RequestRecord {
         index,
         phase,
@@ -198,7 +199,7 @@ fn record(
         dequeued_us: arrival,
         sent_us: Some(arrival),
         response_us: Some(arrival),
-        first_token_us: chunks.first().map(|c| c[0]),
+        first_token_us,
         last_token_us: chunks.last().map(|c| c[0]),
         end_us: end,
         streamed: true,
@@ -222,6 +223,16 @@ fn record(
         turn: None,
         step: 0,
         session: None,
+        reasoning_tokens: None,
+        reasoning_tokens_source: None,
+        first_answer_us: first_token_us,
+        tool_calls: 0,
+        first_tool_call_us: None,
+        tool_call_tokens: None,
+        ended_in_tool_call: false,
+        cached_input_tokens: None,
+        expected_prefix_tokens: None,
+        tool_result_turn: false,
     }
 }
 

@@ -10,6 +10,10 @@ use goodput_protocol::stream::ServerTimings;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+pub mod think;
+
+use self::think::ThinkTags;
+
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -108,6 +112,32 @@ pub struct ChunkArrival {
     pub text_bytes: u32,
     /// Cumulative `usage.completion_tokens` sent with the chunk (continuous usage), if any.
     pub cumulative_tokens: Option<u64>,
+    /// Of `text_bytes`, the reasoning text (the start of the chunk's slice).
+    pub reasoning_bytes: u32,
+    /// Bytes of tool-call text (function names and argument pieces, in [`Exchange::tool_text`]).
+    pub tool_bytes: u32,
+    /// The chunk carried a tool-call delta.
+    pub tool_call: bool,
+}
+
+impl ChunkArrival {
+    /// Whether the chunk carried answer output: answer text or a tool-call delta.
+    pub fn has_answer(&self) -> bool {
+        self.text_bytes > self.reasoning_bytes || self.tool_call
+    }
+}
+
+/// What one chunk of one choice carried, split by channel.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OutputParts<'a> {
+    /// Reasoning text (a `reasoning_content`/`reasoning` delta).
+    pub reasoning: &'a str,
+    /// Answer text (`content` or completion `text`; `<think>` blocks in it are reasoning).
+    pub answer: &'a str,
+    /// Tool-call text: function names and argument pieces.
+    pub tool: &'a str,
+    /// Tool-call deltas as `(index, has_id)`.
+    pub tool_calls: &'a [(u32, bool)],
 }
 
 /// Response headers worth keeping (lower-case names).
@@ -158,20 +188,65 @@ pub struct Exchange {
     pub reused_connection: bool,
     /// Time to establish a new connection (TCP, and TLS when used), if one was made.
     pub connect_time: Option<Duration>,
+    /// Tool-call text received (function names and arguments, up to [`MAX_KEPT_TEXT`] bytes).
+    pub tool_text: String,
+    /// Bytes of tool-call text received, kept or not.
+    pub tool_text_bytes: u64,
+    /// Distinct tool calls seen (by choice and call index).
+    pub tool_calls: Vec<(u32, u32)>,
+    /// `<think>` tags in the answer text.
+    pub think: ThinkTags,
 }
 
 impl Exchange {
-    /// Records a chunk that carried `text` (and optional cumulative usage) at `at`.
+    /// Records a chunk that carried answer `text` (and optional cumulative usage) at `at`.
     pub fn push_output(&mut self, at: Instant, text: &str, cumulative_tokens: Option<u64>) {
-        let bytes = u32::try_from(text.len()).unwrap_or(u32::MAX);
-        self.text_bytes += text.len() as u64;
-        if self.text.len() + text.len() <= MAX_KEPT_TEXT {
-            self.text.push_str(text);
+        let parts = OutputParts {
+            answer: text,
+            ..OutputParts::default()
+        };
+        self.push_parts(at, 0, parts, cumulative_tokens);
+    }
+
+    /// Records a chunk of choice `choice` that carried `parts` at `at`: reasoning first, then
+    /// the answer (with any `<think>` block in it moved to the reasoning), then tool calls.
+    pub fn push_parts(
+        &mut self,
+        at: Instant,
+        choice: u32,
+        parts: OutputParts<'_>,
+        cumulative_tokens: Option<u64>,
+    ) {
+        let split = self.think.split(parts.answer);
+        if split.closes_unopened {
+            for chunk in &mut self.chunks {
+                chunk.reasoning_bytes = chunk.text_bytes;
+            }
         }
+        let reasoning_bytes = parts.reasoning.len() + split.reasoning.len();
+        for text in [parts.reasoning, &split.reasoning, &split.answer] {
+            self.text_bytes += text.len() as u64;
+            if self.text.len() + text.len() <= MAX_KEPT_TEXT {
+                self.text.push_str(text);
+            }
+        }
+        self.tool_text_bytes += parts.tool.len() as u64;
+        if self.tool_text.len() + parts.tool.len() <= MAX_KEPT_TEXT {
+            self.tool_text.push_str(parts.tool);
+        }
+        for &(index, _) in parts.tool_calls {
+            if !self.tool_calls.contains(&(choice, index)) {
+                self.tool_calls.push((choice, index));
+            }
+        }
+        let bytes = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         self.chunks.push(ChunkArrival {
             at,
-            text_bytes: bytes,
+            text_bytes: bytes(reasoning_bytes + split.answer.len()),
             cumulative_tokens,
+            reasoning_bytes: bytes(reasoning_bytes),
+            tool_bytes: bytes(parts.tool.len()),
+            tool_call: !parts.tool_calls.is_empty(),
         });
     }
 
@@ -281,6 +356,55 @@ pub struct RequestRecord {
     /// Multi-turn: the session (conversation) the request belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<u64>,
+    /// Reasoning (thinking) tokens among `output_tokens`; `None` when the answer showed no
+    /// reasoning channel and the server reported none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+    /// Where `reasoning_tokens` came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens_source: Option<ReasoningSource>,
+    /// When the first chunk carrying answer output (answer text or a tool call, not
+    /// reasoning) arrived; streamed requests only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_answer_us: Option<u64>,
+    /// Distinct tool calls the answer made.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tool_calls: u32,
+    /// When the first tool-call delta arrived; streamed requests only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_tool_call_us: Option<u64>,
+    /// Tokens of the tool calls (names and arguments), apportioned from the chunks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_tokens: Option<u64>,
+    /// The answer ended in a tool call (`finish_reason` `tool_calls`, or its last output was a
+    /// tool-call delta) rather than in text.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ended_in_tool_call: bool,
+    /// Prompt tokens the server served from its prefix cache
+    /// (`usage.prompt_tokens_details.cached_tokens`), when it reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u64>,
+    /// Multi-turn: prompt tokens the workload expects the server could reuse — the history
+    /// before this turn's message (the shared system prompt for a first turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_prefix_tokens: Option<u64>,
+    /// Agentic sessions: this turn fed a tool's result back.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tool_result_turn: bool,
+}
+
+/// Where a request's reasoning token count came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningSource {
+    /// `usage.completion_tokens_details.reasoning_tokens`.
+    Usage,
+    /// The tokens of the chunks that carried reasoning (per-chunk attribution, §3).
+    Deltas,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 fn is_zero(value: &u32) -> bool {
@@ -329,6 +453,58 @@ impl RequestRecord {
         let (first, last) = (self.first_token_us?, self.last_token_us?);
         (self.output_tokens >= 2)
             .then(|| micros(last.saturating_sub(first)) / tokens_u32(self.output_tokens - 1))
+    }
+
+    /// Time to first answer token from the scheduled send: `first_answer − scheduled`.
+    pub fn ttfat(&self) -> Option<Duration> {
+        self.first_answer_us
+            .map(|t| micros(t.saturating_sub(self.scheduled_us)))
+    }
+
+    /// Time to first answer token from the actual send: `first_answer − sent`.
+    pub fn ttfat_from_send(&self) -> Option<Duration> {
+        Some(micros(self.first_answer_us?.saturating_sub(self.sent_us?)))
+    }
+
+    /// Time to the first tool-call delta from the scheduled send.
+    pub fn time_to_first_tool_call(&self) -> Option<Duration> {
+        self.first_tool_call_us
+            .map(|t| micros(t.saturating_sub(self.scheduled_us)))
+    }
+
+    /// Thinking time: `first_answer − first_token` (zero without reasoning before the answer).
+    pub fn thinking_time(&self) -> Option<Duration> {
+        Some(micros(
+            self.first_answer_us?.saturating_sub(self.first_token_us?),
+        ))
+    }
+
+    /// Answer tokens: output tokens that are not reasoning (tool calls included).
+    pub fn answer_tokens(&self) -> u64 {
+        self.output_tokens
+            .saturating_sub(self.reasoning_tokens.unwrap_or(0))
+    }
+
+    /// A successful answer whose reasoning left it empty: reasoning tokens, no answer token
+    /// and no tool call.
+    pub fn answer_empty_after_reasoning(&self) -> bool {
+        self.is_ok()
+            && self.reasoning_tokens.is_some_and(|r| r > 0)
+            && self.answer_tokens() == 0
+            && self.tool_calls == 0
+    }
+
+    /// A successful answer cut at the token limit (`finish_reason` `length`) after reasoning
+    /// that used at least half of the budget (`max_tokens`, else the output): the thinking
+    /// took what the answer needed.
+    pub fn answer_truncated_after_reasoning(&self) -> bool {
+        let budget = self.requested_output_tokens.unwrap_or(self.output_tokens);
+        self.is_ok()
+            && self
+                .reasoning_tokens
+                .is_some_and(|r| r > 0 && 2 * r >= budget)
+            && self.finish_reason.as_deref() == Some("length")
+            && !self.answer_empty_after_reasoning()
     }
 
     /// Dispatch lag: `sent − scheduled` (includes any client-side queueing).

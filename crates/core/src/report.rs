@@ -387,6 +387,20 @@ pub struct StepReport {
     /// What the workload asked for: realised prompt and answer lengths.
     #[serde(default)]
     pub workload_stats: WorkloadStats,
+    /// Reasoning vs answer tokens and time to first answer token (null when no completed
+    /// request showed reasoning).
+    #[serde(default)]
+    pub reasoning: Option<crate::metrics::channels::ReasoningReport>,
+    /// Tool calls (null when no completed request made one).
+    #[serde(default)]
+    pub tool_calls: Option<crate::metrics::channels::ToolCallReport>,
+    /// Multi-turn and agentic sessions (null without sessions).
+    #[serde(default)]
+    pub sessions: Option<crate::metrics::sessions::SessionReport>,
+    /// Prompt tokens the workload expected to be reusable beside those the server reported
+    /// cached (null when neither is known).
+    #[serde(default)]
+    pub prefix_reuse: Option<crate::metrics::sessions::PrefixReuseReport>,
 }
 
 /// A problem with the run itself, with its fix.

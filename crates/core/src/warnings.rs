@@ -81,6 +81,29 @@ fn check_step(config: &RunConfig, step: &StepReport, warnings: &mut Vec<Warning>
     check_outcome(step, warnings);
     check_client(config, step, warnings);
     check_tokens(step, warnings);
+    check_reasoning(step, warnings);
+}
+
+/// Answers emptied or cut because the reasoning used the token budget.
+fn check_reasoning(step: &StepReport, warnings: &mut Vec<Warning>) {
+    let Some(reasoning) = &step.reasoning else {
+        return;
+    };
+    let (empty, truncated) = (reasoning.empty_answers, reasoning.truncated_answers);
+    if empty + truncated == 0 {
+        return;
+    }
+    warnings.push(Warning::new(
+        "answer_budget_exhausted",
+        format!(
+            "the reasoning used the token budget: {empty} answers came out empty and {truncated} \
+             were cut at max_tokens after thinking through half of it or more (of {} requests \
+             with reasoning)",
+            reasoning.requests_with_reasoning
+        ),
+        "raise max_tokens (--output-tokens) or lower the server's thinking budget; compare \
+         answer_tokens_per_sec, not output tokens/s",
+    ));
 }
 
 /// Enough samples and a long enough window for the figures quoted.

@@ -140,6 +140,7 @@ async fn run_sessions() -> (Vec<RequestRecord>, Log, StepReport) {
         output_tokens: Some("8".parse().unwrap()),
         think_time: ThinkTime::Fixed(Duration::from_millis(500)),
         prefix: None,
+        agent: None,
         vocabulary: vocabulary(),
         seed: 9,
     });
@@ -363,6 +364,7 @@ async fn open_loop_arrivals_start_sessions_and_requests_count_turns() {
         output_tokens: Some("4".parse().unwrap()),
         think_time: ThinkTime::Fixed(Duration::from_secs(1)),
         prefix: None,
+        agent: None,
         vocabulary: vocabulary(),
         seed: 2,
     });

@@ -33,6 +33,9 @@ pub struct ChatCompletionRequest {
     /// Number of choices; only 1 is supported by the simulator.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<u64>,
+    /// Tools the model may call (only their number matters to the simulator).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<serde_json::Value>>,
 }
 
 impl ChatCompletionRequest {
@@ -50,6 +53,15 @@ pub struct ChatMessage {
     /// The message text, as a string or as content parts.
     #[serde(default)]
     pub content: MessageContent,
+    /// Reasoning text of an assistant answer (vLLM/SGLang/DeepSeek `reasoning_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// Tool calls of an assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCall>>,
+    /// The call a `tool` message answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl ChatMessage {
@@ -58,8 +70,58 @@ impl ChatMessage {
         ChatMessage {
             role: role.to_string(),
             content: MessageContent::Text(text.into()),
+            reasoning_content: None,
+            tool_calls: None,
+            tool_call_id: None,
         }
     }
+}
+
+/// A tool call of an assistant message (`{"id", "type": "function", "function": {…}}`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Call id, echoed by the `tool` message that answers it.
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// The function called.
+    pub function: FunctionCall,
+}
+
+/// The function of a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// Function name.
+    pub name: String,
+    /// Arguments, as JSON text.
+    pub arguments: String,
+}
+
+/// One streamed tool-call delta.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallDelta {
+    /// Which call of the message.
+    pub index: u32,
+    /// Call id (first delta of a call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// `function` (first delta of a call).
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// Name (first delta) and a piece of the arguments.
+    pub function: FunctionCallDelta,
+}
+
+/// The function part of a streamed tool-call delta.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct FunctionCallDelta {
+    /// Function name (first delta of a call).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A piece of the JSON argument text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<String>,
 }
 
 /// Message content: a string, a list of typed parts, or null.
@@ -168,4 +230,13 @@ pub struct ChatDelta {
     /// Generated text.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content: Option<String>,
+    /// Reasoning text (`reasoning_content`, or `reasoning` as newer vLLM names it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+    /// Reasoning text under newer vLLM's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<String>,
+    /// Tool-call deltas.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
 }

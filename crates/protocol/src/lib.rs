@@ -13,7 +13,7 @@ pub mod stream;
 pub mod usage;
 pub mod vocabulary;
 
-pub use chat::{ChatCompletionRequest, ChatMessage, MessageContent};
+pub use chat::{ChatCompletionRequest, ChatMessage, MessageContent, ToolCall};
 pub use completions::{CompletionRequest, Prompt};
 pub use error::{ApiError, ApiErrorBody};
 pub use usage::{StreamOptions, Usage};

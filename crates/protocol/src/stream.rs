@@ -5,7 +5,6 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 
 use crate::usage::Usage;
 
@@ -55,37 +54,90 @@ pub struct DeltaView<'a> {
     /// Generated text.
     #[serde(default, borrow)]
     pub content: Option<Cow<'a, str>>,
-    /// Reasoning text (DeepSeek/vLLM/SGLang `reasoning_content`).
+    /// Reasoning text (DeepSeek/vLLM/SGLang/llama.cpp `reasoning_content`).
     #[serde(default, borrow)]
     pub reasoning_content: Option<Cow<'a, str>>,
     /// Reasoning text (newer vLLM `reasoning`).
     #[serde(default, borrow)]
     pub reasoning: Option<Cow<'a, str>>,
-    /// Tool-call deltas; only their presence matters.
+    /// Tool-call deltas (`[{"index", "id", "type", "function": {"name", "arguments"}}]`).
+    #[serde(default, borrow)]
+    pub tool_calls: Option<Vec<ToolCallDeltaView<'a>>>,
+}
+
+/// One streamed tool-call delta: the first of a call carries its `id` and function `name`,
+/// the following ones pieces of its `arguments` (JSON text).
+#[derive(Debug, Default, Deserialize)]
+pub struct ToolCallDeltaView<'a> {
+    /// Which call of the message this piece belongs to.
     #[serde(default)]
-    pub tool_calls: Option<IgnoredAny>,
+    pub index: u32,
+    /// Call id (first delta of a call).
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
+    /// Function name and argument text.
+    #[serde(default, borrow)]
+    pub function: Option<FunctionDeltaView<'a>>,
+}
+
+/// The function part of a tool-call delta.
+#[derive(Debug, Default, Deserialize)]
+pub struct FunctionDeltaView<'a> {
+    /// Function name (first delta of a call).
+    #[serde(default, borrow)]
+    pub name: Option<Cow<'a, str>>,
+    /// A piece of the JSON argument text.
+    #[serde(default, borrow)]
+    pub arguments: Option<Cow<'a, str>>,
+}
+
+impl ToolCallDeltaView<'_> {
+    /// The text this delta generated: the function name and argument piece.
+    pub fn generated_text(&self) -> impl Iterator<Item = &str> {
+        self.function
+            .iter()
+            .flat_map(|function| [&function.name, &function.arguments])
+            .flatten()
+            .map(|text| text.as_ref())
+    }
+}
+
+fn non_empty<'s>(text: &'s Option<Cow<'_, str>>) -> Option<&'s str> {
+    text.as_deref().filter(|text| !text.is_empty())
 }
 
 impl<'a> ChoiceView<'a> {
+    /// The reasoning (thinking) text this choice carries, if any and non-empty.
+    pub fn reasoning_text(&self) -> Option<&str> {
+        let delta = self.delta.as_ref()?;
+        non_empty(&delta.reasoning_content).or_else(|| non_empty(&delta.reasoning))
+    }
+
+    /// The answer text this choice carries (chat `content` or completion `text`), if non-empty.
+    pub fn answer_text(&self) -> Option<&str> {
+        let from_delta = self
+            .delta
+            .as_ref()
+            .and_then(|delta| non_empty(&delta.content));
+        from_delta.or_else(|| non_empty(&self.text))
+    }
+
+    /// The tool-call deltas this choice carries (empty when none).
+    pub fn tool_calls(&self) -> &[ToolCallDeltaView<'a>] {
+        self.delta
+            .as_ref()
+            .and_then(|delta| delta.tool_calls.as_deref())
+            .unwrap_or(&[])
+    }
+
     /// The generated text this choice carries (content, reasoning or completion text), if any.
     pub fn generated_text(&self) -> Option<&str> {
-        let from_delta = self.delta.as_ref().and_then(|delta| {
-            [&delta.content, &delta.reasoning_content, &delta.reasoning]
-                .into_iter()
-                .flatten()
-                .map(|text| text.as_ref())
-                .find(|text| !text.is_empty())
-        });
-        from_delta.or_else(|| self.text.as_deref().filter(|text| !text.is_empty()))
+        self.answer_text().or_else(|| self.reasoning_text())
     }
 
     /// Whether the choice carries generated output: non-empty text or a tool-call delta.
     pub fn has_output(&self) -> bool {
-        self.generated_text().is_some()
-            || self
-                .delta
-                .as_ref()
-                .is_some_and(|delta| delta.tool_calls.is_some())
+        self.generated_text().is_some() || !self.tool_calls().is_empty()
     }
 }
 
@@ -156,5 +208,30 @@ mod tests {
         let text = r#"{"choices":[{"delta":{"tool_calls":[{"index":0}]}}]}"#;
         let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
         assert!(chunk.choices.unwrap()[0].has_output());
+    }
+
+    #[test]
+    fn reasoning_answer_and_tool_call_parts_are_apart() {
+        let text = r#"{"choices":[{"delta":{"reasoning_content":"hm","content":"Hi"}}]}"#;
+        let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
+        let choice = &chunk.choices.as_ref().unwrap()[0];
+        assert_eq!(
+            (choice.reasoning_text(), choice.answer_text()),
+            (Some("hm"), Some("Hi"))
+        );
+        let text = r#"{"choices":[{"delta":{"reasoning":"x","content":null}}]}"#;
+        let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            chunk.choices.as_ref().unwrap()[0].reasoning_text(),
+            Some("x")
+        );
+        let text = r#"{"choices":[{"delta":{"tool_calls":[{"index":1,"id":"c","type":"function","function":{"name":"get","arguments":"{\"a\""}}]}}]}"#;
+        let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
+        let calls = chunk.choices.as_ref().unwrap()[0].tool_calls();
+        assert_eq!(calls[0].index, 1);
+        assert_eq!(calls[0].generated_text().collect::<String>(), "get{\"a\"");
+        let text = r#"{"choices":[{"delta":{"tool_calls":[]}}]}"#;
+        let chunk: ChunkView<'_> = serde_json::from_str(text).unwrap();
+        assert!(!chunk.choices.unwrap()[0].has_output());
     }
 }

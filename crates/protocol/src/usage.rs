@@ -17,6 +17,9 @@ pub struct Usage {
     /// Breakdown of the prompt tokens, when the server reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// Breakdown of the generated tokens (reasoning tokens), when the server reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens_details: Option<CompletionTokensDetails>,
 }
 
 impl Usage {
@@ -27,8 +30,25 @@ impl Usage {
             completion_tokens: completion,
             total_tokens: prompt + completion,
             prompt_tokens_details: None,
+            completion_tokens_details: None,
         }
     }
+
+    /// Reasoning tokens among the completion tokens (`completion_tokens_details.reasoning_tokens`),
+    /// when the server reports them.
+    pub fn reasoning_tokens(&self) -> Option<u64> {
+        self.completion_tokens_details
+            .and_then(|details| details.reasoning_tokens)
+    }
+}
+
+/// Generated token breakdown (`usage.completion_tokens_details`, OpenAI, vLLM with a reasoning
+/// parser, SGLang).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct CompletionTokensDetails {
+    /// Tokens of the reasoning (thinking) channel; `None` when absent or null.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
 }
 
 /// Prompt token breakdown (`usage.prompt_tokens_details`).

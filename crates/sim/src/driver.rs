@@ -81,6 +81,11 @@ pub enum RequestUpdate {
         /// Why generation ended, on the last tokens.
         finished: Option<FinishReason>,
     },
+    /// The request was admitted with this many prompt tokens from the prefix cache.
+    Admitted {
+        /// Cached prompt tokens.
+        cached_tokens: u32,
+    },
     /// The engine dropped the request; nothing more will come.
     Aborted {
         /// Why.
@@ -349,6 +354,14 @@ fn deliver(routes: &mut HashMap<RequestId, Route>, event: &EngineEvent) -> bool 
                 reason: reason.clone(),
             },
         ),
+        EngineEvent::Scheduled {
+            id, cached_tokens, ..
+        } => (
+            *id,
+            RequestUpdate::Admitted {
+                cached_tokens: *cached_tokens,
+            },
+        ),
         _ => return true,
     };
     let Some(route) = routes.get(&id) else {
@@ -500,6 +513,11 @@ mod tests {
             assert_eq!(position, 0);
             arrivals.push((start.elapsed(), update));
         }
+        // Admission (with the prompt tokens found in the prefix cache) comes first, at once.
+        assert_eq!(
+            arrivals.remove(0),
+            (Duration::ZERO, RequestUpdate::Admitted { cached_tokens: 0 })
+        );
         let times: Vec<Duration> = arrivals.iter().map(|(at, _)| *at).collect();
         assert_eq!(times, [100, 105, 110].map(Duration::from_millis));
         assert_eq!(

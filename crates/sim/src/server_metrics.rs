@@ -191,7 +191,7 @@ impl ServerMetrics {
     /// Applies one engine event.
     pub fn record_event(&mut self, event: &EngineEvent) {
         match event {
-            EngineEvent::Scheduled { id, at } => self.record_scheduled(*id, *at),
+            EngineEvent::Scheduled { id, at, .. } => self.record_scheduled(*id, *at),
             EngineEvent::Tokens {
                 id,
                 at,

@@ -180,7 +180,7 @@ impl Simulation {
         for event in self.events.drain(..) {
             let timeline = |id: &RequestId| self.index.get(id).copied();
             match event {
-                EngineEvent::Scheduled { id, at } => {
+                EngineEvent::Scheduled { id, at, .. } => {
                     if let Some(i) = timeline(&id) {
                         self.timelines[i].scheduled.get_or_insert(at);
                     }

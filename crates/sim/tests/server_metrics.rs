@@ -24,7 +24,11 @@ fn sample<'a>(text: &'a str, series: &str) -> &'a str {
 fn metrics_after_one_request() -> ServerMetrics {
     let mut metrics = ServerMetrics::new("m", 1000, CacheConfigInfo::default());
     metrics.record_arrival(1, ms(0), 12);
-    metrics.record_event(&EngineEvent::Scheduled { id: 1, at: ms(400) });
+    metrics.record_event(&EngineEvent::Scheduled {
+        id: 1,
+        at: ms(400),
+        cached_tokens: 0,
+    });
     let tokens = |at, count, finished| EngineEvent::Tokens {
         id: 1,
         at: ms(at),

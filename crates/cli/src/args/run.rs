@@ -20,6 +20,9 @@ pub(crate) enum ApiArg {
     Chat,
     /// `/v1/completions`.
     Completions,
+    /// `/v1/responses` (OpenAI Responses API; needs --target: the embedded simulator does not
+    /// serve it).
+    Responses,
 }
 
 /// Open-loop arrival process.
@@ -163,6 +166,13 @@ pub(crate) struct RunArgs {
     /// Embedded simulator: accelerator preset.
     #[arg(long, conflicts_with_all = ["target", "sim_config"], help_heading = "Embedded simulator")]
     pub(crate) sim_gpu: Option<String>,
+    /// Embedded simulator: reasoning tokens before each chat answer (a reasoning model).
+    #[arg(long, conflicts_with = "target", help_heading = "Embedded simulator")]
+    pub(crate) sim_reasoning_tokens: Option<u32>,
+    /// Embedded simulator: probability (0–1) that an answer to a request offering `tools` is a
+    /// tool call.
+    #[arg(long, conflicts_with = "target", help_heading = "Embedded simulator")]
+    pub(crate) sim_tool_calls: Option<f64>,
     #[command(flatten)]
     pub(crate) sim_deploy: crate::args::sim_deploy::EmbeddedSimArgs,
     #[command(flatten)]

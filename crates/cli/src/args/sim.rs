@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use goodput_core::units::parse_duration;
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 use goodput_sim::config::{
-    BatchingConfig, EngineConfig, EnginePolicy, FixedTimingConfig, SimConfig, SpeculativeConfig,
+    AgentConfig, BatchingConfig, EngineConfig, EnginePolicy, FixedTimingConfig, ReasoningFormat,
+    SimConfig, SpeculativeConfig,
 };
 
 /// Serve or explain the simulated engine.
@@ -43,6 +44,55 @@ pub(crate) struct SimArgs {
     pub(crate) fixed: FixedArgs,
     #[command(flatten)]
     pub(crate) faults: FaultArgs,
+    #[command(flatten)]
+    pub(crate) agent: AgentArgs,
+}
+
+/// Reasoning-model and tool-call emulation.
+#[derive(Debug, clap::Args)]
+#[command(next_help_heading = "Reasoning and tool calls")]
+pub(crate) struct AgentArgs {
+    /// Reasoning tokens before each chat answer (they count against max_tokens).
+    #[arg(long)]
+    pub(crate) reasoning_tokens: Option<u32>,
+    /// Thinking budget: reasoning stops after this many tokens.
+    #[arg(long)]
+    pub(crate) reasoning_budget: Option<u32>,
+    /// How reasoning is sent: reasoning_content (DeepSeek, SGLang, llama.cpp), reasoning
+    /// (newer vLLM), or think_tags (inside content).
+    #[arg(long, value_parser = parse_reasoning_format)]
+    pub(crate) reasoning_format: Option<ReasoningFormat>,
+    /// Probability (0–1) that an answer to a request offering `tools` is a tool call.
+    #[arg(long)]
+    pub(crate) tool_call_probability: Option<f64>,
+    /// Report usage.prompt_tokens_details.cached_tokens, the prompt tokens served from the
+    /// prefix cache (vLLM's --enable-prompt-tokens-details).
+    #[arg(long)]
+    pub(crate) enable_prompt_tokens_details: bool,
+}
+
+/// A `--reasoning-format` value.
+pub(crate) fn parse_reasoning_format(text: &str) -> Result<ReasoningFormat, String> {
+    ReasoningFormat::parse(text).ok_or_else(|| {
+        format!(
+            "unknown reasoning format `{text}`; expected reasoning_content, reasoning or think_tags"
+        )
+    })
+}
+
+impl AgentArgs {
+    fn apply(&self, config: &mut AgentConfig) {
+        set(&mut config.reasoning_tokens, self.reasoning_tokens);
+        if self.reasoning_budget.is_some() {
+            config.reasoning_budget = self.reasoning_budget;
+        }
+        set(&mut config.reasoning_format, self.reasoning_format);
+        set(
+            &mut config.tool_call_probability,
+            self.tool_call_probability,
+        );
+        config.prompt_tokens_details |= self.enable_prompt_tokens_details;
+    }
 }
 
 /// Continuous-batching engine options.
@@ -196,6 +246,7 @@ impl SimArgs {
             );
         }
         self.faults.apply(&mut config.faults);
+        self.agent.apply(&mut config.agent);
         config.validate()?;
         Ok(config)
     }

@@ -69,6 +69,15 @@ pub(crate) struct WorkloadArgs {
     /// with mean 2 s) [default: 0s].
     #[arg(long, value_name = "DURATION", help_heading = "Workload")]
     pub(crate) think_time: Option<String>,
+    /// Agentic sessions (with --turns): some turns feed a tool's result back —
+    /// `tool-prob=0.5,tool-latency=200ms,result-tokens=500` (latency `exp:200ms` for
+    /// exponential; result length a number or a distribution).
+    #[arg(
+        long,
+        value_name = "tool-prob=P,tool-latency=D,result-tokens=N",
+        help_heading = "Workload"
+    )]
+    pub(crate) agent: Option<String>,
     /// Send the prompts of a local dataset file: prompts JSONL, or ShareGPT JSON (played as
     /// multi-turn sessions).
     #[arg(
@@ -151,6 +160,9 @@ impl WorkloadArgs {
                      dataset is played as multi-turn sessions)"
                 );
             }
+        }
+        if self.agent.is_some() && self.turns.is_none() {
+            bail!("--agent applies to synthetic multi-turn sessions: add --turns");
         }
         if self.dataset.is_none()
             && self.trace.is_none()

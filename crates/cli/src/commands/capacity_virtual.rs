@@ -49,6 +49,12 @@ pub(crate) fn run(
         ..args.run.run_config(seed)?
     };
     let sim = embedded_sim_config(&args.run, seed)?;
+    if sim.agent != goodput_sim::config::AgentConfig::default() {
+        bail!(
+            "--virtual-time does not emulate reasoning or tool calls: drop --sim-reasoning-tokens, \
+             --sim-tool-calls and the config's `agent` section"
+        );
+    }
     let label = format!("{} in virtual time", describe_simulator(&sim));
     let model = sim.model_name();
     let target = VirtualTarget {

@@ -369,6 +369,9 @@ pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint
             simulator: None,
         });
     }
+    if args.api == ApiArg::Responses {
+        bail!("--api responses needs --target: the embedded simulator serves chat and completions");
+    }
     let config = embedded_sim_config(args, seed)?;
     let time_scale = config.time_scale;
     let label = describe_simulator(&config);
@@ -407,6 +410,12 @@ pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig
     args.sim_deploy.apply(&mut config)?;
     if let Some(time_scale) = args.time_scale {
         config.time_scale = time_scale;
+    }
+    if let Some(tokens) = args.sim_reasoning_tokens {
+        config.agent.reasoning_tokens = tokens;
+    }
+    if let Some(probability) = args.sim_tool_calls {
+        config.agent.tool_call_probability = probability;
     }
     config.validate()?;
     Ok(config)
@@ -456,6 +465,7 @@ pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfi
         api: match args.api {
             ApiArg::Chat => ApiKind::Chat,
             ApiArg::Completions => ApiKind::Completions,
+            ApiArg::Responses => ApiKind::Responses,
         },
         model,
         stream: !args.no_stream,
@@ -494,6 +504,7 @@ pub(crate) fn run_info(
         api: match args.api {
             ApiArg::Chat => "chat".into(),
             ApiArg::Completions => "completions".into(),
+            ApiArg::Responses => "responses".into(),
         },
         model: model.to_string(),
         stream: streamed,

@@ -216,6 +216,12 @@ async fn synthetic_workload(
             output_tokens: Some(output),
             think_time: think_time(flags)?,
             prefix,
+            agent: flags
+                .agent
+                .as_deref()
+                .map(goodput_core::workload::AgentTurns::parse)
+                .transpose()
+                .map_err(|error| anyhow::anyhow!("--agent: {error}"))?,
             vocabulary,
             seed,
         }));

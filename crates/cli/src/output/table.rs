@@ -145,6 +145,8 @@ fn render_step(out: &mut String, step: &StepReport) {
         fmt_opt(tokens.output_per_request.mean, 0)
     );
     render_latency(out, step);
+    super::channels::render(out, step);
+    super::channels::render_sessions(out, step);
     render_goodput(out, step);
     super::breakdown::render(out, step);
     let s = &step.stability;

@@ -13,6 +13,7 @@
 //! of the [`Exchange`], failure messages and `Debug` output.
 
 mod reply;
+mod responses;
 
 use std::fmt;
 
@@ -36,6 +37,8 @@ pub enum ApiKind {
     Chat,
     /// `/v1/completions`.
     Completions,
+    /// `/v1/responses` (the OpenAI Responses API).
+    Responses,
 }
 
 impl ApiKind {
@@ -44,6 +47,7 @@ impl ApiKind {
         match self {
             ApiKind::Chat => "chat/completions",
             ApiKind::Completions => "completions",
+            ApiKind::Responses => "responses",
         }
     }
 }
@@ -244,16 +248,32 @@ impl OpenAiBackend {
                 }
                 body.insert("prompt".into(), json!(prompts));
             }
+            (ApiKind::Responses, RequestInput::Text(text)) => {
+                body.insert("input".into(), Value::String(text.clone()));
+            }
+            (ApiKind::Responses, RequestInput::Messages(messages)) => {
+                body.insert("input".into(), responses_input(messages)?);
+            }
+            (ApiKind::Responses, RequestInput::Batch(_)) => {
+                return Err(invalid(
+                    "a batch of prompts needs the completions API; the Responses API takes one input",
+                ));
+            }
         }
         if let Some(max) = spec.max_output_tokens {
-            body.insert("max_tokens".into(), json!(max));
+            let key = match config.api {
+                ApiKind::Responses => "max_output_tokens",
+                ApiKind::Chat | ApiKind::Completions => "max_tokens",
+            };
+            body.insert(key.into(), json!(max));
             if config.ignore_eos {
                 body.insert("ignore_eos".into(), Value::Bool(true));
                 body.insert("min_tokens".into(), json!(max));
             }
         }
         body.insert("stream".into(), Value::Bool(config.stream));
-        if config.stream && (config.include_usage || config.continuous_usage) {
+        let usage_options = config.api != ApiKind::Responses;
+        if usage_options && config.stream && (config.include_usage || config.continuous_usage) {
             let mut options = Map::new();
             options.insert("include_usage".into(), Value::Bool(config.include_usage));
             if config.continuous_usage {
@@ -292,6 +312,7 @@ impl OpenAiBackend {
         let limits = reply::Limits {
             max_line_bytes: self.config.max_line_bytes,
             max_body_bytes: self.config.max_body_bytes,
+            responses: self.config.api == ApiKind::Responses,
         };
         let outcome = if !parts.status.is_success() {
             reply::read_error(parts.status, &parts.headers, body, activity).await
@@ -359,6 +380,36 @@ fn flatten(messages: &[ChatMessage]) -> String {
         .map(|message| format!("{}: {}", message.role, message.content.text()))
         .collect();
     lines.join("\n")
+}
+
+/// Chat messages as Responses input items: `{role, content}` messages; a `tool` message
+/// becomes a `function_call_output` (after the assistant's `function_call` items).
+fn responses_input(messages: &[ChatMessage]) -> Result<Value, Failure> {
+    let mut items = Vec::new();
+    for message in messages {
+        let text = message.content.text();
+        match message.role.as_str() {
+            "tool" => items.push(json!({
+                "type": "function_call_output",
+                "call_id": message.tool_call_id.clone().unwrap_or_default(),
+                "output": text,
+            })),
+            role => {
+                if role != "assistant" || !text.is_empty() {
+                    items.push(json!({"role": role, "content": text}));
+                }
+                for call in message.tool_calls.iter().flatten() {
+                    items.push(json!({
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.function.name,
+                        "arguments": call.function.arguments,
+                    }));
+                }
+            }
+        }
+    }
+    Ok(Value::Array(items))
 }
 
 /// A request goodput cannot build (reported before anything is sent).

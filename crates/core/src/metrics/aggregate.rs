@@ -86,6 +86,10 @@ pub struct StepAggregator {
     /// Per-bucket, per-turn and workload figures (`None` inside a breakdown itself).
     breakdown: Option<Box<Breakdown>>,
     failure_examples: super::failure_examples::FailureExamples,
+    /// Reasoning and tool-call figures.
+    channels: super::channels::ChannelAggregator,
+    /// Sessions and prefix reuse.
+    sessions: super::sessions::SessionAggregator,
 }
 
 impl StepAggregator {
@@ -117,6 +121,8 @@ impl StepAggregator {
             windows: Windows::new(window),
             breakdown: None,
             failure_examples: Default::default(),
+            channels: Default::default(),
+            sessions: Default::default(),
         }
     }
 
@@ -136,6 +142,7 @@ impl StepAggregator {
             return;
         }
         self.add_measured(record);
+        self.sessions.add(record);
         self.tally_objectives(record, complies);
         match &record.failure {
             None => self.add_completed(record),
@@ -242,6 +249,7 @@ impl StepAggregator {
 
     fn add_completed(&mut self, record: &RequestRecord) {
         self.counts.completed += 1;
+        self.channels.add(record);
         let l = &mut self.latencies;
         let pairs = [
             (&mut l.ttft, record.ttft()),
@@ -356,6 +364,8 @@ impl StepAggregator {
             .as_deref()
             .and_then(|phases| recovery(&windows, width_secs, phases));
         let (buckets, turns, workload_stats) = self.breakdown_reports(&interval);
+        let (reasoning, tool_calls) = self.channels.report(throughput.output_tokens_per_sec);
+        let (sessions, prefix_reuse) = self.sessions.report();
         StepReport {
             load,
             duration_secs: interval.secs(),
@@ -389,6 +399,10 @@ impl StepAggregator {
             buckets,
             turns,
             workload_stats,
+            reasoning,
+            tool_calls,
+            sessions,
+            prefix_reuse,
         }
     }
 
@@ -464,8 +478,16 @@ impl StepAggregator {
             .iter()
             .map(|objective| {
                 let histogram = self.histogram_for(objective.metric);
-                let measured =
-                    censored_percentile(histogram, self.counts.failed, objective.percentile);
+                // A completed request that never answered is as late as a failure for TTFAT.
+                let never = match objective.metric {
+                    LatencyMetric::Ttfat => self.channels.no_answer(),
+                    _ => 0,
+                };
+                let measured = censored_percentile(
+                    histogram,
+                    self.counts.failed + never,
+                    objective.percentile,
+                );
                 let name = format!("{}_p{}", objective.metric.as_str(), objective.percentile);
                 let pass = measured.is_some_and(|value| value <= objective.max);
                 ObjectiveResult {
@@ -495,6 +517,7 @@ impl StepAggregator {
             LatencyMetric::Tpot => &self.latencies.tpot,
             LatencyMetric::Itl => &self.latencies.itl,
             LatencyMetric::E2e => &self.latencies.e2e,
+            LatencyMetric::Ttfat => self.channels.ttfat(),
         }
     }
 
@@ -546,7 +569,7 @@ pub(crate) fn latency_stats(histogram: &LatencyHistogram) -> LatencyStats {
     }
 }
 
-fn count_stats(histogram: &CountHistogram) -> CountStats {
+pub(crate) fn count_stats(histogram: &CountHistogram) -> CountStats {
     CountStats {
         mean: histogram.mean(),
         p50: histogram.percentile(50.0),

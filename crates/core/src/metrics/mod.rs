@@ -3,6 +3,7 @@
 
 pub mod aggregate;
 pub mod buckets;
+pub mod channels;
 pub mod dispersion;
 mod failure_examples;
 pub mod flow;
@@ -10,6 +11,7 @@ pub mod histogram;
 pub mod lives;
 pub mod quantiles;
 pub mod recovery;
+pub mod sessions;
 pub mod slo;
 pub mod stability;
 pub mod timeline;

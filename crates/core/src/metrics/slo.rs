@@ -22,6 +22,9 @@ pub enum LatencyMetric {
     Itl,
     /// End-to-end latency (from the scheduled send).
     E2e,
+    /// Time to first answer token: the first output that is not reasoning (from the
+    /// scheduled send).
+    Ttfat,
 }
 
 impl LatencyMetric {
@@ -32,6 +35,7 @@ impl LatencyMetric {
             LatencyMetric::Tpot => "tpot",
             LatencyMetric::Itl => "itl",
             LatencyMetric::E2e => "e2e",
+            LatencyMetric::Ttfat => "ttfat",
         }
     }
 
@@ -41,6 +45,7 @@ impl LatencyMetric {
             "tpot" => Some(LatencyMetric::Tpot),
             "itl" => Some(LatencyMetric::Itl),
             "e2e" | "e2el" => Some(LatencyMetric::E2e),
+            "ttfat" => Some(LatencyMetric::Ttfat),
             _ => None,
         }
     }
@@ -90,7 +95,7 @@ pub struct SloError {
 }
 
 impl Slo {
-    /// Parses `name=duration[,name=duration…]` where `name` is `ttft`, `tpot` or `e2e`
+    /// Parses `name=duration[,name=duration…]` where `name` is `ttft`, `ttfat`, `tpot` or `e2e`
     /// (per-request) or `<metric>_p<percentile>` such as `ttft_p99`, `itl_p99.9`.
     pub fn parse(text: &str) -> Result<Slo, SloError> {
         let mut slo = Slo::default();
@@ -141,6 +146,7 @@ impl Slo {
         self.thresholds.iter().all(|threshold| {
             let value = match threshold.metric {
                 LatencyMetric::Ttft => record.ttft(),
+                LatencyMetric::Ttfat => record.ttfat(),
                 LatencyMetric::E2e => record.e2e(),
                 LatencyMetric::Tpot => match record.tpot() {
                     Some(tpot) => Some(tpot),
@@ -180,6 +186,9 @@ mod tests {
     #[test]
     fn parses_thresholds_and_objectives() {
         let slo = Slo::parse("ttft=500ms, tpot=50ms,e2e=2s,ttft_p99=0.8s,itl_p99.9=100ms").unwrap();
+        let reasoning = Slo::parse("ttfat=2s,ttfat_p99=3s").unwrap();
+        assert_eq!(reasoning.thresholds[0].metric, LatencyMetric::Ttfat);
+        assert_eq!(reasoning.to_string(), "ttfat=2s,ttfat_p99=3s");
         assert_eq!(slo.thresholds.len(), 3);
         assert_eq!(slo.thresholds[0].max, Duration::from_millis(500));
         assert_eq!(slo.objectives.len(), 2);

@@ -6,6 +6,7 @@
 //! request tasks to the sinks, which run on the caller's task, so no lock is held on the hot
 //! path.
 
+mod channels;
 mod dispatch;
 pub mod journal;
 mod pacer;

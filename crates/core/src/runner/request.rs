@@ -11,8 +11,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::backend::{Activity, Backend, RequestInput, RequestSpec};
-use crate::record::{Exchange, Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
+use crate::record::{
+    ChunkArrival, Exchange, Failure, OutcomeKind, Phase, RequestRecord, TokenSource,
+};
 use crate::tokens::{TokenCounter, apportion};
+
+use super::channels;
 
 /// What the runner knows about a request before it is sent.
 #[derive(Debug, Clone, Copy)]
@@ -162,7 +166,14 @@ pub(crate) fn finalize(
         .map(|(c, &n)| [us(c.at), n])
         .collect();
     let (input_tokens, input_source) = input_tokens(&exchange, spec, ctx.counter.as_ref());
+    let channels = channels::split(&exchange, &chunk_tokens, ctx.counter.as_ref());
     let streamed = ctx.streamed;
+    let first_at = |wanted: fn(&ChunkArrival) -> bool| {
+        let at = exchange.chunks.iter().find(|c| wanted(c)).map(|c| us(c.at));
+        at.filter(|_| streamed)
+    };
+    let first_answer_us = first_at(ChunkArrival::has_answer);
+    let first_tool_call_us = first_at(|c| c.tool_call);
     RequestRecord {
         index: ticket.index,
         phase: ticket.phase,
@@ -196,6 +207,19 @@ pub(crate) fn finalize(
         turn: spec.turn,
         step: ctx.step,
         session: None,
+        reasoning_tokens: channels.reasoning_tokens,
+        reasoning_tokens_source: channels.reasoning_source,
+        first_answer_us,
+        tool_calls: u32::try_from(exchange.tool_calls.len()).unwrap_or(u32::MAX),
+        first_tool_call_us,
+        tool_call_tokens: channels.tool_call_tokens,
+        ended_in_tool_call: channels.ended_in_tool_call,
+        cached_input_tokens: exchange
+            .usage
+            .and_then(|usage| usage.prompt_tokens_details)
+            .map(|details| details.cached_tokens),
+        expected_prefix_tokens: None,
+        tool_result_turn: false,
     }
 }
 
@@ -210,9 +234,10 @@ struct OutputCount {
 impl OutputCount {
     /// Usage first; else the tokenizer over the text; else the number of output chunks.
     fn of(exchange: &Exchange, counter: &dyn TokenCounter) -> OutputCount {
-        let text_complete = exchange.text.len() as u64 == exchange.text_bytes;
-        let tokenizer =
-            (text_complete && !exchange.chunks.is_empty()).then(|| counter.count(&exchange.text));
+        let text_complete = exchange.text.len() as u64 == exchange.text_bytes
+            && exchange.tool_text.len() as u64 == exchange.tool_text_bytes;
+        let tokenizer = (text_complete && !exchange.chunks.is_empty())
+            .then(|| counter.count(&exchange.text) + counter.count(&exchange.tool_text));
         let (tokens, source) = match (exchange.usage, tokenizer) {
             (Some(usage), _) => (usage.completion_tokens, TokenSource::Usage),
             (None, Some(counted)) => (counted, TokenSource::Tokenizer),
@@ -259,20 +284,15 @@ fn chunk_token_counts(exchange: &Exchange, total: u64, counter: &dyn TokenCounte
     if chunks.len() as u64 == total {
         return vec![1; chunks.len()];
     }
-    let text_complete = exchange.text.len() as u64 == exchange.text_bytes;
-    let weights: Vec<u64> = if text_complete {
-        let mut offset = 0usize;
-        chunks
+    let weights: Vec<u64> = match channels::chunk_pieces(exchange) {
+        Some(pieces) => pieces
             .iter()
-            .map(|c| {
-                let end = (offset + c.text_bytes as usize).min(exchange.text.len());
-                let piece = exchange.text.get(offset..end).unwrap_or("");
-                offset = end;
-                counter.count(piece)
-            })
-            .collect()
-    } else {
-        chunks.iter().map(|c| u64::from(c.text_bytes)).collect()
+            .map(|p| counter.count(p.reasoning) + counter.count(p.answer) + counter.count(p.tool))
+            .collect(),
+        None => chunks
+            .iter()
+            .map(|c| u64::from(c.text_bytes) + u64::from(c.tool_bytes))
+            .collect(),
     };
     apportion(total, &weights)
 }
@@ -351,6 +371,9 @@ mod tests {
             at: Instant::now(),
             text_bytes: 0,
             cumulative_tokens: None,
+            reasoning_bytes: 0,
+            tool_bytes: 0,
+            tool_call: true,
         });
         assert_eq!(
             chunk_token_counts(&e, 3, &Tiktoken::cl100k()),

@@ -10,6 +10,7 @@
 //! reading files, counting tokens, calibrating a tokenizer — happens before the run, never
 //! in [`Workload::request`].
 
+pub mod agent;
 mod csv;
 pub mod dataset;
 pub mod generated;
@@ -61,6 +62,7 @@ pub fn mix_seed(seed: u64, index: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+pub use agent::AgentTurns;
 pub use generated::{GeneratedWorkload, SharedPrefix};
 pub use lengths::LengthDistribution;
 pub use replay::{ReplayOptions, TraceWorkload};

@@ -220,6 +220,7 @@ impl DatasetConversations {
                             .reference
                             .map(|_| counts.next().unwrap_or(0).max(1)),
                         think_time: std::time::Duration::ZERO,
+                        tool_result: false,
                     })
                     .collect(),
             })

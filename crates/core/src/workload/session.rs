@@ -17,6 +17,7 @@ use rand::RngExt;
 use serde_json::json;
 
 use super::Workload;
+use super::agent::AgentTurns;
 use super::generated::{SharedPrefix, stream};
 use super::lengths::LengthDistribution;
 use super::vocabulary::PromptVocabulary;
@@ -27,6 +28,8 @@ const TURNS: u64 = 0x7u64 << 40;
 const TURN_LENGTHS: u64 = 0x7e_4d;
 const TURN_TEXT: u64 = 0x7e_7e;
 const THINK: u64 = 0x7_1c;
+/// Separates the tool-latency draws from the think-time draws of the same turn.
+const TOOL: u64 = 0x700_0000_0000;
 
 /// Longest think time drawn (one day).
 pub const MAX_THINK_TIME: Duration = Duration::from_secs(86_400);
@@ -42,6 +45,9 @@ pub struct Turn {
     pub max_output_tokens: Option<u64>,
     /// Wait between the previous reply's end and this turn (ignored for the first turn).
     pub think_time: Duration,
+    /// The turn feeds a tool's result back (`user` is the result): the previous reply is sent
+    /// as a tool call and this turn as its `tool` message; `think_time` is the tool's latency.
+    pub tool_result: bool,
 }
 
 /// The script of one session.
@@ -147,6 +153,8 @@ pub struct SyntheticConversations {
     pub think_time: ThinkTime,
     /// Shared system prompts.
     pub prefix: Option<SharedPrefix>,
+    /// Agentic sessions: turns that are tool results.
+    pub agent: Option<AgentTurns>,
     /// Words that build exact lengths.
     pub vocabulary: Arc<PromptVocabulary>,
     /// Seed.
@@ -165,16 +173,28 @@ impl Conversations for SyntheticConversations {
             .map(|turn| {
                 let key = session.wrapping_mul(1 << 20) ^ turn;
                 let mut lengths = stream(self.seed, TURN_LENGTHS, key);
-                let user_tokens = self.user_tokens.sample(&mut lengths);
+                let tool = self
+                    .agent
+                    .as_ref()
+                    .filter(|agent| agent.is_tool_result(self.seed, session, turn));
+                let user_tokens = match tool {
+                    Some(agent) => agent.result_tokens.sample(&mut lengths),
+                    None => self.user_tokens.sample(&mut lengths),
+                };
                 let output = self.output_tokens.as_ref().map(|d| d.sample(&mut lengths));
                 let user = self
                     .vocabulary
                     .prompt(&mut stream(self.seed, TURN_TEXT, key), user_tokens);
+                let think_time = match tool {
+                    Some(agent) => agent.tool_latency.draw(self.seed, session ^ TOOL, turn),
+                    None => self.think_time.draw(self.seed, session, turn),
+                };
                 Turn {
                     user,
                     user_tokens: Some(u64::from(user_tokens)),
                     max_output_tokens: output.map(u64::from),
-                    think_time: self.think_time.draw(self.seed, session, turn),
+                    think_time,
+                    tool_result: tool.is_some(),
                 }
             })
             .collect();
@@ -206,6 +226,9 @@ impl Workload for SyntheticConversations {
         if let Some(prefix) = &self.prefix {
             description.insert("shared_prefix".into(), prefix.describe());
         }
+        if let Some(agent) = &self.agent {
+            description.insert("agent".into(), agent.describe());
+        }
         description
     }
 
@@ -230,6 +253,7 @@ mod tests {
                 groups: 2,
                 tokens: 20,
             }),
+            agent: None,
             vocabulary: Arc::new(PromptVocabulary::cl100k()),
             seed: 3,
         };

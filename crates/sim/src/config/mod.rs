@@ -2,10 +2,12 @@
 //! scheduler and hardware, fault injection, time scale and seed. Loadable from TOML or JSON;
 //! every field has a default so a file only names what it changes.
 
+mod agent;
 mod engine;
 mod faults;
 mod policy;
 
+pub use agent::{AgentConfig, ReasoningFormat};
 pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig};
 pub use faults::FaultConfig;
 pub use policy::{EnginePolicy, StepOverheads};
@@ -35,6 +37,8 @@ pub struct SimConfig {
     /// end-of-sequence position is drawn from a geometric distribution with this mean (never
     /// before `min_tokens`). Absent: the model never stops early and answers fill `max_tokens`.
     pub natural_output_tokens_mean: Option<f64>,
+    /// Reasoning-model and tool-call emulation.
+    pub agent: AgentConfig,
 }
 
 impl Default for SimConfig {
@@ -47,6 +51,7 @@ impl Default for SimConfig {
             faults: FaultConfig::default(),
             prompt_tokenizer: PromptTokenizer::Cl100k,
             natural_output_tokens_mean: None,
+            agent: AgentConfig::default(),
         }
     }
 }
@@ -119,6 +124,7 @@ impl SimConfig {
             ));
         }
         self.faults.validate()?;
+        self.agent.validate()?;
         if let Some(mean) = self.natural_output_tokens_mean
             && !(mean.is_finite() && mean >= 1.0)
         {

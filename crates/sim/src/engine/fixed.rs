@@ -56,6 +56,7 @@ impl FixedTimingEngine {
         self.pending_events.push(EngineEvent::Scheduled {
             id: request.id,
             at: now,
+            cached_tokens: 0,
         });
         let total = request.output_tokens();
         let first_chunk = self.config.tokens_per_chunk.min(total);

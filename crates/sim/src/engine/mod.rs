@@ -81,6 +81,8 @@ pub enum EngineEvent {
         id: RequestId,
         /// When.
         at: SimTime,
+        /// Prompt tokens served from the prefix cache at this admission.
+        cached_tokens: u32,
     },
     /// The request produced `count` tokens at once (more than one with speculative decoding
     /// or multi-token chunks).

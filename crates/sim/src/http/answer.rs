@@ -6,10 +6,13 @@ use bytes::Bytes;
 use goodput_protocol::chat::{
     ChatChoice, ChatChunkChoice, ChatCompletion, ChatCompletionChunk, ChatDelta,
 };
+use goodput_protocol::chat::{FunctionCall, ToolCall};
 use goodput_protocol::completions::{Completion, CompletionChoice, CompletionChunk};
-use goodput_protocol::{ApiErrorBody, ChatMessage, Usage};
+use goodput_protocol::usage::{CompletionTokensDetails, PromptTokensDetails};
+use goodput_protocol::{ApiErrorBody, ChatMessage, MessageContent, Usage};
 use serde::Serialize;
 
+use super::channels::{AnswerChannels, Piece, TOOL_NAME};
 use super::request::{Dialect, Plan};
 use crate::engine::FinishReason;
 use crate::text::WordGenerator;
@@ -45,6 +48,8 @@ pub(crate) struct AnswerHeader {
 struct ChoiceText {
     words: WordGenerator,
     text: String,
+    reasoning: String,
+    tool_arguments: String,
     generated: u32,
     finish: Option<FinishReason>,
 }
@@ -59,11 +64,14 @@ pub(crate) struct Answer {
     include_usage: bool,
     continuous_usage: bool,
     keep_text: bool,
+    channels: AnswerChannels,
+    /// Prompt tokens the engine served from its prefix cache (`None` until admitted).
+    cached_tokens: Option<u64>,
 }
 
 impl Answer {
     /// An empty answer to `plan`; the whole text is kept only for non-streamed answers.
-    pub(crate) fn new(header: AnswerHeader, plan: &Plan) -> Self {
+    pub(crate) fn new(header: AnswerHeader, plan: &Plan, channels: AnswerChannels) -> Self {
         let choices = (0..plan.prompts.len())
             .map(|index| ChoiceText {
                 words: WordGenerator::new(
@@ -72,6 +80,8 @@ impl Answer {
                     u32::try_from(index).unwrap_or(u32::MAX),
                 ),
                 text: String::new(),
+                reasoning: String::new(),
+                tool_arguments: String::new(),
                 generated: 0,
                 finish: None,
             })
@@ -88,6 +98,8 @@ impl Answer {
             include_usage: plan.include_usage,
             continuous_usage: plan.continuous_usage,
             keep_text: !plan.stream,
+            channels,
+            cached_tokens: None,
         }
     }
 
@@ -102,27 +114,77 @@ impl Answer {
     }
 
     /// Usage so far (prompt tokens summed over prompts).
-    pub(crate) fn usage(&self) -> Usage {
-        Usage::new(self.prompt_tokens, self.generated())
+    /// Adds prompt tokens one of the answer's prompts got from the prefix cache.
+    pub(crate) fn add_cached(&mut self, tokens: u32) {
+        if !self.channels.cached_details {
+            return;
+        }
+        *self.cached_tokens.get_or_insert(0) += u64::from(tokens);
     }
 
-    /// Records `count` new tokens of choice `index` and returns their text.
+    pub(crate) fn usage(&self) -> Usage {
+        let mut usage = Usage::new(self.prompt_tokens, self.generated());
+        usage.prompt_tokens_details = self
+            .cached_tokens
+            .map(|cached_tokens| PromptTokensDetails { cached_tokens });
+        if self.channels.reasoning > 0 {
+            let reasoning = self
+                .choices
+                .iter()
+                .map(|c| u64::from(c.generated.min(self.channels.reasoning)))
+                .sum();
+            usage.completion_tokens_details = Some(CompletionTokensDetails {
+                reasoning_tokens: Some(reasoning),
+            });
+        }
+        usage
+    }
+
+    /// Records `count` new tokens of choice `index` and returns their text by channel.
     pub(crate) fn add_tokens(
         &mut self,
         index: usize,
         count: u32,
         finished: Option<FinishReason>,
-    ) -> String {
+    ) -> Piece {
         let Some(choice) = self.choices.get_mut(index) else {
-            return String::new();
+            return Piece::default();
         };
-        let text = choice.words.words(count);
+        let before = choice.generated;
+        let reasoning = self.channels.reasoning.saturating_sub(before).min(count);
+        let reasoning_words = choice.words.words(reasoning);
+        let answer_words = choice.words.words(count - reasoning);
+        let piece = Piece::new(
+            &self.channels,
+            before,
+            (reasoning_words, reasoning),
+            (answer_words, count - reasoning),
+            finished.is_some(),
+        );
         if self.keep_text {
-            choice.text.push_str(&text);
+            choice.reasoning.push_str(&piece.reasoning);
+            choice.text.push_str(&piece.answer);
+            if let Some((arguments, _)) = &piece.tool {
+                choice.tool_arguments.push_str(arguments);
+            }
         }
         choice.generated += count;
         choice.finish = finished.or(choice.finish);
-        text
+        piece
+    }
+
+    /// The wire name of a finish reason (`tool_calls` when the answer is a tool call).
+    fn finish_name(&self, reason: FinishReason, generated: u32) -> String {
+        if self.channels.tool_call && generated > self.channels.reasoning {
+            "tool_calls".to_string()
+        } else {
+            reason.as_str().to_string()
+        }
+    }
+
+    /// Id of the answer's tool call.
+    fn call_id(&self) -> String {
+        format!("call-{}", self.header.id)
     }
 
     fn chunk_usage(&self) -> Option<Usage> {
@@ -134,6 +196,7 @@ impl Answer {
         let delta = ChatDelta {
             role: Some("assistant".to_string()),
             content: Some(String::new()),
+            ..ChatDelta::default()
         };
         sse(&self.chat_chunk(vec![chat_choice(0, delta, None)]))
     }
@@ -142,23 +205,21 @@ impl Answer {
     pub(crate) fn delta_event(
         &self,
         index: usize,
-        text: String,
+        piece: Piece,
         finished: Option<FinishReason>,
     ) -> Bytes {
+        let generated = self.choices.get(index).map_or(0, |c| c.generated);
         let index = u32::try_from(index).unwrap_or(u32::MAX);
-        let finish_reason = finished.map(|reason| reason.as_str().to_string());
+        let finish_reason = finished.map(|reason| self.finish_name(reason, generated));
         match self.dialect {
             Dialect::Chat => {
-                let delta = ChatDelta {
-                    role: None,
-                    content: Some(text),
-                };
+                let delta = piece.delta(&self.channels, &self.call_id());
                 sse(&self.chat_chunk(vec![chat_choice(index, delta, finish_reason)]))
             }
             Dialect::Completions => {
                 let choice = CompletionChoice {
                     index,
-                    text,
+                    text: piece.answer,
                     logprobs: None,
                     finish_reason,
                 };
@@ -210,20 +271,27 @@ impl Answer {
     /// The whole non-streamed response body.
     pub(crate) fn final_body(self) -> Vec<u8> {
         let usage = self.usage();
+        let finishes: Vec<Option<String>> = self
+            .choices
+            .iter()
+            .map(|c| c.finish.map(|reason| self.finish_name(reason, c.generated)))
+            .collect();
+        let call_id = self.call_id();
+        let channels = self.channels;
         let AnswerHeader {
             id, created, model, ..
         } = self.header;
-        let finish = |choice: &ChoiceText| choice.finish.map(|reason| reason.as_str().to_string());
         match self.dialect {
             Dialect::Chat => {
                 let choices = self
                     .choices
                     .into_iter()
+                    .zip(finishes)
                     .zip(0..)
-                    .map(|(choice, index)| ChatChoice {
+                    .map(|((choice, finish_reason), index)| ChatChoice {
                         index,
-                        finish_reason: finish(&choice),
-                        message: ChatMessage::new("assistant", choice.text),
+                        finish_reason,
+                        message: whole_message(choice, &channels, &call_id),
                     })
                     .collect();
                 let object = "chat.completion".to_string();
@@ -240,10 +308,11 @@ impl Answer {
                 let choices = self
                     .choices
                     .into_iter()
+                    .zip(finishes)
                     .zip(0..)
-                    .map(|(choice, index)| CompletionChoice {
+                    .map(|((choice, finish_reason), index)| CompletionChoice {
                         index,
-                        finish_reason: finish(&choice),
+                        finish_reason,
                         text: choice.text,
                         logprobs: None,
                     })
@@ -260,6 +329,32 @@ impl Answer {
             }
         }
     }
+}
+
+/// The assistant message of a whole chat answer: reasoning apart (or inside `<think>` tags in
+/// the content), and the tool call.
+fn whole_message(choice: ChoiceText, channels: &AnswerChannels, call_id: &str) -> ChatMessage {
+    let mut message = ChatMessage::new("assistant", choice.text);
+    if !choice.reasoning.is_empty() {
+        if channels.format == crate::config::ReasoningFormat::ThinkTags {
+            let content = format!("{}{}", choice.reasoning, message.content.text());
+            message.content = MessageContent::Text(content);
+        } else {
+            message.reasoning_content = Some(choice.reasoning);
+        }
+    }
+    if !choice.tool_arguments.is_empty() {
+        message.content = MessageContent::Null;
+        message.tool_calls = Some(vec![ToolCall {
+            id: call_id.to_string(),
+            kind: "function".to_string(),
+            function: FunctionCall {
+                name: TOOL_NAME.to_string(),
+                arguments: choice.tool_arguments,
+            },
+        }]);
+    }
+    message
 }
 
 fn chat_choice(index: u32, delta: ChatDelta, finish_reason: Option<String>) -> ChatChunkChoice {

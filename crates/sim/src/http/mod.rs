@@ -13,6 +13,7 @@
 
 mod answer;
 mod body;
+mod channels;
 mod faults;
 mod request;
 mod routes;

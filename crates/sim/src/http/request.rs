@@ -98,6 +98,8 @@ pub(crate) struct Plan {
     pub(crate) include_usage: bool,
     /// Send cumulative usage on every chunk.
     pub(crate) continuous_usage: bool,
+    /// The request offers tools the model may call.
+    pub(crate) tools: bool,
 }
 
 impl Plan {
@@ -175,6 +177,7 @@ pub(crate) fn parse_chat(body: &[u8], context: &PromptContext) -> Result<Plan, I
         stream: request.stream.unwrap_or(false),
         include_usage,
         continuous_usage,
+        tools: request.tools.is_some_and(|tools| !tools.is_empty()),
     })
 }
 
@@ -213,6 +216,7 @@ pub(crate) fn parse_completion(
         stream: request.stream.unwrap_or(false),
         include_usage,
         continuous_usage,
+        tools: false,
     })
 }
 

@@ -20,6 +20,7 @@ use rand::rngs::Xoshiro256PlusPlus;
 use super::ServerState;
 use super::answer::{Answer, to_json};
 use super::body::{ConnectionAbort, SimBody};
+use super::channels::AnswerChannels;
 use super::faults::{Fault, PendingFault};
 use super::request::{Dialect, InvalidRequest, Plan, PromptContext, parse_chat, parse_completion};
 use super::stream::{Exchange, collect_answer, start_stream};
@@ -160,7 +161,9 @@ async fn generate(
     let number = state.next_request_number();
     let header = state.answer_header(dialect, number);
     let request_id = client_request_id.or_else(|| HeaderValue::from_str(&header.id).ok());
-    let answer = Answer::new(header, &plan);
+    let channels =
+        AnswerChannels::for_request(&state.config.agent, &plan, state.config.seed, number);
+    let answer = Answer::new(header, &plan, channels);
     let mut response = respond(state, &plan, answer, number).await?;
     if let Some(request_id) = request_id {
         response.headers_mut().insert(X_REQUEST_ID, request_id);

@@ -93,6 +93,9 @@ async fn stream_answer(mut exchange: Exchange, sink: &FrameSink) -> Result<(), C
                 sink.send(error_event(&reason)).await?;
                 return sink.send(DONE_EVENT).await;
             }
+            RequestUpdate::Admitted { cached_tokens } => {
+                exchange.answer.add_cached(cached_tokens);
+            }
             RequestUpdate::Tokens { count, finished } => {
                 if exchange.answer.is_chat() && !role_sent {
                     sink.send(exchange.answer.role_event()).await?;
@@ -218,6 +221,10 @@ pub(crate) async fn collect_answer(
     while let Some((index, update)) = exchange.events.recv().await {
         let (count, finished) = match update {
             RequestUpdate::Tokens { count, finished } => (count, finished),
+            RequestUpdate::Admitted { cached_tokens } => {
+                exchange.answer.add_cached(cached_tokens);
+                continue;
+            }
             RequestUpdate::Aborted { reason } => {
                 return Ok(error_response(
                     StatusCode::INTERNAL_SERVER_ERROR,

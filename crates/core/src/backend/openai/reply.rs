@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use goodput_protocol::Usage;
-use goodput_protocol::stream::{ChunkView, ServerTimings};
+use goodput_protocol::stream::{ChoiceView, ChunkView, ServerTimings};
 use http::StatusCode;
 use http::header::{HeaderMap, LOCATION, RETRY_AFTER};
 use serde::Deserialize;
@@ -14,7 +14,7 @@ use tokio::time::{Duration, Instant};
 use crate::backend::Activity;
 use crate::backend::sse::{SseDecoder, SseError, SseEvent};
 use crate::http::{ResponseBody, failure_from_hyper};
-use crate::record::{Exchange, Failure, OutcomeKind};
+use crate::record::{Exchange, Failure, OutcomeKind, OutputParts};
 
 /// Most bytes of an error body read.
 const MAX_ERROR_BODY: usize = 64 << 10;
@@ -32,6 +32,8 @@ const DRAIN_BACKGROUND: Duration = Duration::from_secs(2);
 pub(super) struct Limits {
     pub(super) max_line_bytes: usize,
     pub(super) max_body_bytes: usize,
+    /// The body is a Responses API answer (typed events, a `response` object).
+    pub(super) responses: bool,
 }
 
 /// Reads up to `limit` bytes; `Ok((bytes, true))` when the body ended within the limit.
@@ -148,6 +150,8 @@ struct StreamReader {
     chunks: u64,
     /// A `finish_reason` was seen (a stream may then end without `[DONE]`).
     finished: bool,
+    /// Responses API events.
+    responses: bool,
 }
 
 impl StreamReader {
@@ -221,6 +225,15 @@ impl StreamReader {
             return Ok(Flow::More);
         }
         self.chunks += 1;
+        if self.responses {
+            return match super::responses::on_event(data, now, exchange)? {
+                super::responses::Next::More => Ok(Flow::More),
+                super::responses::Next::Done => {
+                    self.finished = true;
+                    Ok(Flow::Done)
+                }
+            };
+        }
         let chunk: ChunkView<'_> = serde_json::from_str(data).map_err(|error| {
             let start: String = data.chars().take(120).collect();
             Failure::new(
@@ -241,7 +254,7 @@ impl StreamReader {
         for choice in chunk.choices.iter().flatten() {
             exchange.choices = exchange.choices.max(choice.index.saturating_add(1));
             if choice.has_output() {
-                exchange.push_output(now, choice.generated_text().unwrap_or(""), cumulative);
+                push_choice(exchange, now, choice, cumulative);
             }
             if let Some(reason) = &choice.finish_reason {
                 exchange.finish_reason = Some(reason.to_string());
@@ -256,6 +269,37 @@ impl StreamReader {
         }
         Ok(Flow::More)
     }
+}
+
+/// Records one output-carrying choice delta, reasoning, answer and tool calls apart.
+fn push_choice(
+    exchange: &mut Exchange,
+    now: Instant,
+    choice: &ChoiceView<'_>,
+    cumulative: Option<u64>,
+) {
+    let calls = choice.tool_calls();
+    let (tool, tool_calls): (String, Vec<(u32, bool)>) = if calls.is_empty() {
+        (String::new(), Vec::new())
+    } else {
+        (
+            calls
+                .iter()
+                .flat_map(|call| call.generated_text())
+                .collect(),
+            calls
+                .iter()
+                .map(|call| (call.index, call.id.is_some()))
+                .collect(),
+        )
+    };
+    let parts = OutputParts {
+        reasoning: choice.reasoning_text().unwrap_or(""),
+        answer: choice.answer_text().unwrap_or(""),
+        tool: &tool,
+        tool_calls: &tool_calls,
+    };
+    exchange.push_parts(now, choice.index, parts, cumulative);
 }
 
 fn stream_error(text: &str) -> Failure {
@@ -277,6 +321,7 @@ pub(super) async fn read_stream(
         events: Vec::new(),
         chunks: 0,
         finished: false,
+        responses: limits.responses,
     };
     loop {
         let frame = body.data().await;
@@ -349,30 +394,51 @@ struct WholeMessage {
     reasoning_content: Option<String>,
     #[serde(default)]
     reasoning: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<Value>>,
+}
+
+/// The output of a whole answer, by channel.
+#[derive(Default)]
+struct WholeText {
+    reasoning: String,
+    answer: String,
+    tool: String,
+    tool_calls: Vec<(u32, bool)>,
 }
 
 impl WholeChoice<'_> {
-    /// Reasoning then content (chat), or the completion text.
-    fn append_text(&self, out: &mut String) {
+    /// Reasoning, content (chat) or the completion text, and tool calls.
+    fn append_text(&self, out: &mut WholeText) {
         if let Some(text) = &self.text {
-            out.push_str(text);
+            out.answer.push_str(text);
         }
         let Some(message) = &self.message else { return };
         for reasoning in [&message.reasoning_content, &message.reasoning]
             .into_iter()
             .flatten()
         {
-            out.push_str(reasoning);
+            out.reasoning.push_str(reasoning);
         }
         match &message.content {
-            Some(Value::String(text)) => out.push_str(text),
+            Some(Value::String(text)) => out.answer.push_str(text),
             Some(Value::Array(parts)) => {
                 parts
                     .iter()
                     .filter_map(|part| part.get("text")?.as_str())
-                    .for_each(|text| out.push_str(text));
+                    .for_each(|text| out.answer.push_str(text));
             }
             _ => {}
+        }
+        for (position, call) in message.tool_calls.iter().flatten().enumerate() {
+            let function = call.get("function");
+            for key in ["name", "arguments"] {
+                if let Some(text) = function.and_then(|f| f.get(key)).and_then(Value::as_str) {
+                    out.tool.push_str(text);
+                }
+            }
+            let index = u32::try_from(position).unwrap_or(u32::MAX);
+            out.tool_calls.push((index, call.get("id").is_some()));
         }
     }
 }
@@ -405,6 +471,9 @@ pub(super) async fn read_whole(
             return Err(Failure::new(cause.kind, message));
         }
     };
+    if limits.responses {
+        return super::responses::record_whole(&bytes, Instant::now(), exchange);
+    }
     record_whole(&bytes, Instant::now(), exchange)
 }
 
@@ -427,7 +496,7 @@ fn record_whole(bytes: &[u8], now: Instant, exchange: &mut Exchange) -> Result<(
             "response has no `choices`",
         ));
     };
-    let mut text = String::new();
+    let mut text = WholeText::default();
     for (position, choice) in choices.iter().enumerate() {
         let index = choice
             .index
@@ -439,8 +508,17 @@ fn record_whole(bytes: &[u8], now: Instant, exchange: &mut Exchange) -> Result<(
         }
     }
     let tokens = view.usage.map(|usage| usage.completion_tokens);
-    if !text.is_empty() || tokens.is_some_and(|tokens| tokens > 0) {
-        exchange.push_output(now, &text, tokens);
+    let any_text = [&text.reasoning, &text.answer, &text.tool]
+        .iter()
+        .any(|part| !part.is_empty());
+    if any_text || !text.tool_calls.is_empty() || tokens.is_some_and(|tokens| tokens > 0) {
+        let parts = OutputParts {
+            reasoning: &text.reasoning,
+            answer: &text.answer,
+            tool: &text.tool,
+            tool_calls: &text.tool_calls,
+        };
+        exchange.push_parts(now, 0, parts, tokens);
     }
     exchange.usage = view.usage;
     exchange.server_timings = view.timings;

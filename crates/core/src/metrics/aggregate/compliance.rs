@@ -147,6 +147,14 @@ fn objective_tally(objective: &PercentileObjective, record: &RequestRecord) -> (
         LatencyMetric::Tpot => record.tpot(),
         LatencyMetric::E2e => record.e2e(),
         LatencyMetric::Itl => None,
+        // A streamed answer that never came is a miss.
+        LatencyMetric::Ttfat if record.streamed => {
+            return (
+                1,
+                u64::from(record.ttfat().is_none_or(|v| v > objective.max)),
+            );
+        }
+        LatencyMetric::Ttfat => None,
     };
     (1, u64::from(value.is_some_and(|v| v > objective.max)))
 }

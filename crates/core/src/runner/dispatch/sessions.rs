@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use goodput_protocol::ChatMessage;
+use goodput_protocol::ToolCall;
+use goodput_protocol::chat::FunctionCall;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -23,6 +25,7 @@ use crate::backend::{RequestInput, RequestSpec};
 use crate::config::LoadSpec;
 use crate::runner::request::execute_keeping_reply;
 use crate::schedule::open_loop_arrivals;
+use crate::workload::Turn;
 
 /// Counters shared by every session of a run.
 #[derive(Debug, Default)]
@@ -135,10 +138,7 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
     if script.turns.is_empty() {
         return false;
     }
-    let (mut history, mut context_tokens) = match script.system {
-        Some((system, tokens)) => (vec![ChatMessage::new("system", system)], tokens),
-        None => (Vec::new(), Some(0)),
-    };
+    let mut history = History::new(script.system, session);
     let mut scheduled = first;
     for (turn_index, turn) in script.turns.into_iter().enumerate() {
         if turn_index > 0 {
@@ -159,11 +159,12 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         ) {
             return false;
         }
-        history.push(ChatMessage::new("user", turn.user));
-        let expected = add(context_tokens, turn.user_tokens);
+        let prefix = history.tokens;
+        let tool_result = history.add_turn(&turn, turn_index);
+        let expected = add(prefix, turn.user_tokens);
         let spec = RequestSpec {
             index,
-            input: RequestInput::Messages(history.clone()),
+            input: RequestInput::Messages(history.messages.clone()),
             expected_input_tokens: expected,
             max_output_tokens: turn.max_output_tokens,
             turn: u32::try_from(turn_index).ok(),
@@ -174,17 +175,80 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         let (mut record, reply) =
             execute_keeping_reply(&plan.context, ticket, spec, limit, &context.stop, true).await;
         record.session = Some(session);
+        record.expected_prefix_tokens = prefix.filter(|tokens| *tokens > 0);
+        record.tool_result_turn = tool_result;
         let (ok, output_tokens) = (record.is_ok(), record.output_tokens);
+        let called_tool = record.ended_in_tool_call;
         if context.sender.send(record).is_err() {
             return false;
         }
         if !ok {
             return !context.stop.is_cancelled();
         }
-        history.push(ChatMessage::new("assistant", reply));
-        context_tokens = add(expected, Some(output_tokens));
+        history.reply = Some((reply, called_tool));
+        history.tokens = add(expected, Some(output_tokens));
     }
     true
+}
+
+/// The messages of a session so far and their token count (content only, as the workload
+/// counts it).
+struct History {
+    messages: Vec<ChatMessage>,
+    tokens: Option<u64>,
+    /// The last reply, not yet in `messages`, and whether it ended in a tool call.
+    reply: Option<(String, bool)>,
+    session: u64,
+}
+
+impl History {
+    fn new(system: Option<(String, Option<u64>)>, session: u64) -> Self {
+        let (messages, tokens) = match system {
+            Some((system, tokens)) => (vec![ChatMessage::new("system", system)], tokens),
+            None => (Vec::new(), Some(0)),
+        };
+        History {
+            messages,
+            tokens,
+            reply: None,
+            session,
+        }
+    }
+
+    /// Appends the previous reply and `turn`'s message. A turn the workload made a tool result,
+    /// or any turn after a reply that ended in a tool call, is sent as the `tool` message
+    /// answering a call on the previous reply; returns whether it was.
+    fn add_turn(&mut self, turn: &Turn, turn_index: usize) -> bool {
+        let (reply, called_tool) = self.reply.take().unwrap_or_default();
+        let tool = turn_index > 0 && (turn.tool_result || called_tool);
+        if turn_index > 0 {
+            let mut assistant = ChatMessage::new("assistant", reply);
+            if tool {
+                assistant.tool_calls = Some(vec![ToolCall {
+                    id: self.call_id(turn_index),
+                    kind: "function".to_string(),
+                    function: FunctionCall {
+                        name: "lookup".to_string(),
+                        arguments: "{}".to_string(),
+                    },
+                }]);
+            }
+            self.messages.push(assistant);
+        }
+        if tool {
+            let mut result = ChatMessage::new("tool", turn.user.clone());
+            result.tool_call_id = Some(self.call_id(turn_index));
+            self.messages.push(result);
+        } else {
+            self.messages
+                .push(ChatMessage::new("user", turn.user.clone()));
+        }
+        tool
+    }
+
+    fn call_id(&self, turn_index: usize) -> String {
+        format!("call_{}_{turn_index}", self.session)
+    }
 }
 
 fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {

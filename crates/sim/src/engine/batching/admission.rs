@@ -56,6 +56,7 @@ impl BatchingEngine {
                 self.pending_events.push(EngineEvent::Scheduled {
                     id: seq.request.id,
                     at: now,
+                    cached_tokens: cached.min(seq.request.prompt_tokens),
                 });
             }
             let new_tokens = admission.new_tokens;
