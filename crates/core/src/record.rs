@@ -31,11 +31,13 @@ pub enum OutcomeKind {
     /// goodput could not build the request (e.g. a batch of prompts on the chat API); nothing
     /// was sent.
     Invalid,
+    /// An in-process call ([`crate::measure`]) raised an exception or returned an error.
+    Error,
 }
 
 impl OutcomeKind {
     /// Every kind, in report order.
-    pub const ALL: [OutcomeKind; 8] = [
+    pub const ALL: [OutcomeKind; 9] = [
         OutcomeKind::Ok,
         OutcomeKind::Http,
         OutcomeKind::Timeout,
@@ -44,6 +46,7 @@ impl OutcomeKind {
         OutcomeKind::StreamError,
         OutcomeKind::Cancelled,
         OutcomeKind::Invalid,
+        OutcomeKind::Error,
     ];
 
     /// The snake_case name used in reports.
@@ -57,6 +60,7 @@ impl OutcomeKind {
             OutcomeKind::StreamError => "stream_error",
             OutcomeKind::Cancelled => "cancelled",
             OutcomeKind::Invalid => "invalid",
+            OutcomeKind::Error => "error",
         }
     }
 }
@@ -158,6 +162,9 @@ pub struct Exchange {
     pub reused_connection: bool,
     /// Time to establish a new connection (TCP, and TLS when used), if one was made.
     pub connect_time: Option<Duration>,
+    /// The output is not text (an in-process call, [`crate::measure`]): token counts come only
+    /// from `usage`, never from goodput's tokenizer.
+    pub untokenized: bool,
 }
 
 impl Exchange {

@@ -211,8 +211,8 @@ impl OutputCount {
     /// Usage first; else the tokenizer over the text; else the number of output chunks.
     fn of(exchange: &Exchange, counter: &dyn TokenCounter) -> OutputCount {
         let text_complete = exchange.text.len() as u64 == exchange.text_bytes;
-        let tokenizer =
-            (text_complete && !exchange.chunks.is_empty()).then(|| counter.count(&exchange.text));
+        let tokenizer = (text_complete && !exchange.chunks.is_empty() && !exchange.untokenized)
+            .then(|| counter.count(&exchange.text));
         let (tokens, source) = match (exchange.usage, tokenizer) {
             (Some(usage), _) => (usage.completion_tokens, TokenSource::Usage),
             (None, Some(counted)) => (counted, TokenSource::Tokenizer),
