@@ -1,5 +1,6 @@
 //! One measured Python call, as the async call [`goodput_core::measure`] times: a plain
-//! function runs on a blocking thread (so several can run at once when it releases the GIL); a
+//! function runs on the measuring thread when calls are made one at a time, else on blocking
+//! threads (so several can run at once when it releases the GIL); a
 //! coroutine is submitted to the package's event loop thread and its end is stamped by a done
 //! callback. Start and end are stamped right around the Python call; an exception becomes a
 //! failed request of its kind (a `KeyboardInterrupt` also stops the measurement).
@@ -21,6 +22,11 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct PyCall {
     pub(crate) function: Py<PyAny>,
     pub(crate) coroutine: bool,
+    /// Plain calls one at a time: made on the runtime's own thread (the thread that called
+    /// `measure`, driving a current-thread runtime), so there is no hand-over between threads
+    /// around a call — it costs what a plain timing loop costs, and Ctrl-C interrupts the call
+    /// itself as it would interrupt that loop.
+    pub(crate) inline: bool,
     /// Cancelled when a call raises `KeyboardInterrupt`.
     pub(crate) cancel: CancellationToken,
 }
@@ -28,6 +34,9 @@ pub(crate) struct PyCall {
 impl PyCall {
     /// Makes call `index` and reports what it did.
     pub(crate) async fn call(self: Arc<Self>, index: u64) -> Result<Completion, Failure> {
+        if self.inline {
+            return self.call_blocking(index);
+        }
         let this = Arc::clone(&self);
         if !self.coroutine {
             return tokio::task::spawn_blocking(move || this.call_blocking(index))

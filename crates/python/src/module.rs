@@ -1,6 +1,6 @@
 //! The functions of `goodput._native`: `measure` (an in-process measurement on its own tokio
-//! runtime, the calling thread waiting without the GIL and checking for Ctrl-C every 100 ms,
-//! which stops the measurement and keeps its results) and `render_html`.
+//! runtime, the calling thread driving or waiting for it without the GIL and checking for Ctrl-C
+//! every 100 ms, which stops the measurement and keeps its results) and `render_html`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -115,16 +115,24 @@ fn measure(
         command_line: vec!["goodput.measure".into()],
     };
     let cancel = CancellationToken::new();
+    let inline = !coroutine && matches!(config.load, LoadSpec::Closed { concurrency: 1 });
     let call = Arc::new(PyCall {
         function,
         coroutine,
+        inline,
         cancel: cancel.clone(),
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| PyRuntimeError::new_err(format!("cannot start the async runtime: {e}")))?;
+    let runtime = if inline {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+    }
+    .map_err(|e| PyRuntimeError::new_err(format!("cannot start the async runtime: {e}")))?;
     let token = cancel.clone();
     let task = runtime.spawn(async move {
         let closure = move |index| Arc::clone(&call).call(index);

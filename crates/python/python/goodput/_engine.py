@@ -51,26 +51,24 @@ def binary() -> str:
 
 
 def flags(options: Dict[str, Any]) -> List[str]:
-    """Command-line flags from keyword options: ``rate=20`` → ``--rate 20``, ``no_stream=True``
-    → ``--no-stream``, ``duration=30`` → ``--duration 30s``, ``tags={"gpu": "H100"}`` →
-    ``--tag gpu=H100``, lists repeat the flag; ``None`` and ``False`` are left out."""
+    """Command-line flags from keyword options: ``rate=20`` → ``--rate=20``, ``no_stream=True``
+    → ``--no-stream``, ``duration=30`` → ``--duration=30s``, ``tags={"gpu": "H100"}`` →
+    ``--tag=gpu=H100``, lists repeat the flag; ``None`` and ``False`` are left out."""
     args: List[str] = []
     for key, value in options.items():
         if value is None or value is False:
             continue
         flag = "--" + key.replace("_", "-")
         if key == "tags":
-            for k, v in dict(value).items():
-                args += ["--tag", f"{k}={v}"]
+            args += [f"--tag={k}={v}" for k, v in dict(value).items()]
         elif value is True:
             args.append(flag)
         elif isinstance(value, (list, tuple)):
-            for item in value:
-                args += [flag, str(item)]
+            args += [f"{flag}={item}" for item in value]
         elif key in _DURATIONS and isinstance(value, (int, float)):
-            args += [flag, f"{value}s"]
+            args.append(f"{flag}={value}s")
         else:
-            args += [flag, str(value)]
+            args.append(f"{flag}={value}")  # `=`: a value may start with '-'
     return args
 
 
@@ -105,7 +103,8 @@ class Run:
     @property
     def log(self) -> str:
         """What the command printed so far (progress lines, the summary table)."""
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         with open(self._log_path, encoding="utf-8", errors="replace") as f:
             return f.read()
 
