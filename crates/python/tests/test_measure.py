@@ -204,3 +204,36 @@ def test_report_exports(tmp_path):
 def test_bad_settings_are_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         goodput.measure(lambda: None, **{"requests": 5, **kwargs})
+
+
+def test_open_loop_rate_schedules_calls_regardless_of_completions():
+    def model(x):
+        time.sleep(0.001)
+
+    report = goodput.measure(model, [0], warmup=0, rate=200, duration=1.0, concurrency=4)
+    step = report.step
+    assert step["load"]["mode"] == "open"
+    assert step["load"]["rate_per_sec"] == 200
+    assert 150 < report.completed < 260, report.summary()
+    assert report.e2e_ms.p50 >= 1.0
+
+
+def test_the_documented_pytorch_cpu_example():
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(
+        torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 64)
+    ).eval()
+    batches = [torch.randn(8, 64) for _ in range(10)]
+
+    @torch.inference_mode()
+    def forward(batch):
+        return model(batch)
+
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else None
+    report = goodput.measure(
+        forward, batches, warmup=5, batch_size=8, requests=50, sync=sync,
+        tags={"hardware": "cpu", "dtype": "float32"},
+    )
+    assert report.completed == 50
+    assert report.items_per_sec == pytest.approx(8 * report.requests_per_sec, rel=1e-9)
+    assert "hardware_not_recorded" not in [w.code for w in report.warnings]
