@@ -186,7 +186,8 @@ def test_report_exports(tmp_path):
     assert data["run"]["model"] == "three tokens"
     assert json.loads(report.to_json()) == data
     page = report.to_html(tmp_path / "report.html")
-    text = open(page, encoding="utf-8").read()
+    with open(page, encoding="utf-8") as f:
+        text = f.read()
     assert 'id="goodput-data"' in text and "three tokens" in text
     assert goodput.Report.from_json(report.to_json()).to_dict() == data
 

@@ -215,6 +215,8 @@ def _measure_coroutines(fn, data, sync, counts, settings, described) -> Report:
     finally:
         loop.call_soon_threadsafe(_cancel_all, loop)
         thread.join(timeout=5)
+        if not thread.is_alive():
+            loop.close()
 
 
 def _cancel_all(loop: asyncio.AbstractEventLoop) -> None:
