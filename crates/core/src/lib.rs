@@ -31,6 +31,8 @@
 //! - [`analysis`]: utilisation, speculative decoding, cost and energy derived from a step.
 //! - [`plan`]: how many devices a demand needs (capacity planning arithmetic).
 //! - [`monitor`]: watching a live server's metrics window by window.
+//! - [`measure`]: in-process measurement of any async call (a model, a `generate` function)
+//!   with the same runner, metrics and report.
 #![deny(missing_docs)]
 
 pub mod analysis;
@@ -44,6 +46,7 @@ pub mod gate;
 pub mod http;
 pub mod live;
 pub mod manifest;
+pub mod measure;
 pub mod metrics;
 pub mod monitor;
 pub mod overhead;

@@ -35,11 +35,13 @@ pub enum OutcomeKind {
     /// goodput could not build the request (e.g. a batch of prompts on the chat API); nothing
     /// was sent.
     Invalid,
+    /// An in-process call ([`crate::measure`]) raised an exception or returned an error.
+    Error,
 }
 
 impl OutcomeKind {
     /// Every kind, in report order.
-    pub const ALL: [OutcomeKind; 8] = [
+    pub const ALL: [OutcomeKind; 9] = [
         OutcomeKind::Ok,
         OutcomeKind::Http,
         OutcomeKind::Timeout,
@@ -48,6 +50,7 @@ impl OutcomeKind {
         OutcomeKind::StreamError,
         OutcomeKind::Cancelled,
         OutcomeKind::Invalid,
+        OutcomeKind::Error,
     ];
 
     /// The snake_case name used in reports.
@@ -61,6 +64,7 @@ impl OutcomeKind {
             OutcomeKind::StreamError => "stream_error",
             OutcomeKind::Cancelled => "cancelled",
             OutcomeKind::Invalid => "invalid",
+            OutcomeKind::Error => "error",
         }
     }
 }
@@ -196,6 +200,9 @@ pub struct Exchange {
     pub tool_calls: Vec<(u32, u32)>,
     /// `<think>` tags in the answer text.
     pub think: ThinkTags,
+    /// The output is not text (an in-process call, [`crate::measure`]): token counts come only
+    /// from `usage`, never from goodput's tokenizer.
+    pub untokenized: bool,
 }
 
 impl Exchange {

@@ -147,7 +147,8 @@ pub struct RequestCounts {
     pub completed: u64,
     /// Failed, any kind (cancelled included).
     pub failed: u64,
-    /// Failures by kind (`http`, `timeout`, `transport`, `protocol`, `stream_error`, `cancelled`).
+    /// Failures by kind (`http`, `timeout`, `transport`, `protocol`, `stream_error`,
+    /// `cancelled`, `invalid`, `error`).
     pub failed_by_kind: BTreeMap<String, u64>,
     /// HTTP failures by status code.
     pub failed_by_status: BTreeMap<String, u64>,

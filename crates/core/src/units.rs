@@ -1,8 +1,8 @@
 //! Units at the edges: parsing durations people type (`500ms`, `1.5s`, `2m`) and printing them
-//! back, and serde adapters for durations as milliseconds. Inside the engine every duration is
-//! a [`Duration`]; numbers with units appear only in reports.
+//! back, serde adapters for durations as milliseconds, and RFC 3339 timestamps. Inside the
+//! engine every duration is a [`Duration`]; numbers with units appear only in reports.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A duration string that cannot be understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -83,6 +83,34 @@ pub mod serde_ms {
         Duration::try_from_secs_f64(ms / 1000.0)
             .map_err(|_| serde::de::Error::custom("expected a non-negative number of milliseconds"))
     }
+}
+
+/// `time` as RFC 3339 UTC with second precision, e.g. `2026-11-29T09:02:01Z`.
+pub fn rfc3339(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day) in the proleptic Gregorian calendar
+/// (Howard Hinnant's algorithm).
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
 }
 
 #[cfg(test)]

@@ -9,43 +9,24 @@ use std::time::Duration;
 use goodput_core::config::LoadSpec;
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::stability::{Stability, Verdict};
-use goodput_core::record::{Phase, RequestRecord, TokenSource};
+use goodput_core::record::{Phase, RequestRecord};
 use goodput_core::report::LoadReport;
 use proptest::prelude::*;
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 
 fn record(index: u64, phase: Phase, scheduled_us: u64, end_us: u64) -> RequestRecord {
-    RequestRecord {
-        index,
-        phase,
-        scheduled_us,
-        dequeued_us: scheduled_us,
-        sent_us: Some(scheduled_us),
-        response_us: Some(end_us),
-        first_token_us: Some(end_us),
-        last_token_us: Some(end_us),
-        end_us,
-        streamed: false,
-        input_tokens: Some(10),
-        input_tokens_source: TokenSource::Usage,
-        expected_input_tokens: None,
-        output_tokens: 1,
-        output_tokens_source: TokenSource::Usage,
-        requested_output_tokens: None,
-        tokenizer_output_tokens: None,
-        chunks: vec![[end_us, 1]],
-        items: 1,
-        status: Some(200),
-        failure: None,
-        finish_reason: None,
-        retries: 0,
-        headers: Vec::new(),
-        server_timings: None,
-        turn: None,
-        step: 0,
-        session: None,
-    }
+    let mut record: RequestRecord = serde_json::from_value(serde_json::json!({
+        "index": index, "phase": "measure", "scheduled_us": scheduled_us,
+        "dequeued_us": scheduled_us, "sent_us": scheduled_us, "response_us": end_us,
+        "first_token_us": end_us, "last_token_us": end_us, "end_us": end_us,
+        "streamed": false, "input_tokens": 10, "input_tokens_source": "usage",
+        "output_tokens": 1, "output_tokens_source": "usage", "chunks": [[end_us, 1]],
+        "items": 1, "status": 200
+    }))
+    .unwrap();
+    record.phase = phase;
+    record
 }
 
 /// The stability of an M/D/c queue run for `secs` at `rate` (10 % warm-up, 1 s windows).

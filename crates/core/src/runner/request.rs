@@ -236,7 +236,7 @@ impl OutputCount {
     fn of(exchange: &Exchange, counter: &dyn TokenCounter) -> OutputCount {
         let text_complete = exchange.text.len() as u64 == exchange.text_bytes
             && exchange.tool_text.len() as u64 == exchange.tool_text_bytes;
-        let tokenizer = (text_complete && !exchange.chunks.is_empty())
+        let tokenizer = (text_complete && !exchange.chunks.is_empty() && !exchange.untokenized)
             .then(|| counter.count(&exchange.text) + counter.count(&exchange.tool_text));
         let (tokens, source) = match (exchange.usage, tokenizer) {
             (Some(usage), _) => (usage.completion_tokens, TokenSource::Usage),

@@ -1,0 +1,5 @@
+"""``python -m goodput``: the goodput command installed with this package."""
+
+from ._engine import main
+
+main()
