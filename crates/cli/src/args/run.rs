@@ -221,6 +221,12 @@ impl RunArgs {
     /// The load: closed loop with --concurrency, else open loop (default 10/s).
     fn load(&self) -> Result<LoadSpec> {
         if let Some(concurrency) = self.concurrency {
+            if self.arrival != ArrivalArg::Poisson || self.burstiness.is_some() {
+                bail!(
+                    "--arrival and --burstiness shape open-loop arrivals (--rate); a closed loop \
+                     (--concurrency) sends each request when the previous one ends"
+                );
+            }
             if self.max_concurrency.is_some() {
                 bail!(
                     "--max-concurrency applies to open loop (--rate); closed loop already caps at --concurrency"

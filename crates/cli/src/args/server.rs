@@ -12,6 +12,8 @@ use goodput_core::units::parse_duration;
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 use serde::de::DeserializeOwned;
 
+/// vLLM's default `gpu_memory_utilization`.
+pub(crate) const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
 /// Server-side figures: scraping, utilisation, speculative decoding, cost and energy.
 #[derive(Debug, Clone, clap::Args)]
 #[command(next_help_heading = "Server side")]
@@ -41,7 +43,7 @@ pub(crate) struct ServerSideArgs {
     #[arg(long, value_name = "N")]
     pub(crate) tp: Option<u32>,
     /// Fraction of accelerator memory the server may use (vLLM gpu_memory_utilization).
-    #[arg(long, default_value_t = 0.9, value_name = "FRACTION")]
+    #[arg(long, default_value_t = DEFAULT_GPU_MEMORY_UTILIZATION, value_name = "FRACTION")]
     pub(crate) gpu_memory_utilization: f64,
     /// Price of one accelerator-hour (any currency), for cost per request and per token.
     #[arg(long, value_name = "PRICE")]

@@ -407,7 +407,22 @@ pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig
                 .with_context(|| format!("--sim-gpu {name}: unknown preset"))?;
         }
     }
-    args.sim_deploy.apply(&mut config)?;
+    // --tp and --gpu-memory-utilization describe the target's hardware; with no
+    // --model-spec/--gpu that is the embedded simulator, so they set its configuration.
+    let server = &args.server_side;
+    let describes_simulator = server.model_spec.is_none() && server.gpu.is_none();
+    let tp = server.tp.filter(|_| describes_simulator);
+    let memory = server.gpu_memory_utilization;
+    if describes_simulator && memory != crate::args::server::DEFAULT_GPU_MEMORY_UTILIZATION {
+        match &mut config.engine {
+            EngineConfig::Batching(batching) => batching.gpu_memory_utilization = memory,
+            EngineConfig::Fixed(_) => anyhow::bail!(
+                "--gpu-memory-utilization applies to the batching engine; the simulator \
+                 configuration selects the fixed engine"
+            ),
+        }
+    }
+    args.sim_deploy.apply_with_tp(&mut config, tp)?;
     if let Some(time_scale) = args.time_scale {
         config.time_scale = time_scale;
     }
