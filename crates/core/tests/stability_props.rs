@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use goodput_core::config::LoadSpec;
+use goodput_core::config::{Arrival, LoadSpec};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::stability::{Stability, Verdict};
 use goodput_core::record::{Phase, RequestRecord};
@@ -55,7 +55,11 @@ fn simulate(rate: f64, servers: usize, service_us: u64, secs: u64, seed: u64) ->
         index += 1;
     }
     aggregator
-        .report(LoadReport::from(&LoadSpec::Closed { concurrency: 1 }))
+        .report(LoadReport::from(&LoadSpec::Open {
+            rate_per_sec: rate,
+            arrival: Arrival::Poisson,
+            max_concurrency: None,
+        }))
         .stability
 }
 

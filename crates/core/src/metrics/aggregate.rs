@@ -24,7 +24,7 @@ use super::histogram::{CountHistogram, LatencyHistogram};
 use super::lives::LifeTimeline;
 use super::recovery::recovery;
 use super::slo::{LatencyMetric, Slo};
-use super::stability::{Stability, judge};
+use super::stability::{ArrivalProcess, Stability, judge};
 use super::timeline::{CompletedWork, CompletionTimeline};
 use super::windows::Windows;
 use crate::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
@@ -308,26 +308,21 @@ impl StepAggregator {
 
     /// The stability verdict over the measured arrivals after start-up (the later of the first
     /// completion and a quarter into the arrival span), with the soak trends.
-    fn stability(&self, edges: &Edges) -> Stability {
+    fn stability(&self, edges: &Edges, process: ArrivalProcess) -> Stability {
         let (first, last) = (edges.first_arrival_us, edges.last_arrival_us);
         let from = edges
             .startup_end_us()
             .max(first + (last.saturating_sub(first)) / 4);
         let width_us = u64::try_from(self.windows.width().as_micros()).unwrap_or(u64::MAX);
-        judge(
-            &self.flow,
-            from,
-            last,
-            width_us,
-            self.windows.trends(first, last),
-        )
+        let trends = self.windows.trends(first, last);
+        judge(&self.flow, (from, last), width_us, process, trends)
     }
 
     /// The throughput interval `[start, end)` in µs since the run start and the work done in
     /// it (`docs/metrics.md`, "Throughput").
     pub fn measurement_interval(&self) -> Option<(u64, u64, CompletedWork)> {
         let edges = self.edges()?;
-        let interval = edges.interval(self.stability(&edges).verdict);
+        let interval = edges.interval(self.stability(&edges, ArrivalProcess::Measured).verdict);
         let work = interval.work(&self.lives, &self.completed_work);
         Some((interval.start_us, interval.end_us, work))
     }
@@ -335,9 +330,10 @@ impl StepAggregator {
     /// The step's report for load level `load`.
     pub fn report(&self, load: LoadReport) -> StepReport {
         let edges = self.edges();
+        let process = ArrivalProcess::of(&load.mode, load.arrival.as_deref(), load.burstiness);
         let stability = edges.map_or_else(
-            || judge(&self.flow, 0, 0, 1, Vec::new()),
-            |e| self.stability(&e),
+            || judge(&self.flow, (0, 0), 1, process, Vec::new()),
+            |e| self.stability(&e, process),
         );
         let interval = edges.map_or(
             Interval {

@@ -86,8 +86,8 @@ struct Evidence {
     arrivals: u64,
     ends: u64,
     start_in_flight: f64,
-    /// Standard deviation of the arrival count over the span, from the dispersion of the
-    /// per-interval counts (√arrivals for Poisson arrivals, about 0 for constant ones).
+    /// Standard deviation of the arrival count over the span: from the arrival process when
+    /// known (√arrivals for Poisson, 1 for constant), else from the per-interval counts.
     arrival_sd: f64,
     growth: Option<Fit>,
     latency: Option<Fit>,
@@ -177,13 +177,53 @@ impl Evidence {
 /// The smallest overload a stable verdict must rule out: 15 % above capacity.
 pub const OVERLOAD: f64 = 0.15;
 
-/// Judges the span `[from_us, to_us)` of `flow`, with intervals no wider than `window_us`;
-/// `trends` are the soak trends of the measured windows, carried into the verdict.
+/// What is known of the arrival process, for the spread of the arrival count over the span.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArrivalProcess {
+    /// Exponential gaps: the count's variance is its mean.
+    Poisson,
+    /// Evenly spaced (constant arrivals, or a closed loop's sends): known to ±1.
+    Regular,
+    /// Gamma gaps of this shape: variance = mean ÷ shape.
+    Gamma(f64),
+    /// Unknown (a trace replay, or no load given): estimated from the per-interval counts.
+    Measured,
+}
+
+impl ArrivalProcess {
+    /// From a step's load description.
+    pub fn of(mode: &str, arrival: Option<&str>, burstiness: Option<f64>) -> ArrivalProcess {
+        match (mode, arrival) {
+            ("closed", _) | (_, Some("constant")) => ArrivalProcess::Regular,
+            (_, Some("poisson")) => ArrivalProcess::Poisson,
+            (_, Some("gamma")) => burstiness
+                .filter(|b| *b > 0.0)
+                .map_or(ArrivalProcess::Measured, ArrivalProcess::Gamma),
+            _ => ArrivalProcess::Measured,
+        }
+    }
+
+    /// Standard deviation of `arrivals` counted over a span; `measured` is the estimate from
+    /// the per-interval counts, used when nothing better is known.
+    fn sd(self, arrivals: u64, measured: f64) -> f64 {
+        let n = arrivals as f64;
+        match self {
+            ArrivalProcess::Poisson => n.sqrt(),
+            ArrivalProcess::Regular => 1.0,
+            ArrivalProcess::Gamma(shape) => (n / shape).sqrt(),
+            ArrivalProcess::Measured => measured,
+        }
+    }
+}
+
+/// Judges the span `[from_us, to_us)` of `flow`, with intervals no wider than `window_us`,
+/// for arrivals from `process`; `trends` are the soak trends of the measured windows, carried
+/// into the verdict.
 pub fn judge(
     flow: &Flow,
-    from_us: u64,
-    to_us: u64,
+    (from_us, to_us): (u64, u64),
     window_us: u64,
+    process: ArrivalProcess,
     trends: Vec<Trend>,
 ) -> Stability {
     let span = to_us.saturating_sub(from_us);
@@ -191,7 +231,7 @@ pub fn judge(
     let step = step - step % 10_000;
     let n = usize::try_from(span / step.max(1)).unwrap_or(0);
     let points = flow.resample(from_us, step, n);
-    let evidence = evidence(flow, from_us, &points);
+    let evidence = evidence(flow, from_us, &points, process);
     let (verdict, reason) = verdict(&evidence);
     Stability {
         stable: verdict == Verdict::Stable,
@@ -208,7 +248,7 @@ pub fn judge(
     }
 }
 
-fn evidence(flow: &Flow, from_us: u64, points: &[FlowPoint]) -> Evidence {
+fn evidence(flow: &Flow, from_us: u64, points: &[FlowPoint], process: ArrivalProcess) -> Evidence {
     let in_flight: Vec<(f64, f64)> = points.iter().map(|p| (p.at_secs, p.in_flight)).collect();
     let latency: Vec<(f64, f64)> = points
         .iter()
@@ -227,7 +267,7 @@ fn evidence(flow: &Flow, from_us: u64, points: &[FlowPoint]) -> Evidence {
         arrivals,
         ends: points.iter().map(|p| p.ends).sum(),
         start_in_flight: flow.in_flight_at(from_us),
-        arrival_sd: (n * dispersion).sqrt(),
+        arrival_sd: process.sd(arrivals, (n * dispersion).sqrt()),
         growth: fit(&in_flight),
         latency: fit(&latency),
     }
