@@ -1,16 +1,15 @@
 //! The stability verdict — stable, unstable or inconclusive — from the in-flight count and the
-//! latency trend over the measured span (defined in `docs/metrics.md`, "Stability").
+//! latency trend over the measured span (defined in `docs/metrics.md` §6).
 //!
-//! The span assessed runs from the end of start-up (the later of the first completion and a
-//! quarter into the measured arrivals) to the last measured arrival, resampled into about twenty
-//! intervals (never wider than the report's windows), so a 5-second run is judged as surely as a
-//! minute. **Unstable**: the in-flight count grew steadily (least-squares slope with t > 3 and a
-//! growth over the span above 2, above 3 × its residual spread and above 3 × √ of the in-flight
-//! count at the span's start — the fluctuation of a stable queue), or completions fell behind
-//! arrivals (by more than 2 and 5 %) while end-to-end latency rose (t > 3, +10 % over the span),
-//! or fewer than half as many requests ended as arrived. **Inconclusive**: fewer than four
-//! intervals or eight arrivals to judge, or a significant growth within the noise while
-//! completions fell behind or latency rose. **Stable** otherwise.
+//! The span assessed runs from the end of start-up (the later of the first measured completion
+//! and a quarter into the measured arrivals) to the last measured arrival, resampled into about
+//! twenty intervals (never wider than the report's windows), so a 5-second run is judged as
+//! surely as a minute. σ is the arrival count's spread (from the arrival process when known).
+//! **Unstable**: fewer than half as many requests ended as arrived; or the in-flight count grew
+//! steadily (slope with t > 3, growth above 2, 3 × its residual spread, 3 × √ of the in-flight
+//! count at the span's start and 3σ); or completions fell behind arrivals by more than 2σ while
+//! E2E rose (t > 3, +10 % over the span). **Inconclusive**: fewer than four intervals or eight
+//! arrivals, or too little data to rule out an overload of [`OVERLOAD`]. **Stable** otherwise.
 
 use serde::{Deserialize, Serialize};
 
