@@ -5,6 +5,7 @@ mod app;
 mod args;
 mod cli;
 mod commands;
+mod embedded_sim;
 mod output;
 mod store;
 mod ui;

@@ -70,29 +70,16 @@ impl EmbeddedSimArgs {
     /// `tp` is the server-side `--tp`: without `--model-spec`/`--gpu` it describes the
     /// embedded simulator, so it sets the simulator's tensor parallelism (and must agree with
     /// `--sim-tp` when both are given).
-    pub(crate) fn apply_with_tp(&self, config: &mut SimConfig, tp: Option<u32>) -> Result<()> {
-        let sim_tp = match (self.sim_tp, tp) {
+    pub(crate) fn apply(&self, config: &mut SimConfig, tp: Option<u32>) -> Result<()> {
+        let tp = match (self.sim_tp, tp) {
             (Some(sim), Some(tp)) if sim != tp => bail!(
                 "--tp {tp} and --sim-tp {sim} disagree: with the embedded simulator, --tp is its \
                  tensor parallelism; give one of them"
             ),
             (sim, tp) => sim.or(tp),
         };
-        let deploy = EmbeddedSimArgs {
-            sim_tp,
-            precision: SimPrecisionArgs {
-                sim_dtype: self.precision.sim_dtype,
-                sim_kv_dtype: self.precision.sim_kv_dtype,
-                sim_engine: self.precision.sim_engine,
-            },
-        };
-        deploy.apply(config)
-    }
-
-    /// Applies the flags to the simulator configuration; they need the batching engine.
-    pub(crate) fn apply(&self, config: &mut SimConfig) -> Result<()> {
         let goodput_sim::EngineConfig::Batching(batching) = &mut config.engine else {
-            if self.sim_tp.is_some() || self.precision.any() {
+            if tp.is_some() || self.precision.any() {
                 bail!(
                     "--sim-tp/--sim-dtype/--sim-kv-dtype/--sim-engine apply to the batching engine, \
                      but the simulator configuration selects the fixed engine"
@@ -100,7 +87,7 @@ impl EmbeddedSimArgs {
             }
             return Ok(());
         };
-        if let Some(tp) = self.sim_tp {
+        if let Some(tp) = tp {
             batching.tensor_parallel = tp;
         }
         self.precision.apply_to(batching);

@@ -19,9 +19,7 @@ use crate::commands::capacity::{
     CALIBRATION_CONCURRENCY, completed_outcome, drop_calibration_warnings, print_probe, probe_plan,
     search_config,
 };
-use crate::commands::session::{
-    describe_simulator, embedded_sim_config, finish, random_seed, tool_info,
-};
+use crate::commands::session::{describe_simulator, finish, random_seed, tool_info};
 use crate::virtual_target::{VirtualTarget, virtual_capacity};
 
 /// Default prompt and answer lengths, as for `goodput run`.
@@ -48,7 +46,7 @@ pub(crate) fn run(
         time_scale: 1.0,
         ..args.run.run_config(seed)?
     };
-    let sim = embedded_sim_config(&args.run, seed)?;
+    let sim = crate::embedded_sim::embedded_sim_config(&args.run, seed)?;
     if sim.agent != goodput_sim::config::AgentConfig::default() {
         bail!(
             "--virtual-time does not emulate reasoning or tool calls: drop --sim-reasoning-tokens, \

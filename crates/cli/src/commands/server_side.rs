@@ -328,7 +328,7 @@ impl ServerSide {
         step: Option<usize>,
     ) -> Result<ServerSide> {
         let simulator = if simulated {
-            Some(super::session::embedded_sim_config(args, seed)?)
+            Some(crate::embedded_sim::embedded_sim_config(args, seed)?)
         } else {
             None
         };

@@ -8,7 +8,7 @@
 //! work inside any interval is exactly `concurrency × length ÷ E2E`; in a stable open loop the
 //! straddling fractions at both edges cancel in expectation.
 
-use super::timeline::{CompletedWork, RESOLUTION_US};
+use super::timeline::{CompletedWork, RESOLUTION_US, overlap};
 
 /// Completed work per 10 ms bucket, each request spread over its life.
 #[derive(Debug, Clone, Default)]
@@ -71,11 +71,9 @@ impl LifeTimeline {
             if index < first {
                 continue;
             }
-            let start = index * RESOLUTION_US;
-            let overlap = to_us.min(start + RESOLUTION_US) - from_us.max(start);
             let mut bucket = running;
             bucket += *partial;
-            total += bucket.scaled(overlap as f64 / RESOLUTION_US as f64);
+            total += bucket.scaled(overlap(index, from_us, to_us));
         }
         total
     }

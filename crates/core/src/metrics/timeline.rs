@@ -124,8 +124,6 @@ impl CompletionTimeline {
             else {
                 break;
             };
-            let start = index * RESOLUTION_US;
-            let overlap = to_us.min(start + RESOLUTION_US) - from_us.max(start);
             let work = CompletedWork {
                 requests: f64::from(bucket.requests),
                 items: f64::from(bucket.items),
@@ -134,10 +132,18 @@ impl CompletionTimeline {
                 compliant_requests: f64::from(bucket.compliant),
                 compliant_output_tokens: bucket.compliant_output_tokens as f64,
             };
-            total += work.scaled(overlap as f64 / RESOLUTION_US as f64);
+            total += work.scaled(overlap(index, from_us, to_us));
         }
         total
     }
+}
+
+/// The fraction of bucket `index` that lies inside `[from_us, to_us)` (the bucket must
+/// overlap it).
+pub(crate) fn overlap(index: u64, from_us: u64, to_us: u64) -> f64 {
+    let start = index * RESOLUTION_US;
+    let inside = to_us.min(start + RESOLUTION_US) - from_us.max(start);
+    inside as f64 / RESOLUTION_US as f64
 }
 
 #[cfg(test)]
