@@ -30,7 +30,7 @@ use super::windows::Windows;
 use crate::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
 use crate::report::{
     CountStats, GoodputReport, IntervalReport, LatencyFromSendReport, LatencyReport, LatencyStats,
-    LoadReport, ObjectiveResult, RequestCounts, StepReport, Throughput, TokenReport,
+    LoadReport, ObjectiveResult, RequestCounts, StepReport, TokenReport,
 };
 use crate::units::to_ms;
 
@@ -335,24 +335,10 @@ impl StepAggregator {
             || judge(&self.flow, (0, 0), 1, process, Vec::new()),
             |e| self.stability(&e, process),
         );
-        let interval = edges.map_or(
-            Interval {
-                start_us: 0,
-                end_us: 0,
-                method: Default::default(),
-            },
-            |e| e.interval(stability.verdict),
-        );
+        let interval = edges.map_or(Interval::EMPTY, |e| e.interval(stability.verdict));
         let work = interval.work(&self.lives, &self.completed_work);
         let per_sec = |n: f64| interval.per_sec(n);
-        let throughput = Throughput {
-            offered_requests_per_sec: self.offered_rate(),
-            requests_per_sec: per_sec(work.requests),
-            input_tokens_per_sec: per_sec(work.input_tokens),
-            output_tokens_per_sec: per_sec(work.output_tokens),
-            total_tokens_per_sec: per_sec(work.input_tokens + work.output_tokens),
-            items_per_sec: per_sec(work.items),
-        };
+        let throughput = interval.throughput(&work, self.offered_rate());
         let windows = self.windows.report();
         let width_secs = self.windows.width().as_secs_f64();
         let recovery = load

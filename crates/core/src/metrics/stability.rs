@@ -272,6 +272,18 @@ fn evidence(flow: &Flow, from_us: u64, points: &[FlowPoint], process: ArrivalPro
     }
 }
 
+/// Why `e` is too little to judge, if it is.
+fn too_little(e: &Evidence) -> Option<String> {
+    (e.points < MIN_POINTS || e.arrivals < MIN_ARRIVALS).then(|| {
+        format!(
+            "too few {} to judge ({} intervals, {} arrivals after start-up; needs {MIN_POINTS} and {MIN_ARRIVALS}): run longer",
+            if e.points < MIN_POINTS { "intervals" } else { "arrivals" },
+            e.points,
+            e.arrivals
+        )
+    })
+}
+
 /// The verdict and a reason built from the same figures.
 fn verdict(e: &Evidence) -> (Verdict, String) {
     let ratio = e.ratio().unwrap_or(1.0);
@@ -287,20 +299,8 @@ fn verdict(e: &Evidence) -> (Verdict, String) {
             format!("completions fell behind: {pace}"),
         );
     }
-    if e.points < MIN_POINTS || e.arrivals < MIN_ARRIVALS {
-        return (
-            Verdict::Inconclusive,
-            format!(
-                "too few {} to judge ({} intervals, {} arrivals after start-up; needs {MIN_POINTS} and {MIN_ARRIVALS}): run longer",
-                if e.points < MIN_POINTS {
-                    "intervals"
-                } else {
-                    "arrivals"
-                },
-                e.points,
-                e.arrivals
-            ),
-        );
+    if let Some(reason) = too_little(e) {
+        return (Verdict::Inconclusive, reason);
     }
     let (span, grown, noise) = (e.span(), e.growth(), e.noise());
     if e.grew() {

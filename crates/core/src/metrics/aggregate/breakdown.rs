@@ -11,7 +11,7 @@ use crate::metrics::buckets::LengthBuckets;
 use crate::metrics::histogram::CountHistogram;
 use crate::metrics::slo::Slo;
 use crate::record::{Phase, RequestRecord};
-use crate::report::{BucketReport, SliceMetrics, Throughput, TurnReport, WorkloadStats};
+use crate::report::{BucketReport, SliceMetrics, TurnReport, WorkloadStats};
 
 /// Turn rows reported one by one; later turns share the last row.
 pub(super) const MAX_TURN_ROWS: u32 = 32;
@@ -163,14 +163,7 @@ impl StepAggregator {
         let per_sec = |n: f64| interval.per_sec(n);
         SliceMetrics {
             requests: self.counts.clone(),
-            throughput: Throughput {
-                offered_requests_per_sec: self.offered_rate(),
-                requests_per_sec: per_sec(work.requests),
-                input_tokens_per_sec: per_sec(work.input_tokens),
-                output_tokens_per_sec: per_sec(work.output_tokens),
-                total_tokens_per_sec: per_sec(work.input_tokens + work.output_tokens),
-                items_per_sec: per_sec(work.items),
-            },
+            throughput: interval.throughput(&work, self.offered_rate()),
             tokens: self.token_report(),
             latency_ms: self.latency_report(),
             latency_from_send_ms: self.latency_from_send_report(),

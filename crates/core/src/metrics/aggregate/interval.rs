@@ -8,7 +8,7 @@
 use crate::metrics::lives::LifeTimeline;
 use crate::metrics::stability::Verdict;
 use crate::metrics::timeline::{CompletedWork, CompletionTimeline};
-use crate::report::ThroughputMethod;
+use crate::report::{Throughput, ThroughputMethod};
 
 /// The interval and its method.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -77,6 +77,13 @@ impl Edges {
 }
 
 impl Interval {
+    /// No interval (no measured request).
+    pub(crate) const EMPTY: Interval = Interval {
+        start_us: 0,
+        end_us: 0,
+        method: ThroughputMethod::LifeFraction,
+    };
+
     /// Length in seconds.
     pub(crate) fn secs(&self) -> f64 {
         self.end_us.saturating_sub(self.start_us) as f64 / 1e6
@@ -94,5 +101,17 @@ impl Interval {
     pub(crate) fn per_sec(&self, n: f64) -> f64 {
         let secs = self.secs();
         if secs > 0.0 { n / secs } else { 0.0 }
+    }
+
+    /// Every figure per second of `work` over the interval, beside the `offered` rate.
+    pub(crate) fn throughput(&self, work: &CompletedWork, offered: Option<f64>) -> Throughput {
+        Throughput {
+            offered_requests_per_sec: offered,
+            requests_per_sec: self.per_sec(work.requests),
+            input_tokens_per_sec: self.per_sec(work.input_tokens),
+            output_tokens_per_sec: self.per_sec(work.output_tokens),
+            total_tokens_per_sec: self.per_sec(work.input_tokens + work.output_tokens),
+            items_per_sec: self.per_sec(work.items),
+        }
     }
 }
