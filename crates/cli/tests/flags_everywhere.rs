@@ -174,3 +174,13 @@ fn judge(
 fn every_run_flag_is_honoured_or_refused() {
     check(Sub::Run);
 }
+
+#[test]
+fn every_sweep_flag_is_honoured_or_refused() {
+    check(Sub::Sweep);
+}
+
+#[test]
+fn every_capacity_flag_is_honoured_or_refused() {
+    check(Sub::Capacity);
+}

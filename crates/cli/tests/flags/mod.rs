@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod capture;
+pub(crate) mod load;
 pub(crate) mod probes;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -175,11 +176,9 @@ fn strip_run(mut value: Value) -> Value {
     }
     if let Some(object) = value.as_object_mut() {
         object.remove("tool");
-        // A sweep or capacity search records measured figures beside its plan.
-        for key in ["sweep", "capacity"] {
-            if let Some(section) = object.get_mut(key) {
-                *section = skeleton(section);
-            }
+        // A sweep records its knee (a measurement) beside its plan.
+        if let Some(sweep) = object.get_mut("sweep").and_then(Value::as_object_mut) {
+            sweep.remove("knee");
         }
     }
     value
@@ -194,12 +193,13 @@ pub(crate) fn skeleton(value: &Value) -> Value {
 
 /// Report sections made of measurements whose shape depends on timing (a scrape landing in
 /// a window or not): only their presence counts.
-const MEASURED: [&str; 5] = [
+const MEASURED: [&str; 6] = [
     "measurement",
     "series",
     "run_totals",
     "agreement",
     "windows",
+    "client",
 ];
 
 fn collect(value: &Value, path: String, paths: &mut BTreeSet<String>) {

@@ -33,9 +33,8 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|a| a.to_string()).collect()
 }
 
-const SMALL: [&str; 10] = [
+const SMALL: [&str; 9] = [
     "--quiet",
-    "--no-live",
     "--seed",
     "7",
     "--input-tokens",
@@ -67,19 +66,26 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
             "--slo",
             "ttft=2s",
             "--start",
-            "4",
+            "50",
             "--max-probes",
             "1",
             "--probe-requests",
-            "6",
+            "20",
             "--probe-warmup",
             "0s",
             "--probe-min-duration",
             "300ms",
+            "--attainment",
+            "0.5",
+            "--confidence",
+            "0.5",
         ],
     };
     let base = |extra: &[&str]| {
         let mut all = args(&[sub.name()]);
+        if sub == Sub::Run {
+            all.push("--no-live".to_string());
+        }
         all.extend(args(&SMALL));
         all.extend(args(load));
         all.extend(args(extra));
@@ -99,7 +105,14 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
 
 /// Flags whose effect is on the requests sent, or on the client's bookkeeping.
 fn wire_probes(sub: Sub) -> Vec<Probe> {
-    let open_only = sub != Sub::Sweep;
+    // A trace sets every arrival: only `run` replays one.
+    let replay = |expect| {
+        if sub == Sub::Run {
+            expect
+        } else {
+            Refused("--trace")
+        }
+    };
     let mut probes = vec![
         probe_without("--target", &["--target", "--model"], At("/wire")),
         probe("--api", &["--api", "completions"], At("/wire")),
@@ -152,7 +165,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
             Refused(""),
         )
         .without(LENGTHS),
-        probe("--trace", &["--trace", "{trace}"], At("/wire")).without(REPLAY),
+        probe("--trace", &["--trace", "{trace}"], replay(At("/wire"))).without(REPLAY),
         probe(
             "--trace-format",
             &["--trace", "{trace}", "--trace-format", "azure"],
@@ -167,7 +180,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
         probe(
             "--trace-time-scale",
             &["--trace", "{trace}", "--trace-time-scale", "2"],
-            At("/run_json"),
+            replay(At("/run_json")),
         )
         .without(REPLAY)
         .against(&["--trace", "{trace}"]),
@@ -179,7 +192,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
         probe(
             "--trace-rate-scale",
             &["--trace", "{trace}", "--trace-rate-scale", "2"],
-            At("/run_json"),
+            replay(At("/run_json")),
         )
         .without(REPLAY)
         .against(&["--trace", "{trace}"]),
@@ -191,7 +204,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
         probe(
             "--trace-block-tokens",
             &["--trace", "{mooncake}", "--trace-block-tokens", "16"],
-            At("/wire"),
+            replay(At("/wire")),
         )
         .without(REPLAY)
         .against(&["--trace", "{mooncake}"]),
@@ -242,32 +255,20 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
             At("/wire"),
         ),
         probe("--no-metrics", &["--no-metrics"], At("/wire")),
-        probe("--requests", &["--requests", "5"], At("/run_json")),
-        probe("--duration", &["--duration", "300ms"], At("/run_json")),
     ];
-    if open_only {
-        probes.extend([
-            probe("--arrival", &["--arrival", "constant"], At("/run_json")),
-            probe(
-                "--burstiness",
-                &["--arrival", "gamma", "--burstiness", "0.5"],
-                At("/run_json"),
-            ),
-            probe(
-                "--max-concurrency",
-                &["--max-concurrency", "1"],
-                At("/run_json"),
-            ),
-        ]);
-    }
+    probes.extend(super::load::probes(sub));
     probes
 }
 
 /// Flags about the embedded simulator and the server-side figures, judged on the simulator.
 fn sim_probes(sub: Sub) -> Vec<Probe> {
-    let _ = sub;
-    vec![
-        probe("--no-live", &["--no-live"], OnTerminal).without(&["--no-live"]),
+    let mut probes = super::load::sim_probes(sub);
+    probes.extend([
+        if sub == Sub::Run {
+            probe("--no-live", &["--no-live"], OnTerminal).without(&["--no-live"])
+        } else {
+            probe("--no-live", &["--no-live"], Refused("live view"))
+        },
         probe("--sim-config", &["--sim-config", "{sim}"], At("/run_json")),
         probe(
             "--sim-model",
@@ -349,9 +350,6 @@ fn sim_probes(sub: Sub) -> Vec<Probe> {
             &["--spec-k", "2", "--spec-draft-cost", "0.2"],
             At("/analysis"),
         ),
-        probe_without("--rate", &["--rate"], At("/run_json")),
-        probe("--concurrency", &["--concurrency", "2"], Refused("--rate")),
-        probe("--phases", &["--phases", "a=20:300ms"], Refused("--rate")),
-        probe("--profile", &["--profile", "{profile}"], Refused("--rate")),
-    ]
+    ]);
+    probes
 }
