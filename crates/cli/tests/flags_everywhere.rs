@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 
 use flags::probes::{self, Sub, Variant};
 use flags::{
-    Expect, Probe, command, describe_differences, differences, draws_on_terminal, fixtures,
-    flags_of, run,
+    Expect, Probe, add_runs, command, describe_differences, differences, draws_on_terminal,
+    fixtures, flags_of, run,
 };
 use serde_json::Value;
 
@@ -48,10 +48,14 @@ fn check(sub: Sub) {
 /// A reproducible baseline, then every probe of the variant (three at a time).
 fn check_variant(variant: &Variant) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
-    let fixtures = fixtures(dir.path());
+    let mut fixtures = fixtures(dir.path());
+    if variant.offline {
+        add_runs(dir.path(), &mut fixtures);
+    }
+    let fixtures = fixtures;
     let base = &variant.base;
-    let (first, baseline) = run(base, &dir.path().join("base-1"), &fixtures);
-    let (_, again) = run(base, &dir.path().join("base-2"), &fixtures);
+    let (first, baseline) = run(base, &dir.path().join("base-1"), &fixtures, variant.offline);
+    let (_, again) = run(base, &dir.path().join("base-2"), &fixtures, variant.offline);
     assert_eq!(
         first.status.code(),
         Some(0),
@@ -74,7 +78,7 @@ fn check_variant(variant: &Variant) -> Vec<String> {
                         break;
                     };
                     let out = dir.path().join(format!("probe-{index}"));
-                    if let Err(why) = judge(probe, base, &baseline, &out, &fixtures) {
+                    if let Err(why) = judge(probe, variant, &baseline, &out, &fixtures) {
                         failures.lock().unwrap().push(why);
                     }
                 }
@@ -87,11 +91,12 @@ fn check_variant(variant: &Variant) -> Vec<String> {
 /// Runs one probe; `Err` says what went wrong.
 fn judge(
     probe: &Probe,
-    base: &[String],
+    variant: &Variant,
     baseline: &Value,
     out: &std::path::Path,
     fixtures: &std::collections::BTreeMap<&'static str, std::path::PathBuf>,
 ) -> Result<(), String> {
+    let (base, whole) = (&variant.base, variant.offline);
     if let Expect::OnTerminal = probe.expect {
         let plain = draws_on_terminal(
             &command(base, &probe.without, &[]),
@@ -113,15 +118,22 @@ fn judge(
         };
     }
     let args = command(base, &probe.without, &probe.args);
-    let (output, seen) = run(&args, out, fixtures);
+    let (output, seen) = run(&args, out, fixtures, whole);
+    let reference;
     let baseline = match &probe.against {
         Some(extra) => {
-            &run(
+            let against = out.with_extension("against");
+            let (_, seen) = run(
                 &command(base, &probe.without, extra),
-                &out.with_extension("against"),
+                &against,
                 fixtures,
-            )
-            .1
+                whole,
+            );
+            // The reference ran in its own directory: name it like the probe's.
+            let text = seen.to_string().replace("against", "");
+            let text = text.replace(&against.display().to_string(), &out.display().to_string());
+            reference = serde_json::from_str::<Value>(&text).unwrap();
+            &reference
         }
         None => baseline,
     };
@@ -160,8 +172,7 @@ fn judge(
         Expect::At(pointer) => {
             let (before, after) = (baseline.pointer(pointer), seen.pointer(pointer));
             if before == after {
-                let mut shown = format!("{before:?}");
-                shown.truncate(300);
+                let shown: String = format!("{before:?}").chars().take(300).collect();
                 Err(format!("{} — {pointer} unchanged: {shown}", context()))
             } else {
                 Ok(())
@@ -183,4 +194,16 @@ fn every_sweep_flag_is_honoured_or_refused() {
 #[test]
 fn every_capacity_flag_is_honoured_or_refused() {
     check(Sub::Capacity);
+}
+
+#[test]
+fn every_report_compare_gate_and_history_flag_is_honoured_or_refused() {
+    for sub in [Sub::Report, Sub::Compare, Sub::Gate, Sub::History] {
+        check(sub);
+    }
+}
+
+#[test]
+fn every_plan_flag_is_honoured_or_refused() {
+    check(Sub::Plan);
 }

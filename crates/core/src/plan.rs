@@ -258,6 +258,12 @@ fn arithmetic(
     if inputs.horizon_months > 0 {
         lines.push(horizon_line(inputs, horizon));
     }
+    if inputs.accelerators_per_device > 1 {
+        lines.push(format!(
+            "accelerators = {} devices × {} per device = {}",
+            now.devices, inputs.accelerators_per_device, now.accelerators
+        ));
+    }
     if let (Some(cost), Some(per_month)) = (inputs.accelerator_hour_cost, now.cost_per_month) {
         lines.push(format!(
             "cost now = {} accelerators × {} per hour × {} h = {} per month",

@@ -32,7 +32,13 @@ fn resolve_capacity(args: &PlanArgs, unit: DemandUnit) -> Result<CapacityEstimat
             source: "--capacity".into(),
         });
     }
-    if let Some(path) = &args.capacity_from {
+    if let Some(given) = &args.capacity_from {
+        // A run's directory stands for its report, as for `gate` and `compare`.
+        let path = if given.is_dir() {
+            &given.join("report.json")
+        } else {
+            given
+        };
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("--capacity-from: cannot read {}", path.display()))?;
         let report: serde_json::Value = serde_json::from_str(&text)

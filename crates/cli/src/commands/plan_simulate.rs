@@ -68,7 +68,8 @@ pub(crate) fn estimate(
         DemandUnit::OutputTokensPerSec => rate * f64::from(args.output_tokens),
     };
     let source = format!(
-        "simulated {} on {} × {}, {}+{} tokens, SLO {} at {:.1} % ({} probes, virtual time)",
+        "simulated {} on {} × {}, {}+{} tokens, SLO {} at {:.1} % with {:.0} % confidence ({} \
+         probes, virtual time)",
         engine.model.name,
         engine.tensor_parallel,
         engine.gpu.name,
@@ -76,6 +77,7 @@ pub(crate) fn estimate(
         args.output_tokens,
         plan.criteria.slo,
         plan.criteria.attainment * 100.0,
+        plan.criteria.confidence * 100.0,
         capacity.probes.len()
     );
     let explanation = explain(&engine, args, rate, capacity.upper_bound, at_capacity);

@@ -25,7 +25,7 @@ pub(crate) fn probes(sub: Sub) -> Vec<Probe> {
             probe("--requests", &["--requests", "5"], At("/run_json")),
             probe("--duration", &["--duration", "300ms"], At("/run_json")),
         ]),
-        Sub::Capacity => probes.extend([
+        _ => probes.extend([
             probe("--requests", &["--requests", "5"], Refused("--requests")),
             probe("--duration", &["--duration", "1s"], Refused("--duration")),
         ]),
@@ -33,7 +33,7 @@ pub(crate) fn probes(sub: Sub) -> Vec<Probe> {
     probes.extend(match sub {
         Sub::Run => Vec::new(),
         Sub::Sweep => sweep(),
-        Sub::Capacity => capacity(),
+        _ => capacity(),
     });
     probes
 }
@@ -70,7 +70,7 @@ pub(crate) fn sim_probes(sub: Sub) -> Vec<Probe> {
                 Refused("--rate-steps"),
             ),
         ],
-        Sub::Capacity => vec![
+        _ => vec![
             probe("--rate", &["--rate", "30"], Refused("--rate")),
             probe(
                 "--concurrency",

@@ -5,6 +5,7 @@
 
 pub(crate) mod capture;
 pub(crate) mod load;
+pub(crate) mod offline;
 pub(crate) mod probes;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -91,9 +92,14 @@ pub(crate) fn flags_of(sub: &str) -> BTreeSet<String> {
         if line.len() - trimmed.len() < 2 {
             continue;
         }
-        let trimmed = trimmed.strip_prefix("-").map_or(trimmed, |rest| {
-            rest.split_once(", ").map_or(trimmed, |(_, flag)| flag)
-        });
+        // `-c, --criteria <FILE>`: skip the short form.
+        let bytes = trimmed.as_bytes();
+        let trimmed =
+            if bytes.len() > 4 && bytes[0] == b'-' && bytes[1] != b'-' && &bytes[2..4] == b", " {
+                &trimmed[4..]
+            } else {
+                trimmed
+            };
         let Some(name) = trimmed.strip_prefix("--") else {
             continue;
         };
@@ -109,7 +115,12 @@ pub(crate) fn flags_of(sub: &str) -> BTreeSet<String> {
 }
 
 /// Everything a run shows that does not depend on wall-clock timing.
-pub(crate) fn observe(output: &Output, out: &Path, wire: &[capture::Captured]) -> Value {
+pub(crate) fn observe(
+    output: &Output,
+    out: &Path,
+    wire: &[capture::Captured],
+    whole_stdout: bool,
+) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stdout_kind = if stdout.trim().is_empty() {
         "empty"
@@ -131,6 +142,7 @@ pub(crate) fn observe(output: &Output, out: &Path, wire: &[capture::Captured]) -
     json!({
         "code": output.status.code(),
         "stdout": stdout_kind,
+        "stdout_text": whole_stdout.then(|| stdout.to_string()),
         "stderr": if says_something { "text" } else { "empty" },
         "files": files,
         "run_json": read(out, "run.json").map(strip_run),
@@ -314,9 +326,8 @@ pub(crate) fn describe_differences(a: &Value, b: &Value) -> String {
                 )
             }
             _ => {
-                let (mut x, mut y) = (x.to_string(), y.to_string());
-                x.truncate(400);
-                y.truncate(400);
+                let brief = |v: &Value| v.to_string().chars().take(400).collect::<String>();
+                let (x, y) = (brief(x), brief(y));
                 format!("{key}: {x} vs {y}")
             }
         };
@@ -353,6 +364,13 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
             ),
         ),
         (
+            "batching",
+            write(
+                "batching.json",
+                r#"{"engine": {"kind": "batching", "gpu": "a100-80g", "max_num_seqs": 8}, "prompt_tokenizer": "words"}"#,
+            ),
+        ),
+        (
             "gate",
             write("gate.toml", "conditions = [\"ttft.p99 <= 1ms\"]\n"),
         ),
@@ -377,6 +395,81 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
             ),
         ),
     ])
+}
+
+/// Two small runs of the embedded simulator (`{ra}`, `{rb}`: a different seed, rate and
+/// answer length) and a history store holding both (`{runs_store}`, `ra` tagged `team=a`).
+pub(crate) fn add_runs(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf>) {
+    let store = dir.join("runs.db");
+    for (name, seed, rate, tokens, tag) in [
+        ("ra", "3", "50", "4", "team=a"),
+        ("rb", "4", "80", "8", "team=b"),
+    ] {
+        let out = dir.join(name);
+        let output = goodput()
+            .args([
+                "run",
+                "--quiet",
+                "--no-live",
+                "--seed",
+                seed,
+                "--requests",
+                "20",
+            ])
+            .args([
+                "--rate",
+                rate,
+                "--input-tokens",
+                "32",
+                "--output-tokens",
+                tokens,
+            ])
+            .args(["--tag", tag, "--out"])
+            .arg(&out)
+            .arg("--store")
+            .arg(&store)
+            .output()
+            .expect("goodput runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        fixtures.insert(name, out);
+    }
+    fixtures.insert("runs_store", store);
+    // A capacity search in virtual time: deterministic, so `plan --capacity-from` can read it.
+    let searched = dir.join("rc");
+    let output = goodput()
+        .args([
+            "capacity",
+            "--virtual-time",
+            "--quiet",
+            "--seed",
+            "1",
+            "--attainment",
+            "0.5",
+        ])
+        .args([
+            "--confidence",
+            "0.5",
+            "--input-tokens",
+            "64",
+            "--output-tokens",
+            "16",
+        ])
+        .args(["--slo", "ttft=500ms", "--sim-config"])
+        .arg(&fixtures["batching"])
+        .arg("--out")
+        .arg(&searched)
+        .output()
+        .expect("goodput runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    fixtures.insert("rc", searched);
 }
 
 /// Replaces `{dir}` and `{url}` in an argument.
@@ -428,8 +521,10 @@ pub(crate) fn run(
     args: &[String],
     out: &Path,
     fixtures: &BTreeMap<&'static str, PathBuf>,
+    whole_stdout: bool,
 ) -> (Output, Value) {
     let server = CaptureServer::start();
+    std::fs::create_dir_all(out).expect("create the probe's directory");
     let args: Vec<String> = args
         .iter()
         .map(|a| expand(a, fixtures, &server.url).replace("{out}", &out.display().to_string()))
@@ -441,9 +536,14 @@ pub(crate) fn run(
         .env_remove("GOODPUT_API_KEY")
         .output()
         .expect("goodput runs");
-    let observation = observe(&output, out, &server.take());
-    // The capture server's (and the embedded simulator's) port changes from run to run.
-    let text = without_ports(&observation.to_string().replace(&server.url, "{url}"));
+    let observation = observe(&output, out, &server.take(), whole_stdout);
+    // The capture server's (and the embedded simulator's) port changes from run to run, and
+    // so does the probe's output directory.
+    let text = observation
+        .to_string()
+        .replace(&server.url, "{url}")
+        .replace(&out.display().to_string(), "{out}");
+    let text = without_ports(&text);
     (
         output,
         serde_json::from_str(&text).expect("observation re-parses"),

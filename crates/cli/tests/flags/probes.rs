@@ -10,6 +10,11 @@ pub(crate) enum Sub {
     Run,
     Sweep,
     Capacity,
+    Report,
+    Compare,
+    Gate,
+    History,
+    Plan,
 }
 
 impl Sub {
@@ -18,6 +23,11 @@ impl Sub {
             Sub::Run => "run",
             Sub::Sweep => "sweep",
             Sub::Capacity => "capacity",
+            Sub::Report => "report",
+            Sub::Compare => "compare",
+            Sub::Gate => "gate",
+            Sub::History => "history",
+            Sub::Plan => "plan",
         }
     }
 }
@@ -27,6 +37,9 @@ impl Sub {
 pub(crate) struct Variant {
     pub(crate) base: Vec<String>,
     pub(crate) probes: Vec<Probe>,
+    /// Reads earlier runs (`{ra}`, `{rb}`, `{runs_store}`): its stdout is deterministic and
+    /// observed in full.
+    pub(crate) offline: bool,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -59,10 +72,13 @@ const TOOLS: &str = r#"{"tools": [{"type": "function", "function": {"name": "sea
 
 /// The variants of a subcommand.
 pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
+    if let Some(offline) = super::offline::variants(sub) {
+        return offline;
+    }
     let load: &[&str] = match sub {
         Sub::Run => &["--requests", "6", "--rate", "50"],
         Sub::Sweep => &["--requests", "4", "--rate-steps", "20,40"],
-        Sub::Capacity => &[
+        _ => &[
             "--slo",
             "ttft=2s",
             "--start",
@@ -95,10 +111,12 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
         Variant {
             base: base(&["--target", "{url}", "--model", "m"]),
             probes: wire_probes(sub),
+            offline: false,
         },
         Variant {
             base: base(&[]),
             probes: sim_probes(sub),
+            offline: false,
         },
     ]
 }
