@@ -15,7 +15,7 @@ fn capacity_probes_use_the_arrival_process_asked_for() {
     let sim = four_slot_sim(dir.path(), 20.0);
     let out = dir.path().join("out");
     ok(goodput()
-        .args(["capacity", "--quiet", "--no-live", "--arrival", "constant"])
+        .args(["capacity", "--quiet", "--arrival", "constant"])
         .args(["--slo", "ttft=2s", "--start", "4", "--max-probes", "1"])
         .args(["--probe-requests", "20", "--probe-warmup", "1s"])
         .args([

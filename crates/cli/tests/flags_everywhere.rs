@@ -49,13 +49,13 @@ fn check(sub: Sub) {
 fn check_variant(variant: &Variant) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let mut fixtures = fixtures(dir.path());
-    if variant.offline {
+    if variant.runs {
         add_runs(dir.path(), &mut fixtures);
     }
     let fixtures = fixtures;
     let base = &variant.base;
-    let (first, baseline) = run(base, &dir.path().join("base-1"), &fixtures, variant.offline);
-    let (_, again) = run(base, &dir.path().join("base-2"), &fixtures, variant.offline);
+    let (first, baseline) = run(base, &dir.path().join("base-1"), &fixtures, &variant.how);
+    let (_, again) = run(base, &dir.path().join("base-2"), &fixtures, &variant.how);
     assert_eq!(
         first.status.code(),
         Some(0),
@@ -96,7 +96,7 @@ fn judge(
     out: &std::path::Path,
     fixtures: &std::collections::BTreeMap<&'static str, std::path::PathBuf>,
 ) -> Result<(), String> {
-    let (base, whole) = (&variant.base, variant.offline);
+    let (base, how) = (&variant.base, &variant.how);
     if let Expect::OnTerminal = probe.expect {
         let plain = draws_on_terminal(
             &command(base, &probe.without, &[]),
@@ -118,7 +118,7 @@ fn judge(
         };
     }
     let args = command(base, &probe.without, &probe.args);
-    let (output, seen) = run(&args, out, fixtures, whole);
+    let (output, seen) = run(&args, out, fixtures, how);
     let reference;
     let baseline = match &probe.against {
         Some(extra) => {
@@ -127,12 +127,10 @@ fn judge(
                 &command(base, &probe.without, extra),
                 &against,
                 fixtures,
-                whole,
+                how,
             );
-            // The reference ran in its own directory: name it like the probe's.
-            let text = seen.to_string().replace("against", "");
-            let text = text.replace(&against.display().to_string(), &out.display().to_string());
-            reference = serde_json::from_str::<Value>(&text).unwrap();
+            // Each observation names its own directory `{out}`.
+            reference = seen;
             &reference
         }
         None => baseline,
@@ -206,4 +204,11 @@ fn every_report_compare_gate_and_history_flag_is_honoured_or_refused() {
 #[test]
 fn every_plan_flag_is_honoured_or_refused() {
     check(Sub::Plan);
+}
+
+#[test]
+fn every_sim_and_monitor_flag_is_honoured_or_refused() {
+    for sub in [Sub::Sim, Sub::Monitor] {
+        check(sub);
+    }
 }

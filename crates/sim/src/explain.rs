@@ -33,6 +33,7 @@ pub fn explain(config: &SimConfig) -> String {
         "time scale: {} simulated seconds per real second",
         config.time_scale
     );
+    explain_behaviour(&mut out, config);
     match &config.engine {
         EngineConfig::Batching(batching) => explain_batching(&mut out, batching),
         EngineConfig::Fixed(fixed) => {
@@ -42,6 +43,52 @@ pub fn explain(config: &SimConfig) -> String {
     out
 }
 
+/// What the answers look like and which faults are injected (defaults included, so every
+/// setting shows).
+fn explain_behaviour(out: &mut String, config: &SimConfig) {
+    let agent = &config.agent;
+    let natural = config
+        .natural_output_tokens_mean
+        .map_or("max_tokens".to_string(), |mean| {
+            format!("mean {mean} tokens")
+        });
+    let _ = writeln!(
+        out,
+        "answers: length {natural}; reasoning {} tokens sent as {:?}; tool calls with \
+         probability {}; prompt_tokens_details {}; seed {}",
+        agent.reasoning_length(),
+        agent.reasoning_format,
+        agent.tool_call_probability,
+        if agent.prompt_tokens_details {
+            "on"
+        } else {
+            "off"
+        },
+        config.seed
+    );
+    let _ = writeln!(out, "faults: {}", faults(&config.faults));
+}
+
+/// The fault settings that differ from the defaults, `none` when none does.
+fn faults(faults: &crate::config::FaultConfig) -> String {
+    let (Ok(serde_json::Value::Object(set)), Ok(serde_json::Value::Object(default))) = (
+        serde_json::to_value(faults),
+        serde_json::to_value(crate::config::FaultConfig::default()),
+    ) else {
+        return "unknown".to_string();
+    };
+    let changed: Vec<String> = set
+        .iter()
+        .filter(|(key, value)| default.get(*key) != Some(*value))
+        .map(|(key, value)| format!("{key} {value}"))
+        .collect();
+    if changed.is_empty() {
+        "none".to_string()
+    } else {
+        changed.join(", ")
+    }
+}
+
 fn explain_batching(out: &mut String, config: &BatchingConfig) {
     let deployment = config.deployment();
     let model = &deployment.model;
@@ -49,7 +96,7 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
         out,
         "engine: continuous batching, {} policy, {} ({:?} weights, {:?} KV) on {} × {} (max_num_seqs {}, \
          max_num_batched_tokens {}, block_size {}, chunked_prefill {}, prefix_caching {}, \
-         admission reserves {}% of each answer)",
+         admission reserves {}% of each answer, max_waiting {})",
         config.policy.name(),
         model.name,
         model.weight_dtype,
@@ -62,7 +109,18 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
         config.chunked_prefill,
         config.prefix_caching,
         config.policy.reserved_output_fraction() * 100.0,
+        config.max_waiting,
     );
+    if let Some(speculative) = &config.speculative {
+        let _ = writeln!(
+            out,
+            "speculative decoding: {} draft tokens, acceptance {:?}, draft cost {} of a target \
+             forward",
+            speculative.acceptance.len(),
+            speculative.acceptance,
+            speculative.draft_cost_ratio
+        );
+    }
     explain_model(out, model);
     explain_kv(out, config, &deployment);
     let cost = StepCostModel::new(config);

@@ -17,7 +17,7 @@ use goodput_sim::config::{
 #[derive(Debug, clap::Args)]
 pub(crate) struct SimArgs {
     /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8000")]
+    #[arg(long, default_value = "127.0.0.1:8000", conflicts_with = "explain")]
     pub(crate) listen: SocketAddr,
     /// Print the derived figures (KV capacity, step times, throughput by batch) and exit.
     #[arg(long)]

@@ -42,9 +42,12 @@ pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
         }
     });
     if !args.json {
+        let until = args
+            .duration
+            .map_or("until Ctrl-C".to_string(), |d| format!("for {d:?}"));
         println!(
-            "watching {url} every {:?}, one row per {:?}",
-            args.interval, args.window
+            "watching {url} every {:?}, one row per {:?}, queue trend over {} rows, {until}",
+            args.interval, args.window, args.trend_windows
         );
         println!("{}", output::monitor::header());
     }

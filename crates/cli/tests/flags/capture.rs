@@ -95,6 +95,9 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Captured> {
 
 fn answer(request: &Captured) -> Vec<u8> {
     let is_completion = request.path.ends_with("/completions");
+    if request.path.starts_with("/monitor") && request.path.ends_with("metrics") {
+        return plain(METRICS);
+    }
     if request.path.ends_with("/models") {
         return whole("200 OK", &json!({"object": "list", "data": [{"id": "m"}]}));
     }
@@ -154,6 +157,24 @@ fn whole(status: &str, body: &Value) -> Vec<u8> {
     let body = body.to_string();
     format!(
         "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// A quiet vLLM server's `/metrics`: nothing running, nothing finished.
+const METRICS: &str = "# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name=\"m\"} 0
+vllm:num_requests_waiting{model_name=\"m\"} 0
+vllm:request_success_total{model_name=\"m\",finished_reason=\"stop\"} 0
+vllm:generation_tokens_total{model_name=\"m\"} 0
+vllm:prompt_tokens_total{model_name=\"m\"} 0
+vllm:kv_cache_usage_perc{model_name=\"m\"} 0
+";
+
+fn plain(body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     )
     .into_bytes()

@@ -7,6 +7,7 @@ pub(crate) mod capture;
 pub(crate) mod load;
 pub(crate) mod offline;
 pub(crate) mod probes;
+pub(crate) mod serve;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -16,6 +17,18 @@ use serde_json::{Map, Value, json};
 
 use crate::support::goodput;
 use capture::CaptureServer;
+
+/// How a variant's commands run and what is observed of them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct How {
+    /// Stdout is deterministic: observe it whole (else only its kind).
+    pub(crate) whole_stdout: bool,
+    /// Only the first line of stdout is deterministic (a watch's header): observe that.
+    pub(crate) first_line: bool,
+    /// The command is a server (`goodput sim --listen`): start it, run this client command
+    /// (`{target}` → its URL) against it, and observe the client's run.
+    pub(crate) client: Option<Vec<String>>,
+}
 
 /// What a flag must do.
 #[derive(Debug, Clone)]
@@ -131,11 +144,11 @@ pub(crate) fn observe(
     };
     let mut files: Vec<String> = walk(out);
     files.sort();
-    let mut requests: Vec<String> = wire
+    // A set: how many scrapes a watch makes depends on timing, what it asks does not.
+    let requests: BTreeSet<String> = wire
         .iter()
         .map(|r| json!([r.method, r.path, r.headers, r.body]).to_string())
         .collect();
-    requests.sort();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let says_something = !stderr.trim().is_empty();
     let report = read(out, "report.json");
@@ -521,7 +534,7 @@ pub(crate) fn run(
     args: &[String],
     out: &Path,
     fixtures: &BTreeMap<&'static str, PathBuf>,
-    whole_stdout: bool,
+    how: &How,
 ) -> (Output, Value) {
     let server = CaptureServer::start();
     std::fs::create_dir_all(out).expect("create the probe's directory");
@@ -529,14 +542,21 @@ pub(crate) fn run(
         .iter()
         .map(|a| expand(a, fixtures, &server.url).replace("{out}", &out.display().to_string()))
         .collect();
-    let output = goodput()
-        .args(&args)
-        .env_remove("GOODPUT_TARGET")
-        .env_remove("GOODPUT_STORE")
-        .env_remove("GOODPUT_API_KEY")
-        .output()
-        .expect("goodput runs");
-    let observation = observe(&output, out, &server.take(), whole_stdout);
+    let output = match &how.client {
+        Some(client) => serve::run_client(&args, client, out, fixtures, &server.url),
+        None => goodput()
+            .args(&args)
+            .env_remove("GOODPUT_TARGET")
+            .env_remove("GOODPUT_STORE")
+            .env_remove("GOODPUT_API_KEY")
+            .output()
+            .expect("goodput runs"),
+    };
+    let mut observation = observe(&output, out, &server.take(), how.whole_stdout);
+    if how.first_line {
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        observation["stdout_text"] = Value::from(stdout.lines().next().unwrap_or(""));
+    }
     // The capture server's (and the embedded simulator's) port changes from run to run, and
     // so does the probe's output directory.
     let text = observation

@@ -15,7 +15,12 @@ fn offline(base: &[&str], probes: Vec<Probe>) -> Variant {
     Variant {
         base: args(base),
         probes,
-        offline: true,
+        runs: true,
+        how: super::How {
+            whole_stdout: true,
+            first_line: false,
+            client: None,
+        },
     }
 }
 

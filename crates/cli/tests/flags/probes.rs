@@ -15,6 +15,8 @@ pub(crate) enum Sub {
     Gate,
     History,
     Plan,
+    Sim,
+    Monitor,
 }
 
 impl Sub {
@@ -28,6 +30,8 @@ impl Sub {
             Sub::Gate => "gate",
             Sub::History => "history",
             Sub::Plan => "plan",
+            Sub::Sim => "sim",
+            Sub::Monitor => "monitor",
         }
     }
 }
@@ -37,9 +41,10 @@ impl Sub {
 pub(crate) struct Variant {
     pub(crate) base: Vec<String>,
     pub(crate) probes: Vec<Probe>,
-    /// Reads earlier runs (`{ra}`, `{rb}`, `{runs_store}`): its stdout is deterministic and
-    /// observed in full.
-    pub(crate) offline: bool,
+    /// Needs earlier runs as fixtures (`{ra}`, `{rb}`, `{runs_store}`, `{rc}`).
+    pub(crate) runs: bool,
+    /// How a command is run and observed.
+    pub(crate) how: super::How,
 }
 
 fn args(list: &[&str]) -> Vec<String> {
@@ -74,6 +79,9 @@ const TOOLS: &str = r#"{"tools": [{"type": "function", "function": {"name": "sea
 pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
     if let Some(offline) = super::offline::variants(sub) {
         return offline;
+    }
+    if let Some(served) = super::serve::variants(sub) {
+        return served;
     }
     let load: &[&str] = match sub {
         Sub::Run => &["--requests", "6", "--rate", "50"],
@@ -111,12 +119,14 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
         Variant {
             base: base(&["--target", "{url}", "--model", "m"]),
             probes: wire_probes(sub),
-            offline: false,
+            runs: false,
+            how: super::How::default(),
         },
         Variant {
             base: base(&[]),
             probes: sim_probes(sub),
-            offline: false,
+            runs: false,
+            how: super::How::default(),
         },
     ]
 }

@@ -78,7 +78,10 @@ class Run:
     def __init__(self, command: str, options: Dict[str, Any], out: Optional[str] = None):
         self.out = os.fspath(out) if out is not None else tempfile.mkdtemp(prefix=f"goodput-{command}-")
         os.makedirs(self.out, exist_ok=True)
-        self.args = [binary(), command, *flags(options), "--out", self.out, "--no-live"]
+        self.args = [binary(), command, *flags(options), "--out", self.out]
+        if command == "run":
+            # Only `run` has a live view (stdout is a log file here anyway).
+            self.args.append("--no-live")
         self._log_path = os.path.join(self.out, "goodput.log")
         self._log = open(self._log_path, "wb")
         # Its own session: a terminal's Ctrl-C reaches only Python, which forwards exactly one
