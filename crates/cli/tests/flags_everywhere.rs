@@ -88,34 +88,20 @@ fn check_variant(variant: &Variant) -> Vec<String> {
     failures.into_inner().unwrap()
 }
 
+/// Where the probe's files and fixtures are.
+type Fixtures = std::collections::BTreeMap<&'static str, std::path::PathBuf>;
+
 /// Runs one probe; `Err` says what went wrong.
 fn judge(
     probe: &Probe,
     variant: &Variant,
     baseline: &Value,
     out: &std::path::Path,
-    fixtures: &std::collections::BTreeMap<&'static str, std::path::PathBuf>,
+    fixtures: &Fixtures,
 ) -> Result<(), String> {
     let (base, how) = (&variant.base, &variant.how);
     if let Expect::OnTerminal = probe.expect {
-        let plain = draws_on_terminal(
-            &command(base, &probe.without, &[]),
-            &out.join("plain"),
-            fixtures,
-        );
-        let probed = draws_on_terminal(
-            &command(base, &probe.without, &probe.args),
-            &out.join("probe"),
-            fixtures,
-        );
-        return if plain != probed {
-            Ok(())
-        } else {
-            Err(format!(
-                "{} {:?}: draws the same on a terminal ({plain})",
-                probe.flag, probe.args
-            ))
-        };
+        return judge_on_terminal(probe, base, out, fixtures);
     }
     let args = command(base, &probe.without, &probe.args);
     let (output, seen) = run(&args, out, fixtures, how);
@@ -123,59 +109,94 @@ fn judge(
     let baseline = match &probe.against {
         Some(extra) => {
             let against = out.with_extension("against");
-            let (_, seen) = run(
+            // Each observation names its own directory `{out}`.
+            reference = run(
                 &command(base, &probe.without, extra),
                 &against,
                 fixtures,
                 how,
-            );
-            // Each observation names its own directory `{out}`.
-            reference = seen;
+            )
+            .1;
             &reference
         }
         None => baseline,
     };
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let context = || {
-        format!(
-            "{} {:?}: exit {:?}, stderr: {}",
-            probe.flag,
-            probe.args,
-            output.status.code(),
-            stderr.trim()
-        )
-    };
+    let context = format!(
+        "{} {:?}: exit {:?}, stderr: {}",
+        probe.flag,
+        probe.args,
+        output.status.code(),
+        stderr.trim()
+    );
     if stderr.contains("panicked") {
-        return Err(format!("{} panicked", context()));
+        return Err(format!("{context} panicked"));
     }
-    match &probe.expect {
-        Expect::Refused(text) => {
-            if output.status.code() == Some(2) && stderr.contains(text) {
-                Ok(())
-            } else {
-                Err(format!("{} — expected exit 2 saying {text:?}", context()))
-            }
-        }
+    verdict(
+        &probe.expect,
+        output.status.code(),
+        &stderr,
+        baseline,
+        &seen,
+    )
+    .map_err(|why| format!("{context} — {why}"))
+}
+
+/// Whether what a probe did is what it was expected to do.
+fn verdict(
+    expect: &Expect,
+    code: Option<i32>,
+    stderr: &str,
+    baseline: &Value,
+    seen: &Value,
+) -> Result<(), String> {
+    match expect {
+        Expect::Refused(text) if code == Some(2) && stderr.contains(text) => Ok(()),
+        Expect::Refused(text) => Err(format!("expected exit 2 saying {text:?}")),
         Expect::OnTerminal => Ok(()),
-        Expect::Changes | Expect::At(_) if output.status.code() == Some(2) => {
-            Err(format!("{} — refused, expected honoured", context()))
+        Expect::Changes | Expect::At(_) if code == Some(2) => {
+            Err("refused, expected honoured".to_string())
         }
-        Expect::Changes => {
-            if differences(baseline, &seen).is_empty() {
-                Err(format!("{} — changed nothing observable", context()))
-            } else {
-                Ok(())
-            }
+        Expect::Changes if differences(baseline, seen).is_empty() => {
+            Err("changed nothing observable".to_string())
         }
+        Expect::Changes => Ok(()),
         Expect::At(pointer) => {
             let (before, after) = (baseline.pointer(pointer), seen.pointer(pointer));
             if before == after {
                 let shown: String = format!("{before:?}").chars().take(300).collect();
-                Err(format!("{} — {pointer} unchanged: {shown}", context()))
+                Err(format!("{pointer} unchanged: {shown}"))
             } else {
                 Ok(())
             }
         }
+    }
+}
+
+/// A flag seen only on a terminal: the base and the probe under a pseudo-terminal.
+fn judge_on_terminal(
+    probe: &Probe,
+    base: &[String],
+    out: &std::path::Path,
+    fixtures: &Fixtures,
+) -> Result<(), String> {
+    let plain = draws_on_terminal(
+        &command(base, &probe.without, &[]),
+        &out.join("plain"),
+        fixtures,
+    );
+    let probed = draws_on_terminal(
+        &command(base, &probe.without, &probe.args),
+        &out.join("probe"),
+        fixtures,
+    );
+    if plain != probed {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} {:?}: draws the same on a terminal ({plain})",
+            probe.flag, probe.args
+        ))
     }
 }
 

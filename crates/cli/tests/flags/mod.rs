@@ -4,10 +4,13 @@
 #![allow(dead_code)]
 
 pub(crate) mod capture;
+pub(crate) mod fixtures;
 pub(crate) mod load;
 pub(crate) mod offline;
 pub(crate) mod probes;
 pub(crate) mod serve;
+
+pub(crate) use fixtures::{add_runs, fixtures};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -347,142 +350,6 @@ pub(crate) fn describe_differences(a: &Value, b: &Value) -> String {
         lines.push(line);
     }
     lines.join("\n")
-}
-
-/// Fixture files the probes name, written once per test.
-pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
-    let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).expect("write fixture");
-        path
-    };
-    BTreeMap::from([
-        ("dataset", samples.join("prompts.jsonl")),
-        ("sharegpt", samples.join("sharegpt.json")),
-        ("trace", samples.join("trace_goodput.csv")),
-        ("mooncake", samples.join("trace_mooncake.jsonl")),
-        (
-            "profile",
-            write(
-                "profile.toml",
-                "[[phases]]\nname = \"a\"\nrate = 20\nduration = \"300ms\"\n",
-            ),
-        ),
-        (
-            "sim",
-            write(
-                "sim.json",
-                r#"{"engine": {"kind": "fixed", "ttft": 5, "itl": 1, "slots": 64}, "prompt_tokenizer": "words"}"#,
-            ),
-        ),
-        (
-            "batching",
-            write(
-                "batching.json",
-                r#"{"engine": {"kind": "batching", "gpu": "a100-80g", "max_num_seqs": 8}, "prompt_tokenizer": "words"}"#,
-            ),
-        ),
-        (
-            "gate",
-            write("gate.toml", "conditions = [\"ttft.p99 <= 1ms\"]\n"),
-        ),
-        ("store", dir.join("history.db")),
-        (
-            "failing",
-            write(
-                "failing.jsonl",
-                &(0..12)
-                    .map(|i| {
-                        let word = if i == 3 { "fail-me" } else { "hello" };
-                        format!("{{\"prompt\": \"{word} {i}\", \"output_tokens\": 4}}\n")
-                    })
-                    .collect::<String>(),
-            ),
-        ),
-        (
-            "bad",
-            write(
-                "bad.jsonl",
-                "{\"prompt\": \"one\"}\n{\"oops\": 1}\n{\"prompt\": \"three\"}\n",
-            ),
-        ),
-    ])
-}
-
-/// Two small runs of the embedded simulator (`{ra}`, `{rb}`: a different seed, rate and
-/// answer length) and a history store holding both (`{runs_store}`, `ra` tagged `team=a`).
-pub(crate) fn add_runs(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf>) {
-    let store = dir.join("runs.db");
-    for (name, seed, rate, tokens, tag) in [
-        ("ra", "3", "50", "4", "team=a"),
-        ("rb", "4", "80", "8", "team=b"),
-    ] {
-        let out = dir.join(name);
-        let output = goodput()
-            .args([
-                "run",
-                "--quiet",
-                "--no-live",
-                "--seed",
-                seed,
-                "--requests",
-                "20",
-            ])
-            .args([
-                "--rate",
-                rate,
-                "--input-tokens",
-                "32",
-                "--output-tokens",
-                tokens,
-            ])
-            .args(["--tag", tag, "--out"])
-            .arg(&out)
-            .arg("--store")
-            .arg(&store)
-            .output()
-            .expect("goodput runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        fixtures.insert(name, out);
-    }
-    fixtures.insert("runs_store", store);
-    // A capacity search in virtual time: deterministic, so `plan --capacity-from` can read it.
-    let searched = dir.join("rc");
-    let output = goodput()
-        .args([
-            "capacity",
-            "--virtual-time",
-            "--quiet",
-            "--seed",
-            "1",
-            "--attainment",
-            "0.5",
-        ])
-        .args([
-            "--confidence",
-            "0.5",
-            "--input-tokens",
-            "64",
-            "--output-tokens",
-            "16",
-        ])
-        .args(["--slo", "ttft=500ms", "--sim-config"])
-        .arg(&fixtures["batching"])
-        .arg("--out")
-        .arg(&searched)
-        .output()
-        .expect("goodput runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    fixtures.insert("rc", searched);
 }
 
 /// Replaces `{dir}` and `{url}` in an argument.

@@ -133,15 +133,17 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
 
 /// Flags whose effect is on the requests sent, or on the client's bookkeeping.
 fn wire_probes(sub: Sub) -> Vec<Probe> {
-    // A trace sets every arrival: only `run` replays one.
-    let replay = |expect| {
-        if sub == Sub::Run {
-            expect
-        } else {
-            Refused("--trace")
-        }
-    };
-    let mut probes = vec![
+    let mut probes = request_probes();
+    probes.extend(session_and_dataset_probes());
+    probes.extend(replay_probes(sub));
+    probes.extend(output_probes());
+    probes.extend(super::load::probes(sub));
+    probes
+}
+
+/// The target and the shape of every request.
+fn request_probes() -> Vec<Probe> {
+    vec![
         probe_without("--target", &["--target", "--model"], At("/wire")),
         probe("--api", &["--api", "completions"], At("/wire")),
         probe("--model", &["--model", "other"], At("/wire")),
@@ -172,6 +174,12 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
             At("/wire"),
         ),
         probe("--turns", &["--turns", "2"], At("/wire")),
+    ]
+}
+
+/// Multi-turn sessions, agents and datasets.
+fn session_and_dataset_probes() -> Vec<Probe> {
+    vec![
         probe(
             "--think-time",
             &["--think-time", "20ms"],
@@ -193,6 +201,27 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
             Refused(""),
         )
         .without(LENGTHS),
+        probe("--skip-invalid", &["--skip-invalid"], Refused("--dataset")),
+        probe(
+            "--skip-invalid",
+            &["--dataset", "{bad}", "--skip-invalid"],
+            At("/code"),
+        )
+        .without(LENGTHS)
+        .against(&["--dataset", "{bad}"]),
+    ]
+}
+
+/// Trace replay (only `run` replays one: a trace sets every arrival) and invalid records.
+fn replay_probes(sub: Sub) -> Vec<Probe> {
+    let replay = |expect| {
+        if sub == Sub::Run {
+            expect
+        } else {
+            Refused("--trace")
+        }
+    };
+    vec![
         probe("--trace", &["--trace", "{trace}"], replay(At("/wire"))).without(REPLAY),
         probe(
             "--trace-format",
@@ -236,14 +265,12 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
         )
         .without(REPLAY)
         .against(&["--trace", "{mooncake}"]),
-        probe("--skip-invalid", &["--skip-invalid"], Refused("--dataset")),
-        probe(
-            "--skip-invalid",
-            &["--dataset", "{bad}", "--skip-invalid"],
-            At("/code"),
-        )
-        .without(LENGTHS)
-        .against(&["--dataset", "{bad}"]),
+    ]
+}
+
+/// Measurement and output flags.
+fn output_probes() -> Vec<Probe> {
+    vec![
         probe(
             "--length-buckets",
             &["--length-buckets", "16,64"],
@@ -283,15 +310,20 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
             At("/wire"),
         ),
         probe("--no-metrics", &["--no-metrics"], At("/wire")),
-    ];
-    probes.extend(super::load::probes(sub));
-    probes
+    ]
 }
 
 /// Flags about the embedded simulator and the server-side figures, judged on the simulator.
 fn sim_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = super::load::sim_probes(sub);
-    probes.extend([
+    probes.extend(simulator_probes(sub));
+    probes.extend(server_side_probes());
+    probes
+}
+
+/// The embedded simulator's flags (and the live view, drawn only by `run`).
+fn simulator_probes(sub: Sub) -> Vec<Probe> {
+    vec![
         if sub == Sub::Run {
             probe("--no-live", &["--no-live"], OnTerminal).without(&["--no-live"])
         } else {
@@ -339,6 +371,12 @@ fn sim_probes(sub: Sub) -> Vec<Probe> {
             &["--model-spec", "llama-3.1-70b"],
             Refused("--gpu"),
         ),
+    ]
+}
+
+/// Hardware, cost and speculative-decoding descriptions for the server-side figures.
+fn server_side_probes() -> Vec<Probe> {
+    vec![
         probe(
             "--model-spec",
             &[
@@ -378,6 +416,5 @@ fn sim_probes(sub: Sub) -> Vec<Probe> {
             &["--spec-k", "2", "--spec-draft-cost", "0.2"],
             At("/analysis"),
         ),
-    ]);
-    probes
+    ]
 }

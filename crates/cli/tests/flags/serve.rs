@@ -64,35 +64,6 @@ fn explained() -> Variant {
             probe("--tp", &["--tp", "2"], At(TEXT)),
             probe("--dtype", &["--dtype", "fp8"], At(TEXT)),
             probe("--kv-dtype", &["--kv-dtype", "fp8"], At(TEXT)),
-            probe("--engine-policy", &["--engine-policy", "sglang"], At(TEXT)),
-            probe("--max-num-seqs", &["--max-num-seqs", "8"], At(TEXT)),
-            probe(
-                "--max-num-batched-tokens",
-                &["--max-num-batched-tokens", "512"],
-                At(TEXT),
-            ),
-            probe("--no-chunked-prefill", &["--no-chunked-prefill"], At(TEXT)),
-            probe("--no-prefix-caching", &["--no-prefix-caching"], At(TEXT)),
-            probe("--kv-blocks", &["--kv-blocks", "100"], At(TEXT)),
-            probe("--max-waiting", &["--max-waiting", "5"], At(TEXT)),
-            probe("--spec-acceptance", &["--spec-acceptance", "0.7"], At(TEXT)),
-            probe(
-                "--spec-draft-cost",
-                &["--spec-draft-cost", "0.2"],
-                Refused("--spec-acceptance"),
-            ),
-            probe(
-                "--spec-draft-cost",
-                &["--spec-acceptance", "0.7", "--spec-draft-cost", "0.2"],
-                At(TEXT),
-            )
-            .against(&["--spec-acceptance", "0.7"]),
-            probe(
-                "--reasoning-format",
-                &["--reasoning-tokens", "8", "--reasoning-format", "reasoning"],
-                At(TEXT),
-            )
-            .against(&["--reasoning-tokens", "8"]),
             probe("--fixed", &["--fixed"], At(TEXT)),
             fixed("--ttft", "50ms"),
             fixed("--itl", "5ms"),
@@ -103,47 +74,86 @@ fn explained() -> Variant {
                 Refused("--fixed"),
             ),
             fixed("--tokens-per-chunk", "2"),
-        ],
+        ]
+        .into_iter()
+        .chain(engine_probes())
+        .collect(),
     )
+}
+
+/// The batching engine's policy, scheduler limits and speculative decoding.
+fn engine_probes() -> Vec<Probe> {
+    vec![
+        probe("--engine-policy", &["--engine-policy", "sglang"], At(TEXT)),
+        probe("--max-num-seqs", &["--max-num-seqs", "8"], At(TEXT)),
+        probe(
+            "--max-num-batched-tokens",
+            &["--max-num-batched-tokens", "512"],
+            At(TEXT),
+        ),
+        probe("--no-chunked-prefill", &["--no-chunked-prefill"], At(TEXT)),
+        probe("--no-prefix-caching", &["--no-prefix-caching"], At(TEXT)),
+        probe("--kv-blocks", &["--kv-blocks", "100"], At(TEXT)),
+        probe("--max-waiting", &["--max-waiting", "5"], At(TEXT)),
+        probe("--spec-acceptance", &["--spec-acceptance", "0.7"], At(TEXT)),
+        probe(
+            "--spec-draft-cost",
+            &["--spec-draft-cost", "0.2"],
+            Refused("--spec-acceptance"),
+        ),
+        probe(
+            "--spec-draft-cost",
+            &["--spec-acceptance", "0.7", "--spec-draft-cost", "0.2"],
+            At(TEXT),
+        )
+        .against(&["--spec-acceptance", "0.7"]),
+        probe(
+            "--reasoning-format",
+            &["--reasoning-tokens", "8", "--reasoning-format", "reasoning"],
+            At(TEXT),
+        )
+        .against(&["--reasoning-tokens", "8"]),
+    ]
 }
 
 /// The answer of a request offering one tool, so tool calls can happen.
 const TOOLS: &str = r#"{"tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]}"#;
 
+/// The client run against a served simulator: small, bounded, offering tools.
+const CLIENT: [&str; 22] = [
+    "run",
+    "--quiet",
+    "--no-live",
+    "--seed",
+    "7",
+    "--requests",
+    "6",
+    "--rate",
+    "50",
+    "--input-tokens",
+    "32",
+    "--output-tokens",
+    "4",
+    "--no-ignore-eos",
+    "--request-timeout",
+    "3s",
+    "--extra-body",
+    TOOLS,
+    "--target",
+    "{target}",
+    "--out",
+    "{out}",
+];
+
 /// `goodput sim --listen`: faults, reasoning, tool calls and lengths show in a client's run.
 fn served() -> Variant {
-    let client = [
-        "run",
-        "--quiet",
-        "--no-live",
-        "--seed",
-        "7",
-        "--requests",
-        "6",
-        "--rate",
-        "50",
-        "--input-tokens",
-        "32",
-        "--output-tokens",
-        "4",
-        "--no-ignore-eos",
-        "--request-timeout",
-        "3s",
-        "--extra-body",
-        TOOLS,
-        "--target",
-        "{target}",
-        "--out",
-        "{out}",
-    ];
-    let fault = |flag| probe(flag, &[flag, "1"], Changes);
     let reasoning = |flag, value| {
         probe(flag, &["--reasoning-tokens", "8", flag, value], Changes)
             .against(&["--reasoning-tokens", "8"])
     };
     Variant {
         base: args(&["sim", "--listen", "127.0.0.1:0", "--seed", "1"]),
-        probes: vec![
+        probes: [
             probe("--explain", &["--explain"], Refused("--listen")),
             probe(
                 "--seed",
@@ -152,24 +162,6 @@ fn served() -> Variant {
             )
             .against(&["--eos-mean-tokens", "2"]),
             probe("--eos-mean-tokens", &["--eos-mean-tokens", "2"], Changes),
-            fault("--fault-http-500"),
-            fault("--fault-http-429"),
-            fault("--fault-reset"),
-            fault("--fault-stall"),
-            probe(
-                "--fault-stall-for",
-                &["--fault-stall", "1", "--fault-stall-for", "50ms"],
-                Changes,
-            )
-            .against(&["--fault-stall", "1"]),
-            fault("--fault-malformed"),
-            fault("--fault-error"),
-            fault("--fault-http-400"),
-            fault("--fault-stall-before-response"),
-            fault("--fault-invalid-json"),
-            fault("--fault-sse-garbage"),
-            fault("--fault-oversized-line"),
-            fault("--fault-endless"),
             probe("--reasoning-tokens", &["--reasoning-tokens", "8"], Changes),
             reasoning("--reasoning-budget", "2"),
             probe(
@@ -182,14 +174,42 @@ fn served() -> Variant {
                 &["--enable-prompt-tokens-details"],
                 Changes,
             ),
-        ],
+        ]
+        .into_iter()
+        .chain(fault_probes())
+        .collect(),
         runs: false,
         how: How {
             whole_stdout: false,
             first_line: false,
-            client: Some(args(&client)),
+            client: Some(args(&CLIENT)),
         },
     }
+}
+
+/// Every fault, injected into every answer: the client's run shows the failures.
+fn fault_probes() -> Vec<Probe> {
+    let fault = |flag| probe(flag, &[flag, "1"], Changes);
+    vec![
+        fault("--fault-http-500"),
+        fault("--fault-http-429"),
+        fault("--fault-reset"),
+        fault("--fault-stall"),
+        probe(
+            "--fault-stall-for",
+            &["--fault-stall", "1", "--fault-stall-for", "50ms"],
+            Changes,
+        )
+        .against(&["--fault-stall", "1"]),
+        fault("--fault-malformed"),
+        fault("--fault-error"),
+        fault("--fault-http-400"),
+        fault("--fault-stall-before-response"),
+        fault("--fault-invalid-json"),
+        fault("--fault-sse-garbage"),
+        fault("--fault-oversized-line"),
+        fault("--fault-endless"),
+    ]
 }
 
 fn monitor() -> Variant {
