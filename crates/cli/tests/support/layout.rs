@@ -13,7 +13,7 @@ use std::process::Command;
 /// The widths every page is checked at.
 pub const WIDTHS: [u32; 2] = [1280, 390];
 
-const AUDIT: &str = r#"<script>
+const AUDIT: &str = r##"<script>
 (function () {
   var W = window.innerWidth, body = document.body, text = body.innerText;
   var json = text.match(/.{0,40}\{\s*"[^"]*"\s*:.{0,40}/);
@@ -36,7 +36,7 @@ const AUDIT: &str = r#"<script>
   window.parent.postMessage(JSON.stringify(result), "*");
 })();
 </script>
-</body>"#;
+</body>"##;
 
 /// What the audit found at one width.
 #[derive(Debug)]
@@ -124,14 +124,20 @@ fn attribute(dom: &str, name: &str) -> String {
         return String::new();
     };
     let end = start + dom[start..].find('"').unwrap_or(0);
-    dom[start..end].replace("&quot;", "\"").replace("&amp;", "&")
+    dom[start..end]
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
 }
 
 /// Draws `page` at `width` px, audits it and writes `<name>-<width>.png` among the artifacts.
 pub fn audit(page: &Path, name: &str, width: u32) -> Audit {
     let dir = tempfile::tempdir().unwrap();
     let html = std::fs::read_to_string(page).unwrap();
-    std::fs::write(dir.path().join("page.html"), html.replacen("</body>", AUDIT, 1)).unwrap();
+    std::fs::write(
+        dir.path().join("page.html"),
+        html.replacen("</body>", AUDIT, 1),
+    )
+    .unwrap();
     let first = frame(dir.path(), width, 2000);
     let output = browser(dir.path())
         .arg("--window-size=1300,1000")
@@ -151,7 +157,11 @@ pub fn audit(page: &Path, name: &str, width: u32) -> Audit {
         charts: number("charts"),
         error: attribute(&dom, "error"),
     };
-    assert_eq!(audit.width, u64::from(width), "the audit did not run: {dom}");
+    assert_eq!(
+        audit.width,
+        u64::from(width),
+        "the audit did not run: {dom}"
+    );
     let height = audit.height.clamp(600, 16_000);
     let shot = frame(dir.path(), width, height);
     let png = artifacts().join(format!("{name}-{width}.png"));
@@ -161,7 +171,11 @@ pub fn audit(page: &Path, name: &str, width: u32) -> Audit {
         .arg(format!("file://{}", shot.display()))
         .output()
         .unwrap();
-    assert!(output.status.success() && png.is_file(), "no screenshot: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success() && png.is_file(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     audit
 }
 
@@ -172,9 +186,19 @@ pub fn assert_readable(page: &Path, name: &str) -> u64 {
     for width in WIDTHS {
         let a = audit(page, name, width);
         assert_eq!(a.error, "", "{name} at {width} px: render error");
-        assert_eq!(a.json, "", "{name} at {width} px: JSON object text is visible");
-        assert_eq!(a.wide, "", "{name} at {width} px: elements wider than the viewport");
-        assert!(a.page_width <= a.width, "{name} at {width} px: the page scrolls sideways ({} px)", a.page_width);
+        assert_eq!(
+            a.json, "",
+            "{name} at {width} px: JSON object text is visible"
+        );
+        assert_eq!(
+            a.wide, "",
+            "{name} at {width} px: elements wider than the viewport"
+        );
+        assert!(
+            a.page_width <= a.width,
+            "{name} at {width} px: the page scrolls sideways ({} px)",
+            a.page_width
+        );
         assert_eq!(a.empty, "", "{name} at {width} px: charts without data");
         assert!(a.charts > 0, "{name} at {width} px: no chart drawn");
         charts = a.charts;
