@@ -229,7 +229,7 @@ fn render_latency(out: &mut String, step: &StepReport, details: bool) {
     let s = &step.latency_from_send_ms;
     let _ = writeln!(
         out,
-        "\nLatency (ms){:>14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        "\nLatency (ms){:>18}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
         "mean", "p50", "p90", "p95", "p99", "p99.9", "max", "n"
     );
     let rows: [(&str, &LatencyStats); 8] = [

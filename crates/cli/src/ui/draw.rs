@@ -223,6 +223,35 @@ impl Screen {
     }
 
     fn counts(&self, progress: &Progress, live: &LiveSnapshot) -> String {
+        let failed: Vec<String> = live
+            .failed_by_kind
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        format!(
+            "scheduled {} · completed {} · failed {}{}",
+            progress.scheduled,
+            progress.completed,
+            progress.failed,
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", failed.join(", "))
+            }
+        )
+    }
+
+    fn figures(&self, progress: &Progress, live: &LiveSnapshot) -> Table<'static> {
+        let ms = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.1}"));
+        let latency = |name: &str, p: &LivePercentiles| {
+            Row::new(vec![
+                name.to_string(),
+                ms(p.p50),
+                ms(p.p90),
+                ms(p.p99),
+                p.count.to_string(),
+            ])
+        };
         let rates = self.rates(progress);
         let counts = self.counts(progress, live);
         Table::new(

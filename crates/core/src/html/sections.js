@@ -100,7 +100,7 @@ function serverSection(report, st) {
     chart(grid, { title: "KV cache usage", x: "run time (s)", y: "% of KV blocks", xDomain: domain, series: [
       { name: "KV usage %", points: pick(series, "kv_cache_usage", 100), color: COLORS[3] }] });
   }
-  if (series.some(function (w) { return isNum(w.preemptions); })) {
+  if (series.some(function (w) { return isNum(w.preemptions) && w.preemptions > 0; })) {
     chart(grid, { title: "Preemptions per window", x: "run time (s)", y: "preemptions", xDomain: domain, series: [
       { name: "preemptions", points: pick(series, "preemptions"), color: COLORS[1], mode: "both" }] });
   }
