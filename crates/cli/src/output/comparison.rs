@@ -127,19 +127,19 @@ fn headline_text(out: &mut String, comparison: &Comparison) {
     let _ = writeln!(
         out,
         "  (step {}; significant = p < {} and a change of at least {:.0} %)",
-        h.step,
+        h.step + 1,
         t.alpha,
         t.min_effect * 100.0
     );
     let _ = writeln!(
         out,
-        "\n  {:<16}{:>12}{:>12}{:>11}{:>9}  {:<6}{:>9}  verdict",
+        "\n  {:<16}{:>13}{:>13}{:>11}{:>9}  {:<6}{:>9}  verdict",
         "figure", "A", "B", "Δ", "Δ %", "unit", "p-value"
     );
     for f in &h.figures {
         let _ = writeln!(
             out,
-            "  {:<16}{:>12}{:>12}{:>11}{:>9}  {:<6}{:>9}  {}",
+            "  {:<16}{:>13}{:>13}{:>11}{:>9}  {:<6}{:>9}  {}",
             f.name,
             headline_value(f.a, f.a_text.as_ref()),
             headline_value(f.b, f.b_text.as_ref()),
@@ -249,7 +249,9 @@ fn markdown_headline(out: &mut String, comparison: &Comparison) {
     let _ = writeln!(
         out,
         "**Verdict: {}** — {} (step {})\n",
-        h.verdict, h.summary, h.step
+        h.verdict,
+        h.summary,
+        h.step + 1
     );
     let _ = writeln!(
         out,

@@ -8,12 +8,13 @@ function headlineTable(box, labels, c) {
   var hl = c.headline;
   box.appendChild(h("p", { "class": "verdict " + hl.verdict.replace(/ /g, "-") }, [labels[1] + " against " + labels[0] + ": " + hl.verdict + ". " + hl.summary]));
   var rows = hl.figures.map(function (f) {
-    var value = function (v, t) { return t || (isNum(v) ? fmt(v) + (f.unit ? " " + f.unit : "") : "–"); };
+    var value = function (v, t) { return t || (isNum(v) ? fmt(v) : "–"); };
     var cls = f.verdict === "worse" ? "worse" : f.verdict === "better" ? "better" : "";
-    return [f.name, value(f.a, f.a_text), value(f.b, f.b_text), isNum(f.delta) ? (f.delta >= 0 ? "+" : "−") + fmt(Math.abs(f.delta)) : "–",
-      h("span", { "class": cls }, [signedPct(f.relative)]), pValue(f.p_value), h("span", { "class": cls, title: f.test }, [f.verdict])];
+    var verdict = f.verdict === "no significant change" ? "not significant" : f.verdict;
+    return [f.name + (f.unit ? " (" + f.unit + ")" : ""), value(f.a, f.a_text), value(f.b, f.b_text), isNum(f.delta) ? (f.delta >= 0 ? "+" : "−") + fmt(Math.abs(f.delta)) : "–",
+      h("span", { "class": cls }, [signedPct(f.relative)]), pValue(f.p_value), h("span", { "class": cls, title: f.test + (isNum(f.p_value) ? ", p = " + pValue(f.p_value) : "") }, [verdict])];
   });
-  box.appendChild(table(["figure", labels[0], labels[1], "Δ", "Δ %", "p-value", "verdict"], rows, [6]));
+  box.appendChild(table(["figure", labels[0], labels[1], "Δ", "Δ %", "p-value", "verdict"], rows, [6], [3, 5]));
   box.appendChild(h("p", { "class": "what" }, ["Significant = two-sided p < " + c.thresholds.alpha + " and a change of at least " +
     pct(c.thresholds.min_effect, 0) + ". Latency rows carry their distribution's test; throughput and goodput a Poisson rate test; errors a two-proportion test. Hover a verdict for its test. Step " +
     (hl.step + 1) + "."]));
@@ -26,7 +27,7 @@ function distributionTests(box, labels, c) {
       var cls = d.verdict === "regression" ? "worse" : d.verdict === "improvement" ? "better" : "";
       return [d.step + 1, d.metric.toUpperCase(), t.method === "mann_whitney" ? "Mann-Whitney U (journals)" : "bootstrap (quantile points)",
         t.n_a, t.n_b, t.median_a, t.median_b, signedPct(t.relative_shift), pValue(t.p_value), h("span", { "class": cls }, [d.verdict])];
-    }), [2]));
+    }), [2, 9], [2, 3, 4, 8]));
 }
 
 function everyFigure(box, labels, c) {
@@ -36,7 +37,7 @@ function everyFigure(box, labels, c) {
     var cls = "";
     if (isNum(m.relative) && m.lower_is_better !== null && Math.abs(m.relative) > 1e-9) cls = (m.relative < 0) === m.lower_is_better ? "better" : "worse";
     return [m.path.replace(/_/g, " "), m.a, m.b, m.delta, h("span", { "class": cls }, [signedPct(m.relative)]), m.unit];
-  })));
+  }), [], [3, 5]));
 }
 
 function overlaidSeries(runs, step) {
