@@ -1,8 +1,8 @@
 //! Whether a page is readable as drawn by headless Chromium at a desktop (1280 px) and a phone
 //! (390 px) width: no JSON object text among the visible text, no element wider than the
 //! viewport (tables that cannot fit scroll inside their own box, and that box must fit), every
-//! chart drawn with data. A full-page screenshot at each width is kept under
-//! `target/artifacts/reports/` (or `$GOODPUT_ARTIFACTS/reports/`) for review.
+//! chart drawn with data. A full-page screenshot at each width, and the page itself, are kept
+//! under `target/artifacts/reports/` (or `$GOODPUT_ARTIFACTS/reports/`) for review.
 //!
 //! Chromium will not make a window narrower than 500 px, so the page is drawn in an iframe of
 //! the exact width; an audit script appended to the page posts its findings to the frame.
@@ -133,6 +133,7 @@ fn attribute(dom: &str, name: &str) -> String {
 pub fn audit(page: &Path, name: &str, width: u32) -> Audit {
     let dir = tempfile::tempdir().unwrap();
     let html = std::fs::read_to_string(page).unwrap();
+    std::fs::write(artifacts().join(format!("{name}.html")), &html).unwrap();
     std::fs::write(
         dir.path().join("page.html"),
         html.replacen("</body>", AUDIT, 1),

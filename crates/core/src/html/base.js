@@ -54,7 +54,7 @@ function table(headers, rows, textColumns, optional) {
     if ((optional || []).indexOf(i) >= 0) list.push("opt");
     return list.length ? { "class": list.join(" ") } : {};
   };
-  var head = h("tr", {}, headers.map(function (x, i) { return h("th", cls(i), [x]); }));
+  var head = h("tr", {}, headers.map(function (x, i) { return h("th", cls(i, (textColumns || []).indexOf(i) >= 0 ? "text" : ""), [x]); }));
   var body = rows.map(function (row) {
     return h("tr", {}, row.map(function (cell, i) {
       var attrs = cls(i, (textColumns || []).indexOf(i) >= 0 ? "text" : "");
