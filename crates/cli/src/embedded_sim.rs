@@ -49,8 +49,21 @@ pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig
         config.agent.reasoning_tokens = tokens;
     }
     if let Some(probability) = args.sim_tool_calls {
+        if !offers_tools(args.extra_body.as_deref()) {
+            bail!(
+                "--sim-tool-calls applies to requests that offer tools; add them with \
+                 --extra-body '{{\"tools\": [...]}}'"
+            );
+        }
         config.agent.tool_call_probability = probability;
     }
     config.validate()?;
     Ok(config)
+}
+
+/// Whether `--extra-body` puts a `tools` list in every request.
+fn offers_tools(extra_body: Option<&str>) -> bool {
+    extra_body
+        .and_then(|body| serde_json::from_str::<serde_json::Value>(body).ok())
+        .is_some_and(|body| body.get("tools").is_some_and(serde_json::Value::is_array))
 }

@@ -114,14 +114,14 @@ pub(crate) struct WorkloadArgs {
         help_heading = "Workload"
     )]
     pub(crate) trace_rate_scale: Option<f64>,
-    /// Tokens per `hash_ids` block of a trace (Mooncake uses 512).
+    /// Tokens per `hash_ids` block of a trace (Mooncake uses 512) [default: 512].
     #[arg(
         long,
-        default_value_t = 512,
         value_name = "TOKENS",
+        requires = "trace",
         help_heading = "Workload"
     )]
-    pub(crate) trace_block_tokens: u32,
+    pub(crate) trace_block_tokens: Option<u32>,
     /// Skip invalid dataset or trace records (each is counted and the first one shown)
     /// instead of stopping at the first.
     #[arg(long, help_heading = "Workload")]
@@ -160,6 +160,9 @@ impl WorkloadArgs {
                      dataset is played as multi-turn sessions)"
                 );
             }
+        }
+        if self.skip_invalid && self.dataset.is_none() && self.trace.is_none() {
+            bail!("--skip-invalid applies to the records of a --dataset or --trace file");
         }
         if self.agent.is_some() && self.turns.is_none() {
             bail!("--agent applies to synthetic multi-turn sessions: add --turns");

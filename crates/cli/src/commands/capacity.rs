@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, bail};
 use goodput_core::capacity::early_stopping::probe_requests;
 use goodput_core::capacity::{
-    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, SearchConfig, find_capacity,
+    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, ProbeTiming, SearchConfig,
+    find_capacity,
 };
 use goodput_core::config::{LoadSpec, RunConfig, Warmup};
 use goodput_core::report::Warning;
@@ -163,6 +164,11 @@ async fn live(
         requests_per_probe: measured,
         accelerators,
         first_probe_step: steps.len(),
+        probe_timing: Some(ProbeTiming {
+            warmup: plan.warmup,
+            min_duration: plan.min_duration,
+            max_duration: plan.max_probe_duration,
+        }),
     });
     session.write_manifest()?;
     let searched = search_live(&mut session, &plan, search, quiet).await;

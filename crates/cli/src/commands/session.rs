@@ -389,8 +389,14 @@ pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint
 pub(crate) fn describe_simulator(config: &SimConfig) -> String {
     match &config.engine {
         EngineConfig::Batching(b) => format!(
-            "embedded simulator ({} on {}×{}, time scale {})",
-            b.model.name, b.tensor_parallel, b.gpu.name, config.time_scale
+            "embedded simulator ({}, {} weights, {} KV, on {}×{}, {} policy, time scale {})",
+            b.model.name,
+            format!("{:?}", b.model.weight_dtype).to_lowercase(),
+            format!("{:?}", b.model.kv_dtype).to_lowercase(),
+            b.tensor_parallel,
+            b.gpu.name,
+            b.policy.name(),
+            config.time_scale
         ),
         EngineConfig::Fixed(f) => format!(
             "embedded simulator (fixed timing: ttft {:?}, itl {:?}, {} slots)",

@@ -28,6 +28,9 @@ use crate::args::workload::{
     DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DatasetFormatArg, TraceFormatArg, WorkloadArgs,
 };
 
+/// Tokens per `hash_ids` block when --trace-block-tokens is not given (Mooncake's).
+const DEFAULT_TRACE_BLOCK_TOKENS: u32 = 512;
+
 /// A workload ready to run.
 pub(crate) struct BuiltWorkload {
     /// What to send.
@@ -308,7 +311,9 @@ async fn trace_workload(
     let options = ReplayOptions {
         time_scale: flags.trace_time_scale.unwrap_or(1.0),
         rate_scale: flags.trace_rate_scale.unwrap_or(1.0),
-        block_tokens: flags.trace_block_tokens,
+        block_tokens: flags
+            .trace_block_tokens
+            .unwrap_or(DEFAULT_TRACE_BLOCK_TOKENS),
     };
     options.validate().map_err(anyhow::Error::msg)?;
     let format = flags.trace_format.map(|format| match format {

@@ -12,6 +12,8 @@ pub mod prober;
 pub mod search;
 pub mod watch;
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 pub use probe::{Criteria, Outcome, Probe};
@@ -95,6 +97,23 @@ pub struct CapacityPlan {
     pub accelerators: Option<u32>,
     /// Steps before the first probe (a calibration run).
     pub first_probe_step: usize,
+    /// How long each probe warmed up and ran (absent in manifests older than this field).
+    #[serde(default)]
+    pub probe_timing: Option<ProbeTiming>,
+}
+
+/// How long each probe of a search warms up and runs, in target time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeTiming {
+    /// Warmup before each probe (at least 20 requests are warmed up either way).
+    #[serde(with = "crate::units::serde_ms")]
+    pub warmup: Duration,
+    /// Shortest measurement of a rate probe.
+    #[serde(with = "crate::units::serde_ms")]
+    pub min_duration: Duration,
+    /// Longest a probe may run.
+    #[serde(with = "crate::units::serde_ms")]
+    pub max_duration: Duration,
 }
 
 impl CapacityPlan {

@@ -1,0 +1,355 @@
+//! The probes: for each subcommand, one or more variants (a base command line and the probes
+//! judged against it). Every flag `--help` lists must be probed in some variant.
+
+use super::Expect::{At, OnTerminal, Refused};
+use super::{Probe, probe, probe_without};
+
+/// A subcommand under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sub {
+    Run,
+    Sweep,
+    Capacity,
+}
+
+impl Sub {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Sub::Run => "run",
+            Sub::Sweep => "sweep",
+            Sub::Capacity => "capacity",
+        }
+    }
+}
+
+/// A base command line and the probes judged against it.
+#[derive(Debug, Clone)]
+pub(crate) struct Variant {
+    pub(crate) base: Vec<String>,
+    pub(crate) probes: Vec<Probe>,
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|a| a.to_string()).collect()
+}
+
+const SMALL: [&str; 9] = [
+    "--quiet",
+    "--seed",
+    "7",
+    "--input-tokens",
+    "32",
+    "--output-tokens",
+    "4",
+    "--out",
+    "{out}",
+];
+
+/// Base flags a dataset or trace replaces.
+const LENGTHS: &[&str] = &["--input-tokens", "--output-tokens"];
+
+/// Base flags a trace replaces (it sets every arrival time too).
+const REPLAY: &[&str] = &["--input-tokens", "--output-tokens", "--rate"];
+
+/// An agentic session shape.
+const AGENT: &[&str] = &["--agent", "tool-prob=1,tool-latency=1ms,result-tokens=4"];
+
+/// A request body offering one tool.
+const TOOLS: &str = r#"{"tools": [{"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}]}"#;
+
+/// The variants of a subcommand.
+pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
+    let load: &[&str] = match sub {
+        Sub::Run => &["--requests", "6", "--rate", "50"],
+        Sub::Sweep => &["--requests", "4", "--rate-steps", "20,40"],
+        Sub::Capacity => &[
+            "--slo",
+            "ttft=2s",
+            "--start",
+            "50",
+            "--max-probes",
+            "1",
+            "--probe-requests",
+            "20",
+            "--probe-warmup",
+            "0s",
+            "--probe-min-duration",
+            "300ms",
+            "--attainment",
+            "0.5",
+            "--confidence",
+            "0.5",
+        ],
+    };
+    let base = |extra: &[&str]| {
+        let mut all = args(&[sub.name()]);
+        if sub == Sub::Run {
+            all.push("--no-live".to_string());
+        }
+        all.extend(args(&SMALL));
+        all.extend(args(load));
+        all.extend(args(extra));
+        all
+    };
+    vec![
+        Variant {
+            base: base(&["--target", "{url}", "--model", "m"]),
+            probes: wire_probes(sub),
+        },
+        Variant {
+            base: base(&[]),
+            probes: sim_probes(sub),
+        },
+    ]
+}
+
+/// Flags whose effect is on the requests sent, or on the client's bookkeeping.
+fn wire_probes(sub: Sub) -> Vec<Probe> {
+    // A trace sets every arrival: only `run` replays one.
+    let replay = |expect| {
+        if sub == Sub::Run {
+            expect
+        } else {
+            Refused("--trace")
+        }
+    };
+    let mut probes = vec![
+        probe_without("--target", &["--target", "--model"], At("/wire")),
+        probe("--api", &["--api", "completions"], At("/wire")),
+        probe("--model", &["--model", "other"], At("/wire")),
+        probe("--no-stream", &["--no-stream"], At("/wire")),
+        probe("--header", &["--header", "x-probe:1"], At("/wire")),
+        probe("--api-key", &["--api-key", "secret"], At("/wire")),
+        probe(
+            "--extra-body",
+            &["--extra-body", r#"{"temperature":0.5}"#],
+            At("/wire"),
+        ),
+        probe("--no-ignore-eos", &["--no-ignore-eos"], At("/wire")),
+        probe(
+            "--no-continuous-usage",
+            &["--no-continuous-usage"],
+            At("/wire"),
+        ),
+        probe(
+            "--tokenizer",
+            &["--tokenizer", "o200k_base"],
+            At("/run_json"),
+        ),
+        probe("--input-tokens", &["--input-tokens", "64"], At("/wire")),
+        probe("--output-tokens", &["--output-tokens", "8"], At("/wire")),
+        probe(
+            "--shared-prefix",
+            &["--shared-prefix", "groups=2,tokens=16"],
+            At("/wire"),
+        ),
+        probe("--turns", &["--turns", "2"], At("/wire")),
+        probe(
+            "--think-time",
+            &["--think-time", "20ms"],
+            Refused("--turns"),
+        ),
+        probe(
+            "--think-time",
+            &["--turns", "2", "--think-time", "20ms"],
+            At("/run_json"),
+        )
+        .against(&["--turns", "2"]),
+        probe("--agent", AGENT, Refused("--turns")),
+        probe("--agent", &[&["--turns", "2"], AGENT].concat(), At("/wire"))
+            .against(&["--turns", "2"]),
+        probe("--dataset", &["--dataset", "{dataset}"], At("/wire")).without(LENGTHS),
+        probe(
+            "--dataset-format",
+            &["--dataset", "{dataset}", "--dataset-format", "sharegpt"],
+            Refused(""),
+        )
+        .without(LENGTHS),
+        probe("--trace", &["--trace", "{trace}"], replay(At("/wire"))).without(REPLAY),
+        probe(
+            "--trace-format",
+            &["--trace", "{trace}", "--trace-format", "azure"],
+            Refused(""),
+        )
+        .without(REPLAY),
+        probe(
+            "--trace-time-scale",
+            &["--trace-time-scale", "2"],
+            Refused("--trace"),
+        ),
+        probe(
+            "--trace-time-scale",
+            &["--trace", "{trace}", "--trace-time-scale", "2"],
+            replay(At("/run_json")),
+        )
+        .without(REPLAY)
+        .against(&["--trace", "{trace}"]),
+        probe(
+            "--trace-rate-scale",
+            &["--trace-rate-scale", "2"],
+            Refused("--trace"),
+        ),
+        probe(
+            "--trace-rate-scale",
+            &["--trace", "{trace}", "--trace-rate-scale", "2"],
+            replay(At("/run_json")),
+        )
+        .without(REPLAY)
+        .against(&["--trace", "{trace}"]),
+        probe(
+            "--trace-block-tokens",
+            &["--trace-block-tokens", "16"],
+            Refused("--trace"),
+        ),
+        probe(
+            "--trace-block-tokens",
+            &["--trace", "{mooncake}", "--trace-block-tokens", "16"],
+            replay(At("/wire")),
+        )
+        .without(REPLAY)
+        .against(&["--trace", "{mooncake}"]),
+        probe("--skip-invalid", &["--skip-invalid"], Refused("--dataset")),
+        probe(
+            "--skip-invalid",
+            &["--dataset", "{bad}", "--skip-invalid"],
+            At("/code"),
+        )
+        .without(LENGTHS)
+        .against(&["--dataset", "{bad}"]),
+        probe(
+            "--length-buckets",
+            &["--length-buckets", "16,64"],
+            At("/report_settings"),
+        ),
+        probe("--slo", &["--slo", "ttft=1s"], At("/run_json")),
+        probe("--seed", &["--seed", "8"], At("/wire")),
+        probe("--window", &["--window", "500ms"], At("/run_json")),
+        probe("--time-scale", &["--time-scale", "2"], At("/run_json")),
+        probe(
+            "--max-error-rate",
+            &["--dataset", "{failing}", "--max-error-rate", "0.01"],
+            At("/code"),
+        )
+        .without(LENGTHS)
+        .against(&["--dataset", "{failing}"]),
+        probe("--warmup", &["--warmup", "0"], At("/run_json")),
+        probe(
+            "--request-timeout",
+            &["--request-timeout", "9s"],
+            At("/run_json"),
+        ),
+        probe(
+            "--no-progress-timeout",
+            &["--no-progress-timeout", "9s"],
+            At("/run_json"),
+        ),
+        probe_without("--out", &["--out"], At("/files")),
+        probe("--json", &["--json"], At("/stdout")),
+        probe_without("--quiet", &["--quiet"], At("/stderr")),
+        probe("--tag", &["--tag", "team=a"], At("/run_json")),
+        probe("--gate", &["--gate", "{gate}"], At("/code")),
+        probe("--store", &["--store", "{out}/history.db"], At("/files")),
+        probe(
+            "--metrics-url",
+            &["--metrics-url", "{url}/elsewhere/metrics"],
+            At("/wire"),
+        ),
+        probe("--no-metrics", &["--no-metrics"], At("/wire")),
+    ];
+    probes.extend(super::load::probes(sub));
+    probes
+}
+
+/// Flags about the embedded simulator and the server-side figures, judged on the simulator.
+fn sim_probes(sub: Sub) -> Vec<Probe> {
+    let mut probes = super::load::sim_probes(sub);
+    probes.extend([
+        if sub == Sub::Run {
+            probe("--no-live", &["--no-live"], OnTerminal).without(&["--no-live"])
+        } else {
+            probe("--no-live", &["--no-live"], Refused("live view"))
+        },
+        probe("--sim-config", &["--sim-config", "{sim}"], At("/run_json")),
+        probe(
+            "--sim-model",
+            &["--sim-model", "llama-3.1-70b", "--sim-tp", "4"],
+            At("/run_json"),
+        )
+        .against(&["--sim-tp", "4"]),
+        probe("--sim-gpu", &["--sim-gpu", "h200"], At("/run_json")),
+        probe(
+            "--sim-reasoning-tokens",
+            &["--sim-reasoning-tokens", "4"],
+            At("/report"),
+        ),
+        probe(
+            "--sim-tool-calls",
+            &["--sim-tool-calls", "1"],
+            Refused("tools"),
+        ),
+        probe(
+            "--sim-tool-calls",
+            &["--extra-body", TOOLS, "--sim-tool-calls", "1"],
+            At("/report"),
+        )
+        .against(&["--extra-body", TOOLS]),
+        probe("--sim-tp", &["--sim-tp", "2"], At("/run_json")),
+        probe("--sim-dtype", &["--sim-dtype", "fp8"], At("/run_json")),
+        probe(
+            "--sim-kv-dtype",
+            &["--sim-kv-dtype", "fp8"],
+            At("/run_json"),
+        ),
+        probe("--sim-engine", &["--sim-engine", "sglang"], At("/run_json")),
+        probe(
+            "--metrics-interval",
+            &["--metrics-interval", "50ms"],
+            At("/report_settings"),
+        ),
+        probe(
+            "--model-spec",
+            &["--model-spec", "llama-3.1-70b"],
+            Refused("--gpu"),
+        ),
+        probe(
+            "--model-spec",
+            &[
+                "--model-spec",
+                "llama-3.1-70b",
+                "--gpu",
+                "h100",
+                "--tp",
+                "4",
+                "--accelerators",
+                "4",
+            ],
+            At("/analysis"),
+        ),
+        probe("--gpu", &["--gpu", "a100-80g"], Refused("--model-spec")),
+        probe(
+            "--gpu",
+            &["--model-spec", "llama-3.1-8b", "--gpu", "a100-80g"],
+            At("/analysis"),
+        ),
+        probe("--accelerators", &["--accelerators", "2"], At("/analysis")),
+        probe("--tp", &["--tp", "2"], At("/run_json")),
+        probe(
+            "--gpu-memory-utilization",
+            &["--gpu-memory-utilization", "0.5"],
+            At("/analysis"),
+        ),
+        probe(
+            "--gpu-hour-cost",
+            &["--gpu-hour-cost", "2"],
+            At("/analysis"),
+        ),
+        probe("--watts", &["--watts", "500"], At("/analysis")),
+        probe("--spec-k", &["--spec-k", "2"], At("/analysis")),
+        probe(
+            "--spec-draft-cost",
+            &["--spec-k", "2", "--spec-draft-cost", "0.2"],
+            At("/analysis"),
+        ),
+    ]);
+    probes
+}
