@@ -43,12 +43,13 @@ pub(crate) const MIN_COLUMNS: u16 = 72;
 pub(crate) const MIN_ROWS: u16 = 24;
 
 /// Whether the live view can run: stderr and stdin are terminals at least
-/// [`MIN_COLUMNS`]×[`MIN_ROWS`] large.
+/// [`MIN_COLUMNS`]×[`MIN_ROWS`] large (or of a size the terminal does not report).
 pub(crate) fn available() -> bool {
     std::io::stderr().is_terminal()
         && std::io::stdin().is_terminal()
-        && ratatui::crossterm::terminal::size()
-            .is_ok_and(|(columns, rows)| columns >= MIN_COLUMNS && rows >= MIN_ROWS)
+        && ratatui::crossterm::terminal::size().is_ok_and(|(columns, rows)| {
+            (columns, rows) == (0, 0) || (columns >= MIN_COLUMNS && rows >= MIN_ROWS)
+        })
 }
 
 /// A running live view.
