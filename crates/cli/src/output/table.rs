@@ -53,7 +53,9 @@ pub(crate) fn render(report: &Report, details: bool) -> String {
         if let Some(capacity) = &report.capacity {
             super::steps::render_capacity(&mut out, capacity);
         }
-        if let Some(index) = super::steps::featured_step(report) {
+        // With --details, the last step stands in when no step is featured (no load passed).
+        let last = report.steps.len().checked_sub(1).filter(|_| details);
+        if let Some(index) = super::steps::featured_step(report).or(last) {
             let _ = writeln!(
                 out,
                 "\nStep {} in detail (every step is in report.json)",
