@@ -38,8 +38,9 @@ function fmt(v, digits) {
   if (Number.isInteger(v)) return v.toLocaleString("en-US");
   return v.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 });
 }
-function pct(fraction, digits) { return isNum(fraction) ? fmt(fraction * 100, digits === undefined ? 1 : digits) + " %" : "–"; }
-function signedPct(fraction) { return isNum(fraction) ? (fraction >= 0 ? "+" : "−") + fmt(Math.abs(fraction) * 100, 1) + " %" : "–"; }
+// Percentages keep their sign with the number (a no-break space before "%").
+function pct(fraction, digits) { return isNum(fraction) ? fmt(fraction * 100, digits === undefined ? 1 : digits) + "\u00a0%" : "–"; }
+function signedPct(fraction) { return isNum(fraction) ? (fraction >= 0 ? "+" : "−") + fmt(Math.abs(fraction) * 100, 1) + "\u00a0%" : "–"; }
 function get(obj, path) {
   return path.split(".").reduce(function (o, k) { return o === null || o === undefined ? undefined : o[k]; }, obj);
 }

@@ -14,10 +14,11 @@ function capacitySection(report) {
   box.appendChild(h("p", {}, ["SLO " + c.slo + ": " + pct(c.attainment_target, 1) + " of requests within every threshold, each verdict at " +
     pct(c.confidence, 0) + " confidence, " + c.requests_per_probe + " measured requests per probe."]));
   cards(box, [
-    { label: "goodput at capacity", value: fmt(c.goodput_at_capacity_per_sec, 2) + " req/s" },
-    { label: "DistServe goodput", value: fmt(c.distserve_goodput_per_sec, 2) + " req/s" },
-    { label: "accelerators", value: fmt(c.accelerators) },
-    { label: "capacity per accelerator", value: isNum(c.per_accelerator) ? fmt(c.per_accelerator, 2) + unit : "–" }]);
+    { label: "goodput at capacity", value: fmt(c.goodput_at_capacity_per_sec, 2) + " req/s", has: c.goodput_at_capacity_per_sec },
+    { label: "DistServe goodput", value: fmt(c.distserve_goodput_per_sec, 2) + " req/s", has: c.distserve_goodput_per_sec },
+    { label: "accelerators", value: fmt(c.accelerators), has: c.accelerators },
+    { label: "capacity per accelerator", value: fmt(c.per_accelerator, 2) + unit, has: c.per_accelerator }
+  ].filter(function (card) { return isNum(card.has); }));
   var probes = c.probes || [];
   var points = function (outcome) {
     return probes.filter(function (p) { return (p.outcome === "pass") === outcome; })
