@@ -103,6 +103,11 @@ fn the_html_report_draws_every_chart_with_data_in_headless_chromium() {
         attribute_of(&dom, "render-status", "data-charts-with-data").as_deref(),
         Some(drawn.as_str())
     );
+    assert_eq!(
+        attribute_of(&dom, "render-status", "data-charts-without-data").as_deref(),
+        Some("0"),
+        "a one-step run has the data of every chart the page would draw"
+    );
     assert!(dom.contains("class=\"bar\""), "buckets are drawn with bars");
     for section in [
         "warnings", "summary", "latency", "buckets", "server", "metadata",

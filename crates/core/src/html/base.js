@@ -1,11 +1,12 @@
 // goodput page renderer, part 1: DOM helpers, number formatting, tables, figure cards and
 // inline SVG charts. No network, no libraries. Every chart records its point count
-// (data-points) and the page records how many charts it drew and how many had data in
-// #render-status (checked by the headless-browser tests).
+// (data-points); a chart without any data is not drawn. The page records how many charts it
+// drew, how many had data and how many it left out in #render-status (checked by the
+// headless-browser tests).
 "use strict";
 var SVG = "http://www.w3.org/2000/svg";
 var COLORS = ["#2f6fdf", "#d9480f", "#2b8a3e", "#862e9c", "#e67700", "#0b7285", "#c2255c", "#5c940d"];
-var stats = { drawn: 0, withData: 0 };
+var stats = { drawn: 0, withData: 0, skipped: 0 };
 
 function h(tag, attrs, children) {
   var node = document.createElement(tag);
@@ -151,11 +152,13 @@ function chart(parent, opts) {
   }).filter(function (se) { return se.points.length || !opts.dropEmpty; });
   var all = [].concat.apply([], series.map(function (se) { return se.points; }));
   svg.setAttribute("data-points", String(all.length));
-  stats.drawn += 1;
   if (!all.length) {
-    text(svg, W / 2, H / 2, "no data", { "text-anchor": "middle", "class": "empty" });
-    return svg;
+    // Nothing to draw (the report lacks the series): no empty frame, just a count.
+    parent.removeChild(box);
+    stats.skipped += 1;
+    return null;
   }
+  stats.drawn += 1;
   stats.withData += 1;
   var xs = all.map(function (p) { return p[0]; }), ys = all.map(function (p) { return p[1]; });
   var x0 = opts.xMin0 === false ? Math.min.apply(null, xs) : Math.min(0, Math.min.apply(null, xs));

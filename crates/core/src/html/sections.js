@@ -205,6 +205,9 @@ function main() {
   try {
     var data = JSON.parse(document.getElementById("goodput-data").textContent);
     if (data.mode === "compare") comparePage(data); else reportPage(data.report);
+    Array.prototype.forEach.call(document.querySelectorAll(".grid"), function (grid) {
+      if (!grid.children.length) grid.parentNode.replaceChild(h("p", { "class": "empty" }, ["The report has no data for these charts."]), grid);
+    });
     status.textContent = "charts drawn: " + stats.drawn + ", with data: " + stats.withData;
   } catch (e) {
     status.textContent = "render error: " + e;
@@ -212,4 +215,5 @@ function main() {
   }
   status.setAttribute("data-charts", String(stats.drawn));
   status.setAttribute("data-charts-with-data", String(stats.withData));
+  status.setAttribute("data-charts-without-data", String(stats.skipped));
 }
