@@ -64,3 +64,21 @@ pub(crate) fn summary_format(
     }
     Ok(format)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_format_and_details_reconcile() {
+        let text = SummaryFormat::Text;
+        assert_eq!(summary_format(false, text, true).ok(), Some(text));
+        assert_eq!(
+            summary_format(true, text, false).ok(),
+            Some(SummaryFormat::Json)
+        );
+        assert!(summary_format(true, SummaryFormat::Markdown, false).is_err());
+        assert!(summary_format(false, SummaryFormat::Markdown, true).is_err());
+        assert!(summary_format(true, text, true).is_err());
+    }
+}
