@@ -70,7 +70,7 @@ function table(headers, rows, textColumns, optional) {
 function barCell(value, max, label, second) {
   var bar = function (v, cls) {
     var width = isNum(v) && max > 0 ? Math.max(0, Math.min(100, 100 * v / max)) : 0;
-    return h("span", { "class": "bar" + (cls || ""), style: "width:" + width.toFixed(1) + "%" });
+    return h("span", { "class": "bar" + (cls || ""), style: "width:" + width.toFixed(1) + "%" + (width > 0 ? "" : ";min-width:0") });
   };
   var td = h("td", { "class": "bar-cell", title: label || "" }, [bar(value)]);
   if (second !== undefined) td.appendChild(bar(second, " b"));
