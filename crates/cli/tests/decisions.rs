@@ -94,30 +94,7 @@ fn compare_flags_a_20_percent_ttft_regression_and_not_an_identical_rerun_and_his
         "same workload and load"
     );
 
-    let headline = &regression["headline"];
-    assert_eq!(headline["verdict"], "regression", "{headline}");
-    let figure = |h: &Value, name: &str| {
-        h["figures"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["name"] == name)
-            .unwrap()
-            .clone()
-    };
-    assert_eq!(figure(headline, "TTFT p50")["verdict"], "worse");
-    assert_eq!(
-        figure(headline, "throughput")["verdict"],
-        "no significant change",
-        "the same offered load completes the same requests"
-    );
-    assert!(
-        headline["summary"]
-            .as_str()
-            .unwrap()
-            .starts_with("Worse: TTFT p50 +"),
-        "{headline}"
-    );
+    assert_headline(&regression["headline"]);
 
     let same = compare_json(&base, &rerun);
     assert_eq!(same["headline"]["verdict"], "no significant change");
@@ -147,6 +124,33 @@ fn compare_flags_a_20_percent_ttft_regression_and_not_an_identical_rerun_and_his
 
     assert_text_formats(&base, &slower);
     assert_history(&store);
+}
+
+/// The headline of a 20 % TTFT regression at the same load.
+fn assert_headline(headline: &Value) {
+    assert_eq!(headline["verdict"], "regression", "{headline}");
+    let figure = |h: &Value, name: &str| {
+        h["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(figure(headline, "TTFT p50")["verdict"], "worse");
+    assert_eq!(
+        figure(headline, "throughput")["verdict"],
+        "no significant change",
+        "the same offered load completes the same requests"
+    );
+    assert!(
+        headline["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("Worse: TTFT p50 +"),
+        "{headline}"
+    );
 }
 
 fn assert_text_formats(base: &Path, slower: &Path) {
@@ -204,7 +208,12 @@ fn assert_text_formats(base: &Path, slower: &Path) {
         details.contains("Mann-Whitney U (journals)") && details.contains("latency_ms.ttft.p50"),
         "every figure side by side: {details}"
     );
-    let dom = support::rendered_dom(&page);
+    assert_page_and_more_runs(base, slower, &page);
+}
+
+/// The `--html` page (audited at both widths), the other formats, three runs, misuse.
+fn assert_page_and_more_runs(base: &Path, slower: &Path, page: &Path) {
+    let dom = support::rendered_dom(page);
     for section in [
         "summary",
         "distributions",
@@ -222,7 +231,7 @@ fn assert_text_formats(base: &Path, slower: &Path) {
         dom.contains("slower against base: regression"),
         "the verdict names the runs"
     );
-    support::layout::assert_readable(&page, "compare");
+    support::layout::assert_readable(page, "compare");
     for format in ["markdown", "html"] {
         let output = goodput()
             .args([
@@ -241,6 +250,10 @@ fn assert_text_formats(base: &Path, slower: &Path) {
                 .contains("regression")
         );
     }
+    assert_three_runs_and_misuse(base, slower);
+}
+
+fn assert_three_runs_and_misuse(base: &Path, slower: &Path) {
     let three = goodput()
         .args([
             "compare",

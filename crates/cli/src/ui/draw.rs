@@ -29,6 +29,22 @@ pub(crate) struct Plan {
     pub(crate) max_requests: Option<u64>,
 }
 
+/// The title and load lines above the boxes.
+fn header(plan: &Plan) -> Paragraph<'static> {
+    Paragraph::new(vec![
+        Line::from(Span::styled(
+            plan.title.clone(),
+            Style::default().add_modifier(Modifier::BOLD),
+        )),
+        Line::from(plan.load.clone()),
+    ])
+    .block(
+        Block::default()
+            .borders(Borders::BOTTOM)
+            .title(" goodput run "),
+    )
+}
+
 /// Seconds over which rates are averaged.
 const RATE_WINDOW: Duration = Duration::from_secs(5);
 
@@ -103,19 +119,7 @@ impl Screen {
             Constraint::Min(0),
         ])
         .split(area);
-        let header = Paragraph::new(vec![
-            Line::from(Span::styled(
-                plan.title.clone(),
-                Style::default().add_modifier(Modifier::BOLD),
-            )),
-            Line::from(plan.load.clone()),
-        ])
-        .block(
-            Block::default()
-                .borders(Borders::BOTTOM)
-                .title(" goodput run "),
-        );
-        frame.render_widget(header, areas[0]);
+        frame.render_widget(header(plan), areas[0]);
         let bar_width = usize::from(areas[1].width.saturating_sub(2));
         frame.render_widget(self.progress_box(plan, &progress, bar_width), areas[1]);
         frame.render_widget(self.figures(&progress, live), areas[2]);

@@ -69,6 +69,41 @@ pub(super) fn headline(
     distributions: &[DistributionChange],
     thresholds: Thresholds,
 ) -> Headline {
+    let figures = figures(a, b, step, distributions, thresholds);
+    let worse: Vec<String> = changed(&figures, "worse");
+    let better: Vec<String> = changed(&figures, "better");
+    let (verdict, summary) = match (worse.is_empty(), better.is_empty()) {
+        (true, true) => (
+            "no significant change",
+            "No headline figure changed significantly.".to_string(),
+        ),
+        (false, true) => ("regression", format!("Worse: {}.", worse.join(", "))),
+        (true, false) => ("improvement", format!("Better: {}.", better.join(", "))),
+        (false, false) => (
+            "mixed",
+            format!(
+                "Worse: {}. Better: {}.",
+                worse.join(", "),
+                better.join(", ")
+            ),
+        ),
+    };
+    Headline {
+        step,
+        verdict,
+        summary,
+        figures,
+    }
+}
+
+/// The headline figures of `step`, in reading order.
+fn figures(
+    a: &Value,
+    b: &Value,
+    step: usize,
+    distributions: &[DistributionChange],
+    thresholds: Thresholds,
+) -> Vec<HeadlineFigure> {
     let (sa, sb) = (&a["steps"][step], &b["steps"][step]);
     let mut figures = vec![
         rate_figure(
@@ -107,30 +142,7 @@ pub(super) fn headline(
     for figure in &mut figures {
         figure.path = format!("steps[{step}].{}", figure.path);
     }
-    let worse: Vec<String> = changed(&figures, "worse");
-    let better: Vec<String> = changed(&figures, "better");
-    let (verdict, summary) = match (worse.is_empty(), better.is_empty()) {
-        (true, true) => (
-            "no significant change",
-            "No headline figure changed significantly.".to_string(),
-        ),
-        (false, true) => ("regression", format!("Worse: {}.", worse.join(", "))),
-        (true, false) => ("improvement", format!("Better: {}.", better.join(", "))),
-        (false, false) => (
-            "mixed",
-            format!(
-                "Worse: {}. Better: {}.",
-                worse.join(", "),
-                better.join(", ")
-            ),
-        ),
-    };
-    Headline {
-        step,
-        verdict,
-        summary,
-        figures,
-    }
+    figures
 }
 
 fn changed(figures: &[HeadlineFigure], verdict: &str) -> Vec<String> {
