@@ -52,8 +52,17 @@ function header(report, title) {
 function warnings(list, title, none) {
   var box = section(title || "Warnings", "warnings", "What in the run undermines its numbers, and how to fix it.");
   if (!list || !list.length) { box.appendChild(h("p", { "class": "empty" }, [none || "None: nothing in the run undermines its numbers."])); return; }
-  box.appendChild(h("ul", { "class": "warnings" }, list.map(function (w) {
-    return h("li", {}, [h("code", {}, [w.code]), " " + w.message + " ", h("span", { "class": "fix" }, ["→ " + w.fix])]);
+  // One item per kind of warning: its first occurrence, the others (other steps) folded.
+  var groups = [];
+  list.forEach(function (w) {
+    var g = groups.find(function (x) { return x[0].code === w.code; });
+    if (g) g.push(w); else groups.push([w]);
+  });
+  box.appendChild(h("ul", { "class": "warnings" }, groups.map(function (g) {
+    var w = g[0];
+    var more = g.length > 1 ? h("details", {}, [h("summary", {}, [(g.length - 1) + " more like it"]),
+      h("ul", {}, g.slice(1).map(function (x) { return h("li", {}, [x.message]); }))]) : null;
+    return h("li", {}, [h("code", {}, [w.code]), " " + w.message + " ", h("span", { "class": "fix" }, ["→ " + w.fix]), more]);
   })));
 }
 
