@@ -64,9 +64,16 @@ pub(crate) struct ReportArgs {
     /// Write `report.json` into this directory (default: print only).
     #[arg(long)]
     pub(crate) out: Option<PathBuf>,
-    /// Print the report as JSON instead of the summary table.
+    /// Print the report as JSON instead of the summary table (= --format json).
     #[arg(long)]
     pub(crate) json: bool,
+    /// What is printed on stdout: the terminal summary, the report as JSON, or Markdown tables.
+    #[arg(long, value_enum, default_value_t)]
+    pub(crate) format: crate::args::reporting::SummaryFormat,
+    /// Terminal summary: also show the sections beyond the first screen (see `goodput run
+    /// --help`).
+    #[arg(long)]
+    pub(crate) details: bool,
     /// Record the rebuilt report in this SQLite history store.
     #[arg(long, value_name = "DB")]
     pub(crate) store: Option<PathBuf>,

@@ -80,6 +80,12 @@ fn a_concurrency_sweep_finds_the_knee_at_the_slot_count_and_rebuilds_from_the_jo
         page.contains("Knee at step 3 (concurrency 4)"),
         "the HTML report states the knee"
     );
+    let titles: Vec<String> = support::charts(&page).into_iter().map(|(t, _)| t).collect();
+    assert!(
+        titles.iter().any(|t| t == "Goodput vs load"),
+        "several steps draw the curves: {titles:?}"
+    );
+    support::layout::assert_readable(&out.join("report.html"), "sweep");
 
     let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     assert_eq!(journal.lines().count(), 4 * 90);
@@ -149,6 +155,12 @@ fn a_live_capacity_search_stays_within_the_physical_limit_and_rebuilds_from_the_
         page.contains("Highest sustainable load: "),
         "the HTML report states the verdict"
     );
+    let probes = support::charts(&page)
+        .into_iter()
+        .find(|(t, _)| t == "Probes on the load axis")
+        .unwrap();
+    assert_eq!(probes.1, steps, "one point per probe");
+    support::layout::assert_readable(&out.join("report.html"), "capacity");
 }
 
 #[test]

@@ -30,6 +30,7 @@ fn a_run_against_the_embedded_simulator_reports_server_utilisation_and_cost() {
     let (stdout, _) = run_ok(goodput().args([
         "run",
         "--quiet",
+        "--details",
         "--rate",
         "4",
         "--duration",

@@ -34,7 +34,15 @@ fn run(dir: &Path, args: &[&str]) -> Value {
     let out = dir.join("out");
     let sim = fixed_sim(dir);
     let output = goodput()
-        .args(["run", "--quiet", "--seed", "5", "--sim-config", &sim])
+        .args([
+            "run",
+            "--quiet",
+            "--details",
+            "--seed",
+            "5",
+            "--sim-config",
+            &sim,
+        ])
         .args(["--out", out.to_str().unwrap()])
         .args(args)
         .output()

@@ -94,7 +94,10 @@ fn compare_flags_a_20_percent_ttft_regression_and_not_an_identical_rerun_and_his
         "same workload and load"
     );
 
+    assert_headline(&regression["headline"]);
+
     let same = compare_json(&base, &rerun);
+    assert_eq!(same["headline"]["verdict"], "no significant change");
     for metric in ["ttft", "tpot", "e2e"] {
         assert_eq!(
             verdict(&same, metric)["verdict"],
@@ -123,26 +126,112 @@ fn compare_flags_a_20_percent_ttft_regression_and_not_an_identical_rerun_and_his
     assert_history(&store);
 }
 
+/// The headline of a 20 % TTFT regression at the same load.
+fn assert_headline(headline: &Value) {
+    assert_eq!(headline["verdict"], "regression", "{headline}");
+    let figure = |h: &Value, name: &str| {
+        h["figures"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(figure(headline, "TTFT p50")["verdict"], "worse");
+    assert_eq!(
+        figure(headline, "throughput")["verdict"],
+        "no significant change",
+        "the same offered load completes the same requests"
+    );
+    assert!(
+        headline["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("Worse: TTFT p50 +"),
+        "{headline}"
+    );
+}
+
 fn assert_text_formats(base: &Path, slower: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("compare.html");
     let text = goodput()
         .args([
             "compare",
             base.to_str().unwrap(),
             slower.to_str().unwrap(),
             "--fail-on-regression",
+            "--html",
+            page.to_str().unwrap(),
         ])
         .output()
         .unwrap();
     assert_eq!(text.status.code(), Some(1), "--fail-on-regression");
     let text = String::from_utf8(text.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
     assert!(
-        text.contains("Mann-Whitney U (journals)") && text.contains("regression"),
-        "{text}"
+        lines[2].starts_with("Verdict: regression — Worse: TTFT p50"),
+        "the verdict leads: {text}"
+    );
+    for figure in [
+        "throughput",
+        "goodput",
+        "TTFT p99",
+        "TPOT p50",
+        "E2E p99",
+        "error rate",
+        "stability",
+    ] {
+        assert!(text.contains(figure), "headline figure {figure}: {text}");
+    }
+    assert!(
+        lines.len() <= 30,
+        "one screen: {} lines\n{text}",
+        lines.len()
     );
     assert!(
-        text.contains("latency_ms.ttft.p50"),
-        "every figure side by side: {text}"
+        !text.contains("latency_ms.ttft.p50"),
+        "every figure only with --details"
     );
+    let details = goodput()
+        .args([
+            "compare",
+            base.to_str().unwrap(),
+            slower.to_str().unwrap(),
+            "--details",
+        ])
+        .output()
+        .unwrap();
+    let details = String::from_utf8(details.stdout).unwrap();
+    assert!(
+        details.contains("Mann-Whitney U (journals)") && details.contains("latency_ms.ttft.p50"),
+        "every figure side by side: {details}"
+    );
+    assert_page_and_more_runs(base, slower, &page);
+}
+
+/// The `--html` page (audited at both widths), the other formats, three runs, misuse.
+fn assert_page_and_more_runs(base: &Path, slower: &Path, page: &Path) {
+    let dom = support::rendered_dom(page);
+    for section in [
+        "summary",
+        "distributions",
+        "timeseries",
+        "significance",
+        "metrics",
+        "metadata",
+    ] {
+        assert!(
+            dom.contains(&format!("id=\"{section}\"")),
+            "section {section} missing"
+        );
+    }
+    assert!(
+        dom.contains("slower against base: regression"),
+        "the verdict names the runs"
+    );
+    support::layout::assert_readable(page, "compare");
     for format in ["markdown", "html"] {
         let output = goodput()
             .args([
@@ -161,6 +250,46 @@ fn assert_text_formats(base: &Path, slower: &Path) {
                 .contains("regression")
         );
     }
+    assert_three_runs_and_misuse(base, slower);
+}
+
+fn assert_three_runs_and_misuse(base: &Path, slower: &Path) {
+    let three = goodput()
+        .args([
+            "compare",
+            base.to_str().unwrap(),
+            slower.to_str().unwrap(),
+            base.to_str().unwrap(),
+        ])
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let three: Value = serde_json::from_slice(&three.stdout).unwrap();
+    assert_eq!(
+        three.as_array().unwrap().len(),
+        2,
+        "two candidates against the baseline"
+    );
+    assert_eq!(
+        three[1]["comparison"]["headline"]["verdict"],
+        "no significant change"
+    );
+    let misuse = goodput()
+        .args([
+            "compare",
+            base.to_str().unwrap(),
+            slower.to_str().unwrap(),
+            "--format",
+            "json",
+            "--details",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        misuse.status.code(),
+        Some(2),
+        "--details with JSON is a usage error"
+    );
 }
 
 fn assert_history(store: &Path) {

@@ -15,6 +15,11 @@ struct Tmux {
 impl Tmux {
     /// Starts `command` in a detached 120×40 session.
     fn start(name: &str, command: &str) -> Tmux {
+        Tmux::start_sized(name, command, 120, 40)
+    }
+
+    /// Starts `command` in a detached session of `columns`×`rows`.
+    fn start_sized(name: &str, command: &str, columns: u16, rows: u16) -> Tmux {
         let available = Command::new("tmux")
             .arg("-V")
             .output()
@@ -34,9 +39,9 @@ impl Tmux {
             "-s",
             "main",
             "-x",
-            "120",
+            &columns.to_string(),
             "-y",
-            "40",
+            &rows.to_string(),
             command,
         ]);
         assert!(
@@ -108,8 +113,12 @@ impl Drop for Tmux {
 /// A shell command running `goodput run` for up to a minute, then reporting its exit status
 /// and whether the terminal settings are those it started with.
 fn script(out: &Path, env: &str) -> String {
+    script_for(out, env, "60s")
+}
+
+fn script_for(out: &Path, env: &str, duration: &str) -> String {
     format!(
-        "sh -c 'before=$(stty -g); {env} {} run --rate 20 --duration 60s --seed 1 --out {}; \
+        "sh -c 'before=$(stty -g); {env} {} run --rate 20 --duration {duration} --seed 1 --out {}; \
          status=$?; after=$(stty -g); \
          if [ \"$before\" = \"$after\" ]; then echo TTY-RESTORED; else echo TTY-CHANGED; fi; \
          echo EXIT=$status; sleep 600'",
@@ -145,7 +154,17 @@ fn stop_with(key: &str, name: &str) {
         "1",
         "the view uses the alternate screen"
     );
-    tmux.wait_for("scheduled 2");
+    let running = tmux.wait_for("scheduled 2");
+    let lines: Vec<&str> = running.lines().collect();
+    let text = lines.iter().position(|l| l.contains("elapsed")).unwrap();
+    assert!(
+        !lines[text].contains('█') && !lines[text].contains('░'),
+        "the progress text is not written over the bar:\n{running}"
+    );
+    assert!(
+        lines[text + 1].contains('░') || lines[text + 1].contains('█'),
+        "the bar is on the line below its text:\n{running}"
+    );
     tmux.keys(key);
     let screen = tmux.wait_for("EXIT=");
     assert!(
@@ -185,4 +204,24 @@ fn a_panicking_live_view_restores_the_terminal() {
     assert!(screen.contains("the live view crashed"), "{screen}");
     assert_restored(&tmux, &screen);
     assert!(out.join("report.json").exists(), "results kept");
+}
+
+#[test]
+fn a_narrow_terminal_gets_plain_progress_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let tmux = Tmux::start_sized("narrow", &script_for(&out, "", "8s"), 60, 30);
+    let progress = tmux.wait_for("] scheduled");
+    assert_eq!(
+        tmux.pane_flag("#{alternate_on}"),
+        "0",
+        "no full-screen view on 60 columns:\n{progress}"
+    );
+    let screen = tmux.wait_for("EXIT=");
+    assert!(screen.contains("EXIT=0"), "{screen}");
+    assert!(
+        !screen.contains("q / Ctrl-C: stop the run"),
+        "the live view never drew:\n{screen}"
+    );
+    assert!(screen.contains("Throughput:"), "summary printed:\n{screen}");
 }

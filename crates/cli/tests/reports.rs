@@ -1,6 +1,8 @@
-//! What people read after a run: `report.html` drawn in headless Chromium with no network,
-//! the exports beside it, `report.json` against the committed schema with its metadata, and
-//! the HTML rendering of sections other parts of goodput add (buckets, server, capacity).
+//! What people read after a run: `report.html` drawn in headless Chromium with no network and
+//! checked for readability at desktop and phone widths (screenshots kept as artefacts), the
+//! exports beside it, `report.json` against the committed schema with its metadata, sections
+//! the page has no dedicated view for shown as figures (never JSON), and the terminal summary
+//! on one screen with the rest behind `--details`.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -49,6 +51,36 @@ fn with_data(html: &str, report: &Value) -> String {
     format!("{}{}{}", &html[..start], data, &html[end..])
 }
 
+/// The charts of a one-step page: distributions, time series and server gauges, all with data;
+/// none of those that need several steps.
+fn assert_one_step_charts(charts: &[(String, usize)]) {
+    let titles: Vec<&str> = charts.iter().map(|(t, _)| t.as_str()).collect();
+    for title in [
+        "TTFT distribution (CDF)",
+        "TPOT distribution (CDF)",
+        "E2E distribution (CDF)",
+        "Requests per window (1 s)",
+        "Output tokens per second",
+        "Latency per window",
+        "Queue: server vs client",
+    ] {
+        assert!(titles.contains(&title), "chart {title} missing: {titles:?}");
+    }
+    for several_steps in [
+        "Goodput vs load",
+        "Latency vs load",
+        "Throughput vs latency",
+    ] {
+        assert!(
+            !titles.contains(&several_steps),
+            "{several_steps} needs several steps: {titles:?}"
+        );
+    }
+    for (title, points) in charts {
+        assert!(*points > 0, "chart {title} has no data");
+    }
+}
+
 #[test]
 fn the_html_report_draws_every_chart_with_data_in_headless_chromium() {
     let dir = tempfile::tempdir().unwrap();
@@ -67,31 +99,25 @@ fn the_html_report_draws_every_chart_with_data_in_headless_chromium() {
         "{dom}"
     );
     let charts = charts(&dom);
-    let titles: Vec<&str> = charts.iter().map(|(t, _)| t.as_str()).collect();
-    assert_eq!(
-        titles,
-        [
-            "Throughput vs latency",
-            "Goodput vs load",
-            "TTFT distribution (CDF)",
-            "TPOT distribution (CDF)",
-            "E2E distribution (CDF)",
-            "Requests per window (1 s)",
-            "Output tokens per second"
-        ]
-    );
-    for (title, points) in &charts {
-        assert!(*points > 0, "chart {title} has no data");
-    }
+    assert_one_step_charts(&charts);
+    let drawn = charts.len().to_string();
     assert_eq!(
         attribute_of(&dom, "render-status", "data-charts").as_deref(),
-        Some("7")
+        Some(drawn.as_str())
     );
     assert_eq!(
         attribute_of(&dom, "render-status", "data-charts-with-data").as_deref(),
-        Some("7")
+        Some(drawn.as_str())
     );
-    for section in ["warnings", "summary", "latency", "metadata"] {
+    assert_eq!(
+        attribute_of(&dom, "render-status", "data-charts-without-data").as_deref(),
+        Some("0"),
+        "a one-step run has the data of every chart the page would draw"
+    );
+    assert!(dom.contains("class=\"bar\""), "buckets are drawn with bars");
+    for section in [
+        "warnings", "summary", "latency", "buckets", "server", "metadata",
+    ] {
         assert!(
             dom.contains(&format!("id=\"{section}\"")),
             "section {section} missing"
@@ -101,6 +127,7 @@ fn the_html_report_draws_every_chart_with_data_in_headless_chromium() {
         dom.contains("precision") && dom.contains("fp8"),
         "tags are shown"
     );
+    support::layout::assert_readable(&out.join("report.html"), "one-step");
 }
 
 #[test]
@@ -163,36 +190,78 @@ fn report_json_validates_and_carries_metadata_distributions_and_exports() {
 }
 
 #[test]
-fn sections_added_by_sweeps_server_metrics_and_capacity_are_rendered_when_present() {
+fn sections_without_a_dedicated_view_are_figures_never_json() {
     let dir = tempfile::tempdir().unwrap();
     let out = fixed_run(dir.path());
     let html = std::fs::read_to_string(out.join("report.html")).unwrap();
     let mut report = read_json(&out.join("report.json"));
-    let mut second = report["steps"][0].clone();
-    second["load"]["rate_per_sec"] = json!(80.0);
-    second["throughput"]["requests_per_sec"] = json!(75.0);
-    second["buckets"] = json!([{"name": "short", "requests": 40, "ttft_p99_ms": 41.5},
-                               {"name": "long", "requests": 30, "ttft_p99_ms": 90.0}]);
-    second["server"] = json!({"kv_cache_usage": {"max": 0.87, "mean": 0.5}});
-    report["steps"].as_array_mut().unwrap().push(second);
-    report["capacity"] =
-        json!({"verdict": "sustains 64 req/s under the SLO", "max_rate_per_sec": 64.0});
+    report["steps"][0]["cost"] = json!({"price_per_hour": 2.5, "per_million_output_tokens": {"usd": 1.25, "basis": "measured"}});
+    report["future_section"] =
+        json!({"nested": {"depth": {"value": 42}}, "list": [{"a": 1}, {"a": 2}]});
     let page = dir.path().join("extended.html");
     std::fs::write(&page, with_data(&html, &report)).unwrap();
     let dom = rendered_dom(&page);
     assert_eq!(attribute_of(&dom, "render-status", "data-error"), None);
-    for section in ["capacity", "buckets", "server"] {
+    for section in ["cost", "extra-future_section"] {
         assert!(
             dom.contains(&format!("id=\"{section}\"")),
             "section {section} missing"
         );
     }
-    assert!(dom.contains("sustains 64 req/s under the SLO"));
-    assert!(dom.contains("kv_cache_usage") && dom.contains("0.87"));
-    let curves: Vec<(String, usize)> = charts(&dom);
-    let throughput = curves
-        .iter()
-        .find(|(t, _)| t == "Throughput vs latency")
-        .unwrap();
-    assert_eq!(throughput.1, 8, "4 series × 2 steps");
+    assert!(
+        dom.contains("nested · depth · value") && dom.contains(">42<"),
+        "nested figures are rows"
+    );
+    assert!(dom.contains("per million output tokens · usd"));
+    support::layout::assert_readable(&page, "unknown-sections");
+}
+
+#[test]
+fn the_terminal_summary_fits_one_screen_and_details_and_formats_give_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = fixed_run(dir.path());
+    let report = |extra: &[&str]| {
+        let output = support::goodput()
+            .args(["report", out.to_str().unwrap()])
+            .args(extra)
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).unwrap(),
+        )
+    };
+    let (status, short) = report(&[]);
+    assert_eq!(status, Some(0));
+    let lines = short.lines().count();
+    assert!(lines <= 40, "one screen: {lines} lines\n{short}");
+    for part in [
+        "Throughput:",
+        "Latency (ms)",
+        "Goodput",
+        "Stability:",
+        "Server agreement:",
+        "--details",
+    ] {
+        assert!(short.contains(part), "{part} missing:\n{short}");
+    }
+    assert!(
+        !short.contains("TTFT from send"),
+        "from-send rows only with --details"
+    );
+    let (_, long) = report(&["--details"]);
+    assert!(long.lines().count() > lines, "--details shows more");
+    for part in ["TTFT from send", "Server side", "By prompt length"] {
+        assert!(
+            long.contains(part),
+            "{part} missing with --details:\n{long}"
+        );
+    }
+    let (_, markdown) = report(&["--format", "markdown"]);
+    assert!(markdown.starts_with("## goodput"), "{markdown}");
+    let (_, json) = report(&["--format", "json"]);
+    let value: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(value["steps"].as_array().unwrap().len(), 1);
+    let (status, _) = report(&["--format", "json", "--details"]);
+    assert_eq!(status, Some(2), "--details with JSON is a usage error");
 }

@@ -15,6 +15,9 @@ use crate::report::Warning;
 use crate::report_path::{Unit, leaves, lookup};
 use crate::significance::{self, TestResult, Thresholds};
 
+mod headline;
+pub use headline::{Headline, HeadlineFigure};
+
 /// Distributions tested for a significant change. ITL is left out: its per-token samples
 /// within one request are not independent, which a rank test assumes.
 pub const TESTED_METRICS: [&str; 3] = ["ttft", "tpot", "e2e"];
@@ -111,6 +114,8 @@ pub struct Comparison {
     pub distributions: Vec<DistributionChange>,
     /// Differences in conditions that make the comparison unfair.
     pub warnings: Vec<Warning>,
+    /// The verdict and the headline figures with their significance.
+    pub headline: Headline,
 }
 
 impl Comparison {
@@ -124,16 +129,25 @@ impl Comparison {
 pub fn compare(a: Side<'_>, b: Side<'_>, thresholds: Thresholds) -> Comparison {
     let steps = step_count(a.report).min(step_count(b.report));
     let single = step_count(a.report) == 1 && step_count(b.report) == 1;
+    let distributions: Vec<DistributionChange> = (0..steps)
+        .flat_map(|step| {
+            TESTED_METRICS
+                .iter()
+                .filter_map(move |metric| test_distribution(a, b, step, metric, thresholds))
+        })
+        .collect();
+    let headline_step = steps.saturating_sub(1);
     Comparison {
         thresholds,
         metrics: metric_deltas(a.report, b.report, steps, single),
-        distributions: (0..steps)
-            .flat_map(|step| {
-                TESTED_METRICS
-                    .iter()
-                    .filter_map(move |metric| test_distribution(a, b, step, metric, thresholds))
-            })
-            .collect(),
+        headline: headline::headline(
+            a.report,
+            b.report,
+            headline_step,
+            &distributions,
+            thresholds,
+        ),
+        distributions,
         warnings: condition_warnings(a.report, b.report),
     }
 }

@@ -14,6 +14,8 @@
 //! - [`runner`]: sends on schedule, enforces timeouts and the no-progress deadline, finalizes
 //!   each request into a [`record::RequestRecord`], journals it and aggregates it.
 //! - [`backend`]: the [`backend::Backend`] seam and the OpenAI-compatible backend (SSE decoder).
+//! - [`html`]: the self-contained HTML report and comparison page (one renderer for the
+//!   command line and the Python package).
 //! - [`http`]: a small HTTP/1.1 client over hyper with a connection pool, TLS and pluggable
 //!   connectors (TCP, or in-memory for tests).
 //! - [`record`]: [`record::Exchange`] (filled while a request runs) and
@@ -43,6 +45,7 @@ pub mod compare;
 pub mod config;
 pub mod environment;
 pub mod gate;
+pub mod html;
 pub mod http;
 pub mod live;
 pub mod manifest;

@@ -9,6 +9,4 @@
 #[cfg(feature = "python")]
 mod calls;
 #[cfg(feature = "python")]
-mod html;
-#[cfg(feature = "python")]
 mod module;

@@ -184,7 +184,7 @@ fn wait(
 fn render_html(report_json: &str) -> PyResult<String> {
     let report: serde_json::Value = serde_json::from_str(report_json)
         .map_err(|e| PyValueError::new_err(format!("not a report: {e}")))?;
-    crate::html::render_report(&report)
+    goodput_core::html::render_report(&report)
         .map_err(|e| PyRuntimeError::new_err(format!("cannot render the report: {e}")))
 }
 

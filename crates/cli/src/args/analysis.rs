@@ -22,16 +22,24 @@ pub(crate) enum CompareFormat {
 /// Arguments of `goodput compare`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct CompareArgs {
-    /// Baseline: a run directory (written with --out) or a report.json.
-    pub(crate) baseline: PathBuf,
-    /// Candidate: a run directory or a report.json.
-    pub(crate) candidate: PathBuf,
-    /// Output format.
+    /// The runs: the baseline first, then one or more candidates (run directories written with
+    /// --out, or report.json files). Each candidate is compared against the baseline.
+    #[arg(required = true, num_args = 2.., value_name = "RUN")]
+    pub(crate) runs: Vec<PathBuf>,
+    /// Output format on stdout (or in --output).
     #[arg(long, short, value_enum, default_value_t)]
     pub(crate) format: CompareFormat,
     /// Write the output to this file instead of stdout.
     #[arg(long, short)]
     pub(crate) output: Option<PathBuf>,
+    /// Also write the runs overlaid on one HTML page (CDFs, time series, headline figures
+    /// with deltas and significance) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) html: Option<PathBuf>,
+    /// Text and Markdown: after the verdict and headline figures, also show the conditions,
+    /// every distribution test and every figure of the reports side by side.
+    #[arg(long)]
+    pub(crate) details: bool,
     /// Two-sided p-value below which a latency change is statistically significant.
     #[arg(long, default_value_t = 0.01)]
     pub(crate) alpha: f64,

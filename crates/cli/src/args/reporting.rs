@@ -1,11 +1,35 @@
-//! `goodput run` options about what happens with the results: the release gate, the history
-//! store and the live view. Flattened into `RunArgs`.
+//! `goodput run` options about what happens with the results: the summary on stdout (its
+//! format and detail), the release gate, the history store and the live view. Flattened into
+//! `RunArgs`.
 
 use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::ValueEnum;
+
+/// What `goodput run` (and `goodput report`) prints on stdout when it finishes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub(crate) enum SummaryFormat {
+    /// The terminal summary, one screen (more with --details).
+    #[default]
+    Text,
+    /// The whole report as JSON (the same as report.json), for scripts.
+    Json,
+    /// The key figures as Markdown tables (the same as summary.md).
+    Markdown,
+}
 
 /// Result handling options of `goodput run`.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub(crate) struct ReportingArgs {
+    /// What is printed on stdout at the end: the terminal summary, the report as JSON, or
+    /// Markdown tables.
+    #[arg(long, value_enum, default_value_t, help_heading = "Output")]
+    pub(crate) format: SummaryFormat,
+    /// Terminal summary: also show the utilisation figures with their formulas, per-bucket and
+    /// per-channel figures, server histograms and every latency row (default: one screen).
+    #[arg(long, help_heading = "Output")]
+    pub(crate) details: bool,
     /// Release gate: judge the report against the conditions in this TOML file (see `goodput
     /// gate --help`); the run exits with status 1 when one fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
@@ -21,4 +45,40 @@ pub(crate) struct ReportingArgs {
     /// Print plain progress lines instead of the live view, even on a terminal.
     #[arg(long, help_heading = "Output")]
     pub(crate) no_live: bool,
+}
+
+/// The summary format given `--json` (kept as the short form of `--format json`), `--format`
+/// and `--details`; `--details` outside the text summary is a usage error.
+pub(crate) fn summary_format(
+    json: bool,
+    format: SummaryFormat,
+    details: bool,
+) -> Result<SummaryFormat> {
+    let format = match (json, format) {
+        (true, SummaryFormat::Text | SummaryFormat::Json) => SummaryFormat::Json,
+        (true, SummaryFormat::Markdown) => bail!("--json and --format markdown: choose one"),
+        (false, format) => format,
+    };
+    if details && format != SummaryFormat::Text {
+        bail!("--details: only for the text summary (JSON and Markdown hold every step already)");
+    }
+    Ok(format)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_format_and_details_reconcile() {
+        let text = SummaryFormat::Text;
+        assert_eq!(summary_format(false, text, true).ok(), Some(text));
+        assert_eq!(
+            summary_format(true, text, false).ok(),
+            Some(SummaryFormat::Json)
+        );
+        assert!(summary_format(true, SummaryFormat::Markdown, false).is_err());
+        assert!(summary_format(false, SummaryFormat::Markdown, true).is_err());
+        assert!(summary_format(true, text, true).is_err());
+    }
 }

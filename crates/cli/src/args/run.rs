@@ -147,7 +147,7 @@ pub(crate) struct RunArgs {
     /// Write requests.jsonl (flushed as requests finish), run.json and report.json here.
     #[arg(long, help_heading = "Output")]
     pub(crate) out: Option<PathBuf>,
-    /// Print the report as JSON on stdout instead of the summary table.
+    /// Print the report as JSON on stdout instead of the summary table (= --format json).
     #[arg(long, help_heading = "Output")]
     pub(crate) json: bool,
     /// No progress lines on stderr.
@@ -272,6 +272,15 @@ impl RunArgs {
             arrival,
             max_concurrency: self.max_concurrency,
         }))
+    }
+
+    /// What the summary on stdout is (`--json`, `--format`, `--details` reconciled).
+    pub(crate) fn summary_format(&self) -> Result<crate::args::reporting::SummaryFormat> {
+        crate::args::reporting::summary_format(
+            self.json,
+            self.reporting.format,
+            self.reporting.details,
+        )
     }
 
     /// Whether the load is a phase profile.

@@ -1,18 +1,21 @@
-//! `goodput compare A B`: every figure of two runs side by side with absolute and relative
-//! deltas, a significance test per latency distribution (Mann–Whitney U over the journals when
+//! `goodput compare A B…`: each candidate against the baseline A — the verdict and the headline
+//! figures with their deltas and significance first; with `--details` the conditions that
+//! differ, a significance test per latency distribution (Mann–Whitney U over the journals when
 //! both runs have `requests.jsonl` beside their report, else a bootstrap over the reports'
-//! quantile points), and warnings when the conditions differ. Text, Markdown, HTML or JSON.
+//! quantile points) and every figure side by side. Text, Markdown, HTML or JSON; `--html`
+//! writes the runs overlaid on one page beside the terminal output.
 
 use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::compare::{self, Side};
+use goodput_core::compare::{self, Comparison, Side};
+use goodput_core::html::{CandidateComparison, LabelledRun};
 use goodput_core::significance::Thresholds;
 
 use crate::app::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::args::analysis::{CompareArgs, CompareFormat};
-use crate::commands::inputs::load_report;
+use crate::commands::inputs::{LoadedReport, load_report};
 use crate::output::{color, comparison, html};
 
 /// Runs `goodput compare`.
@@ -23,34 +26,44 @@ pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {
     if args.min_effect < 0.0 {
         bail!("--min-effect: must be a non-negative fraction, e.g. 0.05");
     }
-    let a = load_report(&args.baseline)?;
-    let b = load_report(&args.candidate)?;
-    let (samples_a, samples_b) = (a.samples()?, b.samples()?);
+    if args.details && matches!(args.format, CompareFormat::Html | CompareFormat::Json) {
+        bail!("--details: only for --format text or markdown (HTML and JSON hold everything)");
+    }
+    let loaded = args
+        .runs
+        .iter()
+        .map(|path| load_report(path))
+        .collect::<Result<Vec<_>>>()?;
     let thresholds = Thresholds {
         alpha: args.alpha,
         min_effect: args.min_effect,
     };
-    let result = compare::compare(
-        Side {
-            report: &a.value,
-            samples: samples_a.as_ref(),
-        },
-        Side {
-            report: &b.value,
-            samples: samples_b.as_ref(),
-        },
-        thresholds,
-    );
-    let same_label = a.label == b.label;
-    let labels = if same_label {
-        ["A".to_string(), "B".to_string()]
-    } else {
-        [a.label.clone(), b.label.clone()]
-    };
-    let labels = [labels[0].as_str(), labels[1].as_str()];
-    let text = render(args.format, labels, [&a.value, &b.value], &result)?;
+    let results = compare_all(&loaded, thresholds)?;
+    let labels = labels(&loaded);
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let runs: Vec<LabelledRun<'_>> = loaded
+        .iter()
+        .zip(&labels)
+        .map(|(run, label)| LabelledRun {
+            label,
+            report: &run.value,
+        })
+        .collect();
+    let pairs: Vec<CandidateComparison<'_>> = results
+        .iter()
+        .enumerate()
+        .map(|(i, comparison)| CandidateComparison {
+            candidate: i + 1,
+            comparison,
+        })
+        .collect();
+    if let Some(path) = &args.html {
+        std::fs::write(path, html::render_comparison(&runs, &pairs)?)
+            .with_context(|| format!("--html: cannot write {}", path.display()))?;
+    }
+    let text = render(&args, &labels, &runs, &pairs)?;
     emit(&args, text)?;
-    let failed = args.fail_on_regression && result.has_regression();
+    let failed = args.fail_on_regression && results.iter().any(Comparison::has_regression);
     Ok(ExitCode::from(if failed {
         EXIT_RUN_FAILED
     } else {
@@ -58,18 +71,76 @@ pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {
     }))
 }
 
+/// Every candidate against the baseline (the first run).
+fn compare_all(loaded: &[LoadedReport], thresholds: Thresholds) -> Result<Vec<Comparison>> {
+    let samples = loaded
+        .iter()
+        .map(LoadedReport::samples)
+        .collect::<Result<Vec<_>>>()?;
+    let side = |i: usize| Side {
+        report: &loaded[i].value,
+        samples: samples[i].as_ref(),
+    };
+    Ok((1..loaded.len())
+        .map(|i| compare::compare(side(0), side(i), thresholds))
+        .collect())
+}
+
+/// The runs' names: their directory or file names, or A, B, C… when two are the same.
+fn labels(loaded: &[LoadedReport]) -> Vec<String> {
+    let unique = loaded
+        .iter()
+        .enumerate()
+        .all(|(i, run)| loaded[..i].iter().all(|other| other.label != run.label));
+    loaded
+        .iter()
+        .enumerate()
+        .map(|(i, run)| {
+            if unique {
+                run.label.clone()
+            } else {
+                char::from(b'A' + (i % 26) as u8).to_string()
+            }
+        })
+        .collect()
+}
+
 fn render(
-    format: CompareFormat,
-    labels: [&str; 2],
-    [a, b]: [&serde_json::Value; 2],
-    result: &compare::Comparison,
+    args: &CompareArgs,
+    labels: &[&str],
+    runs: &[LabelledRun<'_>],
+    pairs: &[CandidateComparison<'_>],
 ) -> Result<String> {
-    Ok(match format {
-        CompareFormat::Text => comparison::text(labels, result),
-        CompareFormat::Markdown => comparison::markdown(labels, result),
-        CompareFormat::Html => html::render_comparison(a, b, labels, result)?,
+    let pair_labels = |p: &CandidateComparison<'_>| [labels[0], labels[p.candidate]];
+    Ok(match args.format {
+        CompareFormat::Text => pairs
+            .iter()
+            .map(|p| comparison::text(pair_labels(p), p.comparison, args.details))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        CompareFormat::Markdown => pairs
+            .iter()
+            .map(|p| comparison::markdown(pair_labels(p), p.comparison, args.details))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        CompareFormat::Html => html::render_comparison(runs, pairs)?,
+        CompareFormat::Json if pairs.len() == 1 => {
+            serde_json::to_string_pretty(pairs[0].comparison)
+                .context("serializing the comparison")?
+                + "\n"
+        }
         CompareFormat::Json => {
-            serde_json::to_string_pretty(result).context("serializing the comparison")? + "\n"
+            let all: Vec<serde_json::Value> = pairs
+                .iter()
+                .map(|p| {
+                    serde_json::json!({
+                        "baseline": labels[0],
+                        "candidate": labels[p.candidate],
+                        "comparison": p.comparison,
+                    })
+                })
+                .collect();
+            serde_json::to_string_pretty(&all).context("serializing the comparison")? + "\n"
         }
     })
 }

@@ -24,6 +24,7 @@ use crate::output;
 
 /// Runs `goodput report`.
 pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
+    let format = crate::args::reporting::summary_format(args.json, args.format, args.details)?;
     let (journal_path, dir) = locate(&args.journal);
     let manifest = read_manifest(&dir)?;
     let mut config: RunConfig = manifest.config.clone();
@@ -72,11 +73,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         output::json::write_report(&out.join("report.json"), &report)?;
     }
     super::run_extras::export_and_record(args.out.as_deref(), args.store.as_deref(), &report)?;
-    if args.json {
-        output::json::print_report(&report)?
-    } else {
-        output::table::print_summary(&report)?
-    }
+    output::table::print_report(&report, format, args.details)?;
     Ok(ExitCode::from(EXIT_OK))
 }
 

@@ -123,7 +123,7 @@ pub(crate) fn gate_and_store(
         return Ok(None);
     };
     let (passed, text) = gate::judge(&value, criteria)?;
-    if args.json {
+    if args.summary_format()? != crate::args::reporting::SummaryFormat::Text {
         eprint!("{text}");
     } else {
         println!();

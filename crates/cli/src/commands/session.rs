@@ -104,6 +104,7 @@ impl Session {
     pub(crate) async fn open(args: RunArgs, command_line: Vec<String>) -> Result<Session> {
         let seed = args.seed.unwrap_or_else(random_seed);
         let mut config = args.run_config(seed)?;
+        args.summary_format()?;
         let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
         let endpoint = start_endpoint(&args, seed).await?;
         config.time_scale = endpoint.time_scale;
@@ -312,11 +313,7 @@ pub(crate) fn finish(
         output::json::write_report(&dir.join("report.json"), report)?;
         super::run_extras::write_exports(dir, report)?;
     }
-    if args.json {
-        output::json::print_report(report)?;
-    } else {
-        output::table::print_summary(report)?;
-    }
+    output::table::print_report(report, args.summary_format()?, args.reporting.details)?;
     if let Some(simulator) = simulator {
         simulator.shutdown();
     }

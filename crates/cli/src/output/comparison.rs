@@ -1,10 +1,13 @@
-//! `goodput compare` as text and Markdown: conditions that differ, the significance verdict
-//! per latency distribution (with the test used), then every figure side by side with its
-//! absolute and relative delta.
+//! `goodput compare` as text and Markdown: the verdict and the headline figures (each with its
+//! delta and significance) on one screen; with `--details`, the conditions that differ, the
+//! significance verdict per latency distribution (with the test used), then every figure side
+//! by side with its absolute and relative delta.
 
 use std::fmt::Write as _;
 
-use goodput_core::compare::{Comparison, DistributionChange, MetricDelta};
+use goodput_core::compare::{
+    Comparison, DistributionChange, Headline, HeadlineFigure, MetricDelta,
+};
 use goodput_core::significance::Method;
 
 fn number(value: Option<f64>) -> String {
@@ -48,19 +51,28 @@ fn judgement(m: &MetricDelta) -> &'static str {
     }
 }
 
-/// The comparison as plain text.
-pub(crate) fn text(labels: [&str; 2], comparison: &Comparison) -> String {
+/// The comparison as plain text: the headline, then (with `details`) everything.
+pub(crate) fn text(labels: [&str; 2], comparison: &Comparison, details: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
         "goodput compare: B = {} against A = {}",
         labels[1], labels[0]
     );
+    headline_text(&mut out, comparison);
     if !comparison.warnings.is_empty() {
         let _ = writeln!(out, "\nConditions differ");
         for w in &comparison.warnings {
             let _ = writeln!(out, "  ! {} — {}", w.message, w.fix);
         }
+    }
+    if !details {
+        let _ = writeln!(
+            out,
+            "\n(--details: every distribution test and all {} figures side by side; --html FILE: the runs overlaid on one page)",
+            comparison.metrics.len()
+        );
+        return out;
     }
     let t = comparison.thresholds;
     let _ = writeln!(
@@ -98,6 +110,48 @@ pub(crate) fn text(labels: [&str; 2], comparison: &Comparison) -> String {
     out
 }
 
+/// A headline value: the figure's words, or its number.
+fn headline_value(value: Option<f64>, text: Option<&String>) -> String {
+    text.cloned().unwrap_or_else(|| number(value))
+}
+
+fn headline_p(figure: &HeadlineFigure) -> String {
+    figure.p_value.map_or("–".to_string(), p_value)
+}
+
+/// The verdict, then one line per headline figure.
+fn headline_text(out: &mut String, comparison: &Comparison) {
+    let h: &Headline = &comparison.headline;
+    let t = comparison.thresholds;
+    let _ = writeln!(out, "\nVerdict: {} — {}", h.verdict, h.summary);
+    let _ = writeln!(
+        out,
+        "  (step {}; significant = p < {} and a change of at least {:.0} %)",
+        h.step + 1,
+        t.alpha,
+        t.min_effect * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "\n  {:<16}{:>13}{:>13}{:>11}{:>9}  {:<6}{:>9}  verdict",
+        "figure", "A", "B", "Δ", "Δ %", "unit", "p-value"
+    );
+    for f in &h.figures {
+        let _ = writeln!(
+            out,
+            "  {:<16}{:>13}{:>13}{:>11}{:>9}  {:<6}{:>9}  {}",
+            f.name,
+            headline_value(f.a, f.a_text.as_ref()),
+            headline_value(f.b, f.b_text.as_ref()),
+            number(f.delta),
+            percent(f.relative),
+            f.unit,
+            headline_p(f),
+            f.verdict
+        );
+    }
+}
+
 fn distribution_line(out: &mut String, d: &DistributionChange) {
     let t = &d.test;
     let _ = writeln!(
@@ -116,8 +170,8 @@ fn distribution_line(out: &mut String, d: &DistributionChange) {
     );
 }
 
-/// The comparison as Markdown.
-pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison) -> String {
+/// The comparison as Markdown: the headline, then (with `details`) everything.
+pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison, details: bool) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -131,10 +185,14 @@ pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison) -> String {
         }
         out.push('\n');
     }
+    markdown_headline(&mut out, comparison);
+    if !details {
+        return out;
+    }
     let t = comparison.thresholds;
     let _ = writeln!(
         out,
-        "Significant = two-sided p < {} and the median moved by at least {:.0} %.\n",
+        "\nSignificant = two-sided p < {} and the median moved by at least {:.0} %.\n",
         t.alpha,
         t.min_effect * 100.0
     );
@@ -182,6 +240,37 @@ fn markdown_distributions(out: &mut String, comparison: &Comparison) {
             x.median_b,
             percent(x.relative_shift),
             p_value(x.p_value)
+        );
+    }
+}
+
+fn markdown_headline(out: &mut String, comparison: &Comparison) {
+    let h = &comparison.headline;
+    let _ = writeln!(
+        out,
+        "**Verdict: {}** — {} (step {})\n",
+        h.verdict,
+        h.summary,
+        h.step + 1
+    );
+    let _ = writeln!(
+        out,
+        "| figure | A | B | Δ | Δ % | unit | test | p-value | verdict |"
+    );
+    let _ = writeln!(out, "|---|--:|--:|--:|--:|---|---|--:|---|");
+    for f in &h.figures {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            f.name,
+            headline_value(f.a, f.a_text.as_ref()),
+            headline_value(f.b, f.b_text.as_ref()),
+            number(f.delta),
+            percent(f.relative),
+            f.unit,
+            f.test,
+            headline_p(f),
+            f.verdict
         );
     }
 }

@@ -25,6 +25,31 @@ pub(crate) fn render_step(out: &mut String, step: &StepReport) {
     }
 }
 
+/// One line: whether the server's token counts agree with the client's, and its peak KV use
+/// and queue (the default summary; `--details` shows the whole server section).
+pub(crate) fn render_agreement(out: &mut String, server: &ServerReport) {
+    let a = &server.agreement;
+    let ratio = |r: Option<f64>| r.map_or("-".to_string(), |r| format!("×{r:.3}"));
+    let m = &server.measurement;
+    let kv = m
+        .kv_cache_usage
+        .max
+        .map(|v| format!(" · KV cache max {:.0} %", v * 100.0))
+        .unwrap_or_default();
+    let waiting = m
+        .waiting
+        .max
+        .map(|v| format!(" · waiting max {}", num(v)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nServer agreement: generated tokens {} and prompt tokens {} of the client's ({} scrapes){kv}{waiting}",
+        ratio(a.output_ratio),
+        ratio(a.input_ratio),
+        server.scrapes
+    );
+}
+
 /// A number for people: 4 significant digits, scientific when very large or small.
 pub(crate) fn num(value: f64) -> String {
     let magnitude = value.abs();

@@ -1,6 +1,9 @@
 //! The terminal summary: what was measured, under which load, with units and scope on every
-//! figure; latency percentiles from the scheduled send (and from the actual send beside);
-//! goodput under the SLO; stability; warnings with their fixes.
+//! figure — on one screen by default (load, throughput, latency table, goodput, stability,
+//! server agreement, client overhead, warnings); with `--details` also the latency from the
+//! actual send, per-channel, per-session and per-bucket figures, degrading trends, the server's
+//! gauges and histograms, utilisation with formulas, speculative decoding and cost. `--format
+//! json|markdown` prints the report or its Markdown tables instead.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -8,17 +11,25 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use goodput_core::report::{LatencyStats, LoadReport, Report, StepReport};
 
-/// Prints the summary of every step on stdout.
-pub(crate) fn print_summary(report: &Report) -> Result<()> {
-    let text = super::color::paint(&render(report), super::color::stdout_enabled());
+use crate::args::reporting::SummaryFormat;
+
+/// Prints the report on stdout in `format` (the text summary with or without `details`).
+pub(crate) fn print_report(report: &Report, format: SummaryFormat, details: bool) -> Result<()> {
+    let text = match format {
+        SummaryFormat::Json => return super::json::print_report(report),
+        SummaryFormat::Markdown => super::markdown::summary(report),
+        SummaryFormat::Text => {
+            super::color::paint(&render(report, details), super::color::stdout_enabled())
+        }
+    };
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
         .context("writing to stdout")
 }
 
-/// The summary as text.
-pub(crate) fn render(report: &Report) -> String {
+/// The summary as text: one screen, or everything with `details`.
+pub(crate) fn render(report: &Report, details: bool) -> String {
     let mut out = String::new();
     let run = &report.run;
     let _ = writeln!(
@@ -42,17 +53,19 @@ pub(crate) fn render(report: &Report) -> String {
         if let Some(capacity) = &report.capacity {
             super::steps::render_capacity(&mut out, capacity);
         }
-        if let Some(index) = super::steps::featured_step(report) {
+        // With --details, the last step stands in when no step is featured (no load passed).
+        let last = report.steps.len().checked_sub(1).filter(|_| details);
+        if let Some(index) = super::steps::featured_step(report).or(last) {
             let _ = writeln!(
                 out,
                 "\nStep {} in detail (every step is in report.json)",
                 index + 1
             );
-            render_step(&mut out, &report.steps[index]);
+            render_step(&mut out, &report.steps[index], details);
         }
     } else {
         for step in &report.steps {
-            render_step(&mut out, step);
+            render_step(&mut out, step, details);
         }
     }
     super::client::render(&mut out, report.client.as_ref());
@@ -61,6 +74,12 @@ pub(crate) fn render(report: &Report) -> String {
         for warning in &report.warnings {
             let _ = writeln!(out, "  ! {} — {}", warning.message, warning.fix);
         }
+    }
+    if !details {
+        let _ = writeln!(
+            out,
+            "\n(--details: latency from the actual send, per-bucket and per-channel figures, server gauges and histograms, utilisation with formulas; report.html draws it all)"
+        );
     }
     out
 }
@@ -98,9 +117,8 @@ pub(crate) fn describe_load(load: &LoadReport) -> String {
     }
 }
 
-fn render_step(out: &mut String, step: &StepReport) {
+fn render_step(out: &mut String, step: &StepReport, details: bool) {
     let r = &step.requests;
-    let t = &step.throughput;
     let _ = writeln!(
         out,
         "\nLoad: {} · measured {:.1} s (after {} warmup requests)",
@@ -118,37 +136,16 @@ fn render_step(out: &mut String, step: &StepReport) {
         failures(step)
     );
     super::failures::render(out, step);
-    let _ = writeln!(
-        out,
-        "\nThroughput (completed work per second, whole target)"
-    );
-    if let Some(offered) = t.offered_requests_per_sec {
-        let _ = writeln!(
-            out,
-            "  {:<22}{:>12.2} req/s   (arrivals, not throughput)",
-            "offered load", offered
-        );
+    render_throughput(out, step);
+    render_latency(out, step, details);
+    if details {
+        super::channels::render(out, step);
+        super::channels::render_sessions(out, step);
     }
-    for (name, value, unit) in [
-        ("requests", t.requests_per_sec, "req/s"),
-        ("input tokens", t.input_tokens_per_sec, "tok/s"),
-        ("output tokens", t.output_tokens_per_sec, "tok/s"),
-        ("total tokens", t.total_tokens_per_sec, "tok/s"),
-    ] {
-        let _ = writeln!(out, "  {name:<22}{value:>12.2} {unit}");
-    }
-    let tokens = &step.tokens;
-    let _ = writeln!(
-        out,
-        "  per request: input {} tokens, output {} tokens (mean)",
-        fmt_opt(tokens.input_per_request.mean, 0),
-        fmt_opt(tokens.output_per_request.mean, 0)
-    );
-    render_latency(out, step);
-    super::channels::render(out, step);
-    super::channels::render_sessions(out, step);
     render_goodput(out, step);
-    super::breakdown::render(out, step);
+    if details {
+        super::breakdown::render(out, step);
+    }
     let s = &step.stability;
     let growth = s
         .queue_growth_per_sec
@@ -161,7 +158,31 @@ fn render_step(out: &mut String, step: &StepReport) {
         s.reason
     );
     render_trends_and_recovery(out, step);
-    super::server::render_step(out, step);
+    if details {
+        super::server::render_step(out, step);
+    } else if let Some(server) = &step.server {
+        super::server::render_agreement(out, server);
+    }
+}
+
+fn render_throughput(out: &mut String, step: &StepReport) {
+    let t = &step.throughput;
+    let offered = t
+        .offered_requests_per_sec
+        .map(|o| format!(" (offered {o:.2} req/s)"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nThroughput: {:.2} req/s{offered} · {:.1} input tok/s · {:.1} output tok/s · {:.1} total tok/s",
+        t.requests_per_sec, t.input_tokens_per_sec, t.output_tokens_per_sec, t.total_tokens_per_sec
+    );
+    let tokens = &step.tokens;
+    let _ = writeln!(
+        out,
+        "  per request: input {} tokens, output {} tokens (mean)",
+        fmt_opt(tokens.input_per_request.mean, 0),
+        fmt_opt(tokens.output_per_request.mean, 0)
+    );
 }
 
 /// Degrading trends over the run (soak) and the recovery after an overload phase.
@@ -205,12 +226,12 @@ fn failures(step: &StepReport) -> String {
     format!(" ({})", kinds.join(", "))
 }
 
-fn render_latency(out: &mut String, step: &StepReport) {
+fn render_latency(out: &mut String, step: &StepReport, details: bool) {
     let l = &step.latency_ms;
     let s = &step.latency_from_send_ms;
     let _ = writeln!(
         out,
-        "\nLatency (ms){:>14}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        "\nLatency (ms){:>18}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
         "mean", "p50", "p90", "p95", "p99", "p99.9", "max", "n"
     );
     let rows: [(&str, &LatencyStats); 8] = [
@@ -223,7 +244,7 @@ fn render_latency(out: &mut String, step: &StepReport) {
         ("dispatch lag", &l.dispatch_lag),
         ("client queue", &l.client_queue_wait),
     ];
-    for (name, stats) in rows {
+    for (name, stats) in rows.into_iter().take(if details { 8 } else { 4 }) {
         let _ = writeln!(
             out,
             "  {name:<18}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",

@@ -4,7 +4,9 @@
 //! error counts and a sparkline; `q`, Esc or Ctrl-C stops the run cleanly (results are kept)
 //! and the terminal is restored on every exit path, panics included. It reads the runner's
 //! atomic counters and the snapshots a [`LiveSink`] publishes over a watch channel: nothing it
-//! does can slow the hot path. Elsewhere, `goodput run` prints plain progress lines.
+//! does can slow the hot path. Elsewhere — and on a terminal smaller than
+//! [`MIN_COLUMNS`]×[`MIN_ROWS`] — `goodput run` prints plain progress lines; a terminal shrunk
+//! below that during the run gets the same figures as plain lines inside the view.
 
 mod draw;
 mod terminal;
@@ -35,9 +37,19 @@ pub(crate) const PANIC_TEST_VARIABLE: &str = "GOODPUT_TEST_LIVE_VIEW_PANIC";
 /// Time between two frames.
 const FRAME: Duration = Duration::from_millis(250);
 
-/// Whether the live view can run: stderr and stdin are terminals.
+/// Narrowest terminal the live view draws its boxes on.
+pub(crate) const MIN_COLUMNS: u16 = 72;
+/// Lowest terminal the live view draws its boxes on.
+pub(crate) const MIN_ROWS: u16 = 24;
+
+/// Whether the live view can run: stderr and stdin are terminals at least
+/// [`MIN_COLUMNS`]×[`MIN_ROWS`] large (or of a size the terminal does not report).
 pub(crate) fn available() -> bool {
-    std::io::stderr().is_terminal() && std::io::stdin().is_terminal()
+    std::io::stderr().is_terminal()
+        && std::io::stdin().is_terminal()
+        && ratatui::crossterm::terminal::size().is_ok_and(|(columns, rows)| {
+            (columns, rows) == (0, 0) || (columns >= MIN_COLUMNS && rows >= MIN_ROWS)
+        })
 }
 
 /// A running live view.

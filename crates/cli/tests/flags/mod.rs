@@ -142,6 +142,10 @@ pub(crate) fn observe(
         "empty"
     } else if serde_json::from_str::<Value>(&stdout).is_ok() {
         "json"
+    } else if stdout.starts_with("## ") {
+        "markdown"
+    } else if stdout.contains("TTFT from send") {
+        "text with details"
     } else {
         "text"
     };

@@ -300,6 +300,8 @@ fn output_probes() -> Vec<Probe> {
         ),
         probe_without("--out", &["--out"], At("/files")),
         probe("--json", &["--json"], At("/stdout")),
+        probe("--format", &["--format", "markdown"], At("/stdout")),
+        probe("--details", &["--details"], At("/stdout")),
         probe_without("--quiet", &["--quiet"], At("/stderr")),
         probe("--tag", &["--tag", "team=a"], At("/run_json")),
         probe("--gate", &["--gate", "{gate}"], At("/code")),

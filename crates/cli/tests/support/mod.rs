@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use assert_cmd::cargo::CommandCargoExt;
+
+pub mod layout;
 use serde_json::Value;
 
 pub fn goodput() -> Command {

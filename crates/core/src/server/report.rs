@@ -194,4 +194,7 @@ pub struct ServerWindow {
     pub generation_tokens: Option<f64>,
     /// Requests finished in the window.
     pub requests_finished: Option<f64>,
+    /// Preemptions in the window (absent in reports written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preemptions: Option<f64>,
 }

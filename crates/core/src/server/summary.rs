@@ -205,6 +205,7 @@ fn series(log: &ScrapeLog, windows: usize, width: Duration) -> Vec<ServerWindow>
         Concept::PromptTokens,
         Concept::GenerationTokens,
         Concept::RequestsFinished,
+        Concept::Preemptions,
     ]
     .map(|c| log.counter(c));
     let span = log
@@ -239,6 +240,7 @@ fn series(log: &ScrapeLog, windows: usize, width: Duration) -> Vec<ServerWindow>
                 prompt_tokens: increase(&counters[0]),
                 generation_tokens: increase(&counters[1]),
                 requests_finished: increase(&counters[2]),
+                preemptions: increase(&counters[3]),
             }
         })
         .collect()
