@@ -45,6 +45,8 @@ fn report() -> Variant {
             probe("--slo", &["--slo", "ttft=1ms"], At(TEXT)),
             probe_without("--out", &["--out"], At("/files")),
             probe("--json", &["--json"], At("/stdout")),
+            probe("--format", &["--format", "markdown"], At(TEXT)),
+            probe("--details", &["--details"], At(TEXT)),
             probe("--store", &["--store", "{out}/history.db"], At("/files")),
         ],
     )
