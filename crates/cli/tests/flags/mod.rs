@@ -105,7 +105,9 @@ pub(crate) fn flags_of(sub: &str) -> BTreeSet<String> {
     let mut flags = BTreeSet::new();
     for line in help.lines() {
         let trimmed = line.trim_start();
-        if line.len() - trimmed.len() < 2 {
+        // Flags sit at 2 (with a short form) or 6 spaces; descriptions further in.
+        let indent = line.len() - trimmed.len();
+        if !(2..=6).contains(&indent) {
             continue;
         }
         // `-c, --criteria <FILE>`: skip the short form.

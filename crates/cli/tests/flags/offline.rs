@@ -69,6 +69,8 @@ fn compare() -> Variant {
                 &["--fail-on-regression"],
                 At("/code"),
             ),
+            probe("--html", &["--html", "{out}/comparison.html"], At("/files")),
+            probe("--details", &["--details"], At(TEXT)),
         ],
     )
 }
