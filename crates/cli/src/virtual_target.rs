@@ -165,6 +165,27 @@ fn micros(at: Duration) -> u64 {
     u64::try_from(at.as_micros()).unwrap_or(u64::MAX)
 }
 
+/// The deliveries as journal chunks: `[µs since the start, tokens]`.
+fn chunks(timeline: &RequestTimeline) -> Vec<[u64; 2]> {
+    timeline
+        .deliveries
+        .iter()
+        .map(|(at, n)| [micros(*at), u64::from(*n)])
+        .collect()
+}
+
+/// How the request failed, as a real client would have seen it (`None`: it completed).
+fn failure(timeline: &RequestTimeline) -> Option<Failure> {
+    match (&timeline.rejected, &timeline.aborted) {
+        (Some(rejection), _) => Some(Failure::http(429, rejection.to_string())),
+        (None, Some(reason)) => Some(Failure::new(OutcomeKind::StreamError, reason.clone())),
+        (None, None) if timeline.finished.is_none() => {
+            Some(Failure::new(OutcomeKind::Cancelled, "never finished"))
+        }
+        (None, None) => None,
+    }
+}
+
 /// The record a real client would have written for this timeline.
 fn record(
     index: u64,
@@ -174,19 +195,8 @@ fn record(
     output: u32,
 ) -> RequestRecord {
     let arrival = micros(timeline.arrival);
-    let chunks: Vec<[u64; 2]> = timeline
-        .deliveries
-        .iter()
-        .map(|(at, n)| [micros(*at), u64::from(*n)])
-        .collect();
-    let failure = match (&timeline.rejected, &timeline.aborted) {
-        (Some(rejection), _) => Some(Failure::http(429, rejection.to_string())),
-        (None, Some(reason)) => Some(Failure::new(OutcomeKind::StreamError, reason.clone())),
-        (None, None) if timeline.finished.is_none() => {
-            Some(Failure::new(OutcomeKind::Cancelled, "never finished"))
-        }
-        (None, None) => None,
-    };
+    let chunks = chunks(timeline);
+    let failure = failure(timeline);
     let end = timeline.finished.map_or_else(
         || chunks.last().map_or(arrival, |c| c[0]),
         |(at, _)| micros(at),

@@ -95,23 +95,10 @@ fn a_live_capacity_search_stays_within_the_physical_limit_and_rebuilds_from_the_
     let sim = four_slot_sim(dir.path(), 10.0);
     let output = ok(goodput()
         .args(["capacity", "--quiet", "--slo", "ttft=500ms", "--start", "4"])
-        .args([
-            "--attainment",
-            "0.9",
-            "--confidence",
-            "0.9",
-            "--tolerance",
-            "15%",
-        ])
+        .args(["--attainment", "0.9", "--confidence", "0.9"])
+        .args(["--tolerance", "15%", "--seed", "3"])
         .args(["--probe-warmup", "2s", "--probe-min-duration", "20s"])
-        .args([
-            "--output-tokens",
-            "6",
-            "--input-tokens",
-            "16",
-            "--seed",
-            "3",
-        ])
+        .args(["--output-tokens", "6", "--input-tokens", "16"])
         .args(["--accelerators", "2", "--sim-config", sim.to_str().unwrap()])
         .args(["--out", out.to_str().unwrap()])
         .output()

@@ -206,12 +206,7 @@ async fn search_live(
         plan.measured_requests,
         async |index: usize, load: f64, run: u32| {
             if !quiet {
-                let extension = if run > 1 {
-                    format!(" (run {run}: extended, undecided)")
-                } else {
-                    String::new()
-                };
-                eprintln!("probe {}: load {load:.3}{extension} …", index + 1);
+                announce_probe(index, load, run);
             }
             let run = match session
                 .run_step(&plan.config_for_run(load, run), None, Some(&criteria))
@@ -252,6 +247,16 @@ async fn search_live(
     }
     let outcome = last_outcome.unwrap_or_else(completed_outcome);
     Ok((capacity, steps, aborted, outcome))
+}
+
+/// Says which probe starts (on stderr), and whether it extends an undecided one.
+fn announce_probe(index: usize, load: f64, run: u32) {
+    let extension = if run > 1 {
+        format!(" (run {run}: extended, undecided)")
+    } else {
+        String::new()
+    };
+    eprintln!("probe {}: load {load:.3}{extension} …", index + 1);
 }
 
 /// Half the throughput of the calibration run: where a rate search starts. The calibration's

@@ -46,20 +46,7 @@ pub(crate) fn run(
         time_scale: 1.0,
         ..args.run.run_config(seed)?
     };
-    let sim = crate::embedded_sim::embedded_sim_config(&args.run, seed)?;
-    if sim.agent != goodput_sim::config::AgentConfig::default() {
-        bail!(
-            "--virtual-time does not emulate reasoning or tool calls: drop --sim-reasoning-tokens, \
-             --sim-tool-calls and the config's `agent` section"
-        );
-    }
-    let label = format!("{} in virtual time", describe_simulator(&sim));
-    let model = sim.model_name();
-    let target = VirtualTarget {
-        sim,
-        input_tokens: target_lengths.0,
-        output_tokens: target_lengths.1,
-    };
+    let (target, label, model) = virtual_target(&args, seed, target_lengths)?;
     let plan = probe_plan(&args, base.clone(), criteria, measured);
     let mut steps = Vec::new();
     let start = match (args.start, plan.dimension) {
@@ -97,6 +84,30 @@ pub(crate) fn run(
         None,
         gate.as_ref(),
     )
+}
+
+/// The embedded simulator as a virtual-time target, its label for the report and its model
+/// name; reasoning and tool calls are refused (virtual time does not emulate them).
+fn virtual_target(
+    args: &CapacityArgs,
+    seed: u64,
+    (input_tokens, output_tokens): (u32, u32),
+) -> Result<(VirtualTarget, String, String)> {
+    let sim = crate::embedded_sim::embedded_sim_config(&args.run, seed)?;
+    if sim.agent != goodput_sim::config::AgentConfig::default() {
+        bail!(
+            "--virtual-time does not emulate reasoning or tool calls: drop --sim-reasoning-tokens, \
+             --sim-tool-calls and the config's `agent` section"
+        );
+    }
+    let label = format!("{} in virtual time", describe_simulator(&sim));
+    let model = sim.model_name();
+    let target = VirtualTarget {
+        sim,
+        input_tokens,
+        output_tokens,
+    };
+    Ok((target, label, model))
 }
 
 /// Half the throughput of a closed-loop run at the calibration concurrency (where a rate

@@ -38,15 +38,7 @@ pub(crate) fn estimate(
         output_tokens: args.output_tokens,
     };
     let (start, _) = super::capacity_virtual::calibrated_start(&target, &plan.base)?;
-    let search = SearchConfig {
-        start,
-        min: start / 1000.0,
-        max: start * 1000.0,
-        tolerance: 0.02,
-        max_probes: 30,
-        integer: false,
-        budget_secs: None,
-    };
+    let search = search_around(start);
     let (capacity, steps) = virtual_capacity(&target, &plan, search, |_| {});
     let rate = capacity.lower_bound.with_context(|| {
         format!(
@@ -80,6 +72,19 @@ pub(crate) fn estimate(
     );
     let explanation = explain(&engine, args, rate, capacity.upper_bound, at_capacity);
     Ok((CapacityEstimate { per_device, source }, explanation))
+}
+
+/// A rate search from `start` over six orders of magnitude, to 2 %.
+fn search_around(start: f64) -> SearchConfig {
+    SearchConfig {
+        start,
+        min: start / 1000.0,
+        max: start * 1000.0,
+        tolerance: 0.02,
+        max_probes: 30,
+        integer: false,
+        budget_secs: None,
+    }
 }
 
 /// Probes as `goodput capacity` shapes them by default: Poisson arrivals, a 10 s warmup, at

@@ -100,7 +100,6 @@ pub(crate) fn describe_load(load: &LoadReport) -> String {
 
 fn render_step(out: &mut String, step: &StepReport) {
     let r = &step.requests;
-    let t = &step.throughput;
     let _ = writeln!(
         out,
         "\nLoad: {} · measured {:.1} s (after {} warmup requests)",
@@ -118,6 +117,30 @@ fn render_step(out: &mut String, step: &StepReport) {
         failures(step)
     );
     super::failures::render(out, step);
+    render_throughput(out, step);
+    render_latency(out, step);
+    super::channels::render(out, step);
+    super::channels::render_sessions(out, step);
+    render_goodput(out, step);
+    super::breakdown::render(out, step);
+    let s = &step.stability;
+    let growth = s
+        .queue_growth_per_sec
+        .map(|g| format!(", in-flight trend {g:+.2}/s"))
+        .unwrap_or_default();
+    let _ = writeln!(
+        out,
+        "\nStability: {} — {}{growth}",
+        super::steps::verdict_word(s.verdict),
+        s.reason
+    );
+    render_trends_and_recovery(out, step);
+    super::server::render_step(out, step);
+}
+
+/// Completed work per second, and the mean request size.
+fn render_throughput(out: &mut String, step: &StepReport) {
+    let t = &step.throughput;
     let _ = writeln!(
         out,
         "\nThroughput (completed work per second, whole target)"
@@ -144,24 +167,6 @@ fn render_step(out: &mut String, step: &StepReport) {
         fmt_opt(tokens.input_per_request.mean, 0),
         fmt_opt(tokens.output_per_request.mean, 0)
     );
-    render_latency(out, step);
-    super::channels::render(out, step);
-    super::channels::render_sessions(out, step);
-    render_goodput(out, step);
-    super::breakdown::render(out, step);
-    let s = &step.stability;
-    let growth = s
-        .queue_growth_per_sec
-        .map(|g| format!(", in-flight trend {g:+.2}/s"))
-        .unwrap_or_default();
-    let _ = writeln!(
-        out,
-        "\nStability: {} — {}{growth}",
-        super::steps::verdict_word(s.verdict),
-        s.reason
-    );
-    render_trends_and_recovery(out, step);
-    super::server::render_step(out, step);
 }
 
 /// Degrading trends over the run (soak) and the recovery after an overload phase.

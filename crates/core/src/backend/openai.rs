@@ -219,47 +219,7 @@ impl OpenAiBackend {
         if !config.model.is_empty() {
             body.insert("model".into(), Value::String(config.model.clone()));
         }
-        match (config.api, &spec.input) {
-            (ApiKind::Chat, RequestInput::Text(text)) => {
-                body.insert(
-                    "messages".into(),
-                    json!([{"role": "user", "content": text}]),
-                );
-            }
-            (ApiKind::Chat, RequestInput::Messages(messages)) => {
-                let messages =
-                    serde_json::to_value(messages).map_err(|error| invalid(error.to_string()))?;
-                body.insert("messages".into(), messages);
-            }
-            (ApiKind::Chat, RequestInput::Batch(_)) => {
-                return Err(invalid(
-                    "a batch of prompts needs the completions API; the chat API takes one conversation",
-                ));
-            }
-            (ApiKind::Completions, RequestInput::Text(text)) => {
-                body.insert("prompt".into(), Value::String(text.clone()));
-            }
-            (ApiKind::Completions, RequestInput::Messages(messages)) => {
-                body.insert("prompt".into(), Value::String(flatten(messages)));
-            }
-            (ApiKind::Completions, RequestInput::Batch(prompts)) => {
-                if prompts.is_empty() {
-                    return Err(invalid("empty batch of prompts"));
-                }
-                body.insert("prompt".into(), json!(prompts));
-            }
-            (ApiKind::Responses, RequestInput::Text(text)) => {
-                body.insert("input".into(), Value::String(text.clone()));
-            }
-            (ApiKind::Responses, RequestInput::Messages(messages)) => {
-                body.insert("input".into(), responses_input(messages)?);
-            }
-            (ApiKind::Responses, RequestInput::Batch(_)) => {
-                return Err(invalid(
-                    "a batch of prompts needs the completions API; the Responses API takes one input",
-                ));
-            }
-        }
+        insert_input(&mut body, config.api, &spec.input)?;
         if let Some(max) = spec.max_output_tokens {
             let key = match config.api {
                 ApiKind::Responses => "max_output_tokens",
@@ -360,6 +320,57 @@ impl Backend for OpenAiBackend {
 }
 
 /// Whether to read the body as SSE: asked for and not plainly JSON, or announced as SSE.
+
+/// The request's input under the key `api` takes it in: `messages`, `prompt` or `input`.
+fn insert_input(
+    body: &mut Map<String, Value>,
+    api: ApiKind,
+    input: &RequestInput,
+) -> Result<(), Failure> {
+    match (api, input) {
+        (ApiKind::Chat, RequestInput::Text(text)) => {
+            body.insert(
+                "messages".into(),
+                json!([{"role": "user", "content": text}]),
+            );
+        }
+        (ApiKind::Chat, RequestInput::Messages(messages)) => {
+            let messages =
+                serde_json::to_value(messages).map_err(|error| invalid(error.to_string()))?;
+            body.insert("messages".into(), messages);
+        }
+        (ApiKind::Chat, RequestInput::Batch(_)) => {
+            return Err(invalid(
+                "a batch of prompts needs the completions API; the chat API takes one conversation",
+            ));
+        }
+        (ApiKind::Completions, RequestInput::Text(text)) => {
+            body.insert("prompt".into(), Value::String(text.clone()));
+        }
+        (ApiKind::Completions, RequestInput::Messages(messages)) => {
+            body.insert("prompt".into(), Value::String(flatten(messages)));
+        }
+        (ApiKind::Completions, RequestInput::Batch(prompts)) => {
+            if prompts.is_empty() {
+                return Err(invalid("empty batch of prompts"));
+            }
+            body.insert("prompt".into(), json!(prompts));
+        }
+        (ApiKind::Responses, RequestInput::Text(text)) => {
+            body.insert("input".into(), Value::String(text.clone()));
+        }
+        (ApiKind::Responses, RequestInput::Messages(messages)) => {
+            body.insert("input".into(), responses_input(messages)?);
+        }
+        (ApiKind::Responses, RequestInput::Batch(_)) => {
+            return Err(invalid(
+                "a batch of prompts needs the completions API; the Responses API takes one input",
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn is_streamed(asked: bool, headers: &HeaderMap) -> bool {
     let kind = headers
         .get(CONTENT_TYPE)

@@ -47,20 +47,7 @@ pub fn recovery(
     width_secs: f64,
     phases: &[RatePhase],
 ) -> Option<RecoveryReport> {
-    let peak = (0..phases.len())
-        .max_by(|&a, &b| phases[a].rate_per_sec.total_cmp(&phases[b].rate_per_sec))?;
-    if peak == 0 || peak + 1 >= phases.len() {
-        return None;
-    }
-    let starts: Vec<f64> = phases
-        .iter()
-        .scan(0.0, |at, phase| {
-            let start = *at;
-            *at += phase.duration.as_secs_f64();
-            Some(start)
-        })
-        .collect();
-    let (before_start, overload_start) = (starts[peak - 1], starts[peak]);
+    let (peak, before_start, overload_start) = overload(phases)?;
     let overload_end = overload_start + phases[peak].duration.as_secs_f64();
     let window_end = |w: &WindowReport| w.start_secs + width_secs;
     let baseline_rows: Vec<&WindowReport> = rows
@@ -105,6 +92,25 @@ pub fn recovery(
         drain_secs,
         slo_recovery_secs,
     })
+}
+
+/// The overload phase (the fastest, with phases before and after it), when the phase before
+/// it starts and when it starts, seconds into the profile.
+fn overload(phases: &[RatePhase]) -> Option<(usize, f64, f64)> {
+    let peak = (0..phases.len())
+        .max_by(|&a, &b| phases[a].rate_per_sec.total_cmp(&phases[b].rate_per_sec))?;
+    if peak == 0 || peak + 1 >= phases.len() {
+        return None;
+    }
+    let starts: Vec<f64> = phases
+        .iter()
+        .scan(0.0, |at, phase| {
+            let start = *at;
+            *at += phase.duration.as_secs_f64();
+            Some(start)
+        })
+        .collect();
+    Some((peak, starts[peak - 1], starts[peak]))
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
