@@ -2,7 +2,7 @@
 //! the capacity found is within [0.8, 1.0] × C/S, never above it, and its bounds cover C/S.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +17,8 @@ use goodput_core::metrics::Slo;
 use goodput_core::tokens::Tiktoken;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::{SimConfig, SimServer};
+use support::{fixed, in_memory_client, openai};
 use tokio_util::sync::CancellationToken;
-use util::{fixed, in_memory_client, openai};
 
 fn prober(
     server: &SimServer,

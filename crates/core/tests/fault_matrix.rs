@@ -5,7 +5,7 @@
 //! and SLO attainment counts the failures as misses.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -24,8 +24,8 @@ use goodput_core::warnings;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::FaultConfig;
+use support::{Collect, fixed, in_memory_client, openai};
 use tokio_util::sync::CancellationToken;
-use util::{Collect, fixed, in_memory_client, openai};
 
 const REQUESTS: u64 = 16;
 

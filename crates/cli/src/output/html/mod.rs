@@ -11,8 +11,8 @@ use goodput_core::compare::Comparison;
 use goodput_core::report::Report;
 use serde_json::{Value, json};
 
-const STYLE: &str = include_str!("html/style.css");
-const SCRIPT: &str = include_str!("html/report.js");
+const STYLE: &str = include_str!("style.css");
+const SCRIPT: &str = include_str!("report.js");
 
 /// The report as one HTML page.
 pub(crate) fn render_report(report: &Report) -> Result<String> {
