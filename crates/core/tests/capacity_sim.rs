@@ -8,11 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::backend::openai::OpenAiBackend;
-use goodput_core::capacity::early_stopping::probe_requests;
-use goodput_core::capacity::{
+use goodput_core::config::{Arrival, RunConfig};
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{
     CapacityReport, Criteria, Dimension, Outcome, ProbePlan, Prober, SearchConfig, find_capacity,
 };
-use goodput_core::config::{Arrival, RunConfig};
 use goodput_core::metrics::Slo;
 use goodput_core::tokens::Tiktoken;
 use goodput_core::workload::SyntheticWorkload;

@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::http::{HttpClient, HttpConfig, Target, TcpConnector, TcpOptions};
+use goodput_core::methodology::warnings;
 use goodput_core::metrics::{Slo, StepAggregator};
 use goodput_core::record::{OutcomeKind, RequestRecord};
 use goodput_core::report::{LoadReport, StepReport};
@@ -20,7 +21,6 @@ use goodput_core::runner::{
     EndReason, JournalWriter, RecordSink, RunOutcome, Runner, read_journal,
 };
 use goodput_core::tokens::Tiktoken;
-use goodput_core::warnings;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::FaultConfig;

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
-use goodput_core::monitor::{FLAG_QUEUE_GROWING, MonitorConfig, watch};
-use goodput_core::server::MetricsEndpoint;
+use goodput_core::observe::monitor::{FLAG_QUEUE_GROWING, MonitorConfig, watch};
+use goodput_core::observe::server::MetricsEndpoint;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
-use goodput_core::report::StepReport;
-use goodput_core::server::{
+use goodput_core::observe::server::{
     ClientTally, MetricsEndpoint, ScrapeHeader, ScrapeLog, Scraper, ServerInputs, ServerReport,
     summarise,
 };
+use goodput_core::report::StepReport;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};

@@ -5,9 +5,9 @@
 mod support;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
+use goodput_core::decide::sweep::{SweepDimension, find_knee};
 use goodput_core::metrics::Slo;
 use goodput_core::report::StepReport;
-use goodput_core::sweep::{SweepDimension, find_knee};
 use goodput_protocol::hardware::GpuSpec;
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
 use support::run_sim;

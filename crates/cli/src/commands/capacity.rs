@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use goodput_core::capacity::early_stopping::probe_requests;
-use goodput_core::capacity::{
+use goodput_core::config::{LoadSpec, RunConfig, Warmup};
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{
     CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, SearchConfig, find_capacity,
 };
-use goodput_core::config::{LoadSpec, RunConfig, Warmup};
 use goodput_core::report::Warning;
 use goodput_core::runner::{EndReason, RunOutcome};
 
@@ -181,7 +181,7 @@ async fn live(
 }
 
 type Searched = (
-    goodput_core::capacity::CapacityReport,
+    goodput_core::decide::capacity::CapacityReport,
     Vec<goodput_core::report::StepReport>,
     Option<goodput_core::report::StepReport>,
     RunOutcome,

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::capacity::{Criteria, Dimension};
 use goodput_core::config::{LoadSpec, RunConfig, Warmup};
+use goodput_core::decide::capacity::{Criteria, Dimension};
 use goodput_core::report::{Report, RunInfo, StepReport};
 use goodput_core::runner::EndReason;
 
@@ -68,8 +68,9 @@ pub(crate) fn run(
     let first_probe_step = steps.len();
     steps.extend(probe_steps);
     let run = run_info(&args, &base, label, model, target_lengths, command_line)?;
-    let mut warnings = goodput_core::warnings::check(&base, &steps, EndReason::Completed);
-    warnings.extend(goodput_core::checks::check_run(&run, &steps));
+    let mut warnings =
+        goodput_core::methodology::warnings::check(&base, &steps, EndReason::Completed);
+    warnings.extend(goodput_core::methodology::checks::check_run(&run, &steps));
     drop_calibration_warnings(&mut warnings, plan.dimension, first_probe_step);
     let mut report = Report::new(tool_info(), run, steps, warnings);
     report.capacity = Some(
@@ -197,7 +198,7 @@ fn run_info(
         time_scale: 1.0,
         end_reason: "completed".into(),
         tags: args.run.tags()?.into_iter().collect(),
-        client_host: Some(goodput_core::environment::HostInfo::collect()),
+        client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
     })
 }

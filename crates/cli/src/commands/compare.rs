@@ -7,8 +7,8 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::compare::{self, Side};
-use goodput_core::significance::Thresholds;
+use goodput_core::decide::compare::{self, Side};
+use goodput_core::decide::significance::Thresholds;
 
 use crate::app::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::args::analysis::{CompareArgs, CompareFormat};

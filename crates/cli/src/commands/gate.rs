@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::gate::{self, Condition, StepSelector, Verdict};
+use goodput_core::decide::gate::{self, Condition, StepSelector, Verdict};
 use serde::Deserialize;
 use serde_json::Value;
 

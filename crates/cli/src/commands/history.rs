@@ -7,7 +7,7 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::report_path;
+use goodput_core::decide::report_path;
 
 use crate::app::EXIT_OK;
 use crate::args::analysis::HistoryArgs;

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use goodput_core::compare::LatencySamples;
+use goodput_core::decide::compare::LatencySamples;
 use goodput_core::runner::read_journal;
 use serde_json::Value;
 

@@ -7,8 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use goodput_core::http::Target;
-use goodput_core::monitor::{MonitorRow, watch};
-use goodput_core::server::default_metrics_url;
+use goodput_core::observe::monitor::{MonitorRow, watch};
+use goodput_core::observe::server::default_metrics_url;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::EXIT_OK;

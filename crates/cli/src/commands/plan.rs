@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::plan::{CapacityEstimate, DemandUnit, capacity_from_report, plan};
+use goodput_core::decide::plan::{CapacityEstimate, DemandUnit, capacity_from_report, plan};
 
 use crate::app::EXIT_OK;
 use crate::args::plan::PlanArgs;

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::capacity::early_stopping::probe_requests;
-use goodput_core::capacity::{Criteria, Dimension, Outcome, ProbePlan, SearchConfig};
 use goodput_core::config::{Arrival, RunConfig};
-use goodput_core::plan::{CapacityEstimate, DemandUnit};
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{Criteria, Dimension, Outcome, ProbePlan, SearchConfig};
+use goodput_core::decide::plan::{CapacityEstimate, DemandUnit};
 use goodput_core::report::StepReport;
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};

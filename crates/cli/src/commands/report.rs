@@ -5,17 +5,17 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use goodput_core::capacity::{CapacityPlan, CapacityReport};
 use goodput_core::config::RunConfig;
+use goodput_core::decide::capacity::{CapacityPlan, CapacityReport};
+use goodput_core::decide::sweep::{SweepReport, find_knee};
 use goodput_core::manifest::RunManifest;
+use goodput_core::methodology::warnings;
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
-use goodput_core::overhead::ClientOverhead;
+use goodput_core::observe::overhead::ClientOverhead;
 use goodput_core::record::RequestRecord;
 use goodput_core::report::{LoadReport, Report, StepReport};
 use goodput_core::runner::{EndReason, read_journal};
-use goodput_core::sweep::{SweepReport, find_knee};
-use goodput_core::warnings;
 
 use crate::app::EXIT_OK;
 use crate::args::run::parse_slo;
@@ -37,7 +37,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         );
     }
     let buckets = crate::commands::workload::recorded_buckets(&manifest.run.workload)?;
-    let mut server_headers = goodput_core::environment::ServerHeaders::default();
+    let mut server_headers = goodput_core::observe::environment::ServerHeaders::default();
     let mut overhead = ClientOverhead::from_records_only();
     for record in &contents.records {
         server_headers.add(record);
@@ -50,7 +50,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
     }
     let mut warnings = warnings::check(&config, &steps, EndReason::Completed);
-    warnings.extend(goodput_core::checks::check_run(&run, &steps));
+    warnings.extend(goodput_core::methodology::checks::check_run(&run, &steps));
     run.server_info =
         Some(server_headers.server_info(run.server_info.take().unwrap_or_default().models));
     let sweep = manifest.sweep.as_ref().map(|plan| SweepReport {

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use goodput_core::overhead::ClientOverhead;
+use goodput_core::observe::overhead::ClientOverhead;
 use goodput_core::report::LoadReport;
 use goodput_core::runner::RecordSink;
 

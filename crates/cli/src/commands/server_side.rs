@@ -9,13 +9,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use goodput_core::analysis::{AnalysisConfig, EnrichInputs, Hardware, enrich, enrich_step};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
-use goodput_core::record::RequestRecord;
-use goodput_core::report::{Report, StepReport, Warning};
-use goodput_core::runner::RecordSink;
-use goodput_core::server::{
+use goodput_core::observe::server::{
     ClientTally, MetricsEndpoint, Scrape, ScrapeHeader, ScrapeJournal, ScrapeLog, Scraper,
     default_metrics_url, read_scrape_journal, split_metrics_url,
 };
+use goodput_core::record::RequestRecord;
+use goodput_core::report::{Report, StepReport, Warning};
+use goodput_core::runner::RecordSink;
 use goodput_sim::config::{EngineConfig, SimConfig};
 use tokio::time::Instant;
 

@@ -13,18 +13,18 @@ use anyhow::{Context, Result, bail};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
 use goodput_core::backend::openai::{ApiKind, OpenAiBackend, OpenAiConfig};
-use goodput_core::capacity::Criteria;
-use goodput_core::capacity::watch::ProbeSink;
 use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::decide::capacity::Criteria;
+use goodput_core::decide::capacity::watch::ProbeSink;
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
+use goodput_core::methodology::warnings;
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
-use goodput_core::overhead::ClientOverhead;
+use goodput_core::observe::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
 use goodput_core::tokens::TokenCounter;
-use goodput_core::warnings;
 use goodput_core::workload::Workload;
 use goodput_sim::config::{EngineConfig, SimConfig};
 use http::{HeaderName, HeaderValue};
@@ -76,9 +76,9 @@ pub(crate) struct Session {
     /// The load of every step started so far (recorded in `run.json`).
     pub(crate) step_loads: Vec<LoadSpec>,
     /// A sweep's plan (recorded in `run.json`).
-    pub(crate) sweep_plan: Option<goodput_core::sweep::SweepReport>,
+    pub(crate) sweep_plan: Option<goodput_core::decide::sweep::SweepReport>,
     /// A capacity search's plan (recorded in `run.json`).
-    pub(crate) capacity_plan: Option<goodput_core::capacity::CapacityPlan>,
+    pub(crate) capacity_plan: Option<goodput_core::decide::capacity::CapacityPlan>,
     /// The client's own overhead over every step (dispatch lag, CPU).
     pub(crate) overhead: ClientOverhead,
     /// Server-side warnings of the steps run so far.
@@ -129,7 +129,7 @@ impl Session {
             built.workload.as_ref(),
             command_line,
         )?;
-        run_info.server_info = Some(goodput_core::environment::ServerInfo {
+        run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
             models: served_models.clone(),
             ..Default::default()
         });
@@ -273,7 +273,7 @@ impl Session {
         let mut run = self.run_info.clone();
         run.end_reason = end.as_str().to_string();
         let mut warnings = warnings::check(&self.config, &steps, end);
-        warnings.extend(goodput_core::checks::check_run(&run, &steps));
+        warnings.extend(goodput_core::methodology::checks::check_run(&run, &steps));
         for warning in &self.server_warnings {
             if !warnings.contains(warning) {
                 warnings.push(warning.clone());
@@ -486,7 +486,7 @@ pub(crate) fn run_info(
         time_scale: config.time_scale,
         end_reason: "running".into(),
         tags: args.tags()?.into_iter().collect::<BTreeMap<_, _>>(),
-        client_host: Some(goodput_core::environment::HostInfo::collect()),
+        client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
     })
 }

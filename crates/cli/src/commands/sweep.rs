@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::decide::sweep::{BatchedWorkload, SweepDimension, SweepReport, find_knee};
 use goodput_core::report::StepReport;
 use goodput_core::runner::EndReason;
-use goodput_core::sweep::{BatchedWorkload, SweepDimension, SweepReport, find_knee};
 use goodput_core::workload::Workload;
 
 use crate::args::run::ApiArg;

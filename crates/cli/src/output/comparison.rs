@@ -4,8 +4,8 @@
 
 use std::fmt::Write as _;
 
-use goodput_core::compare::{Comparison, DistributionChange, MetricDelta};
-use goodput_core::significance::Method;
+use goodput_core::decide::compare::{Comparison, DistributionChange, MetricDelta};
+use goodput_core::decide::significance::Method;
 
 fn number(value: Option<f64>) -> String {
     match value {

@@ -6,8 +6,10 @@
 
 use std::time::Duration;
 
-use goodput_core::capacity::{CapacityReport, ProbeError, ProbePlan, SearchConfig, find_capacity};
 use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::decide::capacity::{
+    CapacityReport, ProbeError, ProbePlan, SearchConfig, find_capacity,
+};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::record::{Failure, OutcomeKind, Phase, RequestRecord, TokenSource};
@@ -128,7 +130,7 @@ pub(crate) fn virtual_capacity(
     target: &VirtualTarget,
     plan: &ProbePlan,
     search: SearchConfig,
-    on_probe: impl FnMut(&goodput_core::capacity::Probe),
+    on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
     let probe = |_: usize, load: f64, run: u32| {
         let result = target.probe(&plan.config_for_run(load, run));
@@ -274,17 +276,19 @@ mod tests {
     }
 
     fn plan(slo: &str) -> ProbePlan {
-        let criteria = goodput_core::capacity::Criteria {
+        let criteria = goodput_core::decide::capacity::Criteria {
             slo: Slo::parse(slo).unwrap(),
             attainment: 0.95,
             confidence: 0.95,
         };
         ProbePlan {
             base: RunConfig::default(),
-            dimension: goodput_core::capacity::Dimension::Rate,
+            dimension: goodput_core::decide::capacity::Dimension::Rate,
             arrival: Arrival::Poisson,
             max_concurrency: None,
-            measured_requests: goodput_core::capacity::early_stopping::probe_requests(0.95, 0.95),
+            measured_requests: goodput_core::decide::capacity::early_stopping::probe_requests(
+                0.95, 0.95,
+            ),
             warmup: Duration::from_secs(10),
             min_duration: Duration::from_secs(30),
             max_probe_duration: Duration::from_secs(600),

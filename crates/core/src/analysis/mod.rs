@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::observe::server::{ClientTally, ScrapeHeader, ScrapeLog, ServerInputs, summarise};
 use crate::report::{Report, StepReport, Warning};
-use crate::server::{ClientTally, ScrapeHeader, ScrapeLog, ServerInputs, summarise};
 
 pub use cost::{CostInputs, CostReport};
 pub use speculative::{SpeculativeInputs, SpeculativeReport};

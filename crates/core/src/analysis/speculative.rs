@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Figure, input};
-use crate::server::{ClientTally, ServerReport};
+use crate::observe::server::{ClientTally, ServerReport};
 
 /// What the server does not report: the drafts per step (K) and the draft model's relative
 /// cost.

@@ -49,7 +49,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{Activity, Backend, BoxFuture, RequestInput, RequestSpec};
 use crate::config::{ConfigError, RunConfig};
 use crate::metrics::StepAggregator;
-use crate::overhead::ClientOverhead;
+use crate::observe::overhead::ClientOverhead;
 use crate::record::{Exchange, Failure, OutcomeKind};
 use crate::report::{LoadReport, Report, RunInfo, ToolInfo};
 use crate::runner::{RecordSink, Runner};
@@ -177,8 +177,8 @@ where
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let mut run = run_info(config, spec, workload.as_ref(), started_at);
     run.end_reason = outcome.end_reason.as_str().to_string();
-    let mut warnings = crate::warnings::check(config, &steps, outcome.end_reason);
-    warnings.extend(crate::checks::check_run(&run, &steps));
+    let mut warnings = crate::methodology::warnings::check(config, &steps, outcome.end_reason);
+    warnings.extend(crate::methodology::checks::check_run(&run, &steps));
     let mut report = Report::new(tool_info(), run, steps, warnings);
     overhead.attach(&mut report);
     Ok(report)
@@ -213,7 +213,7 @@ fn run_info(
         time_scale: config.time_scale,
         end_reason: "running".into(),
         tags: spec.tags.clone(),
-        client_host: Some(crate::environment::HostInfo::collect()),
+        client_host: Some(crate::observe::environment::HostInfo::collect()),
         server_info: None,
     }
 }

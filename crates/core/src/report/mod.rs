@@ -31,14 +31,14 @@ pub struct Report {
     pub warnings: Vec<Warning>,
     /// The sweep summary (load levels and knee), for `goodput sweep`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<crate::sweep::SweepReport>,
+    pub sweep: Option<crate::decide::sweep::SweepReport>,
     /// The capacity verdict, for `goodput capacity`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<crate::capacity::CapacityReport>,
+    pub capacity: Option<crate::decide::capacity::CapacityReport>,
     /// The client's own overhead and whether it was the bottleneck (absent in reports written
     /// before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<crate::overhead::ClientReport>,
+    pub client: Option<crate::observe::overhead::ClientReport>,
 }
 
 fn one() -> f64 {
@@ -110,10 +110,10 @@ pub struct RunInfo {
     pub tags: BTreeMap<String, String>,
     /// The machine goodput ran on (CPU, cores, memory, OS).
     #[serde(default)]
-    pub client_host: Option<crate::environment::HostInfo>,
+    pub client_host: Option<crate::observe::environment::HostInfo>,
     /// What the target says about itself (`/v1/models`, identifying response headers).
     #[serde(default)]
-    pub server_info: Option<crate::environment::ServerInfo>,
+    pub server_info: Option<crate::observe::environment::ServerInfo>,
 }
 
 /// Load level of a step.
@@ -369,7 +369,7 @@ pub struct StepReport {
     pub distributions_ms: crate::metrics::quantiles::Distributions,
     /// What the server's own metrics said (null when they were not scraped).
     #[serde(default)]
-    pub server: Option<crate::server::ServerReport>,
+    pub server: Option<crate::observe::server::ServerReport>,
     /// Utilisation of the described hardware (null without a model and accelerator).
     #[serde(default)]
     pub utilisation: Option<crate::analysis::UtilisationReport>,

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use goodput_core::compare::Comparison;
+use goodput_core::decide::compare::Comparison;
 use goodput_core::report::Report;
 use serde_json::{Value, json};
 

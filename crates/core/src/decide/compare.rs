@@ -1,6 +1,6 @@
 //! Comparing two runs (`goodput compare A B`): every numeric figure side by side with absolute
 //! and relative deltas, a significance test per latency distribution (see
-//! [`crate::significance`]), and warnings when the two runs were not measured under the same
+//! [`crate::decide::significance`]), and warnings when the two runs were not measured under the same
 //! conditions (workload, load, API, SLO, token shapes, client host). Works on reports as JSON
 //! so sections added by later versions are compared too.
 
@@ -9,11 +9,11 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::decide::report_path::{Unit, leaves, lookup};
+use crate::decide::significance::{self, TestResult, Thresholds};
 use crate::metrics::quantiles::QuantilePoint;
 use crate::record::{Phase, RequestRecord};
 use crate::report::Warning;
-use crate::report_path::{Unit, leaves, lookup};
-use crate::significance::{self, TestResult, Thresholds};
 
 /// Distributions tested for a significant change. ITL is left out: its per-token samples
 /// within one request are not independent, which a rank test assumes.

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
-use crate::server::concepts::Concept;
-use crate::server::{MetricsEndpoint, Scrape, ScrapeLog};
+use crate::observe::server::concepts::Concept;
+use crate::observe::server::{MetricsEndpoint, Scrape, ScrapeLog};
 
 /// How to watch.
 #[derive(Debug, Clone, Copy, PartialEq)]

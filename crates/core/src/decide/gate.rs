@@ -10,7 +10,7 @@ use std::fmt;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::report_path::{self, Unit, UnknownPath};
+use crate::decide::report_path::{self, Unit, UnknownPath};
 use crate::units::parse_duration;
 
 /// A comparison operator.

@@ -1,5 +1,5 @@
 //! Methodology checks that need the run's description as well as its steps (the rest are in
-//! [`crate::warnings`]): inputs far shorter than the stated workload, hardware and precision
+//! [`crate::methodology::warnings`]): inputs far shorter than the stated workload, hardware and precision
 //! not recorded for a real target, and throughput still trending at the end of the window.
 //! Each warning names the fix.
 
