@@ -17,7 +17,7 @@ use goodput_core::runner::{EndReason, RunOutcome};
 
 use crate::args::capacity::CapacityArgs;
 use crate::args::run::parse_slo;
-use crate::commands::session::{Session, StepRun};
+use crate::wiring::session::{Session, StepRun};
 
 /// Concurrency of the calibration run, and the first concurrency probed without --start.
 pub(crate) const CALIBRATION_CONCURRENCY: u32 = 16;
@@ -42,7 +42,13 @@ pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result
         );
     }
     if args.virtual_time {
-        return super::capacity_virtual::run(args, criteria, measured, tolerance, command_line);
+        return crate::virtual_target::capacity::run(
+            args,
+            criteria,
+            measured,
+            tolerance,
+            command_line,
+        );
     }
     if args.run.workload.trace.is_some() {
         bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");

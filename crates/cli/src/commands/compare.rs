@@ -10,10 +10,10 @@ use anyhow::{Context, Result, bail};
 use goodput_core::decide::compare::{self, Side};
 use goodput_core::decide::significance::Thresholds;
 
-use crate::app::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::args::analysis::{CompareArgs, CompareFormat};
-use crate::commands::inputs::load_report;
+use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::output::{color, comparison, html};
+use crate::wiring::inputs::load_report;
 
 /// Runs `goodput compare`.
 pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {

@@ -12,10 +12,10 @@ use goodput_core::decide::gate::{self, Condition, StepSelector, Verdict};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::app::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::args::analysis::GateArgs;
-use crate::commands::inputs::load_report;
+use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::output::color;
+use crate::wiring::inputs::load_report;
 
 /// Parsed release criteria.
 #[derive(Debug, Clone, Default)]

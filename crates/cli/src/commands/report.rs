@@ -17,9 +17,9 @@ use goodput_core::record::RequestRecord;
 use goodput_core::report::{LoadReport, Report, StepReport};
 use goodput_core::runner::{EndReason, read_journal};
 
-use crate::app::EXIT_OK;
 use crate::args::run::parse_slo;
 use crate::cli::ReportArgs;
+use crate::exit::EXIT_OK;
 use crate::output;
 
 /// Runs `goodput report`.
@@ -36,7 +36,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
             "note: the journal's last line was cut short (the run was killed mid-write); it was skipped"
         );
     }
-    let buckets = crate::commands::workload::recorded_buckets(&manifest.run.workload)?;
+    let buckets = crate::wiring::workload::recorded_buckets(&manifest.run.workload)?;
     let mut server_headers = goodput_core::observe::environment::ServerHeaders::default();
     let mut overhead = ClientOverhead::from_records_only();
     for record in &contents.records {
@@ -65,13 +65,17 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     report.sweep = sweep;
     report.capacity = capacity;
     overhead.attach(&mut report);
-    super::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
+    crate::wiring::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
         output::json::write_report(&out.join("report.json"), &report)?;
     }
-    super::run_extras::export_and_record(args.out.as_deref(), args.store.as_deref(), &report)?;
+    crate::wiring::run_extras::export_and_record(
+        args.out.as_deref(),
+        args.store.as_deref(),
+        &report,
+    )?;
     if args.json {
         output::json::print_report(&report)?
     } else {

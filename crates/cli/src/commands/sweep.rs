@@ -14,7 +14,7 @@ use goodput_core::workload::Workload;
 
 use crate::args::run::ApiArg;
 use crate::args::sweep::SweepArgs;
-use crate::commands::session::Session;
+use crate::wiring::session::Session;
 
 /// Runs `goodput sweep`.
 pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<ExitCode> {

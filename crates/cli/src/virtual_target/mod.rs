@@ -2,7 +2,11 @@
 //! time (no HTTP, no sleeping) and its request timelines become `RequestRecord`s, so the same
 //! aggregator, SLO verdicts and capacity search give figures for a model × accelerator in
 //! seconds of CPU. This crate composes `goodput-core` and `goodput-sim`, which never see each
-//! other.
+//! other. [`capacity`] is `goodput capacity --virtual-time`, [`plan`] is `goodput plan
+//! --simulate`.
+
+pub(crate) mod capacity;
+pub(crate) mod plan;
 
 use std::time::Duration;
 

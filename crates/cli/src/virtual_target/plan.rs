@@ -37,7 +37,7 @@ pub(crate) fn estimate(
         input_tokens: args.input_tokens,
         output_tokens: args.output_tokens,
     };
-    let (start, _) = super::capacity_virtual::calibrated_start(&target, &plan.base)?;
+    let (start, _) = super::capacity::calibrated_start(&target, &plan.base)?;
     let search = search_around(start);
     let (capacity, steps) = virtual_capacity(&target, &plan, search, |_| {});
     let rate = capacity.lower_bound.with_context(|| {

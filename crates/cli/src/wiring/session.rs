@@ -30,12 +30,13 @@ use goodput_sim::config::{EngineConfig, SimConfig};
 use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED, rfc3339};
 use crate::args::run::{ApiArg, RunArgs};
 use crate::commands::gate::Criteria as GateCriteria;
-use crate::commands::server_side::ServerSide;
-use crate::commands::workload::{self, BuiltWorkload};
+use crate::exit::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED};
 use crate::output;
+use crate::wiring::server_side::ServerSide;
+use crate::wiring::workload::{self, BuiltWorkload};
+use goodput_core::units::rfc3339;
 
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
 pub(crate) struct Endpoint {

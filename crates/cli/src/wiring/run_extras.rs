@@ -16,8 +16,8 @@ use goodput_core::report::{LoadReport, Report, RunInfo};
 use goodput_core::runner::{RecordSink, RunMonitor, Runner};
 use tokio_util::sync::CancellationToken;
 
-use super::gate::{self, Criteria};
 use crate::args::run::RunArgs;
+use crate::commands::gate::{self, Criteria};
 use crate::output;
 use crate::ui::{self, LiveView, Plan};
 

@@ -12,15 +12,15 @@ use goodput_core::decide::capacity::{Criteria, Dimension};
 use goodput_core::report::{Report, RunInfo, StepReport};
 use goodput_core::runner::EndReason;
 
-use crate::app::rfc3339;
 use crate::args::capacity::CapacityArgs;
 use crate::args::workload::WorkloadArgs;
 use crate::commands::capacity::{
     CALIBRATION_CONCURRENCY, completed_outcome, drop_calibration_warnings, print_probe, probe_plan,
     search_config,
 };
-use crate::commands::session::{describe_simulator, finish, random_seed, tool_info};
 use crate::virtual_target::{VirtualTarget, virtual_capacity};
+use crate::wiring::session::{describe_simulator, finish, random_seed, tool_info};
+use goodput_core::units::rfc3339;
 
 /// Default prompt and answer lengths, as for `goodput run`.
 const DEFAULT_INPUT_TOKENS: u32 = 512;
@@ -40,7 +40,7 @@ pub(crate) fn run(
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--out: cannot create {}", dir.display()))?;
     }
-    let gate = super::run_extras::load_gate(args.run.reporting.gate.as_deref())?;
+    let gate = crate::wiring::run_extras::load_gate(args.run.reporting.gate.as_deref())?;
     let seed = args.run.seed.unwrap_or_else(random_seed);
     let base = RunConfig {
         time_scale: 1.0,
