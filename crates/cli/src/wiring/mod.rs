@@ -3,6 +3,7 @@
 //! ([`session`]), the parts of a run beside the requests — live view, gate, exports, history
 //! ([`run_extras`]) — and the server's side of a run ([`server_side`]).
 
+pub(crate) mod gate;
 pub(crate) mod inputs;
 pub(crate) mod run_extras;
 pub(crate) mod server_side;

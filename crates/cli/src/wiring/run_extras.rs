@@ -17,9 +17,9 @@ use goodput_core::runner::{RecordSink, RunMonitor, Runner};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::run::RunArgs;
-use crate::commands::gate::{self, Criteria};
 use crate::output;
 use crate::ui::{self, LiveView, Plan};
+use crate::wiring::gate::{self, Criteria};
 
 /// Models the target lists at `/v1/models` (empty when it does not answer within 5 s).
 pub(crate) async fn served_models(client: &HttpClient) -> Vec<String> {

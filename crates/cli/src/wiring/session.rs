@@ -31,9 +31,9 @@ use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::run::{ApiArg, RunArgs};
-use crate::commands::gate::Criteria as GateCriteria;
 use crate::exit::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED};
 use crate::output;
+use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
 use crate::wiring::workload::{self, BuiltWorkload};
 use goodput_core::units::rfc3339;
