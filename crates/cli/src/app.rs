@@ -22,7 +22,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             Command::Sim(args) => commands::sim::run(*args).await,
             Command::Report(args) => commands::report::run(args),
             Command::Compare(args) => commands::compare::run(args),
-            Command::Gate(args) => crate::wiring::gate::run(args),
+            Command::Gate(args) => commands::gate::run(args),
             Command::History(args) => commands::history::run(args),
             Command::Plan(args) => commands::plan::run(args),
             Command::Monitor(args) => commands::monitor::run(args).await,

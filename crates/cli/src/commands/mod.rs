@@ -4,6 +4,7 @@
 
 pub(crate) mod capacity;
 pub(crate) mod compare;
+pub(crate) mod gate;
 pub(crate) mod history;
 pub(crate) mod monitor;
 pub(crate) mod plan;

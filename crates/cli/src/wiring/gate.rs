@@ -1,21 +1,17 @@
-//! `goodput gate` and `goodput run --gate`: judge a report against release criteria, print
-//! every condition with its measured value and PASS/FAIL, and choose the exit status (0 all
-//! pass, 1 one fails, 2 usage error — returned as an error).
+//! Release criteria for `goodput gate` and `goodput run --gate`: read them (a TOML file and
+//! `--condition`s), judge a report against them, and print every condition with its measured
+//! value and PASS/FAIL (a usage error — unknown path, bad unit — is an `Err`).
 
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
-use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use goodput_core::decide::gate::{self, Condition, StepSelector, Verdict};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::args::analysis::GateArgs;
-use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::output::color;
-use crate::wiring::inputs::load_report;
 
 /// Parsed release criteria.
 #[derive(Debug, Clone, Default)]
@@ -119,29 +115,24 @@ pub(crate) fn print(text: &str) -> Result<()> {
         .context("writing to stdout")
 }
 
-/// Runs `goodput gate`.
-pub(crate) fn run(args: GateArgs) -> Result<ExitCode> {
-    let mut criteria = match &args.criteria {
+/// The criteria of `goodput gate`: the file's, then `--condition`s, with `--step` last.
+pub(crate) fn criteria(
+    file: Option<&Path>,
+    conditions: &[String],
+    step: Option<&str>,
+) -> Result<Criteria> {
+    let mut criteria = match file {
         Some(path) => load_criteria(path)?,
         None => Criteria::default(),
     };
-    criteria
-        .conditions
-        .extend(parse_conditions(&args.conditions)?);
-    if let Some(step) = &args.step {
+    criteria.conditions.extend(parse_conditions(conditions)?);
+    if let Some(step) = step {
         criteria.step = parse_step(step)?;
     }
     if criteria.conditions.is_empty() {
         bail!("no conditions: give --criteria FILE or --condition 'PATH OP VALUE'");
     }
-    let report = load_report(&args.report)?;
-    let (passed, text) = judge(&report.value, &criteria)?;
-    print(&text)?;
-    Ok(ExitCode::from(if passed {
-        EXIT_OK
-    } else {
-        EXIT_RUN_FAILED
-    }))
+    Ok(criteria)
 }
 
 #[cfg(test)]
