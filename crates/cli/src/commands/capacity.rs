@@ -7,20 +7,21 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use goodput_core::config::{LoadSpec, RunConfig, Warmup};
+use goodput_core::config::RunConfig;
+use goodput_core::decide::capacity::calibration::{
+    CALIBRATION_CONCURRENCY, CALIBRATION_REQUESTS, calibrated_start, calibration_config,
+    drop_calibration_warnings,
+};
 use goodput_core::decide::capacity::early_stopping::probe_requests;
 use goodput_core::decide::capacity::{
-    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, SearchConfig, find_capacity,
+    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, ProbeTiming, SearchConfig,
+    find_capacity,
 };
-use goodput_core::report::Warning;
 use goodput_core::runner::{EndReason, RunOutcome};
 
 use crate::args::capacity::CapacityArgs;
 use crate::args::run::parse_slo;
 use crate::wiring::session::{Session, StepRun};
-
-/// Concurrency of the calibration run, and the first concurrency probed without --start.
-pub(crate) const CALIBRATION_CONCURRENCY: u32 = 16;
 
 /// Runs `goodput capacity`.
 pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result<ExitCode> {
@@ -88,25 +89,20 @@ pub(crate) fn search_config(args: &CapacityArgs, start: f64, tolerance: f64) -> 
 }
 
 /// How probes are shaped around `base` (arrival process and client cap from --arrival and
-/// --max-concurrency).
+/// --max-concurrency; timing from --probe-warmup, --probe-min-duration and
+/// --max-probe-duration).
 pub(crate) fn probe_plan(
     args: &CapacityArgs,
     base: RunConfig,
     criteria: Criteria,
     measured: u64,
 ) -> ProbePlan {
-    let (arrival, max_concurrency) = base.load.open_loop_shape();
-    ProbePlan {
-        base,
-        dimension: args.dimension(),
-        arrival,
-        max_concurrency,
-        measured_requests: measured,
+    let timing = ProbeTiming {
         warmup: args.probe_warmup,
         min_duration: args.probe_min_duration,
-        max_probe_duration: args.max_probe_duration,
-        criteria,
-    }
+        max_duration: args.max_probe_duration,
+    };
+    ProbePlan::around(base, args.dimension(), criteria, measured, timing)
 }
 
 /// One progress line per judged probe.
@@ -150,7 +146,7 @@ async fn live(
     let start = match (start, dimension) {
         (Some(start), _) => start,
         (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
-        (None, Dimension::Rate) => match calibrated_start(&mut session, &plan, &mut steps).await? {
+        (None, Dimension::Rate) => match calibrate_start(&mut session, &plan, &mut steps).await? {
             Ok(start) => start,
             Err(outcome) => {
                 let report = session.report(steps, outcome.end_reason);
@@ -267,7 +263,7 @@ fn announce_probe(index: usize, load: f64, run: u32) {
 
 /// Half the throughput of the calibration run: where a rate search starts. The calibration's
 /// step joins `steps`; an interrupted or fruitless calibration ends the command (`Err`).
-async fn calibrated_start(
+async fn calibrate_start(
     session: &mut Session,
     plan: &ProbePlan,
     steps: &mut Vec<goodput_core::report::StepReport>,
@@ -276,52 +272,34 @@ async fn calibrated_start(
     let throughput = calibration.step.throughput.requests_per_sec;
     let ended = calibration.outcome.end_reason;
     steps.push(calibration.step);
-    if ended != EndReason::Completed || throughput <= 0.0 {
+    let start = calibrated_start(throughput).filter(|_| ended == EndReason::Completed);
+    let Some(start) = start else {
         if ended == EndReason::Completed {
             eprintln!("error: the calibration run completed no request; see the report");
         }
         return Ok(Err(calibration.outcome));
-    }
+    };
     if !session.args.quiet {
         eprintln!(
             "calibration: {throughput:.2} req/s at concurrency {CALIBRATION_CONCURRENCY}; first \
              probe at half of it"
         );
     }
-    Ok(Ok(throughput / 2.0))
+    Ok(Ok(start))
 }
 
 /// A short closed-loop run whose throughput places the first rate probe.
 async fn calibrate(session: &mut Session, plan: &ProbePlan) -> Result<StepRun> {
-    let concurrency = CALIBRATION_CONCURRENCY;
     let config = RunConfig {
-        load: LoadSpec::Closed { concurrency },
-        max_requests: Some(u64::from(concurrency) * 5),
-        duration: Some(plan.max_probe_duration),
-        warmup: Warmup::Requests(u64::from(concurrency)),
         slo: Some(plan.criteria.slo.clone()),
-        ..session.config.clone()
+        ..calibration_config(&session.config, Some(plan.max_probe_duration))
     };
     if !session.args.quiet {
         eprintln!(
-            "calibration: concurrency {concurrency}, {} requests …",
-            u64::from(concurrency) * 5
+            "calibration: concurrency {CALIBRATION_CONCURRENCY}, {CALIBRATION_REQUESTS} requests …"
         );
     }
     session.run_step(&config, None, None).await
-}
-
-/// Drops the warnings about the calibration step (a throughput estimate, judged on nothing):
-/// its sample size, its closed loop in a rate search.
-pub(crate) fn drop_calibration_warnings(
-    warnings: &mut Vec<Warning>,
-    dimension: Dimension,
-    first_probe_step: usize,
-) {
-    warnings.retain(|w| {
-        let about_probes = w.step.is_none_or(|step| step >= first_probe_step);
-        about_probes && !(dimension == Dimension::Rate && w.code == "slo_in_closed_loop")
-    });
 }
 
 /// The outcome recorded when the search ran no step of its own.

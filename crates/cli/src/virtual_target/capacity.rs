@@ -7,20 +7,20 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::config::{LoadSpec, RunConfig, Warmup};
+use goodput_core::config::RunConfig;
+use goodput_core::decide::capacity::calibration::{
+    self, CALIBRATION_CONCURRENCY, calibration_config, drop_calibration_warnings,
+};
 use goodput_core::decide::capacity::{Criteria, Dimension};
 use goodput_core::report::{Report, RunInfo, StepReport};
 use goodput_core::runner::EndReason;
+use goodput_core::units::rfc3339;
 
 use crate::args::capacity::CapacityArgs;
 use crate::args::workload::WorkloadArgs;
-use crate::commands::capacity::{
-    CALIBRATION_CONCURRENCY, completed_outcome, drop_calibration_warnings, print_probe, probe_plan,
-    search_config,
-};
+use crate::commands::capacity::{completed_outcome, print_probe, probe_plan, search_config};
 use crate::virtual_target::{VirtualTarget, virtual_capacity};
 use crate::wiring::session::{describe_simulator, finish, random_seed, tool_info};
-use goodput_core::units::rfc3339;
 
 /// Default prompt and answer lengths, as for `goodput run`.
 const DEFAULT_INPUT_TOKENS: u32 = 512;
@@ -117,20 +117,10 @@ pub(crate) fn calibrated_start(
     target: &VirtualTarget,
     base: &RunConfig,
 ) -> Result<(f64, StepReport)> {
-    let concurrency = CALIBRATION_CONCURRENCY;
-    let config = RunConfig {
-        load: LoadSpec::Closed { concurrency },
-        max_requests: Some(u64::from(concurrency) * 5),
-        duration: None,
-        warmup: Warmup::Requests(u64::from(concurrency)),
-        ..base.clone()
-    };
-    let (step, _) = target.probe(&config);
-    let throughput = step.throughput.requests_per_sec;
-    if throughput <= 0.0 {
-        bail!("the simulated target completed no request in calibration: check --sim-config");
-    }
-    Ok((throughput / 2.0, step))
+    let (step, _) = target.probe(&calibration_config(base, None));
+    let start = calibration::calibrated_start(step.throughput.requests_per_sec)
+        .context("the simulated target completed no request in calibration: check --sim-config")?;
+    Ok((start, step))
 }
 
 /// `--input-tokens` / `--output-tokens` as fixed numbers; other workloads are refused.

@@ -5,9 +5,11 @@
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::config::{Arrival, RunConfig};
+use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::early_stopping::probe_requests;
-use goodput_core::decide::capacity::{Criteria, Dimension, Outcome, ProbePlan, SearchConfig};
+use goodput_core::decide::capacity::{
+    Criteria, Dimension, Outcome, ProbePlan, ProbeTiming, SearchConfig,
+};
 use goodput_core::decide::plan::{CapacityEstimate, DemandUnit};
 use goodput_core::report::StepReport;
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
@@ -90,21 +92,18 @@ fn search_around(start: f64) -> SearchConfig {
 /// Probes as `goodput capacity` shapes them by default: Poisson arrivals, a 10 s warmup, at
 /// least a minute measured and enough requests for the attainment target.
 fn probe_plan(seed: u64, criteria: Criteria) -> ProbePlan {
-    ProbePlan {
-        base: RunConfig {
-            seed,
-            slo: Some(criteria.slo.clone()),
-            ..RunConfig::default()
-        },
-        dimension: Dimension::Rate,
-        arrival: Arrival::Poisson,
-        max_concurrency: None,
-        measured_requests: probe_requests(criteria.attainment, criteria.confidence),
+    let base = RunConfig {
+        seed,
+        slo: Some(criteria.slo.clone()),
+        ..RunConfig::default()
+    };
+    let measured = probe_requests(criteria.attainment, criteria.confidence);
+    let timing = ProbeTiming {
         warmup: Duration::from_secs(10),
         min_duration: Duration::from_secs(60),
-        max_probe_duration: Duration::from_secs(600),
-        criteria,
-    }
+        max_duration: Duration::from_secs(600),
+    };
+    ProbePlan::around(base, Dimension::Rate, criteria, measured, timing)
 }
 
 fn sim_config(args: &SimulateArgs, accelerators_per_device: u32) -> Result<SimConfig> {

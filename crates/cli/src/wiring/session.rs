@@ -25,6 +25,7 @@ use goodput_core::observe::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
 use goodput_core::tokens::TokenCounter;
+use goodput_core::units::rfc3339;
 use goodput_core::workload::Workload;
 use goodput_sim::config::{EngineConfig, SimConfig};
 use http::{HeaderName, HeaderValue};
@@ -36,7 +37,6 @@ use crate::output;
 use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
 use crate::wiring::workload::{self, BuiltWorkload};
-use goodput_core::units::rfc3339;
 
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
 pub(crate) struct Endpoint {

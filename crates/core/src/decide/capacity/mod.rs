@@ -4,8 +4,11 @@
 //!
 //! The search is driven by [`find_capacity`] with a caller-supplied probe (run one measured
 //! step at a load, return its report and compliance), so the same code runs against a live
-//! target, the embedded simulator, or the simulator in virtual time.
+//! target, the embedded simulator, or the simulator in virtual time. Every caller shapes its
+//! probes with [`ProbePlan::around`] and, for a rate search without a given start, places the
+//! first probe with the [`calibration`] run.
 
+pub mod calibration;
 pub mod early_stopping;
 pub mod probe;
 pub mod prober;
@@ -15,7 +18,7 @@ pub mod watch;
 use serde::{Deserialize, Serialize};
 
 pub use probe::{Criteria, Outcome, Probe};
-pub use prober::{ProbePlan, Prober};
+pub use prober::{ProbePlan, ProbeTiming, Prober};
 pub use search::{Conclusion, Search, SearchConfig};
 
 use crate::metrics::aggregate::Compliance;

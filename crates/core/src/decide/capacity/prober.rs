@@ -57,7 +57,41 @@ pub struct Prober {
     pub streamed: bool,
 }
 
+/// How long each probe warms up, measures at least and runs at most (target time).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProbeTiming {
+    /// Warmup before each probe (at least 20 requests).
+    pub warmup: Duration,
+    /// Shortest measurement of a rate probe.
+    pub min_duration: Duration,
+    /// Longest a probe may run.
+    pub max_duration: Duration,
+}
+
 impl ProbePlan {
+    /// Probes around `base`: rate probes keep its arrival process and client cap (Poisson and
+    /// uncapped when `base` is not open loop); `measured_requests` per probe.
+    pub fn around(
+        base: RunConfig,
+        dimension: Dimension,
+        criteria: Criteria,
+        measured_requests: u64,
+        timing: ProbeTiming,
+    ) -> ProbePlan {
+        let (arrival, max_concurrency) = base.load.open_loop_shape();
+        ProbePlan {
+            base,
+            dimension,
+            arrival,
+            max_concurrency,
+            measured_requests,
+            warmup: timing.warmup,
+            min_duration: timing.min_duration,
+            max_probe_duration: timing.max_duration,
+            criteria,
+        }
+    }
+
     /// The run configuration of run `run` (1, 2, …) of a probe at `load`: each extension of
     /// an undecided probe measures twice as many requests as the run before.
     pub fn config_for_run(&self, load: f64, run: u32) -> RunConfig {
