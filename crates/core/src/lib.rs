@@ -23,6 +23,7 @@
 //!   [`record::RequestRecord`] (the journal line every metric is computed from);
 //!   [`manifest`]: the run manifest (`run.json`) that turns a journal back into its report.
 //! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
+//! - [`assemble`]: steps into a report — one function for a live run and a journal rebuild.
 //! - [`report`]: the versioned report structure every exporter reads.
 //!
 //! Around the pipeline:
@@ -38,6 +39,7 @@
 #![deny(missing_docs)]
 
 pub mod analysis;
+pub mod assemble;
 pub mod backend;
 pub mod config;
 pub mod decide;

@@ -7,12 +7,13 @@ use std::process::ExitCode;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
+use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::calibration::{
     self, CALIBRATION_CONCURRENCY, calibration_config, drop_calibration_warnings,
 };
 use goodput_core::decide::capacity::{Criteria, Dimension};
-use goodput_core::report::{Report, RunInfo, StepReport};
+use goodput_core::report::{RunInfo, StepReport};
 use goodput_core::runner::EndReason;
 use goodput_core::units::rfc3339;
 
@@ -49,15 +50,7 @@ pub(crate) fn run(
     let (target, label, model) = virtual_target(&args, seed, target_lengths)?;
     let plan = probe_plan(&args, base.clone(), criteria, measured);
     let mut steps = Vec::new();
-    let start = match (args.start, plan.dimension) {
-        (Some(start), _) => start,
-        (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
-        (None, Dimension::Rate) => {
-            let (start, calibration) = calibrated_start(&target, &base)?;
-            steps.push(calibration);
-            start
-        }
-    };
+    let start = search_start(&args, &target, &base, &mut steps)?;
     let search = search_config(&args, start, tolerance);
     let quiet = args.run.quiet;
     let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
@@ -68,11 +61,16 @@ pub(crate) fn run(
     let first_probe_step = steps.len();
     steps.extend(probe_steps);
     let run = run_info(&args, &base, label, model, target_lengths, command_line)?;
-    let mut warnings =
-        goodput_core::methodology::warnings::check(&base, &steps, EndReason::Completed);
-    warnings.extend(goodput_core::methodology::checks::check_run(&run, &steps));
-    drop_calibration_warnings(&mut warnings, plan.dimension, first_probe_step);
-    let mut report = Report::new(tool_info(), run, steps, warnings);
+    let inputs = ReportInputs {
+        tool: tool_info(),
+        run,
+        config: &base,
+        end: EndReason::Completed,
+        extra_warnings: &[],
+        overhead: None,
+    };
+    let mut report = assemble(inputs, steps);
+    drop_calibration_warnings(&mut report.warnings, plan.dimension, first_probe_step);
     report.capacity = Some(
         capacity
             .with_accelerators(args.run.server_side.accelerators)
@@ -109,6 +107,25 @@ fn virtual_target(
         output_tokens,
     };
     Ok((target, label, model))
+}
+
+/// The first load probed: --start, the calibration concurrency, or half the throughput of a
+/// calibration run (whose step joins `steps`).
+fn search_start(
+    args: &CapacityArgs,
+    target: &VirtualTarget,
+    base: &RunConfig,
+    steps: &mut Vec<StepReport>,
+) -> Result<f64> {
+    Ok(match (args.start, args.dimension()) {
+        (Some(start), _) => start,
+        (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
+        (None, Dimension::Rate) => {
+            let (start, calibration) = calibrated_start(target, base)?;
+            steps.push(calibration);
+            start
+        }
+    })
 }
 
 /// Half the throughput of a closed-loop run at the calibration concurrency (where a rate

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
+use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
 use goodput_core::backend::openai::{ApiKind, OpenAiBackend, OpenAiConfig};
@@ -273,16 +274,15 @@ impl Session {
     pub(crate) fn report(&self, steps: Vec<StepReport>, end: EndReason) -> Report {
         let mut run = self.run_info.clone();
         run.end_reason = end.as_str().to_string();
-        let mut warnings = warnings::check(&self.config, &steps, end);
-        warnings.extend(goodput_core::methodology::checks::check_run(&run, &steps));
-        for warning in &self.server_warnings {
-            if !warnings.contains(warning) {
-                warnings.push(warning.clone());
-            }
-        }
-        let mut report = Report::new(tool_info(), run, steps, warnings);
-        self.overhead.attach(&mut report);
-        report
+        let inputs = ReportInputs {
+            tool: tool_info(),
+            run,
+            config: &self.config,
+            end,
+            extra_warnings: &self.server_warnings,
+            overhead: Some(&self.overhead),
+        };
+        assemble(inputs, steps)
     }
 
     /// Syncs the journal, writes and prints the report, stops the simulator, returns the exit
