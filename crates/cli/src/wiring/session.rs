@@ -19,7 +19,6 @@ use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
-use goodput_core::methodology::warnings;
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::observe::overhead::ClientOverhead;
