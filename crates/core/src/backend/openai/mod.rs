@@ -319,8 +319,6 @@ impl Backend for OpenAiBackend {
     }
 }
 
-/// Whether to read the body as SSE: asked for and not plainly JSON, or announced as SSE.
-
 /// The request's input under the key `api` takes it in: `messages`, `prompt` or `input`.
 fn insert_input(
     body: &mut Map<String, Value>,
@@ -371,6 +369,7 @@ fn insert_input(
     Ok(())
 }
 
+/// Whether to read the body as SSE: asked for and not plainly JSON, or announced as SSE.
 fn is_streamed(asked: bool, headers: &HeaderMap) -> bool {
     let kind = headers
         .get(CONTENT_TYPE)
