@@ -4,7 +4,7 @@
 //!
 //! Throughput is the work done inside the throughput interval — from the end of start-up to
 //! the last measured *scheduled* send — divided by its length, each request counted by the
-//! fraction of its life inside it (completions, when the queue grew): see [`interval`] and
+//! fraction of its life inside it (completions, when the queue grew): see its `interval` module and
 //! `docs/metrics.md`. Latency and goodput attainment cover the measured requests.
 
 mod breakdown;
