@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::windows::{Stability, WindowReport};
 
+pub mod server;
 mod workload;
 
 pub use workload::{BucketReport, SliceMetrics, TurnReport, WorkloadStats};
@@ -369,7 +370,7 @@ pub struct StepReport {
     pub distributions_ms: crate::metrics::quantiles::Distributions,
     /// What the server's own metrics said (null when they were not scraped).
     #[serde(default)]
-    pub server: Option<crate::observe::server::ServerReport>,
+    pub server: Option<server::ServerReport>,
     /// Utilisation of the described hardware (null without a model and accelerator).
     #[serde(default)]
     pub utilisation: Option<crate::analysis::UtilisationReport>,

@@ -9,10 +9,13 @@
 //! - [`scrape`]: the metrics URL, one bounded GET, the scraper task, `server_metrics.jsonl`.
 //! - [`tally`]: the client's own counts the server's are checked against.
 //! - [`summary`]: the step's [`ServerReport`] and the warnings about scraping.
+//!
+//! The section's types are the report contract's ([`crate::report::server`]), re-exported
+//! here as `report`.
 
 pub mod concepts;
 pub mod prometheus;
-pub mod report;
+pub use crate::report::server as report;
 pub mod scrape;
 pub mod series;
 pub mod summary;
