@@ -11,31 +11,9 @@
 //!   consecutive windows have an SLO attainment (by arrival) of at least min(95 %, the nominal
 //!   phase's attainment).
 
-use serde::{Deserialize, Serialize};
-
 use super::windows::WindowReport;
 use crate::profile::RatePhase;
-
-/// Recovery figures of a phase profile (`steps[].recovery`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecoveryReport {
-    /// The overload phase.
-    pub overload_phase: String,
-    /// Its start, seconds since the run start.
-    pub overload_start_secs: f64,
-    /// Its end.
-    pub overload_end_secs: f64,
-    /// Mean in-flight in the nominal phase before it.
-    pub baseline_in_flight: f64,
-    /// Highest in-flight count seen.
-    pub peak_in_flight: u64,
-    /// Requests queued by the overload: in-flight at its end minus the baseline.
-    pub backlog_requests: f64,
-    /// From the end of the overload until the queue was back to its nominal level, seconds.
-    pub drain_secs: Option<f64>,
-    /// From the end of the overload until arriving requests met the SLO again, seconds.
-    pub slo_recovery_secs: Option<f64>,
-}
+pub use crate::report::windows::RecoveryReport;
 
 /// Windows needed in a row to call the SLO recovered.
 const CONSECUTIVE: usize = 3;

@@ -7,31 +7,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 
-use serde::{Deserialize, Serialize};
-
 use crate::record::RequestRecord;
+pub use crate::report::run::{HostInfo, ServerInfo};
 use crate::runner::RecordSink;
-
-/// The machine goodput ran on.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct HostInfo {
-    /// Host name, when known.
-    pub hostname: Option<String>,
-    /// Operating system (e.g. `Debian GNU/Linux 12 (bookworm)`), or the OS family.
-    pub os: String,
-    /// Kernel name and release (e.g. `Linux 6.1.0-18-amd64`), when known.
-    pub kernel: Option<String>,
-    /// CPU architecture (e.g. `x86_64`).
-    pub arch: String,
-    /// CPU model name, when known.
-    pub cpu_model: Option<String>,
-    /// Logical CPUs available to goodput.
-    pub logical_cores: u32,
-    /// Physical cores, when known.
-    pub physical_cores: Option<u32>,
-    /// Total memory, MiB, when known.
-    pub memory_total_mib: Option<u64>,
-}
 
 impl HostInfo {
     /// Describes this machine (never fails: unknown parts are `None`).
@@ -113,15 +91,6 @@ fn memory_total_mib(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024)
-}
-
-/// What the target says about itself.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct ServerInfo {
-    /// Model ids listed at `/v1/models` (empty when it was not asked or did not answer).
-    pub models: Vec<String>,
-    /// Distinct values of identifying response headers (`server`, `via`), by header name.
-    pub headers: BTreeMap<String, Vec<String>>,
 }
 
 /// Response headers that identify the serving software (others, like `date` or

@@ -9,12 +9,11 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
-
 use crate::metrics::LatencyHistogram;
 use crate::metrics::aggregate::latency_stats;
 use crate::record::{Phase, RequestRecord};
-use crate::report::{LatencyStats, Report, Warning};
+pub use crate::report::client::ClientReport;
+use crate::report::{Report, Warning};
 use crate::runner::RecordSink;
 
 /// Dispatch lag p99 above which the client is judged the bottleneck, ms.
@@ -26,37 +25,6 @@ pub const CPU_SATURATED: f64 = 0.9;
 /// `/proc` reports CPU time in ticks of this many per second (`USER_HZ`, fixed at 100 by the
 /// Linux user-space ABI).
 const TICKS_PER_SEC: u64 = 100;
-
-/// The client's own overhead during a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClientReport {
-    /// `sent − dequeued` of every measured request that was sent: the client's own delay
-    /// between a request being due (and allowed by any concurrency cap) and its hand-over to
-    /// a connection (connecting included).
-    pub dispatch_lag_ms: LatencyStats,
-    /// CPU time (user + system) the goodput process used during the run, seconds; `null`
-    /// when not measurable (a report rebuilt from the journal, or not Linux).
-    pub cpu_secs: Option<f64>,
-    /// Wall-clock length of the run as measured for `cpu_secs`, seconds.
-    pub wall_secs: Option<f64>,
-    /// Cores available to the process.
-    pub cores: u32,
-    /// `cpu_secs ÷ (wall_secs × cores)`: 1 means every core was busy all the time.
-    pub cpu_utilization: Option<f64>,
-    /// Whether the process also ran the embedded simulator (whose CPU use is then included).
-    pub includes_simulator: bool,
-    /// Dispatch lag p99 above which the client is judged the bottleneck, ms.
-    pub lag_threshold_ms: f64,
-    /// `cpu_utilization` at or above which the CPU counts as saturated.
-    pub cpu_threshold: f64,
-    /// Whether the client may have been the bottleneck.
-    pub bottleneck: bool,
-    /// Why, when it was.
-    pub reason: Option<String>,
-    /// `false` when the client may have been the bottleneck: the figures may describe goodput
-    /// rather than the target.
-    pub trustworthy: bool,
-}
 
 /// Process CPU time so far (user + system, every thread), when the platform tells.
 pub fn process_cpu_time() -> Option<Duration> {

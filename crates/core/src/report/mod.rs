@@ -7,9 +7,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::metrics::windows::{Stability, WindowReport};
+use stability::Stability;
+use windows::WindowReport;
 
+pub mod analysis;
+pub mod channels;
+pub mod client;
+pub mod distributions;
+pub mod run;
 pub mod server;
+pub mod stability;
+pub mod windows;
 mod workload;
 
 pub use workload::{BucketReport, SliceMetrics, TurnReport, WorkloadStats};
@@ -39,7 +47,7 @@ pub struct Report {
     /// The client's own overhead and whether it was the bottleneck (absent in reports written
     /// before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub client: Option<crate::observe::overhead::ClientReport>,
+    pub client: Option<client::ClientReport>,
 }
 
 fn one() -> f64 {
@@ -111,10 +119,10 @@ pub struct RunInfo {
     pub tags: BTreeMap<String, String>,
     /// The machine goodput ran on (CPU, cores, memory, OS).
     #[serde(default)]
-    pub client_host: Option<crate::observe::environment::HostInfo>,
+    pub client_host: Option<run::HostInfo>,
     /// What the target says about itself (`/v1/models`, identifying response headers).
     #[serde(default)]
-    pub server_info: Option<crate::observe::environment::ServerInfo>,
+    pub server_info: Option<run::ServerInfo>,
 }
 
 /// Load level of a step.
@@ -364,22 +372,22 @@ pub struct StepReport {
     pub windows: Vec<WindowReport>,
     /// Recovery after the overload phase of a phase profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recovery: Option<crate::metrics::recovery::RecoveryReport>,
+    pub recovery: Option<windows::RecoveryReport>,
     /// Quantile points of the latency distributions (for CDFs and comparisons), ms.
     #[serde(default)]
-    pub distributions_ms: crate::metrics::quantiles::Distributions,
+    pub distributions_ms: distributions::Distributions,
     /// What the server's own metrics said (null when they were not scraped).
     #[serde(default)]
     pub server: Option<server::ServerReport>,
     /// Utilisation of the described hardware (null without a model and accelerator).
     #[serde(default)]
-    pub utilisation: Option<crate::analysis::UtilisationReport>,
+    pub utilisation: Option<analysis::UtilisationReport>,
     /// Speculative decoding (null when nothing shows it).
     #[serde(default)]
-    pub speculative_decoding: Option<crate::analysis::SpeculativeReport>,
+    pub speculative_decoding: Option<analysis::SpeculativeReport>,
     /// Cost and energy (null without a price or a power figure).
     #[serde(default)]
-    pub cost: Option<crate::analysis::CostReport>,
+    pub cost: Option<analysis::CostReport>,
     /// Every metric per input-length bucket.
     #[serde(default)]
     pub buckets: Vec<BucketReport>,
@@ -392,17 +400,17 @@ pub struct StepReport {
     /// Reasoning vs answer tokens and time to first answer token (null when no completed
     /// request showed reasoning).
     #[serde(default)]
-    pub reasoning: Option<crate::metrics::channels::ReasoningReport>,
+    pub reasoning: Option<channels::ReasoningReport>,
     /// Tool calls (null when no completed request made one).
     #[serde(default)]
-    pub tool_calls: Option<crate::metrics::channels::ToolCallReport>,
+    pub tool_calls: Option<channels::ToolCallReport>,
     /// Multi-turn and agentic sessions (null without sessions).
     #[serde(default)]
-    pub sessions: Option<crate::metrics::sessions::SessionReport>,
+    pub sessions: Option<channels::SessionReport>,
     /// Prompt tokens the workload expected to be reusable beside those the server reported
     /// cached (null when neither is known).
     #[serde(default)]
-    pub prefix_reuse: Option<crate::metrics::sessions::PrefixReuseReport>,
+    pub prefix_reuse: Option<channels::PrefixReuseReport>,
 }
 
 /// A problem with the run itself, with its fix.
