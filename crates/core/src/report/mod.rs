@@ -11,12 +11,15 @@ use stability::Stability;
 use windows::WindowReport;
 
 pub mod analysis;
+pub mod capacity;
 pub mod channels;
 pub mod client;
 pub mod distributions;
+pub mod phases;
 pub mod run;
 pub mod server;
 pub mod stability;
+pub mod sweep;
 pub mod windows;
 mod workload;
 
@@ -40,10 +43,10 @@ pub struct Report {
     pub warnings: Vec<Warning>,
     /// The sweep summary (load levels and knee), for `goodput sweep`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<crate::decide::sweep::SweepReport>,
+    pub sweep: Option<sweep::SweepReport>,
     /// The capacity verdict, for `goodput capacity`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<crate::decide::capacity::CapacityReport>,
+    pub capacity: Option<capacity::CapacityReport>,
     /// The client's own overhead and whether it was the bottleneck (absent in reports written
     /// before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -142,7 +145,7 @@ pub struct LoadReport {
     pub max_concurrency: Option<u32>,
     /// Rate phases of a phase profile, in order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub phases: Option<Vec<crate::profile::RatePhase>>,
+    pub phases: Option<Vec<phases::RatePhase>>,
 }
 
 /// Request counts of a step (measured requests; warmup counted apart).

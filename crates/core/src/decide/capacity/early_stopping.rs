@@ -10,19 +10,7 @@
 //!
 //! For `p = 0.99`, `c = 0.99`: 459 requests with no miss prove it, 662 with one, 2010 with ten.
 
-use serde::{Deserialize, Serialize};
-
-/// What a run says about an attainment target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The target holds at the confidence asked.
-    Proven,
-    /// The target fails at the confidence asked.
-    Refuted,
-    /// Not enough requests to tell.
-    Inconclusive,
-}
+pub use crate::report::capacity::Verdict;
 
 /// `ln P[X = k]` for `X ~ Binomial(n, q)`, `0 < q < 1`, evaluated iteratively from `k = 0`.
 fn log_pmfs(n: u64, q: f64, up_to: u64) -> impl Iterator<Item = f64> {

@@ -23,64 +23,7 @@ pub use search::{Conclusion, Search, SearchConfig};
 
 use crate::metrics::aggregate::Compliance;
 use crate::report::StepReport;
-
-/// Which load dimension was searched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dimension {
-    /// Open-loop arrival rate, requests per second.
-    Rate,
-    /// Closed-loop concurrency.
-    Concurrency,
-}
-
-/// The capacity verdict (`report.json` → `capacity`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CapacityReport {
-    /// What was searched.
-    pub dimension: Dimension,
-    /// The highest arrival rate that passed (open loop).
-    pub max_sustainable_rate_per_sec: Option<f64>,
-    /// The highest concurrency that passed (closed loop).
-    pub max_sustainable_concurrency: Option<u32>,
-    /// Highest passing load (= the capacity figure).
-    pub lower_bound: Option<f64>,
-    /// Lowest *failing* (refuted or unstable) load above it: the true capacity lies between
-    /// the bounds. Never an undecided probe.
-    pub upper_bound: Option<f64>,
-    /// Loads between the bounds whose probes could not be decided (neither proven nor refuted
-    /// within the runs the budget allowed): the capacity may lie above them or below.
-    #[serde(default)]
-    pub undecided_loads: Vec<f64>,
-    /// Target time the search spent probing, seconds.
-    #[serde(default)]
-    pub spent_secs: f64,
-    /// The SLO, in flag syntax.
-    pub slo: String,
-    /// Attainment target of the per-request thresholds.
-    pub attainment_target: f64,
-    /// Confidence of every probe verdict.
-    pub confidence: f64,
-    /// Measured requests per probe, enough to prove a miss rate of half the budget.
-    pub requests_per_probe: u64,
-    /// Why the search ended.
-    pub conclusion: Conclusion,
-    /// Every probe, in order.
-    pub probes: Vec<Probe>,
-    /// Index in the report's `steps` of the first probe (after any calibration step): probe
-    /// `i` is step `first_probe_step + i`.
-    #[serde(default)]
-    pub first_probe_step: usize,
-    /// Per-run request goodput of the passing probe at capacity, requests per second.
-    pub goodput_at_capacity_per_sec: Option<f64>,
-    /// DistServe goodput: the highest probed arrival rate whose attainment of every target was
-    /// at least the target (point estimate, stability not required).
-    pub distserve_goodput_per_sec: Option<f64>,
-    /// Accelerators serving the target, when given.
-    pub accelerators: Option<u32>,
-    /// Capacity per accelerator.
-    pub per_accelerator: Option<f64>,
-}
+pub use crate::report::capacity::{CapacityReport, Dimension};
 
 /// What a capacity search was asked (recorded in `run.json`, so `goodput report` can judge
 /// the probes again from the journal).

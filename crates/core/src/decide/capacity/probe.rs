@@ -8,6 +8,7 @@ use crate::metrics::aggregate::Compliance;
 use crate::metrics::slo::Slo;
 use crate::metrics::stability::Verdict as Stability;
 use crate::report::StepReport;
+pub use crate::report::capacity::{Check, Outcome, Probe};
 
 /// What a probe must show to pass.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,72 +20,6 @@ pub struct Criteria {
     pub attainment: f64,
     /// Confidence of every verdict (e.g. 0.99).
     pub confidence: f64,
-}
-
-/// One attainment target's verdict in a probe.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Check {
-    /// e.g. `ttft=500ms,tpot=50ms` (thresholds, jointly) or `ttft_p99=500ms`.
-    pub name: String,
-    /// Fraction that must comply.
-    pub target: f64,
-    /// Samples judged.
-    pub samples: u64,
-    /// Samples that missed (failed requests included).
-    pub misses: u64,
-    /// How much more the misses clustered in time than independent samples would (design
-    /// effect, ≥ 1).
-    #[serde(default = "one_f64")]
-    pub dispersion: f64,
-    /// Samples the verdict counts: `samples / dispersion`.
-    #[serde(default)]
-    pub effective_samples: u64,
-    /// `1 − misses / samples`.
-    pub attained: Option<f64>,
-    /// Binomial verdict at the criteria's confidence.
-    pub verdict: Verdict,
-}
-
-/// How a probe came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// Stable and every target proven.
-    Pass,
-    /// Unstable, or a target refuted.
-    Fail,
-    /// Nothing refuted and not unstable, but not every target proven (or stability not
-    /// judged) with the requests measured.
-    Inconclusive,
-}
-
-/// One probe, as reported.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Probe {
-    /// Position in the search (0-based); also the index of its step in the report.
-    pub index: usize,
-    /// Load level: arrival rate (req/s) or concurrency.
-    pub load: f64,
-    /// Realised arrival rate.
-    pub offered_requests_per_sec: Option<f64>,
-    /// Completed requests per second.
-    pub requests_per_sec: f64,
-    /// Compliant requests per second (per-run request goodput).
-    pub goodput_requests_per_sec: Option<f64>,
-    /// Measured requests (over every run of the probe).
-    pub measured: u64,
-    /// Runs at this load whose requests were judged together: 1, or more when an undecided
-    /// probe was extended.
-    #[serde(default = "one")]
-    pub runs: u32,
-    /// Whether the queue stayed stable (in the last run).
-    pub stable: bool,
-    /// Verdict per target.
-    pub checks: Vec<Check>,
-    /// The probe's outcome.
-    pub outcome: Outcome,
-    /// Why, in words.
-    pub reason: String,
 }
 
 impl Criteria {
@@ -234,12 +169,4 @@ fn describe(checks: &[&Check]) -> String {
         })
         .collect();
     parts.join("; ")
-}
-
-fn one() -> u32 {
-    1
-}
-
-fn one_f64() -> f64 {
-    1.0
 }

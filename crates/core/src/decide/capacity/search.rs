@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::probe::Outcome;
+pub use crate::report::capacity::Conclusion;
 
 /// How to search.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -27,28 +28,6 @@ pub struct SearchConfig {
     pub budget_secs: Option<f64>,
     /// Loads are integers (concurrency).
     pub integer: bool,
-}
-
-/// Why the search ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Conclusion {
-    /// The bracket is within the tolerance.
-    Converged,
-    /// The probe budget ran out before convergence.
-    ProbeLimit,
-    /// Even the minimum load failed.
-    BelowMinimum,
-    /// The maximum load passed.
-    AboveMaximum,
-    /// A probe could not be run (interrupted, or the target failed).
-    Aborted,
-    /// The bracket closed on a load whose probe could not be decided (neither proven nor
-    /// refuted within the budget): the capacity lies at or above the lower bound, and the
-    /// undecided loads are reported apart.
-    Undecided,
-    /// The time budget was spent before convergence.
-    Budget,
 }
 
 /// Search state: every probe's load and outcome.
