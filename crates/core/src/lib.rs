@@ -24,7 +24,8 @@
 //!   [`manifest`]: the run manifest (`run.json`) that turns a journal back into its report.
 //! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
 //! - [`assemble`]: steps into a report — one function for a live run and a journal rebuild.
-//! - [`report`]: the versioned report structure every exporter reads.
+//! - [`report`]: the versioned report structure every exporter reads — the leaf contract: every
+//!   serde section type, importing no producer.
 //!
 //! Around the pipeline:
 //! - [`observe`]: the server's `/metrics` during a run (server-side truth) or without one
