@@ -1,4 +1,4 @@
-//! Wiring: builds the tokio runtime, dispatches to the subcommand, and defines the exit codes.
+//! Wiring: builds the tokio runtime and dispatches to the subcommand (exit codes: [`crate::exit`]).
 
 use std::process::ExitCode;
 
@@ -6,16 +6,6 @@ use anyhow::{Context, Result};
 
 use crate::cli::{Cli, Command};
 use crate::commands;
-
-/// Success.
-pub(crate) const EXIT_OK: u8 = 0;
-/// The run happened but failed its policy (every request failed, error budget exceeded, no
-/// progress, journal failure).
-pub(crate) const EXIT_RUN_FAILED: u8 = 1;
-/// Bad flags, bad configuration, or an error before the run could start.
-pub(crate) const EXIT_USAGE: u8 = 2;
-/// Interrupted (Ctrl-C / SIGTERM).
-pub(crate) const EXIT_INTERRUPTED: u8 = 130;
 
 /// Runs the parsed command line and returns the exit status.
 pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
@@ -49,13 +39,11 @@ pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     })
 }
 
-pub(crate) use goodput_core::units::rfc3339;
-
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
 
-    use super::*;
+    use goodput_core::units::rfc3339;
 
     #[test]
     fn formats_utc_dates() {

@@ -6,10 +6,12 @@ mod args;
 mod cli;
 mod commands;
 mod embedded_sim;
+mod exit;
 mod output;
 mod store;
 mod ui;
 mod virtual_target;
+mod wiring;
 
 use std::process::ExitCode;
 
@@ -22,7 +24,7 @@ fn main() -> ExitCode {
         Err(error) if app::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {error:#}");
-            ExitCode::from(app::EXIT_USAGE)
+            ExitCode::from(exit::EXIT_USAGE)
         }
     }
 }

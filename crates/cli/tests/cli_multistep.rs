@@ -75,7 +75,17 @@ fn a_concurrency_sweep_finds_the_knee_at_the_slot_count_and_rebuilds_from_the_jo
         "E2E at concurrency 8: {e2e_8} ms"
     );
 
-    let page = support::rendered_dom(&out.join("report.html"));
+    assert_sweep_page(&out.join("report.html"));
+    let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    assert_eq!(journal.lines().count(), 4 * 90);
+    let again = rebuilt(&out);
+    assert_eq!(again["steps"], report["steps"]);
+    assert_eq!(again["sweep"], report["sweep"]);
+}
+
+/// The sweep's page states its knee, draws the load curves and reads at every width.
+fn assert_sweep_page(page_path: &std::path::Path) {
+    let page = support::rendered_dom(page_path);
     assert!(
         page.contains("Knee at step 3 (concurrency 4)"),
         "the HTML report states the knee"
@@ -85,13 +95,7 @@ fn a_concurrency_sweep_finds_the_knee_at_the_slot_count_and_rebuilds_from_the_jo
         titles.iter().any(|t| t == "Goodput vs load"),
         "several steps draw the curves: {titles:?}"
     );
-    support::layout::assert_readable(&out.join("report.html"), "sweep");
-
-    let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
-    assert_eq!(journal.lines().count(), 4 * 90);
-    let again = rebuilt(&out);
-    assert_eq!(again["steps"], report["steps"]);
-    assert_eq!(again["sweep"], report["sweep"]);
+    support::layout::assert_readable(page_path, "sweep");
 }
 
 #[test]
@@ -101,23 +105,10 @@ fn a_live_capacity_search_stays_within_the_physical_limit_and_rebuilds_from_the_
     let sim = four_slot_sim(dir.path(), 10.0);
     let output = ok(goodput()
         .args(["capacity", "--quiet", "--slo", "ttft=500ms", "--start", "4"])
-        .args([
-            "--attainment",
-            "0.9",
-            "--confidence",
-            "0.9",
-            "--tolerance",
-            "15%",
-        ])
+        .args(["--attainment", "0.9", "--confidence", "0.9"])
+        .args(["--tolerance", "15%", "--seed", "3"])
         .args(["--probe-warmup", "2s", "--probe-min-duration", "20s"])
-        .args([
-            "--output-tokens",
-            "6",
-            "--input-tokens",
-            "16",
-            "--seed",
-            "3",
-        ])
+        .args(["--output-tokens", "6", "--input-tokens", "16"])
         .args(["--accelerators", "2", "--sim-config", sim.to_str().unwrap()])
         .args(["--out", out.to_str().unwrap()])
         .output()

@@ -27,31 +27,35 @@ fn run_ok(command: &mut Command) -> (String, String) {
 fn a_run_against_the_embedded_simulator_reports_server_utilisation_and_cost() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    let (stdout, _) = run_ok(goodput().args([
-        "run",
-        "--quiet",
-        "--details",
-        "--rate",
-        "4",
-        "--duration",
-        "3s",
-        "--warmup",
-        "0",
-        "--input-tokens",
-        "64",
-        "--output-tokens",
-        "16",
-        "--seed",
-        "3",
-        "--metrics-interval",
-        "250ms",
-        "--gpu-hour-cost",
-        "2.5",
-        "--watts",
-        "700",
-        "--out",
-        out.to_str().unwrap(),
-    ]));
+    let (stdout, _) = run_ok(
+        goodput()
+            .args([
+                "run",
+                "--quiet",
+                "--details",
+                "--rate",
+                "4",
+                "--duration",
+                "3s",
+            ])
+            .args([
+                "--warmup",
+                "0",
+                "--input-tokens",
+                "64",
+                "--output-tokens",
+                "16",
+            ])
+            .args([
+                "--seed",
+                "3",
+                "--metrics-interval",
+                "250ms",
+                "--gpu-hour-cost",
+                "2.5",
+            ])
+            .args(["--watts", "700", "--out", out.to_str().unwrap()]),
+    );
     for section in [
         "Server side (vllm metrics",
         "Utilisation (llama-3.1-8b on 1 × H100",
@@ -62,7 +66,17 @@ fn a_run_against_the_embedded_simulator_reports_server_utilisation_and_cost() {
     assert!(out.join("server_metrics.jsonl").exists() && out.join("analysis.json").exists());
     let report = read_json(&out.join("report.json"));
     validate_against_schema(&report);
-    let step = &report["steps"][0];
+    assert_server_side(&report["steps"][0]);
+
+    // `goodput report` rebuilds the same server-side sections from the files.
+    let (rebuilt, _) = run_ok(goodput().args(["report", out.to_str().unwrap(), "--json"]));
+    let rebuilt: Value = serde_json::from_str(&rebuilt).unwrap();
+    validate_against_schema(&rebuilt);
+    assert_eq!(rebuilt["steps"], report["steps"]);
+}
+
+/// The server-side, utilisation and cost sections of a step of the embedded simulator.
+fn assert_server_side(step: &Value) {
     let server = &step["server"];
     assert_eq!(server["flavour"], "vllm");
     assert!(server["scrapes"].as_u64().unwrap() >= 6, "{server}");
@@ -78,12 +92,6 @@ fn a_run_against_the_embedded_simulator_reports_server_utilisation_and_cost() {
     );
     assert_eq!(step["cost"]["power_watts"]["value"], 700.0);
     assert!(step["speculative_decoding"].is_null());
-
-    // `goodput report` rebuilds the same server-side sections from the files.
-    let (rebuilt, _) = run_ok(goodput().args(["report", out.to_str().unwrap(), "--json"]));
-    let rebuilt: Value = serde_json::from_str(&rebuilt).unwrap();
-    validate_against_schema(&rebuilt);
-    assert_eq!(rebuilt["steps"], report["steps"]);
 }
 
 #[test]

@@ -36,58 +36,62 @@ fn a_virtual_time_capacity_search_lies_within_0_8_to_1_times_c_over_s_and_is_det
             .unwrap());
         serde_json::from_slice::<Value>(&output.stdout).unwrap()
     };
-    let physical = SLOTS / SERVICE_SECS;
     for seed in ["1", "2", "3"] {
-        let report = search(seed);
-        validate_against_schema(&report);
-        let capacity = &report["capacity"];
-        // The bracket closes on a refuted load, or on one no run could decide (its misses
-        // cluster, so even three runs may not prove or refute it): never on a guess.
-        let conclusion = capacity["conclusion"].as_str().unwrap();
-        assert!(
-            conclusion == "converged" || conclusion == "undecided",
-            "{capacity}"
-        );
-        if let Some(upper) = capacity["upper_bound"].as_f64() {
-            let refuted = capacity["probes"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|p| p["load"].as_f64() == Some(upper) && p["outcome"] == "fail");
-            assert!(
-                refuted,
-                "the upper bound {upper} is a failing probe: {capacity}"
-            );
-        }
-        assert_eq!(
-            capacity["first_probe_step"], 1,
-            "a calibration step comes first"
-        );
-        // A TTFT target of 2 s admits a little queueing: the capacity is C/S or a little
-        // below (Poisson arrivals queue before the slots are all busy), never above.
-        let lower = capacity["lower_bound"].as_f64().unwrap();
-        assert!(
-            lower <= physical && lower >= physical * 0.8,
-            "seed {seed}: capacity {lower} req/s, physical limit {physical}"
-        );
-        for probe in capacity["probes"].as_array().unwrap() {
-            if probe["load"].as_f64().unwrap() > physical {
-                assert_ne!(probe["outcome"], "pass", "seed {seed}: {probe}");
-            }
-        }
-        // The calibration runs closed loop at concurrency 16: exactly 4 slots / 0.3 s.
-        let calibration = report["steps"][0]["throughput"]["requests_per_sec"]
-            .as_f64()
-            .unwrap();
-        assert!(
-            (calibration - physical).abs() < 0.01 * physical,
-            "{calibration}"
-        );
+        assert_search_within_the_limit(seed, &search(seed));
     }
     assert_eq!(
         search("1")["capacity"],
         search("1")["capacity"],
         "same seed, same verdict"
+    );
+}
+
+/// One seed's search: schema-valid, closed on evidence, within 0.8–1 × C/S, calibrated first.
+fn assert_search_within_the_limit(seed: &str, report: &Value) {
+    let physical = SLOTS / SERVICE_SECS;
+    validate_against_schema(report);
+    let capacity = &report["capacity"];
+    // The bracket closes on a refuted load, or on one no run could decide (its misses
+    // cluster, so even three runs may not prove or refute it): never on a guess.
+    let conclusion = capacity["conclusion"].as_str().unwrap();
+    assert!(
+        conclusion == "converged" || conclusion == "undecided",
+        "{capacity}"
+    );
+    if let Some(upper) = capacity["upper_bound"].as_f64() {
+        let refuted = capacity["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["load"].as_f64() == Some(upper) && p["outcome"] == "fail");
+        assert!(
+            refuted,
+            "the upper bound {upper} is a failing probe: {capacity}"
+        );
+    }
+    assert_eq!(
+        capacity["first_probe_step"], 1,
+        "a calibration step comes first"
+    );
+    // A TTFT target of 2 s admits a little queueing: the capacity is C/S or a little
+    // below (Poisson arrivals queue before the slots are all busy), never above.
+    let lower = capacity["lower_bound"].as_f64().unwrap();
+    assert!(
+        lower <= physical && lower >= physical * 0.8,
+        "seed {seed}: capacity {lower} req/s, physical limit {physical}"
+    );
+    for probe in capacity["probes"].as_array().unwrap() {
+        if probe["load"].as_f64().unwrap() > physical {
+            assert_ne!(probe["outcome"], "pass", "seed {seed}: {probe}");
+        }
+    }
+    // The calibration runs closed loop at concurrency 16: exactly 4 slots / 0.3 s.
+    let calibration = report["steps"][0]["throughput"]["requests_per_sec"]
+        .as_f64()
+        .unwrap();
+    assert!(
+        (calibration - physical).abs() < 0.01 * physical,
+        "{calibration}"
     );
 }
 

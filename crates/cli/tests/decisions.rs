@@ -333,22 +333,9 @@ fn gate_exits_1_naming_the_failing_condition_0_when_all_pass_and_2_on_usage_erro
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
     let sim = fixed_sim(dir.path(), "sim", 50, 2);
-    let common = [
-        "--rate",
-        "40",
-        "--requests",
-        "40",
-        "--warmup",
-        "0",
-        "--input-tokens",
-        "16",
-        "--output-tokens",
-        "8",
-        "--seed",
-        "3",
-        "--sim-config",
-        sim.to_str().unwrap(),
-    ];
+    let flags = "--rate 40 --requests 40 --warmup 0 --input-tokens 16 --output-tokens 8 --seed 3";
+    let mut common: Vec<&str> = flags.split_whitespace().collect();
+    common.extend(["--sim-config", sim.to_str().unwrap()]);
     run_ok(&[&common[..], &["--out", out.to_str().unwrap()]].concat());
     let criteria = |name: &str, text: &str| {
         let path = dir.path().join(name);
@@ -393,20 +380,24 @@ fn gate_exits_1_naming_the_failing_condition_0_when_all_pass_and_2_on_usage_erro
         "{stdout}"
     );
 
-    let unknown = gate(&criteria(
+    assert_unknown_path_refused(&gate(&criteria(
         "unknown.toml",
         "conditions = [\"ttft.p98 <= 1s\"]\n",
-    ));
-    assert_eq!(unknown.status.code(), Some(2));
-    let stderr = String::from_utf8(unknown.stderr).unwrap();
-    assert!(
-        stderr.contains("unknown report path `ttft.p98`") && stderr.contains("did you mean"),
-        "{stderr}"
-    );
+    )));
     let bad = gate(&criteria("bad.toml", "conditions = [\"ttft.p99 <=\"]\n"));
     assert_eq!(bad.status.code(), Some(2));
 
     assert_run_gate(&common, &failing);
+}
+
+/// An unknown report path in the criteria: exit 2, naming it with a suggestion.
+fn assert_unknown_path_refused(unknown: &std::process::Output) {
+    assert_eq!(unknown.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(
+        stderr.contains("unknown report path `ttft.p98`") && stderr.contains("did you mean"),
+        "{stderr}"
+    );
 }
 
 /// `goodput run --gate`: the summary, then the failing condition, and exit status 1.

@@ -8,8 +8,11 @@
 //!                        cancellation
 //! ```
 //!
-//! Layout:
-//! - [`workload`]: what to send (synthetic prompts of exact token length, later datasets).
+//! Layout — the pipeline, in the order data flows:
+//! - [`config`]: the validated description of a run (load, stop conditions, warmup, SLO, seed);
+//!   [`profile`]: phase profiles (a load that changes over the run).
+//! - [`workload`]: what to send (synthetic prompts of exact token length, datasets, traces,
+//!   multi-turn sessions).
 //! - [`schedule`]: when to send it (closed loop, or open-loop arrival processes).
 //! - [`runner`]: sends on schedule, enforces timeouts and the no-progress deadline, finalizes
 //!   each request into a [`record::RequestRecord`], journals it and aggregates it.
@@ -19,51 +22,42 @@
 //! - [`http`]: a small HTTP/1.1 client over hyper with a connection pool, TLS and pluggable
 //!   connectors (TCP, or in-memory for tests).
 //! - [`record`]: [`record::Exchange`] (filled while a request runs) and
-//!   [`record::RequestRecord`] (the journal line every metric is computed from).
+//!   [`record::RequestRecord`] (the journal line every metric is computed from);
+//!   [`manifest`]: the run manifest (`run.json`) that turns a journal back into its report.
 //! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
-//! - [`report`]: the versioned report structure every exporter reads.
-//! - [`overhead`]: the client's own overhead (dispatch lag, CPU) and whether it was the
-//!   bottleneck.
-//! - [`tokens`], [`units`]: token counting and unit handling at the edges.
-//! - [`report_path`], [`gate`], [`compare`], [`significance`]: reading figures out of reports,
-//!   release gates, run comparisons and the statistics behind them.
-//! - [`environment`], [`checks`], [`live`]: run metadata (client host, server identity),
-//!   run-level methodology checks, and live snapshots for a UI.
-//! - [`server`]: scraping the server's Prometheus metrics during a run (server-side truth).
+//! - [`assemble`]: steps into a report — one function for a live run and a journal rebuild.
+//! - [`report`]: the versioned report structure every exporter reads — the leaf contract: every
+//!   serde section type, importing no producer.
+//!
+//! Around the pipeline:
+//! - [`observe`]: the server's `/metrics` during a run (server-side truth) or without one
+//!   (monitoring), the machines involved, the client's own overhead, live snapshots for a UI.
 //! - [`analysis`]: utilisation, speculative decoding, cost and energy derived from a step.
-//! - [`plan`]: how many devices a demand needs (capacity planning arithmetic).
-//! - [`monitor`]: watching a live server's metrics window by window.
+//! - [`methodology`]: the warnings a report carries when the run undermines its numbers.
+//! - [`decide`]: sweeps and their knee, capacity searches, capacity planning, release gates,
+//!   run comparisons and their statistics, dotted paths into reports.
 //! - [`measure`]: in-process measurement of any async call (a model, a `generate` function)
 //!   with the same runner, metrics and report.
+//! - [`tokens`], [`units`]: token counting and unit handling at the edges.
 #![deny(missing_docs)]
 
 pub mod analysis;
+pub mod assemble;
 pub mod backend;
-pub mod capacity;
-pub mod checks;
-pub mod compare;
 pub mod config;
-pub mod environment;
-pub mod gate;
+pub mod decide;
 pub mod html;
 pub mod http;
-pub mod live;
 pub mod manifest;
 pub mod measure;
+pub mod methodology;
 pub mod metrics;
-pub mod monitor;
-pub mod overhead;
-pub mod plan;
+pub mod observe;
 pub mod profile;
 pub mod record;
 pub mod report;
-pub mod report_path;
 pub mod runner;
 pub mod schedule;
-pub mod server;
-pub mod significance;
-pub mod sweep;
 pub mod tokens;
 pub mod units;
-pub mod warnings;
 pub mod workload;

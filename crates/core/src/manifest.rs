@@ -23,10 +23,10 @@ pub struct RunManifest {
     pub steps: Vec<LoadSpec>,
     /// A sweep's dimension, levels and knee threshold (`goodput sweep`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sweep: Option<crate::sweep::SweepReport>,
+    pub sweep: Option<crate::decide::sweep::SweepReport>,
     /// A capacity search's plan (`goodput capacity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub capacity: Option<crate::capacity::CapacityPlan>,
+    pub capacity: Option<crate::decide::capacity::CapacityPlan>,
 }
 
 impl RunManifest {

@@ -5,22 +5,11 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use crate::config::Arrival;
+pub use crate::report::phases::RatePhase;
 use crate::units::parse_duration;
-
-/// One phase: arrivals at `rate_per_sec` for `duration`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RatePhase {
-    /// Name shown in reports (`phase1`, … when not given).
-    pub name: String,
-    /// Arrival rate, requests per second.
-    pub rate_per_sec: f64,
-    /// Length of the phase.
-    #[serde(with = "crate::units::serde_ms")]
-    pub duration: Duration,
-}
 
 /// A profile that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -7,7 +7,7 @@
 #[path = "support/wire_server.rs"]
 mod wire_server;
 
-mod util;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +16,8 @@ use goodput_core::config::{LoadSpec, RunConfig, Warmup};
 use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::workload::{AgentTurns, PromptVocabulary, SyntheticConversations, ThinkTime};
 use serde_json::{Value, json};
+use support::{RunResult, openai, run_with};
 use tokio_util::sync::CancellationToken;
-use util::{RunResult, openai, run_with};
 use wire_server::{LAST_CHUNK, State, Step, chunk, sse_head};
 
 fn event(json: Value) -> Step {
@@ -167,7 +167,7 @@ async fn the_simulator_reports_the_prefix_it_served_from_its_cache() {
         warmup: Warmup::None,
         ..RunConfig::default()
     };
-    let client = util::in_memory_client(&server);
+    let client = support::in_memory_client(&server);
     let result = run_with(
         config,
         client,

@@ -10,8 +10,8 @@ use goodput_core::analysis::{
 };
 use goodput_core::config::LoadSpec;
 use goodput_core::metrics::StepAggregator;
+use goodput_core::observe::server::{ClientTally, ServerReport};
 use goodput_core::report::{LoadReport, StepReport};
-use goodput_core::server::{ClientTally, ServerReport};
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 
 /// A step measuring 10,000 input and 2,000 output tokens/s, 1,000-token prompts, 200-token

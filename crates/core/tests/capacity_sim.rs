@@ -2,23 +2,23 @@
 //! the capacity found is within [0.8, 1.0] × C/S, never above it, and its bounds cover C/S.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::backend::openai::OpenAiBackend;
-use goodput_core::capacity::early_stopping::probe_requests;
-use goodput_core::capacity::{
+use goodput_core::config::{Arrival, RunConfig};
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{
     CapacityReport, Criteria, Dimension, Outcome, ProbePlan, Prober, SearchConfig, find_capacity,
 };
-use goodput_core::config::{Arrival, RunConfig};
 use goodput_core::metrics::Slo;
 use goodput_core::tokens::Tiktoken;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::{SimConfig, SimServer};
+use support::{fixed, in_memory_client, openai};
 use tokio_util::sync::CancellationToken;
-use util::{fixed, in_memory_client, openai};
 
 fn prober(
     server: &SimServer,

@@ -5,7 +5,7 @@
 //! and SLO attainment counts the failures as misses.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::http::{HttpClient, HttpConfig, Target, TcpConnector, TcpOptions};
+use goodput_core::methodology::warnings;
 use goodput_core::metrics::{Slo, StepAggregator};
 use goodput_core::record::{OutcomeKind, RequestRecord};
 use goodput_core::report::{LoadReport, StepReport};
@@ -20,12 +21,11 @@ use goodput_core::runner::{
     EndReason, JournalWriter, RecordSink, RunOutcome, Runner, read_journal,
 };
 use goodput_core::tokens::Tiktoken;
-use goodput_core::warnings;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::FaultConfig;
+use support::{Collect, fixed, in_memory_client, openai};
 use tokio_util::sync::CancellationToken;
-use util::{Collect, fixed, in_memory_client, openai};
 
 const REQUESTS: u64 = 16;
 

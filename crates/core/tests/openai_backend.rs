@@ -57,7 +57,11 @@ async fn vllm_chat_role_chunk_is_not_a_token_and_request_is_well_formed() {
             .contains(&("x-request-id".into(), "abc".into()))
     );
     assert!(exchange.connect_time.is_some() && !exchange.reused_connection);
-    let request = &state.requests()[0];
+    assert_chat_request_shape(&state.requests()[0]);
+}
+
+/// The request goodput sent: its path, headers and the body with every option set.
+fn assert_chat_request_shape(request: &wire_server::Captured) {
     assert!(
         request
             .head
@@ -395,54 +399,56 @@ async fn reset_and_early_close_mid_stream_are_transport_failures() {
     }
 }
 
+/// Error responses: status, extra headers, body, what the failure message must say.
+const ERROR_CASES: [(&str, &str, &str, &str); 6] = [
+    (
+        "400 Bad Request",
+        "",
+        r#"{"error":{"message":"max_tokens too large","type":"BadRequestError","code":400}}"#,
+        "HTTP 400 Bad Request: max_tokens too large (BadRequestError)",
+    ),
+    (
+        "429 Too Many Requests",
+        "retry-after: 7\r\n",
+        r#"{"error":"rate limited"}"#,
+        "HTTP 429 Too Many Requests: rate limited (retry-after: 7)",
+    ),
+    (
+        "400 Bad Request",
+        "",
+        r#"{"object":"error","message":"old style","type":"invalid_request_error","code":400}"#,
+        "old style (invalid_request_error)",
+    ),
+    (
+        "404 Not Found",
+        "",
+        r#"{"detail":"Not Found"}"#,
+        "HTTP 404 Not Found: Not Found",
+    ),
+    (
+        "500 Internal Server Error",
+        "",
+        "upstream crashed\n",
+        "HTTP 500 Internal Server Error: upstream crashed",
+    ),
+    (
+        "503 Service Unavailable",
+        "retry-after: 1\r\n",
+        "",
+        "HTTP 503 Service Unavailable: (empty body) (retry-after: 1)",
+    ),
+];
+
 #[tokio::test]
 async fn non_2xx_error_shapes_and_retry_after() {
-    let cases = [
-        (
-            "400 Bad Request",
-            "",
-            r#"{"error":{"message":"max_tokens too large","type":"BadRequestError","code":400}}"#,
-            "HTTP 400 Bad Request: max_tokens too large (BadRequestError)",
-        ),
-        (
-            "429 Too Many Requests",
-            "retry-after: 7\r\n",
-            r#"{"error":"rate limited"}"#,
-            "HTTP 429 Too Many Requests: rate limited (retry-after: 7)",
-        ),
-        (
-            "400 Bad Request",
-            "",
-            r#"{"object":"error","message":"old style","type":"invalid_request_error","code":400}"#,
-            "old style (invalid_request_error)",
-        ),
-        (
-            "404 Not Found",
-            "",
-            r#"{"detail":"Not Found"}"#,
-            "HTTP 404 Not Found: Not Found",
-        ),
-        (
-            "500 Internal Server Error",
-            "",
-            "upstream crashed\n",
-            "HTTP 500 Internal Server Error: upstream crashed",
-        ),
-        (
-            "503 Service Unavailable",
-            "retry-after: 1\r\n",
-            "",
-            "HTTP 503 Service Unavailable: (empty body) (retry-after: 1)",
-        ),
-    ];
-    let bodies: Vec<Vec<u8>> = cases
+    let bodies: Vec<Vec<u8>> = ERROR_CASES
         .iter()
         .map(|(status, headers, body, _)| response(status, headers, body))
         .collect();
     let server =
         TcpServer::start(State::new(move |n, _| vec![Step::Write(bodies[n].clone())])).await;
     let backend = backend_at(&server.url(), config(ApiKind::Chat));
-    for (status, _, _, expected) in cases {
+    for (status, _, _, expected) in ERROR_CASES {
         // An idle connection is reused once it has been idle `reuse_after`.
         tokio::time::sleep(HttpConfig::default().reuse_after).await;
         let exchange = send(&backend, &text_spec()).await;

@@ -3,13 +3,13 @@
 //! and a run stops scheduling at its duration. Only lower bounds are asserted on timing.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::runner::EndReason;
-use util::{fixed, run_sim};
+use support::{fixed, run_sim};
 
 fn open(rate: f64) -> RunConfig {
     RunConfig {

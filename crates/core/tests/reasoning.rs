@@ -7,7 +7,7 @@
 #[path = "support/wire_server.rs"]
 mod wire_server;
 
-mod util;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,8 +20,8 @@ use goodput_core::record::ReasoningSource;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::config::{AgentConfig, ReasoningFormat};
 use serde_json::json;
+use support::{RunResult, assert_ms, fixed, openai, run_sim, run_with};
 use tokio_util::sync::CancellationToken;
-use util::{RunResult, assert_ms, fixed, openai, run_sim, run_with};
 use wire_server::{LAST_CHUNK, State, Step, chunk, sse_head};
 
 fn closed(requests: u64) -> RunConfig {
@@ -361,7 +361,7 @@ async fn the_simulator_budget_and_tool_calls() {
         output_tokens: Some(20),
         seed: 1,
     });
-    let client = util::in_memory_client(&server);
+    let client = support::in_memory_client(&server);
     let result = run_with(
         closed(3),
         client,

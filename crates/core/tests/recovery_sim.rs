@@ -4,14 +4,14 @@
 //! backlog / (capacity − nominal).
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::Slo;
 use goodput_core::profile::parse_phases;
-use util::{fixed, run_sim};
+use support::{fixed, run_sim};
 
 const CAPACITY: f64 = 16.0;
 

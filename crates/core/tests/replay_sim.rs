@@ -3,7 +3,7 @@
 //! TCP. Arrivals are noted server-side, on the bytes of each request.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -16,10 +16,10 @@ use goodput_core::workload::source::Loaded;
 use goodput_core::workload::trace::{TraceFormat, TraceRow};
 use goodput_core::workload::{PromptVocabulary, ReplayOptions, TraceWorkload};
 use goodput_sim::SimServer;
+use support::{fixed, openai, run_with};
 use tokio::io::{AsyncRead, AsyncWrite, DuplexStream, ReadBuf};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use util::{fixed, openai, run_with};
 
 /// Tokens the simulator adds to a one-message chat prompt: 3 + role (`user`: 1) + 3.
 const CHAT_OVERHEAD: u64 = 7;

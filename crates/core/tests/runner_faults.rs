@@ -3,7 +3,7 @@
 //! deadline; cancelling keeps every finished request. Virtual time, in-memory connections.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,8 +14,8 @@ use goodput_core::runner::EndReason;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::FaultConfig;
+use support::{fixed, in_memory_client, openai, run_sim, run_with};
 use tokio_util::sync::CancellationToken;
-use util::{fixed, in_memory_client, openai, run_sim, run_with};
 
 fn closed(requests: u64) -> RunConfig {
     RunConfig {
@@ -27,7 +27,7 @@ fn closed(requests: u64) -> RunConfig {
     }
 }
 
-async fn run_with_faults(faults: FaultConfig, requests: u64) -> util::RunResult {
+async fn run_with_faults(faults: FaultConfig, requests: u64) -> support::RunResult {
     let mut sim = fixed(20, 5, 2);
     sim.faults = faults;
     run_sim(sim, closed(requests), 8, 8).await

@@ -3,12 +3,12 @@
 //! configured values, and open-loop latency must be measured from the scheduled send.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::Slo;
 use goodput_core::record::TokenSource;
-use util::{assert_ms, fixed, run_sim};
+use support::{assert_ms, fixed, run_sim};
 
 fn closed(concurrency: u32, requests: u64) -> RunConfig {
     RunConfig {
@@ -180,7 +180,14 @@ async fn over_real_loopback_tcp_latency_is_never_below_the_configured_timing() {
     });
     let model = running.server().model_name().to_string();
     let cancel = tokio_util::sync::CancellationToken::new();
-    let result = util::run_with(closed(2, 8), client, util::openai(&model), workload, cancel).await;
+    let result = support::run_with(
+        closed(2, 8),
+        client,
+        support::openai(&model),
+        workload,
+        cancel,
+    )
+    .await;
     let latency = &result.step.latency_ms;
     assert_eq!(result.step.requests.completed, 8);
     // TTFT and E2E cannot be shorter than the server's timing; TPOT can, when the first token

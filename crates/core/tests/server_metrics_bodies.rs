@@ -11,12 +11,12 @@ use std::time::Duration;
 use goodput_core::config::LoadSpec;
 use goodput_core::http::{HttpClient, HttpConfig};
 use goodput_core::metrics::StepAggregator;
-use goodput_core::report::LoadReport;
-use goodput_core::server::series::ProblemKind;
-use goodput_core::server::{
+use goodput_core::observe::server::series::ProblemKind;
+use goodput_core::observe::server::{
     ClientTally, MetricsEndpoint, ScrapeHeader, ScrapeLog, ServerInputs, split_metrics_url,
     summarise,
 };
+use goodput_core::report::LoadReport;
 use tokio::time::Instant;
 use wire_server::{LAST_CHUNK, State, Step, TcpServer, chunk, response};
 

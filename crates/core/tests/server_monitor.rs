@@ -2,19 +2,19 @@
 //! server keeps up, a growing queue flagged once arrivals outpace it; it stops by itself.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
-use goodput_core::monitor::{FLAG_QUEUE_GROWING, MonitorConfig, watch};
-use goodput_core::server::MetricsEndpoint;
+use goodput_core::observe::monitor::{FLAG_QUEUE_GROWING, MonitorConfig, watch};
+use goodput_core::observe::server::MetricsEndpoint;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
+use support::{in_memory_client, openai, run_with};
 use tokio_util::sync::CancellationToken;
-use util::{in_memory_client, openai, run_with};
 
 fn open(rate: f64, secs: u64) -> RunConfig {
     RunConfig {

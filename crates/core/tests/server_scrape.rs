@@ -3,23 +3,23 @@
 //! counters agree with the client's totals within 1 %, and bad metrics bodies are survived.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
-use goodput_core::report::StepReport;
-use goodput_core::server::{
+use goodput_core::observe::server::{
     ClientTally, MetricsEndpoint, ScrapeHeader, ScrapeLog, Scraper, ServerInputs, ServerReport,
     summarise,
 };
+use goodput_core::report::StepReport;
 use goodput_core::workload::SyntheticWorkload;
 use goodput_sim::SimServer;
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
+use support::{in_memory_client, openai, run_with};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use util::{in_memory_client, openai, run_with};
 
 /// 8B on H100 with a small KV pool (1,500 blocks of 16 = 24,000 tokens) and at most 16
 /// sequences, so moderate load fills the cache and builds a queue.

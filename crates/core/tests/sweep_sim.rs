@@ -2,15 +2,15 @@
 //! rising toward saturation while goodput collapses, and the knee is reported.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
+use goodput_core::decide::sweep::{SweepDimension, find_knee};
 use goodput_core::metrics::Slo;
 use goodput_core::report::StepReport;
-use goodput_core::sweep::{SweepDimension, find_knee};
 use goodput_protocol::hardware::GpuSpec;
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
-use util::run_sim;
+use support::run_sim;
 
 fn roofline_l40s() -> SimConfig {
     let engine = BatchingConfig {

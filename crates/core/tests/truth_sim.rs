@@ -4,14 +4,14 @@
 //! load judged stable.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::stability::Verdict;
 use goodput_core::report::ThroughputMethod;
-use util::{fixed, run_sim};
+use support::{fixed, run_sim};
 
 /// TTFT 100 ms + 63 × ITL 10 ms: every request lives 730 ms.
 const E2E_SECS: f64 = 0.73;

@@ -5,7 +5,7 @@
 //! replay timing is in `replay_sim.rs`.
 #![allow(clippy::unwrap_used)]
 
-mod util;
+mod support;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -24,8 +24,8 @@ use goodput_core::workload::{
 };
 use goodput_sim::SimServer;
 use goodput_sim::config::{BatchingConfig, EngineConfig, PromptTokenizer, SimConfig};
+use support::{Collect, fixed, in_memory_client, openai, run_with};
 use tokio_util::sync::CancellationToken;
-use util::{Collect, fixed, in_memory_client, openai, run_with};
 
 /// Tokens the simulator adds to a one-message chat prompt: 3 + role (`user`: 1) + 3.
 const CHAT_OVERHEAD: u64 = 7;

@@ -242,14 +242,14 @@ fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
 /// A term of the step cost: name, seconds, formula with its inputs.
 type Term = (&'static str, f64, String);
 
-/// The kernels' terms: GEMMs, logits, attention, all-reduce, drafts.
-fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
+/// The layer GEMMs' terms: their FLOPs and their weight reads.
+fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
     let model = &config.model;
     let gpu = &config.gpu;
     let tp = config.tensor_parallel.max(1);
     let dtype = model.weight_dtype;
     let gemm_eff = gpu.gemm_flops(dtype) / gpu.peak_flops(dtype);
-    vec![
+    [
         (
             "linear compute",
             step.linear_compute_secs,
@@ -268,6 +268,16 @@ fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
                 gpu.bandwidth_efficiency
             ),
         ),
+    ]
+}
+
+/// The kernels' terms: GEMMs, logits, attention, all-reduce, drafts.
+fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
+    let model = &config.model;
+    let gpu = &config.gpu;
+    let tp = config.tensor_parallel.max(1);
+    let mut terms = linear_terms(config, step).to_vec();
+    terms.extend([
         (
             "logits",
             step.logits_secs,
@@ -308,7 +318,8 @@ fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
             step.draft_secs,
             "K · draft cost ratio · (linear + logits + decode attention)".to_string(),
         ),
-    ]
+    ]);
+    terms
 }
 
 /// The fixed terms: per step and layer, per sequence, per prefill step.

@@ -2,24 +2,24 @@
 //! full queue answers 429 with `Retry-After`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use common::{call, connect, fixed_config, post, read_reply, request, send};
 use goodput_sim::config::EngineConfig;
 use goodput_sim::spawn;
 use http_body_util::Full;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
+use support::{call, connect, fixed_config, post, read_reply, request, send};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 const LOOPBACK: ([u8; 4], u16) = ([127, 0, 0, 1], 0);
 const INVALID: &str = "invalid_request_error";
 
-fn assert_error(reply: &common::Reply, status: StatusCode, kind: &str, needle: &str) -> Value {
+fn assert_error(reply: &support::Reply, status: StatusCode, kind: &str, needle: &str) -> Value {
     assert_eq!(reply.status, status, "{}", reply.text());
     assert_eq!(reply.header("content-type"), Some("application/json"));
     let body = reply.json();
@@ -236,7 +236,7 @@ async fn a_client_that_leaves_mid_request_frees_its_slot() {
     let server = goodput_sim::SimServer::new(fixed_config(100, 10)).unwrap();
     let (client_io, server_io) = tokio::io::duplex(64 * 1024);
     tokio::spawn(server.serve_connection(server_io));
-    let mut sender = common::handshake(client_io).await;
+    let mut sender = support::handshake(client_io).await;
     let body = json!({"prompt": "x", "max_tokens": 1000, "ignore_eos": true});
     let waiting = send(
         &mut sender,

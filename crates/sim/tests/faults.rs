@@ -1,17 +1,17 @@
 //! Every injected fault, observed on the wire (each at rate 1.0).
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{connect, fixed_config, handshake, post, request, send, sse_payloads};
 use goodput_sim::config::FaultConfig;
 use goodput_sim::{SimConfig, SimServer, spawn};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::{Method, Response, StatusCode};
 use serde_json::{Value, json};
+use support::{connect, fixed_config, handshake, post, request, send, sse_payloads};
 use tokio::time::Instant;
 
 const LOOPBACK: ([u8; 4], u16) = ([127, 0, 0, 1], 0);

@@ -3,16 +3,16 @@
 //! bytes, a line of many megabytes, and a response that never ends.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{fixed_config, handshake, post, request, send, sse_payloads};
 use goodput_sim::config::FaultConfig;
 use goodput_sim::{SimConfig, SimServer, spawn};
 use http_body_util::BodyExt;
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
+use support::{fixed_config, handshake, post, request, send, sse_payloads};
 
 fn with_faults(faults: FaultConfig) -> SimConfig {
     SimConfig {

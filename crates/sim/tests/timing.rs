@@ -3,15 +3,15 @@
 //! one 10 ms later; `time_scale` 4 makes that 50 ms and 2.5 ms.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
-use common::{fixed_config, handshake, request, send, sse_payloads};
 use goodput_sim::{SimConfig, SimServer};
 use http_body_util::BodyExt;
 use hyper::Method;
 use serde_json::{Value, json};
+use support::{fixed_config, handshake, request, send, sse_payloads};
 use tokio::time::Instant;
 
 const TOLERANCE: Duration = Duration::from_millis(1);

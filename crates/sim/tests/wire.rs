@@ -2,13 +2,13 @@
 //! whole chat and text completions, usage accounting, `/v1/models`, `/health`, `/metrics`.
 #![allow(clippy::unwrap_used)]
 
-mod common;
+mod support;
 
-use common::{call, chat_prompt_tokens, cl100k_count, fixed_config, post};
 use goodput_sim::config::{EngineConfig, PromptTokenizer};
 use goodput_sim::{SimConfig, spawn};
 use hyper::{Method, StatusCode};
 use serde_json::{Value, json};
+use support::{call, chat_prompt_tokens, cl100k_count, fixed_config, post};
 
 const LOOPBACK: ([u8; 4], u16) = ([127, 0, 0, 1], 0);
 
@@ -34,7 +34,7 @@ fn chat_prompt() -> u64 {
 }
 
 /// Checks the headers every event stream carries.
-fn assert_stream_headers(reply: &common::Reply, id_prefix: &str) {
+fn assert_stream_headers(reply: &support::Reply, id_prefix: &str) {
     assert_eq!(reply.status, StatusCode::OK);
     assert_eq!(reply.header("content-type"), Some("text/event-stream"));
     assert_eq!(reply.header("cache-control"), Some("no-cache"));
@@ -361,14 +361,14 @@ async fn batching_engine_serves_and_reports_prefix_cache_use() {
 #[tokio::test]
 async fn one_connection_serves_requests_in_turn_and_echoes_request_ids() {
     let sim = spawn(fixed_config(1, 1), LOOPBACK.into()).await.unwrap();
-    let mut sender = common::connect(sim.addr()).await;
+    let mut sender = support::connect(sim.addr()).await;
     for stream in [true, false, true] {
         let body = json!({"prompt": "hi", "max_tokens": 3, "ignore_eos": true, "stream": stream});
-        let mut request = common::request(Method::POST, "/v1/completions", Some(&body));
+        let mut request = support::request(Method::POST, "/v1/completions", Some(&body));
         let id = hyper::header::HeaderValue::from_static("client-42");
         request.headers_mut().insert("x-request-id", id);
-        let response = common::send(&mut sender, request).await.unwrap();
-        let reply = common::read_reply(response).await.unwrap();
+        let response = support::send(&mut sender, request).await.unwrap();
+        let reply = support::read_reply(response).await.unwrap();
         assert_eq!(reply.status, StatusCode::OK);
         assert_eq!(reply.header("x-request-id"), Some("client-42"));
     }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::ValueEnum;
-use goodput_core::capacity::Dimension;
+use goodput_core::decide::capacity::Dimension;
 use goodput_core::units::parse_duration;
 
 use crate::args::plan::parse_percent;

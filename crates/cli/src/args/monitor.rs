@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{Result, bail};
-use goodput_core::monitor::MonitorConfig;
+use goodput_core::observe::monitor::MonitorConfig;
 use goodput_core::units::parse_duration;
 
 /// Watch a live server's metrics.

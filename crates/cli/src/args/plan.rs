@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Result, bail};
-use goodput_core::plan::{DEFAULT_SAFETY_FACTOR, DemandUnit, PlanInputs};
+use goodput_core::decide::plan::{DEFAULT_SAFETY_FACTOR, DemandUnit, PlanInputs};
 
 /// How many devices a peak demand needs.
 ///

@@ -1,4 +1,4 @@
-//! `goodput run` arguments and their conversion into a validated [`RunPlan`].
+//! `goodput run` arguments and their conversion into a validated [`RunConfig`].
 
 use std::path::PathBuf;
 use std::time::Duration;

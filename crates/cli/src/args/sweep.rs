@@ -2,7 +2,7 @@
 //! knee threshold.
 
 use anyhow::{Context, Result, bail};
-use goodput_core::sweep::{SweepDimension, parse_steps};
+use goodput_core::decide::sweep::{SweepDimension, parse_steps};
 
 use crate::args::plan::parse_percent;
 use crate::args::run::RunArgs;

@@ -7,21 +7,21 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use goodput_core::capacity::early_stopping::probe_requests;
-use goodput_core::capacity::{
+use goodput_core::config::RunConfig;
+use goodput_core::decide::capacity::calibration::{
+    CALIBRATION_CONCURRENCY, CALIBRATION_REQUESTS, calibrated_start, calibration_config,
+    drop_calibration_warnings,
+};
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{
     CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, ProbeTiming, SearchConfig,
     find_capacity,
 };
-use goodput_core::config::{LoadSpec, RunConfig, Warmup};
-use goodput_core::report::Warning;
 use goodput_core::runner::{EndReason, RunOutcome};
 
 use crate::args::capacity::CapacityArgs;
 use crate::args::run::parse_slo;
-use crate::commands::session::{Session, StepRun};
-
-/// Concurrency of the calibration run, and the first concurrency probed without --start.
-pub(crate) const CALIBRATION_CONCURRENCY: u32 = 16;
+use crate::wiring::session::{Session, StepRun};
 
 /// Runs `goodput capacity`.
 pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result<ExitCode> {
@@ -43,7 +43,13 @@ pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result
         );
     }
     if args.virtual_time {
-        return super::capacity_virtual::run(args, criteria, measured, tolerance, command_line);
+        return crate::virtual_target::capacity::run(
+            args,
+            criteria,
+            measured,
+            tolerance,
+            command_line,
+        );
     }
     if args.run.workload.trace.is_some() {
         bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");
@@ -83,25 +89,20 @@ pub(crate) fn search_config(args: &CapacityArgs, start: f64, tolerance: f64) -> 
 }
 
 /// How probes are shaped around `base` (arrival process and client cap from --arrival and
-/// --max-concurrency).
+/// --max-concurrency; timing from --probe-warmup, --probe-min-duration and
+/// --max-probe-duration).
 pub(crate) fn probe_plan(
     args: &CapacityArgs,
     base: RunConfig,
     criteria: Criteria,
     measured: u64,
 ) -> ProbePlan {
-    let (arrival, max_concurrency) = base.load.open_loop_shape();
-    ProbePlan {
-        base,
-        dimension: args.dimension(),
-        arrival,
-        max_concurrency,
-        measured_requests: measured,
+    let timing = ProbeTiming {
         warmup: args.probe_warmup,
         min_duration: args.probe_min_duration,
-        max_probe_duration: args.max_probe_duration,
-        criteria,
-    }
+        max_duration: args.max_probe_duration,
+    };
+    ProbePlan::around(base, args.dimension(), criteria, measured, timing)
 }
 
 /// One progress line per judged probe.
@@ -130,7 +131,6 @@ async fn live(
     let dimension = args.dimension();
     let accelerators = args.run.server_side.accelerators;
     let quiet = args.run.quiet;
-    let start = args.start;
     let bounds = search_config(&args, args.start.unwrap_or(args.min_load), tolerance);
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
@@ -142,10 +142,10 @@ async fn live(
         ..plan
     };
     let mut steps = Vec::new();
-    let start = match (start, dimension) {
+    let start = match (args.start, dimension) {
         (Some(start), _) => start,
         (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
-        (None, Dimension::Rate) => match calibrated_start(&mut session, &plan, &mut steps).await? {
+        (None, Dimension::Rate) => match calibrate_start(&mut session, &plan, &mut steps).await? {
             Ok(start) => start,
             Err(outcome) => {
                 let report = session.report(steps, outcome.end_reason);
@@ -157,23 +157,19 @@ async fn live(
         start: start.clamp(bounds.min, bounds.max),
         ..bounds
     };
+    let first_probe_step = steps.len();
     session.capacity_plan = Some(CapacityPlan {
         dimension,
         search,
         criteria: criteria.clone(),
         requests_per_probe: measured,
         accelerators,
-        first_probe_step: steps.len(),
-        probe_timing: Some(ProbeTiming {
-            warmup: plan.warmup,
-            min_duration: plan.min_duration,
-            max_duration: plan.max_probe_duration,
-        }),
+        first_probe_step,
+        probe_timing: Some(plan.timing()),
     });
     session.write_manifest()?;
     let searched = search_live(&mut session, &plan, search, quiet).await;
     let (capacity, probe_steps, aborted, outcome) = searched?;
-    let first_probe_step = steps.len();
     steps.extend(probe_steps);
     steps.extend(aborted);
     let mut report = session.report(steps, outcome.end_reason);
@@ -187,7 +183,7 @@ async fn live(
 }
 
 type Searched = (
-    goodput_core::capacity::CapacityReport,
+    goodput_core::decide::capacity::CapacityReport,
     Vec<goodput_core::report::StepReport>,
     Option<goodput_core::report::StepReport>,
     RunOutcome,
@@ -212,12 +208,7 @@ async fn search_live(
         plan.measured_requests,
         async |index: usize, load: f64, run: u32| {
             if !quiet {
-                let extension = if run > 1 {
-                    format!(" (run {run}: extended, undecided)")
-                } else {
-                    String::new()
-                };
-                eprintln!("probe {}: load {load:.3}{extension} …", index + 1);
+                announce_probe(index, load, run);
             }
             let run = match session
                 .run_step(&plan.config_for_run(load, run), None, Some(&criteria))
@@ -260,9 +251,19 @@ async fn search_live(
     Ok((capacity, steps, aborted, outcome))
 }
 
+/// Says which probe starts (on stderr), and whether it extends an undecided one.
+fn announce_probe(index: usize, load: f64, run: u32) {
+    let extension = if run > 1 {
+        format!(" (run {run}: extended, undecided)")
+    } else {
+        String::new()
+    };
+    eprintln!("probe {}: load {load:.3}{extension} …", index + 1);
+}
+
 /// Half the throughput of the calibration run: where a rate search starts. The calibration's
 /// step joins `steps`; an interrupted or fruitless calibration ends the command (`Err`).
-async fn calibrated_start(
+async fn calibrate_start(
     session: &mut Session,
     plan: &ProbePlan,
     steps: &mut Vec<goodput_core::report::StepReport>,
@@ -271,52 +272,34 @@ async fn calibrated_start(
     let throughput = calibration.step.throughput.requests_per_sec;
     let ended = calibration.outcome.end_reason;
     steps.push(calibration.step);
-    if ended != EndReason::Completed || throughput <= 0.0 {
+    let start = calibrated_start(throughput).filter(|_| ended == EndReason::Completed);
+    let Some(start) = start else {
         if ended == EndReason::Completed {
             eprintln!("error: the calibration run completed no request; see the report");
         }
         return Ok(Err(calibration.outcome));
-    }
+    };
     if !session.args.quiet {
         eprintln!(
             "calibration: {throughput:.2} req/s at concurrency {CALIBRATION_CONCURRENCY}; first \
              probe at half of it"
         );
     }
-    Ok(Ok(throughput / 2.0))
+    Ok(Ok(start))
 }
 
 /// A short closed-loop run whose throughput places the first rate probe.
 async fn calibrate(session: &mut Session, plan: &ProbePlan) -> Result<StepRun> {
-    let concurrency = CALIBRATION_CONCURRENCY;
     let config = RunConfig {
-        load: LoadSpec::Closed { concurrency },
-        max_requests: Some(u64::from(concurrency) * 5),
-        duration: Some(plan.max_probe_duration),
-        warmup: Warmup::Requests(u64::from(concurrency)),
         slo: Some(plan.criteria.slo.clone()),
-        ..session.config.clone()
+        ..calibration_config(&session.config, Some(plan.max_probe_duration))
     };
     if !session.args.quiet {
         eprintln!(
-            "calibration: concurrency {concurrency}, {} requests …",
-            u64::from(concurrency) * 5
+            "calibration: concurrency {CALIBRATION_CONCURRENCY}, {CALIBRATION_REQUESTS} requests …"
         );
     }
     session.run_step(&config, None, None).await
-}
-
-/// Drops the warnings about the calibration step (a throughput estimate, judged on nothing):
-/// its sample size, its closed loop in a rate search.
-pub(crate) fn drop_calibration_warnings(
-    warnings: &mut Vec<Warning>,
-    dimension: Dimension,
-    first_probe_step: usize,
-) {
-    warnings.retain(|w| {
-        let about_probes = w.step.is_none_or(|step| step >= first_probe_step);
-        about_probes && !(dimension == Dimension::Rate && w.code == "slo_in_closed_loop")
-    });
 }
 
 /// The outcome recorded when the search ran no step of its own.

@@ -9,14 +9,14 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::compare::{self, Comparison, Side};
+use goodput_core::decide::compare::{self, Comparison, Side};
+use goodput_core::decide::significance::Thresholds;
 use goodput_core::html::{CandidateComparison, LabelledRun};
-use goodput_core::significance::Thresholds;
 
-use crate::app::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::args::analysis::{CompareArgs, CompareFormat};
-use crate::commands::inputs::{LoadedReport, load_report};
+use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::output::{color, comparison, html};
+use crate::wiring::inputs::{LoadedReport, load_report};
 
 /// Runs `goodput compare`.
 pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {

@@ -7,12 +7,12 @@ use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::report_path;
+use goodput_core::decide::report_path;
 
-use crate::app::EXIT_OK;
 use crate::args::analysis::HistoryArgs;
-use crate::commands::inputs::load_report;
+use crate::exit::EXIT_OK;
 use crate::store::{Store, StoredRun};
+use crate::wiring::inputs::load_report;
 
 /// Runs `goodput history`.
 pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {

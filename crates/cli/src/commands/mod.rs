@@ -1,22 +1,14 @@
-//! One module per subcommand: `run`, `sweep`, `capacity` (and `capacity_virtual`), `sim`,
-//! `report`, `compare`, `gate`, `history`, `plan`, `monitor` (and `inputs`, reading finished
-//! runs back; `session`, what `run`, `sweep` and `capacity` share; `run_extras` and
-//! `server_side`, the parts of a run that `run` and `report` share).
+//! One module per subcommand: `run`, `sweep`, `capacity`, `sim`, `report`, `compare`, `gate`,
+//! `history`, `plan`, `monitor`. What several of them share lives in [`crate::wiring`]; the
+//! virtual-time paths of `capacity` and `plan` in [`crate::virtual_target`].
 
 pub(crate) mod capacity;
-pub(crate) mod capacity_virtual;
 pub(crate) mod compare;
 pub(crate) mod gate;
 pub(crate) mod history;
-pub(crate) mod inputs;
 pub(crate) mod monitor;
 pub(crate) mod plan;
-pub(crate) mod plan_simulate;
 pub(crate) mod report;
 pub(crate) mod run;
-pub(crate) mod run_extras;
-pub(crate) mod server_side;
-pub(crate) mod session;
 pub(crate) mod sim;
 pub(crate) mod sweep;
-pub(crate) mod workload;

@@ -7,12 +7,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use goodput_core::http::Target;
-use goodput_core::monitor::{MonitorRow, watch};
-use goodput_core::server::default_metrics_url;
+use goodput_core::observe::monitor::{MonitorRow, watch};
+use goodput_core::observe::server::default_metrics_url;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::EXIT_OK;
 use crate::args::monitor::MonitorArgs;
+use crate::exit::EXIT_OK;
 use crate::output;
 
 /// Runs `goodput monitor`.
@@ -23,7 +23,7 @@ pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
         (None, Some(target)) => default_metrics_url(&Target::parse(target).context("--target")?),
         (None, None) => anyhow::bail!("give --metrics-url or --target"),
     };
-    let endpoint = super::server_side::metrics_endpoint(&url, args.interval)?;
+    let endpoint = crate::wiring::server_side::metrics_endpoint(&url, args.interval)?;
     let mut jsonl = match &args.jsonl {
         Some(path) => Some(
             OpenOptions::new()

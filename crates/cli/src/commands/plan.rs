@@ -4,10 +4,10 @@
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::plan::{CapacityEstimate, DemandUnit, capacity_from_report, plan};
+use goodput_core::decide::plan::{CapacityEstimate, DemandUnit, capacity_from_report, plan};
 
-use crate::app::EXIT_OK;
 use crate::args::plan::PlanArgs;
+use crate::exit::EXIT_OK;
 use crate::output;
 
 /// Runs `goodput plan`.
@@ -53,8 +53,11 @@ fn resolve_capacity(args: &PlanArgs, unit: DemandUnit) -> Result<CapacityEstimat
         return Ok(estimate);
     }
     if args.simulate.simulate {
-        let (estimate, explanation) =
-            super::plan_simulate::estimate(&args.simulate, args.accelerators_per_device, unit)?;
+        let (estimate, explanation) = crate::virtual_target::plan::estimate(
+            &args.simulate,
+            args.accelerators_per_device,
+            unit,
+        )?;
         eprintln!("{explanation}");
         return Ok(estimate);
     }

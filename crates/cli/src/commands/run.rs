@@ -1,16 +1,16 @@
 //! `goodput run`: one measured step — with the server's metrics scraped beside it, the live
 //! view or progress lines, the server's self-description — then the report, exports, gate,
-//! history record and exit status (see [`super::session`] for what every command shares).
+//! history record and exit status (see [`crate::wiring::session`] for what every command shares).
 
 use std::process::ExitCode;
 
 use anyhow::Result;
-use goodput_core::overhead::ClientOverhead;
+use goodput_core::observe::overhead::ClientOverhead;
 use goodput_core::report::LoadReport;
 use goodput_core::runner::RecordSink;
 
 use crate::args::run::RunArgs;
-use crate::commands::session::{Session, spawn_progress};
+use crate::wiring::session::{Session, spawn_progress};
 
 /// Runs `goodput run`.
 pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
@@ -21,7 +21,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let mut server_side = session.server_side(&config, None).await?;
     let mut aggregator = session.aggregator(&config);
     let cancel = session.cancel.clone();
-    let mut extras = super::run_extras::Extras::start(
+    let mut extras = crate::wiring::run_extras::Extras::start(
         &session.args,
         &config,
         &session.run_info,

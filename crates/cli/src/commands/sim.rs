@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::app::EXIT_OK;
 use crate::args::sim::SimArgs;
+use crate::exit::EXIT_OK;
 
 /// Runs `goodput sim`.
 pub(crate) async fn run(args: SimArgs) -> Result<ExitCode> {

@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::decide::sweep::{BatchedWorkload, SweepDimension, SweepReport, find_knee};
 use goodput_core::report::StepReport;
 use goodput_core::runner::EndReason;
-use goodput_core::sweep::{BatchedWorkload, SweepDimension, SweepReport, find_knee};
 use goodput_core::workload::Workload;
 
 use crate::args::run::ApiArg;
 use crate::args::sweep::SweepArgs;
-use crate::commands::session::Session;
+use crate::wiring::session::Session;
 
 /// Runs `goodput sweep`.
 pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<ExitCode> {

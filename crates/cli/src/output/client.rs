@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use goodput_core::overhead::ClientReport;
+use goodput_core::observe::overhead::ClientReport;
 
 /// Appends the client section (nothing when the report has none).
 pub(super) fn render(out: &mut String, client: Option<&ClientReport>) {

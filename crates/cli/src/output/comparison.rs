@@ -5,10 +5,10 @@
 
 use std::fmt::Write as _;
 
-use goodput_core::compare::{
+use goodput_core::decide::compare::{
     Comparison, DistributionChange, Headline, HeadlineFigure, MetricDelta,
 };
-use goodput_core::significance::Method;
+use goodput_core::decide::significance::Method;
 
 fn number(value: Option<f64>) -> String {
     match value {

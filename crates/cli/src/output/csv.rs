@@ -6,9 +6,9 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use goodput_core::decide::report_path::leaves;
 use goodput_core::record::{Phase, RequestRecord};
 use goodput_core::report::Report;
-use goodput_core::report_path::leaves;
 
 /// Step sections that are series, not figures.
 const SERIES: [&str; 2] = ["windows", "distributions_ms"];

@@ -1,6 +1,6 @@
 //! The monitor's rolling table: one line per window.
 
-use goodput_core::monitor::MonitorRow;
+use goodput_core::observe::monitor::MonitorRow;
 
 /// The column headings.
 pub(crate) fn header() -> String {

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{Context, Result};
-use goodput_core::plan::Plan;
+use goodput_core::decide::plan::Plan;
 
 /// Prints `plan` on stdout.
 pub(crate) fn print_plan(plan: &Plan) -> Result<()> {

@@ -5,9 +5,9 @@
 use std::fmt::Write as _;
 
 use goodput_core::analysis::{CostReport, Figure, SpeculativeReport, UtilisationReport};
+use goodput_core::observe::server::ServerReport;
+use goodput_core::observe::server::report::{GaugeStats, HistogramStats};
 use goodput_core::report::StepReport;
-use goodput_core::server::ServerReport;
-use goodput_core::server::report::{GaugeStats, HistogramStats};
 
 /// Appends the step's server-side sections (those present) to `out`.
 pub(crate) fn render_step(out: &mut String, step: &StepReport) {
@@ -255,6 +255,6 @@ fn render_cost(out: &mut String, c: &CostReport) {
 }
 
 /// A percentile known to its bucket: `≤ 300`, `300–500` or `> 10000`.
-fn bucket(value: Option<goodput_core::server::report::QuantileBucket>) -> String {
+fn bucket(value: Option<goodput_core::observe::server::report::QuantileBucket>) -> String {
     value.map_or_else(|| "-".to_string(), |b| b.to_string())
 }

@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use goodput_core::capacity::{CapacityReport, Dimension, Outcome};
+use goodput_core::decide::capacity::{CapacityReport, Dimension, Outcome};
+use goodput_core::decide::sweep::{SweepDimension, SweepReport};
 use goodput_core::report::{LoadReport, Report, StepReport};
-use goodput_core::sweep::{SweepDimension, SweepReport};
 
 /// The step whose full detail follows the overview: the knee, the passing probe at capacity,
 /// or else the last step.

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use goodput_core::live::{LivePercentiles, LiveSnapshot};
+use goodput_core::observe::live::{LivePercentiles, LiveSnapshot};
 use goodput_core::runner::Progress;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout};

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use goodput_core::live::{LiveSink, LiveSnapshot};
+use goodput_core::observe::live::{LiveSink, LiveSnapshot};
 use goodput_core::runner::RunMonitor;
 use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;

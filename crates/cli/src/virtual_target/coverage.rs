@@ -7,9 +7,9 @@
 
 use std::time::Duration;
 
-use goodput_core::capacity::early_stopping::probe_requests;
-use goodput_core::capacity::{Conclusion, Criteria, Dimension, ProbePlan, SearchConfig};
 use goodput_core::config::{Arrival, RunConfig};
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{Conclusion, Criteria, Dimension, ProbePlan, SearchConfig};
 use goodput_core::metrics::Slo;
 use goodput_sim::SimConfig;
 use goodput_sim::config::{EngineConfig, FixedTimingConfig};

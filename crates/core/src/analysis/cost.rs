@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Figure, input};
 use crate::report::StepReport;
+pub use crate::report::analysis::CostReport;
 
 /// Prices and power of the serving accelerators.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -16,31 +17,6 @@ pub struct CostInputs {
     pub gpu_hour_cost: Option<f64>,
     /// Power drawn per accelerator, watts.
     pub watts: Option<f64>,
-}
-
-/// Cost and energy figures of one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CostReport {
-    /// Accelerators priced and powered.
-    pub accelerators: u32,
-    /// Where the power figure came from: `--watts` or the scraped metric's name.
-    pub power_source: Option<String>,
-    /// Price of the deployment per hour.
-    pub cost_per_hour: Figure,
-    /// Price per 1,000 completed requests.
-    pub cost_per_1k_requests: Figure,
-    /// Price per million output tokens.
-    pub cost_per_million_output_tokens: Figure,
-    /// Price per million input + output tokens.
-    pub cost_per_million_total_tokens: Figure,
-    /// Power drawn by the deployment, watts.
-    pub power_watts: Figure,
-    /// Joules per output token.
-    pub energy_per_output_token_joules: Figure,
-    /// kWh per million output tokens.
-    pub kwh_per_million_output_tokens: Figure,
-    /// kWh per million input + output tokens.
-    pub kwh_per_million_total_tokens: Figure,
 }
 
 /// Cost and energy of `step`, or `None` when neither a price nor a power figure is known.

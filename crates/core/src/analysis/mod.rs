@@ -14,28 +14,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::observe::server::{ClientTally, ScrapeHeader, ScrapeLog, ServerInputs, summarise};
 use crate::report::{Report, StepReport, Warning};
-use crate::server::{ClientTally, ScrapeHeader, ScrapeLog, ServerInputs, summarise};
 
+pub use crate::report::analysis::Figure;
 pub use cost::{CostInputs, CostReport};
 pub use speculative::{SpeculativeInputs, SpeculativeReport};
 pub use utilisation::{Hardware, UtilisationReport};
-
-/// A derived figure with its formula and inputs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Figure {
-    /// The value; `None` when an input is missing.
-    pub value: Option<f64>,
-    /// Its unit.
-    pub unit: String,
-    /// How it is computed, in terms of the inputs' names.
-    pub formula: String,
-    /// The inputs it was computed from.
-    pub inputs: BTreeMap<String, f64>,
-    /// Inputs that were not available (the value is then `None`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub missing: Vec<String>,
-}
 
 impl Figure {
     /// A figure from `inputs` (name, value or `None` when unknown); `compute` runs only when

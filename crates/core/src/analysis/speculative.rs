@@ -7,7 +7,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Figure, input};
-use crate::server::{ClientTally, ServerReport};
+use crate::observe::server::{ClientTally, ServerReport};
+pub use crate::report::analysis::SpeculativeReport;
 
 /// What the server does not report: the drafts per step (K) and the draft model's relative
 /// cost.
@@ -17,21 +18,6 @@ pub struct SpeculativeInputs {
     pub num_draft_tokens: Option<u32>,
     /// Cost of one draft forward relative to one target forward (`c_draft / c_target`).
     pub draft_cost_ratio: Option<f64>,
-}
-
-/// Speculative-decoding figures of one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SpeculativeReport {
-    /// `server_counters`, `server_gauges` or `chunks`.
-    pub source: String,
-    /// Draft tokens proposed per step (K).
-    pub num_draft_tokens: Figure,
-    /// Accepted ÷ proposed draft tokens.
-    pub acceptance_rate: Figure,
-    /// Tokens produced per verification step: 1 + accepted per draft.
-    pub mean_accepted_length: Figure,
-    /// Decode speedup over no speculation, if the draft cost is known.
-    pub theoretical_speedup: Figure,
 }
 
 /// The step's speculative-decoding figures, or `None` when nothing shows speculation (no

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Figure, input};
 use crate::report::StepReport;
+pub use crate::report::analysis::UtilisationReport;
 
 /// A model served on a number of identical accelerators.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -76,35 +77,6 @@ impl Hardware {
         self.deployment().validate()?;
         Ok(())
     }
-}
-
-/// Utilisation figures of one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct UtilisationReport {
-    /// Model name.
-    pub model: String,
-    /// Accelerator name.
-    pub accelerator: String,
-    /// Accelerators in total.
-    pub accelerators: u32,
-    /// Accelerators per replica.
-    pub tensor_parallel: u32,
-    /// Replicas.
-    pub replicas: u32,
-    /// Bytes of weights.
-    pub weight_bytes: Figure,
-    /// KV cache bytes per token.
-    pub kv_bytes_per_token: Figure,
-    /// Tokens the KV caches of all replicas hold.
-    pub kv_capacity_tokens: Figure,
-    /// Sequences of the measured mean length (prompt + answer) that fit at once.
-    pub max_sequences: Figure,
-    /// Achieved model FLOPs utilisation, 0–1.
-    pub mfu: Figure,
-    /// Achieved HBM bandwidth ÷ peak, 0–1 (decode estimate).
-    pub hbm_bandwidth_utilisation: Figure,
-    /// Bandwidth-bound floor of the time per output token at batch 1, ms.
-    pub tpot_floor_ms: Figure,
 }
 
 /// Utilisation of `hardware` at the rates measured in `step`.

@@ -3,60 +3,10 @@
 //! cut by the thinking budget, tool calls and how answers ended. Definitions in
 //! `docs/metrics.md` §19.
 
-use serde::{Deserialize, Serialize};
-
 use super::aggregate::{count_stats, latency_stats};
 use super::histogram::{CountHistogram, LatencyHistogram};
 use crate::record::{ReasoningSource, RequestRecord};
-use crate::report::{CountStats, LatencyStats};
-
-/// The reasoning channel of a step's completed measured requests.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ReasoningReport {
-    /// Completed requests whose answer had reasoning tokens.
-    pub requests_with_reasoning: u64,
-    /// Of them, those whose count came from the server's usage (the rest: from the deltas).
-    pub reasoning_from_usage: u64,
-    /// Reasoning tokens of completed requests.
-    pub reasoning_tokens_total: u64,
-    /// Answer tokens (output tokens that are not reasoning, tool calls included).
-    pub answer_tokens_total: u64,
-    /// Reasoning tokens per request (completed requests with reasoning).
-    pub reasoning_tokens_per_request: CountStats,
-    /// Answer tokens per request (every completed request).
-    pub answer_tokens_per_request: CountStats,
-    /// The step's output tokens/s times the reasoning share of its output tokens.
-    pub reasoning_tokens_per_sec: f64,
-    /// The step's output tokens/s times the answer share of its output tokens.
-    pub answer_tokens_per_sec: f64,
-    /// Time to first answer token (answer text or tool call), from the scheduled send.
-    pub time_to_first_answer_ms: LatencyStats,
-    /// Time to first answer token from the actual send.
-    pub time_to_first_answer_from_send_ms: LatencyStats,
-    /// Thinking time: first answer token − first token.
-    pub thinking_ms: LatencyStats,
-    /// Completed requests with reasoning and no answer at all (no text, no tool call).
-    pub empty_answers: u64,
-    /// Completed requests cut at `max_tokens` after reasoning that used half the budget or more.
-    pub truncated_answers: u64,
-}
-
-/// Tool calls of a step's completed measured requests.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct ToolCallReport {
-    /// Completed requests that made at least one tool call.
-    pub requests_with_tool_calls: u64,
-    /// Completed requests whose answer ended in a tool call.
-    pub ended_in_tool_call: u64,
-    /// Completed requests whose answer ended in text.
-    pub ended_in_text: u64,
-    /// Tool calls made.
-    pub tool_calls: u64,
-    /// Tokens of the tool calls (function names and arguments).
-    pub tool_call_tokens_total: u64,
-    /// Time to the first tool-call delta, from the scheduled send.
-    pub time_to_first_tool_call_ms: LatencyStats,
-}
+pub use crate::report::channels::{ReasoningReport, ToolCallReport};
 
 /// Accumulates the reasoning and tool-call figures of one step.
 #[derive(Debug, Clone, Default)]

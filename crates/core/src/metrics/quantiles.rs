@@ -4,9 +4,8 @@
 //! method as every other figure (nearest rank, upper bucket edge, clamped to the exact
 //! extremes), so `p50`, `p90`… of the summary appear here unchanged.
 
-use serde::{Deserialize, Serialize};
-
 use super::histogram::LatencyHistogram;
+pub use crate::report::distributions::{Distributions, QuantilePoint};
 
 /// The percentiles reported as points: the exact minimum (0), every whole percentile from 1
 /// to 99, then 99.5, 99.9, 99.99 and the exact maximum (100).
@@ -14,23 +13,6 @@ pub fn cdf_percentiles() -> Vec<f64> {
     let mut percentiles: Vec<f64> = (0..=99).map(f64::from).collect();
     percentiles.extend([99.5, 99.9, 99.99, 100.0]);
     percentiles
-}
-
-/// One point of a distribution: `[percentile (0–100), value in ms]`.
-pub type QuantilePoint = [f64; 2];
-
-/// Quantile points of the main latency distributions of a step, milliseconds. Empty when the
-/// metric was not measured (e.g. TTFT of non-streamed requests).
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct Distributions {
-    /// Time to first token, from the scheduled send.
-    pub ttft: Vec<QuantilePoint>,
-    /// Time per output token.
-    pub tpot: Vec<QuantilePoint>,
-    /// Inter-token latency (per token).
-    pub itl: Vec<QuantilePoint>,
-    /// End to end, from the scheduled send.
-    pub e2e: Vec<QuantilePoint>,
 }
 
 impl Distributions {

@@ -11,31 +11,9 @@
 //!   consecutive windows have an SLO attainment (by arrival) of at least min(95 %, the nominal
 //!   phase's attainment).
 
-use serde::{Deserialize, Serialize};
-
 use super::windows::WindowReport;
 use crate::profile::RatePhase;
-
-/// Recovery figures of a phase profile (`steps[].recovery`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RecoveryReport {
-    /// The overload phase.
-    pub overload_phase: String,
-    /// Its start, seconds since the run start.
-    pub overload_start_secs: f64,
-    /// Its end.
-    pub overload_end_secs: f64,
-    /// Mean in-flight in the nominal phase before it.
-    pub baseline_in_flight: f64,
-    /// Highest in-flight count seen.
-    pub peak_in_flight: u64,
-    /// Requests queued by the overload: in-flight at its end minus the baseline.
-    pub backlog_requests: f64,
-    /// From the end of the overload until the queue was back to its nominal level, seconds.
-    pub drain_secs: Option<f64>,
-    /// From the end of the overload until arriving requests met the SLO again, seconds.
-    pub slo_recovery_secs: Option<f64>,
-}
+pub use crate::report::windows::RecoveryReport;
 
 /// Windows needed in a row to call the SLO recovered.
 const CONSECUTIVE: usize = 3;
@@ -47,20 +25,7 @@ pub fn recovery(
     width_secs: f64,
     phases: &[RatePhase],
 ) -> Option<RecoveryReport> {
-    let peak = (0..phases.len())
-        .max_by(|&a, &b| phases[a].rate_per_sec.total_cmp(&phases[b].rate_per_sec))?;
-    if peak == 0 || peak + 1 >= phases.len() {
-        return None;
-    }
-    let starts: Vec<f64> = phases
-        .iter()
-        .scan(0.0, |at, phase| {
-            let start = *at;
-            *at += phase.duration.as_secs_f64();
-            Some(start)
-        })
-        .collect();
-    let (before_start, overload_start) = (starts[peak - 1], starts[peak]);
+    let (peak, before_start, overload_start) = overload(phases)?;
     let overload_end = overload_start + phases[peak].duration.as_secs_f64();
     let window_end = |w: &WindowReport| w.start_secs + width_secs;
     let baseline_rows: Vec<&WindowReport> = rows
@@ -105,6 +70,25 @@ pub fn recovery(
         drain_secs,
         slo_recovery_secs,
     })
+}
+
+/// The overload phase (the fastest, with phases before and after it), when the phase before
+/// it starts and when it starts, seconds into the profile.
+fn overload(phases: &[RatePhase]) -> Option<(usize, f64, f64)> {
+    let peak = (0..phases.len())
+        .max_by(|&a, &b| phases[a].rate_per_sec.total_cmp(&phases[b].rate_per_sec))?;
+    if peak == 0 || peak + 1 >= phases.len() {
+        return None;
+    }
+    let starts: Vec<f64> = phases
+        .iter()
+        .scan(0.0, |at, phase| {
+            let start = *at;
+            *at += phase.duration.as_secs_f64();
+            Some(start)
+        })
+        .collect();
+    Some((peak, starts[peak - 1], starts[peak]))
 }
 
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {

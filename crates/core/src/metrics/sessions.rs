@@ -6,52 +6,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 use super::aggregate::{count_stats, latency_stats};
 use super::histogram::{CountHistogram, LatencyHistogram};
 use crate::record::RequestRecord;
-use crate::report::{CountStats, LatencyStats};
-
-/// Sessions of a step's measured requests.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct SessionReport {
-    /// Sessions with at least one measured turn.
-    pub sessions: u64,
-    /// Sessions whose every measured turn succeeded.
-    pub sessions_without_failure: u64,
-    /// Measured turns (requests).
-    pub turns: u64,
-    /// Of them, turns that fed a tool result back.
-    pub tool_result_turns: u64,
-    /// Per session: first measured turn's scheduled send to its last measured turn's end.
-    pub session_duration_ms: LatencyStats,
-    /// Measured turns per session.
-    pub turns_per_session: CountStats,
-    /// Per session: the prompt tokens of its last measured turn (the context it grew to).
-    pub final_context_tokens: CountStats,
-}
-
-/// Prompt tokens the workload expected to be reusable next to what the server reported.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct PrefixReuseReport {
-    /// Completed measured requests whose workload counted its prompt.
-    pub requests: u64,
-    /// Their prompt tokens as the workload counted them.
-    pub expected_input_tokens_total: u64,
-    /// Of them, the history or shared system prompt sent before (re-sent tokens).
-    pub expected_shareable_tokens_total: u64,
-    /// `expected_shareable_tokens_total ÷ expected_input_tokens_total`.
-    pub expected_shareable_fraction: Option<f64>,
-    /// Completed measured requests whose usage reported cached prompt tokens.
-    pub requests_reporting_cached: u64,
-    /// Their prompt tokens (server count).
-    pub reported_input_tokens_total: u64,
-    /// Their cached prompt tokens (`usage.prompt_tokens_details.cached_tokens`).
-    pub cached_tokens_total: u64,
-    /// `cached_tokens_total ÷ reported_input_tokens_total`.
-    pub cached_fraction: Option<f64>,
-}
+pub use crate::report::channels::{PrefixReuseReport, SessionReport};
 
 #[derive(Debug, Clone, Copy, Default)]
 struct Session {

@@ -11,29 +11,15 @@
 //! E2E rose (t > 3, +10 % over the span). **Inconclusive**: fewer than four intervals or eight
 //! arrivals, or too little data to rule out an overload of [`OVERLOAD`]. **Stable** otherwise.
 
-use serde::{Deserialize, Serialize};
-
 use super::flow::{Flow, FlowPoint};
 use super::trend::{Fit, LATENCY_RISE, SIGNIFICANT_T, Trend, fit};
+pub use crate::report::stability::{Stability, Verdict};
 
 /// Intervals the span is resampled into.
 const TARGET_POINTS: u64 = 20;
 /// Fewest intervals, and fewest arrivals, a verdict needs.
 const MIN_POINTS: usize = 4;
 const MIN_ARRIVALS: u64 = 8;
-
-/// The three verdicts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The queue did not grow: the throughput is sustainable.
-    Stable,
-    /// Work accumulated: the load exceeds what the target sustains.
-    Unstable,
-    /// The run cannot tell (too short, or the signals are within the noise).
-    #[default]
-    Inconclusive,
-}
 
 impl Verdict {
     /// `stable`, `unstable` or `inconclusive`.
@@ -44,39 +30,6 @@ impl Verdict {
             Verdict::Inconclusive => "inconclusive",
         }
     }
-}
-
-/// The stability verdict (`report.json` → `steps[].stability`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Stability {
-    /// Whether the queue was judged stable (`verdict == "stable"`).
-    pub stable: bool,
-    /// Stable, unstable or inconclusive.
-    #[serde(default)]
-    pub verdict: Verdict,
-    /// Least-squares growth of the in-flight count over the assessed span, requests per second.
-    pub queue_growth_per_sec: Option<f64>,
-    /// Ends ÷ arrivals over the assessed span.
-    pub completion_ratio: Option<f64>,
-    /// Least-squares change of the mean E2E over the assessed span, ms per second of run.
-    #[serde(default)]
-    pub e2e_growth_ms_per_sec: Option<f64>,
-    /// Intervals the verdict is based on.
-    pub windows_assessed: usize,
-    /// Their width, seconds.
-    #[serde(default)]
-    pub assessed_window_secs: f64,
-    /// The assessed span, seconds since the run start.
-    #[serde(default)]
-    pub assessed_from_secs: Option<f64>,
-    /// End of the assessed span (the last measured arrival).
-    #[serde(default)]
-    pub assessed_to_secs: Option<f64>,
-    /// Why, in words (always agreeing with the figures above).
-    pub reason: String,
-    /// Trends of throughput and latency over the measured windows (soak degradation).
-    #[serde(default)]
-    pub trends: Vec<Trend>,
 }
 
 /// What the assessed span showed.

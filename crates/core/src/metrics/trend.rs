@@ -3,9 +3,8 @@
 //! falling, or mean TTFT/E2E rising — when the slope is significant (|t| > 3) and the change
 //! over the span is material (throughput −5 %, latency +10 %).
 
-use serde::{Deserialize, Serialize};
-
 use super::windows::WindowReport;
+pub use crate::report::stability::Trend;
 
 /// |t| above which a slope is significant.
 pub const SIGNIFICANT_T: f64 = 3.0;
@@ -13,21 +12,6 @@ pub const SIGNIFICANT_T: f64 = 3.0;
 pub const THROUGHPUT_FALL: f64 = 0.05;
 /// Relative rise of a latency series over the span that counts as degradation.
 pub const LATENCY_RISE: f64 = 0.10;
-
-/// The trend of one series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Trend {
-    /// `completions_per_sec`, `output_tokens_per_sec`, `mean_ttft_ms` or `mean_e2e_ms`.
-    pub series: String,
-    /// Least-squares slope, series units per second of run.
-    pub slope_per_sec: f64,
-    /// The slope's t-statistic.
-    pub t_stat: f64,
-    /// Slope × span ÷ mean: the change over the span relative to the mean.
-    pub relative_change: f64,
-    /// Whether this trend is a degradation.
-    pub degrading: bool,
-}
 
 /// A least-squares fit.
 #[derive(Debug, Clone, Copy, PartialEq)]

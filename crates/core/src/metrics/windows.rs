@@ -4,10 +4,9 @@
 
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
-
 pub use super::stability::{Stability, Verdict};
 use super::trend::{Trend, trends};
+pub use crate::report::windows::WindowReport;
 
 /// Counts per window of fixed width, indexed from the run start.
 #[derive(Debug, Clone)]
@@ -31,35 +30,6 @@ struct WindowCounts {
     ttft_count: u64,
     e2e_sum_us: u64,
     e2e_count: u64,
-}
-
-/// One window of the report's time series.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WindowReport {
-    /// Window start, seconds since the run start.
-    pub start_secs: f64,
-    /// Requests scheduled in the window.
-    pub arrivals: u64,
-    /// Requests sent in the window.
-    pub sent: u64,
-    /// Requests completed successfully in the window.
-    pub completions: u64,
-    /// Requests that failed in the window.
-    pub failures: u64,
-    /// Output tokens received in the window.
-    pub output_tokens: u64,
-    /// Requests scheduled but not finished at the window's end (client queue included).
-    pub in_flight: u64,
-    /// Mean TTFT of the successful requests scheduled in the window, ms.
-    #[serde(default)]
-    pub mean_ttft_ms: Option<f64>,
-    /// Mean E2E of the successful requests scheduled in the window, ms.
-    #[serde(default)]
-    pub mean_e2e_ms: Option<f64>,
-    /// Fraction of the requests scheduled in the window that met every SLO threshold
-    /// (failures count as misses); `None` without an SLO.
-    #[serde(default)]
-    pub slo_attained: Option<f64>,
 }
 
 impl Windows {

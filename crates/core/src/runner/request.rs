@@ -159,21 +159,10 @@ pub(crate) fn finalize(
     let output = OutputCount::of(&exchange, ctx.counter.as_ref());
     let (output_tokens, output_source) = (output.tokens, output.source);
     let chunk_tokens = chunk_token_counts(&exchange, output_tokens, ctx.counter.as_ref());
-    let chunks: Vec<[u64; 2]> = exchange
-        .chunks
-        .iter()
-        .zip(&chunk_tokens)
-        .map(|(c, &n)| [us(c.at), n])
-        .collect();
+    let times = ChunkTimes::of(ctx, &exchange, &chunk_tokens);
     let (input_tokens, input_source) = input_tokens(&exchange, spec, ctx.counter.as_ref());
     let channels = channels::split(&exchange, &chunk_tokens, ctx.counter.as_ref());
     let streamed = ctx.streamed;
-    let first_at = |wanted: fn(&ChunkArrival) -> bool| {
-        let at = exchange.chunks.iter().find(|c| wanted(c)).map(|c| us(c.at));
-        at.filter(|_| streamed)
-    };
-    let first_answer_us = first_at(ChunkArrival::has_answer);
-    let first_tool_call_us = first_at(|c| c.tool_call);
     RequestRecord {
         index: ticket.index,
         phase: ticket.phase,
@@ -181,12 +170,8 @@ pub(crate) fn finalize(
         dequeued_us: us(dequeued),
         sent_us: exchange.sent_at.map(us),
         response_us: exchange.response_at.map(us),
-        first_token_us: if streamed {
-            chunks.first().map(|c| c[0])
-        } else {
-            None
-        },
-        last_token_us: chunks.last().map(|c| c[0]),
+        first_token_us: times.first_token_us,
+        last_token_us: times.chunks.last().map(|c| c[0]),
         end_us: us(end),
         streamed,
         input_tokens,
@@ -196,7 +181,7 @@ pub(crate) fn finalize(
         output_tokens_source: output_source,
         requested_output_tokens: spec.max_output_tokens,
         tokenizer_output_tokens: output.tokenizer,
-        chunks,
+        chunks: times.chunks,
         items: exchange.choices.max(spec.items()),
         status: exchange.status,
         failure: exchange.failure,
@@ -209,9 +194,9 @@ pub(crate) fn finalize(
         session: None,
         reasoning_tokens: channels.reasoning_tokens,
         reasoning_tokens_source: channels.reasoning_source,
-        first_answer_us,
+        first_answer_us: times.first_answer_us,
         tool_calls: u32::try_from(exchange.tool_calls.len()).unwrap_or(u32::MAX),
-        first_tool_call_us,
+        first_tool_call_us: times.first_tool_call_us,
         tool_call_tokens: channels.tool_call_tokens,
         ended_in_tool_call: channels.ended_in_tool_call,
         cached_input_tokens: exchange
@@ -220,6 +205,38 @@ pub(crate) fn finalize(
             .map(|details| details.cached_tokens),
         expected_prefix_tokens: None,
         tool_result_turn: false,
+    }
+}
+
+/// The chunks in µs since the target's start: `[at, tokens]` each, and when the first token,
+/// answer and tool call arrived (streamed replies only).
+struct ChunkTimes {
+    chunks: Vec<[u64; 2]>,
+    first_token_us: Option<u64>,
+    first_answer_us: Option<u64>,
+    first_tool_call_us: Option<u64>,
+}
+
+impl ChunkTimes {
+    fn of(ctx: &RequestContext, exchange: &Exchange, chunk_tokens: &[u64]) -> ChunkTimes {
+        let us = |at: Instant| ctx.target_micros(at);
+        let chunks: Vec<[u64; 2]> = exchange
+            .chunks
+            .iter()
+            .zip(chunk_tokens)
+            .map(|(c, &n)| [us(c.at), n])
+            .collect();
+        let streamed = ctx.streamed;
+        let first_at = |wanted: fn(&ChunkArrival) -> bool| {
+            let at = exchange.chunks.iter().find(|c| wanted(c)).map(|c| us(c.at));
+            at.filter(|_| streamed)
+        };
+        ChunkTimes {
+            first_token_us: chunks.first().map(|c| c[0]).filter(|_| streamed),
+            first_answer_us: first_at(ChunkArrival::has_answer),
+            first_tool_call_us: first_at(|c| c.tool_call),
+            chunks,
+        }
     }
 }
 

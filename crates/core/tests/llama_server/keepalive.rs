@@ -16,7 +16,7 @@ use goodput_core::workload::SyntheticWorkload;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{LlamaServer, Model, Options};
-use crate::util::{RunResult, run_with};
+use crate::support::{RunResult, run_with};
 use crate::{assert_all_ok, client, closed, open, openai};
 
 /// cpp-httplib's keep-alive timeout (`CPPHTTPLIB_KEEPALIVE_TIMEOUT_SECOND`).

@@ -13,7 +13,7 @@ use goodput_core::workload::SyntheticWorkload;
 use tokio_util::sync::CancellationToken;
 
 use crate::server::{LlamaServer, Model, Options};
-use crate::util::run_with;
+use crate::support::run_with;
 use crate::{assert_all_ok, client, closed, ms, open, openai, run};
 
 fn ttft_ms(record: &RequestRecord) -> f64 {

@@ -6,8 +6,8 @@
 #![allow(clippy::unwrap_used, unreachable_pub)]
 
 #[allow(missing_debug_implementations)]
-#[path = "../util/mod.rs"]
-mod util;
+#[path = "../support/mod.rs"]
+mod support;
 
 mod keepalive;
 mod load;
@@ -27,7 +27,7 @@ use goodput_core::workload::SyntheticWorkload;
 use tokio_util::sync::CancellationToken;
 
 use server::LlamaServer;
-use util::RunResult;
+use support::RunResult;
 
 /// A client of `server` with goodput's default settings (or `config`).
 pub fn client(server: &LlamaServer, config: HttpConfig) -> HttpClient {
@@ -39,7 +39,7 @@ pub fn client(server: &LlamaServer, config: HttpConfig) -> HttpClient {
 pub fn openai(api: ApiKind) -> OpenAiConfig {
     OpenAiConfig {
         api,
-        ..util::openai("")
+        ..support::openai("")
     }
 }
 
@@ -81,7 +81,7 @@ pub async fn run(
         seed: 8,
     });
     let client = client(server, HttpConfig::default());
-    util::run_with(config, client, openai, workload, CancellationToken::new()).await
+    support::run_with(config, client, openai, workload, CancellationToken::new()).await
 }
 
 /// One request through the backend, keeping the whole [`Exchange`] (every event's time).

@@ -234,16 +234,7 @@ impl StreamReader {
                 }
             };
         }
-        let chunk: ChunkView<'_> = serde_json::from_str(data).map_err(|error| {
-            let start: String = data.chars().take(120).collect();
-            Failure::new(
-                OutcomeKind::Protocol,
-                format!(
-                    "invalid JSON in stream chunk {}: {error} (data starts: {start:?})",
-                    self.chunks
-                ),
-            )
-        })?;
+        let chunk = parse_chunk(data, self.chunks)?;
         let has_error = chunk.error.as_ref().is_some_and(|error| !error.is_null());
         if has_error || chunk.object.as_deref() == Some("error") {
             // The whole payload: siblings such as TGI's `error_type` belong to the message.
@@ -269,6 +260,17 @@ impl StreamReader {
         }
         Ok(Flow::More)
     }
+}
+
+/// The `number`th stream chunk, read without copying its text.
+fn parse_chunk(data: &str, number: u64) -> Result<ChunkView<'_>, Failure> {
+    serde_json::from_str(data).map_err(|error| {
+        let start: String = data.chars().take(120).collect();
+        Failure::new(
+            OutcomeKind::Protocol,
+            format!("invalid JSON in stream chunk {number}: {error} (data starts: {start:?})"),
+        )
+    })
 }
 
 /// Records one output-carrying choice delta, reasoning, answer and tool calls apart.

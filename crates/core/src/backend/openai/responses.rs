@@ -114,12 +114,8 @@ fn usage(value: &Value) -> Option<Usage> {
     Some(usage)
 }
 
-/// A whole (non-streamed) `response` object that arrived at `now`.
-pub(super) fn record_whole(
-    bytes: &[u8],
-    now: Instant,
-    exchange: &mut Exchange,
-) -> Result<(), Failure> {
+/// A whole `response` body as JSON, unless it is not JSON or carries the server's error.
+fn parse_whole(bytes: &[u8]) -> Result<Value, Failure> {
     let response: Value = serde_json::from_slice(bytes).map_err(|error| {
         Failure::new(
             OutcomeKind::Protocol,
@@ -132,6 +128,16 @@ pub(super) fn record_whole(
             format!("server error: {message}"),
         ));
     }
+    Ok(response)
+}
+
+/// A whole (non-streamed) `response` object that arrived at `now`.
+pub(super) fn record_whole(
+    bytes: &[u8],
+    now: Instant,
+    exchange: &mut Exchange,
+) -> Result<(), Failure> {
+    let response = parse_whole(bytes)?;
     let Some(output) = response.get("output").and_then(Value::as_array) else {
         return Err(Failure::new(
             OutcomeKind::Protocol,

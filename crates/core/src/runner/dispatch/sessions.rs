@@ -143,10 +143,8 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
     for (turn_index, turn) in script.turns.into_iter().enumerate() {
         if turn_index > 0 {
             scheduled = Instant::now() + turn.think_time;
-            tokio::select! {
-                biased;
-                () = context.stop.cancelled() => return false,
-                () = tokio::time::sleep_until(scheduled) => {}
+            if !sleep_until(&context.stop, scheduled).await {
+                return false;
             }
         }
         let index = context
@@ -189,6 +187,15 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         history.tokens = add(expected, Some(output_tokens));
     }
     true
+}
+
+/// Sleeps until `at` (the user has thought); false when the run stops first.
+async fn sleep_until(stop: &CancellationToken, at: Instant) -> bool {
+    tokio::select! {
+        biased;
+        () = stop.cancelled() => false,
+        () = tokio::time::sleep_until(at) => true,
+    }
 }
 
 /// The messages of a session so far and their token count (content only, as the workload

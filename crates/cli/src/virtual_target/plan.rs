@@ -1,0 +1,200 @@
+//! `goodput plan --simulate`: one device's capacity from a capacity search of the simulated
+//! model × accelerator in virtual time, with an account of what limits it (the decode step at
+//! the batch the capacity runs, memory- or compute-bound).
+
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use goodput_core::config::RunConfig;
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{
+    Criteria, Dimension, Outcome, ProbePlan, ProbeTiming, SearchConfig,
+};
+use goodput_core::decide::plan::{CapacityEstimate, DemandUnit};
+use goodput_core::report::StepReport;
+use goodput_protocol::hardware::{GpuSpec, ModelSpec};
+use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
+
+use crate::args::plan::SimulateArgs;
+use crate::args::run::parse_slo;
+use crate::virtual_target::{VirtualTarget, virtual_capacity};
+
+/// One device's capacity in `unit`, and the explanation of where it comes from.
+pub(crate) fn estimate(
+    args: &SimulateArgs,
+    accelerators_per_device: u32,
+    unit: DemandUnit,
+) -> Result<(CapacityEstimate, String)> {
+    let sim = sim_config(args, accelerators_per_device)?;
+    let EngineConfig::Batching(engine) = &sim.engine else {
+        bail!(
+            "--sim-config: --simulate needs a batching engine (a fixed-timing engine has no hardware)"
+        );
+    };
+    let engine = engine.clone();
+    let criteria = criteria(args)?;
+    let plan = probe_plan(args.seed, criteria);
+    let target = VirtualTarget {
+        sim,
+        input_tokens: args.input_tokens,
+        output_tokens: args.output_tokens,
+    };
+    let (start, _) = super::capacity::calibrated_start(&target, &plan.base)?;
+    let search = search_around(start);
+    let (capacity, steps) = virtual_capacity(&target, &plan, search, |_| {});
+    let rate = capacity.lower_bound.with_context(|| {
+        format!(
+            "the simulated {} on {} × {} cannot meet --slo {} even at {:.3} req/s",
+            engine.model.name,
+            engine.tensor_parallel,
+            engine.gpu.name,
+            plan.criteria.slo,
+            search.min
+        )
+    })?;
+    let at_capacity = capacity
+        .probes
+        .iter()
+        .position(|p| p.load == rate && p.outcome == Outcome::Pass)
+        .and_then(|i| steps.get(i));
+    let per_device = match unit {
+        DemandUnit::RequestsPerSec => rate,
+        DemandUnit::OutputTokensPerSec => rate * f64::from(args.output_tokens),
+    };
+    let source = format!(
+        "simulated {} on {} × {}, {}+{} tokens, SLO {} at {:.1} % with {:.0} % confidence ({} \
+         probes, virtual time)",
+        engine.model.name,
+        engine.tensor_parallel,
+        engine.gpu.name,
+        args.input_tokens,
+        args.output_tokens,
+        plan.criteria.slo,
+        plan.criteria.attainment * 100.0,
+        plan.criteria.confidence * 100.0,
+        capacity.probes.len()
+    );
+    let explanation = explain(&engine, args, rate, capacity.upper_bound, at_capacity);
+    Ok((CapacityEstimate { per_device, source }, explanation))
+}
+
+/// A rate search from `start` over six orders of magnitude, to 2 %.
+fn search_around(start: f64) -> SearchConfig {
+    SearchConfig {
+        start,
+        min: start / 1000.0,
+        max: start * 1000.0,
+        tolerance: 0.02,
+        max_probes: 30,
+        integer: false,
+        budget_secs: None,
+    }
+}
+
+/// Probes as `goodput capacity` shapes them by default: Poisson arrivals, a 10 s warmup, at
+/// least a minute measured and enough requests for the attainment target.
+fn probe_plan(seed: u64, criteria: Criteria) -> ProbePlan {
+    let base = RunConfig {
+        seed,
+        slo: Some(criteria.slo.clone()),
+        ..RunConfig::default()
+    };
+    let measured = probe_requests(criteria.attainment, criteria.confidence);
+    let timing = ProbeTiming {
+        warmup: Duration::from_secs(10),
+        min_duration: Duration::from_secs(60),
+        max_duration: Duration::from_secs(600),
+    };
+    ProbePlan::around(base, Dimension::Rate, criteria, measured, timing)
+}
+
+fn sim_config(args: &SimulateArgs, accelerators_per_device: u32) -> Result<SimConfig> {
+    let mut config = match &args.sim_config {
+        Some(path) => SimConfig::from_file(path)?,
+        None => SimConfig {
+            seed: args.seed,
+            engine: EngineConfig::Batching(BatchingConfig {
+                model: ModelSpec::preset(&args.sim_model)
+                    .with_context(|| format!("--sim-model {}: unknown preset", args.sim_model))?,
+                gpu: GpuSpec::preset(&args.sim_gpu)
+                    .with_context(|| format!("--sim-gpu {}: unknown preset", args.sim_gpu))?,
+                ..BatchingConfig::default()
+            }),
+            ..SimConfig::default()
+        },
+    };
+    if let EngineConfig::Batching(engine) = &mut config.engine {
+        if args.sim_config.is_none() {
+            engine.tensor_parallel = accelerators_per_device.max(1);
+        }
+        args.sim_precision.apply_to(engine);
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+fn criteria(args: &SimulateArgs) -> Result<Criteria> {
+    for (flag, value) in [
+        ("--attainment", args.attainment),
+        ("--confidence", args.confidence),
+    ] {
+        if !(value > 0.0 && value < 1.0) {
+            bail!("{flag}: a fraction between 0 and 1, e.g. 0.99");
+        }
+    }
+    if args.input_tokens == 0 || args.output_tokens == 0 {
+        bail!("--input-tokens / --output-tokens: at least 1");
+    }
+    let slo = parse_slo(&args.slo)?
+        .context("--slo none: the simulated capacity is the load that meets an SLO")?;
+    Ok(Criteria {
+        slo,
+        attainment: args.attainment,
+        confidence: args.confidence,
+    })
+}
+
+/// Where the capacity comes from: the batch it runs (Little's law) and that batch's decode
+/// step on this hardware.
+fn explain(
+    engine: &BatchingConfig,
+    args: &SimulateArgs,
+    rate: f64,
+    upper: Option<f64>,
+    at_capacity: Option<&StepReport>,
+) -> String {
+    let mut lines = vec![format!(
+        "simulated capacity: {rate:.2} req/s per device ({} on {} × {}: {} TB/s HBM, {:.0} TFLOP/s dense){}",
+        engine.model.name,
+        engine.tensor_parallel,
+        engine.gpu.name,
+        engine.gpu.hbm_tb_per_sec,
+        engine.gpu.peak_flops(engine.model.weight_dtype) / 1e12,
+        upper.map_or(String::new(), |u| format!("; fails at {u:.2} req/s"))
+    )];
+    if let Some(step) = at_capacity {
+        let latency = &step.latency_ms;
+        let e2e_secs = latency.e2e.mean.unwrap_or(0.0) / 1000.0;
+        let batch = (rate * e2e_secs).round().max(1.0) as u32;
+        let context = args.input_tokens + args.output_tokens / 2;
+        let decode = goodput_sim::explain::decode_step(engine, batch, context);
+        lines.push(format!(
+            "at capacity: TTFT p99 {:.0} ms, TPOT p99 {:.1} ms; about {batch} requests in flight (rate × mean E2E {e2e_secs:.2} s)",
+            latency.ttft.p99.unwrap_or(f64::NAN),
+            latency.tpot.p99.unwrap_or(f64::NAN),
+        ));
+        lines.push(format!(
+            "a decode step of {batch} sequences at {context} tokens of context takes {:.2} ms: {}-bound (weights and KV streamed in {:.2} ms, FLOPs in {:.2} ms), so {}",
+            decode.total_secs * 1e3,
+            decode.bound,
+            decode.memory_secs * 1e3,
+            decode.compute_secs * 1e3,
+            if decode.bound == "memory" {
+                "memory bandwidth sets how large a batch stays within the TPOT target"
+            } else {
+                "compute throughput sets how many tokens per second the device produces"
+            }
+        ));
+    }
+    lines.join("\n")
+}

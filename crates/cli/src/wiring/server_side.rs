@@ -1,0 +1,347 @@
+//! Server-side figures around a run: probes the metrics URL, scrapes it beside the runner,
+//! records `analysis.json` and `server_metrics.jsonl` next to the journal, and adds the
+//! `server`, `utilisation`, `speculative_decoding` and `cost` sections to the report — the
+//! same way for a live run and for `goodput report` rebuilding one.
+
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use goodput_core::analysis::{AnalysisConfig, EnrichInputs, Hardware, enrich, enrich_step};
+use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::observe::server::{
+    ClientTally, MetricsEndpoint, Scrape, ScrapeHeader, ScrapeJournal, ScrapeLog, Scraper,
+    default_metrics_url, read_scrape_journal, split_metrics_url,
+};
+use goodput_core::record::RequestRecord;
+use goodput_core::report::{Report, StepReport, Warning};
+use goodput_core::runner::RecordSink;
+use goodput_sim::config::{EngineConfig, SimConfig};
+use tokio::time::Instant;
+
+use crate::args::server::{ServerSideArgs, SimulatedHardware};
+use crate::output;
+
+/// File the analysis inputs are recorded in.
+const ANALYSIS_FILE: &str = "analysis.json";
+/// File the scrapes are journaled in.
+const SCRAPES_FILE: &str = "server_metrics.jsonl";
+
+/// The scrape journal of a plain run, or of step `index` of a sweep or capacity search.
+fn scrapes_file(step: Option<usize>) -> String {
+    match step {
+        None => SCRAPES_FILE.to_string(),
+        Some(index) => format!("server_metrics.step-{index}.jsonl"),
+    }
+}
+
+/// Scraping waiting to start (after the probe) or running.
+enum Scraping {
+    Off,
+    Ready {
+        endpoint: MetricsEndpoint,
+        probe: Scrape,
+        journal: Option<ScrapeJournal>,
+    },
+    Running(Scraper),
+    Done(ScrapeLog),
+}
+
+/// Everything server-side for one run.
+pub(crate) struct ServerSide {
+    /// Target-time seconds per real second, for stamping scrapes on the run's clock.
+    time_scale: f64,
+    /// The step scraped, in a multi-step run.
+    step: Option<usize>,
+    config: AnalysisConfig,
+    header: Option<ScrapeHeader>,
+    interval: Duration,
+    scraping: Scraping,
+    tally: ClientTally,
+}
+
+impl ServerSide {
+    /// Reads the flags, probes the metrics URL, and records the inputs in `out`.
+    /// `simulator` is the embedded simulator's configuration when it is the target.
+    pub(crate) async fn prepare(
+        args: &ServerSideArgs,
+        target_url: &str,
+        simulator: Option<&SimConfig>,
+        out: Option<&Path>,
+        quiet: bool,
+        time_scale: f64,
+        step: Option<usize>,
+    ) -> Result<ServerSide> {
+        let config = args.analysis(simulated_hardware(simulator))?;
+        let mut side = ServerSide {
+            time_scale,
+            step,
+            config,
+            header: None,
+            interval: args.metrics_interval,
+            scraping: Scraping::Off,
+            tally: ClientTally::default(),
+        };
+        if args.metrics_interval < Duration::from_millis(10) {
+            anyhow::bail!("--metrics-interval: at least 10ms");
+        }
+        // The same inputs serve every step of a multi-step run: written once.
+        if let Some(dir) = out.filter(|_| step.is_none_or(|index| index == 0)) {
+            output::json::write_json(&dir.join(ANALYSIS_FILE), &side.config)?;
+        }
+        if !args.no_metrics {
+            side.probe(args, target_url, out, quiet).await?;
+        }
+        Ok(side)
+    }
+
+    async fn probe(
+        &mut self,
+        args: &ServerSideArgs,
+        target_url: &str,
+        out: Option<&Path>,
+        quiet: bool,
+    ) -> Result<()> {
+        let url = match &args.metrics_url {
+            Some(url) => url.clone(),
+            None => default_metrics_url(&Target::parse(target_url)?),
+        };
+        let endpoint =
+            metrics_endpoint(&url, args.metrics_interval)?.with_time_scale(self.time_scale);
+        let probe = endpoint.scrape(None).await;
+        if !probe.is_usable() {
+            let why = probe.problem.as_ref().map_or("", |p| p.message.as_str());
+            if args.metrics_url.is_none() {
+                if !quiet {
+                    eprintln!(
+                        "note: no server metrics at {url} ({why}); server-side figures are off"
+                    );
+                }
+                return Ok(());
+            }
+            eprintln!("warning: --metrics-url {url}: {why}; scraping anyway");
+        }
+        let header = ScrapeHeader {
+            metrics_url: url,
+            interval_ms: args.metrics_interval.as_secs_f64() * 1000.0,
+        };
+        let journal = match out {
+            Some(dir) => {
+                let path = dir.join(scrapes_file(self.step));
+                Some(
+                    ScrapeJournal::create(&path, &header)
+                        .with_context(|| format!("cannot create {}", path.display()))?,
+                )
+            }
+            None => None,
+        };
+        self.header = Some(header);
+        self.scraping = Scraping::Ready {
+            endpoint,
+            probe,
+            journal,
+        };
+        Ok(())
+    }
+
+    /// The sink that counts what the client received.
+    pub(crate) fn tally(&mut self) -> &mut dyn RecordSink {
+        &mut self.tally
+    }
+
+    /// Starts scraping, on the run's clock (call right before the runner starts).
+    pub(crate) fn begin(&mut self) {
+        if let Scraping::Ready {
+            endpoint,
+            probe,
+            journal,
+        } = std::mem::replace(&mut self.scraping, Scraping::Off)
+        {
+            let scraper = Scraper::spawn(
+                endpoint,
+                self.interval,
+                Instant::now(),
+                vec![probe],
+                journal,
+            );
+            self.scraping = Scraping::Running(scraper);
+        }
+    }
+
+    /// Takes the final scrape and stops scraping (call when the runner returned).
+    pub(crate) async fn end(&mut self) {
+        if let Scraping::Running(scraper) = std::mem::replace(&mut self.scraping, Scraping::Off) {
+            self.scraping = Scraping::Done(scraper.finish().await);
+        }
+    }
+
+    /// Adds the server-side sections to `report`.
+    pub(crate) fn enrich(&self, report: &mut Report, window: Duration) {
+        enrich(report, self.inputs(window));
+    }
+
+    /// Adds the server-side sections to `step` (step `index` of a multi-step run); returns
+    /// its warnings, which name the step.
+    pub(crate) fn enrich_step(
+        &self,
+        step: &mut StepReport,
+        index: usize,
+        window: Duration,
+    ) -> Vec<Warning> {
+        step_warnings(enrich_step(step, self.inputs(window)), index)
+    }
+
+    fn inputs(&self, window: Duration) -> EnrichInputs<'_> {
+        let server = match (&self.header, &self.scraping) {
+            (Some(header), Scraping::Done(log)) => Some((header, log)),
+            _ => None,
+        };
+        EnrichInputs {
+            server,
+            config: &self.config,
+            tally: &self.tally,
+            window,
+        }
+    }
+}
+
+/// A scraper's view of the Prometheus endpoint at `url`, scraped every `interval` (each scrape
+/// times out after the interval, clamped to 1–10 s).
+pub(crate) fn metrics_endpoint(url: &str, interval: Duration) -> Result<MetricsEndpoint> {
+    let (target, path) = split_metrics_url(url).context("--metrics-url")?;
+    let client = HttpClient::tcp(
+        target,
+        HttpConfig {
+            max_idle: 2,
+            ..HttpConfig::default()
+        },
+    );
+    let timeout = interval.clamp(Duration::from_secs(1), Duration::from_secs(10));
+    Ok(MetricsEndpoint::new(client, &path, url, timeout))
+}
+
+/// `goodput report`: adds the server-side sections from the files a run left in `dir` (one
+/// scrape journal per step for a sweep or capacity search).
+pub(crate) fn rebuild(
+    dir: &Path,
+    records: &[RequestRecord],
+    report: &mut Report,
+    window: Duration,
+) -> Result<()> {
+    let analysis_path = dir.join(ANALYSIS_FILE);
+    let config: AnalysisConfig = match std::fs::read_to_string(&analysis_path) {
+        Ok(text) => serde_json::from_str(&text)
+            .with_context(|| format!("{} is not valid", analysis_path.display()))?,
+        Err(_) => AnalysisConfig::default(),
+    };
+    if report.steps.len() <= 1 {
+        let server = read_scrapes(&dir.join(SCRAPES_FILE))?;
+        let tally = tally_of(records.iter());
+        let server = server.as_ref().map(|(header, log)| (header, log));
+        enrich(
+            report,
+            EnrichInputs {
+                server,
+                config: &config,
+                tally: &tally,
+                window,
+            },
+        );
+        return Ok(());
+    }
+    for index in 0..report.steps.len() {
+        let server = read_scrapes(&dir.join(scrapes_file(Some(index))))?;
+        let tally = tally_of(
+            records
+                .iter()
+                .filter(|r| usize::try_from(r.step).ok() == Some(index)),
+        );
+        let server = server.as_ref().map(|(header, log)| (header, log));
+        let inputs = EnrichInputs {
+            server,
+            config: &config,
+            tally: &tally,
+            window,
+        };
+        let warnings = step_warnings(enrich_step(&mut report.steps[index], inputs), index);
+        for warning in warnings {
+            if !report.warnings.contains(&warning) {
+                report.warnings.push(warning);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn read_scrapes(path: &Path) -> Result<Option<(ScrapeHeader, ScrapeLog)>> {
+    if !path.exists() {
+        return Ok(None);
+    }
+    let scrapes =
+        read_scrape_journal(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(Some(scrapes))
+}
+
+fn tally_of<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> ClientTally {
+    let mut tally = ClientTally::default();
+    for record in records {
+        tally.add(record);
+    }
+    tally
+}
+
+/// `warnings` about step `index`.
+fn step_warnings(warnings: Vec<Warning>, index: usize) -> Vec<Warning> {
+    warnings.into_iter().map(|w| w.about_step(index)).collect()
+}
+
+/// The embedded simulator's hardware (figures are in its time, whatever its time scale).
+fn simulated_hardware(simulator: Option<&SimConfig>) -> SimulatedHardware {
+    let Some(config) = simulator else {
+        return SimulatedHardware::default();
+    };
+    let EngineConfig::Batching(batching) = &config.engine else {
+        return SimulatedHardware::default();
+    };
+    let hardware = Some(Hardware {
+        model: batching.model.clone(),
+        gpu: batching.gpu.clone(),
+        accelerators: batching.tensor_parallel,
+        tensor_parallel: batching.tensor_parallel,
+        gpu_memory_utilization: batching.gpu_memory_utilization,
+    });
+    SimulatedHardware {
+        hardware,
+        draft_cost_ratio: batching.speculative.as_ref().map(|s| s.draft_cost_ratio),
+    }
+}
+
+impl ServerSide {
+    /// [`ServerSide::prepare`] for `goodput run` (`simulated`: the target is the embedded
+    /// simulator built from the same flags).
+    pub(crate) async fn for_run(
+        args: &crate::args::run::RunArgs,
+        seed: u64,
+        target_url: &str,
+        simulated: bool,
+        time_scale: f64,
+        step: Option<usize>,
+    ) -> Result<ServerSide> {
+        let simulator = if simulated {
+            Some(crate::embedded_sim::embedded_sim_config(args, seed)?)
+        } else {
+            None
+        };
+        let side = &args.server_side;
+        ServerSide::prepare(
+            side,
+            target_url,
+            simulator.as_ref(),
+            args.out.as_deref(),
+            args.quiet || step.is_some_and(|index| index > 0),
+            time_scale,
+            step,
+        )
+        .await
+    }
+}

@@ -1,0 +1,577 @@
+//! A measurement session: everything `run`, `sweep` and `capacity` share — the target (or the
+//! embedded simulator), the backend, the workload, the run's metadata, the journal and
+//! manifest, Ctrl-C handling — and the steps run within it, then the report, its exports and
+//! the exit status.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use goodput_core::assemble::{ReportInputs, assemble};
+use goodput_core::backend::Backend;
+use goodput_core::backend::discovery::list_models;
+use goodput_core::backend::openai::{ApiKind, OpenAiBackend, OpenAiConfig};
+use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::decide::capacity::Criteria;
+use goodput_core::decide::capacity::watch::ProbeSink;
+use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
+use goodput_core::metrics::StepAggregator;
+use goodput_core::metrics::aggregate::Compliance;
+use goodput_core::observe::overhead::ClientOverhead;
+use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
+use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
+use goodput_core::tokens::TokenCounter;
+use goodput_core::units::rfc3339;
+use goodput_core::workload::Workload;
+use goodput_sim::config::{EngineConfig, SimConfig};
+use http::{HeaderName, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use crate::args::run::{ApiArg, RunArgs};
+use crate::exit::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED};
+use crate::output;
+use crate::wiring::gate::Criteria as GateCriteria;
+use crate::wiring::server_side::ServerSide;
+use crate::wiring::workload::{self, BuiltWorkload};
+
+/// The target of a run: a URL, or the embedded simulator serving on loopback.
+pub(crate) struct Endpoint {
+    pub(crate) url: String,
+    /// Target-time seconds per real second.
+    pub(crate) time_scale: f64,
+    pub(crate) label: String,
+    pub(crate) model: Option<String>,
+    pub(crate) simulator: Option<goodput_sim::RunningSim>,
+}
+
+/// What `run`, `sweep` and `capacity` share.
+pub(crate) struct Session {
+    /// The command line.
+    pub(crate) args: RunArgs,
+    /// Seed of every random choice.
+    pub(crate) seed: u64,
+    /// The base run configuration (load, stop, warmup, timeouts, SLO, time scale).
+    pub(crate) config: RunConfig,
+    /// The `--gate` criteria, loaded before the run.
+    pub(crate) gate: Option<GateCriteria>,
+    /// The target.
+    pub(crate) endpoint: Endpoint,
+    /// Models the target lists.
+    pub(crate) served_models: Vec<String>,
+    /// The backend.
+    pub(crate) backend: Arc<dyn Backend>,
+    /// What to send.
+    pub(crate) built: BuiltWorkload,
+    /// Fallback token counting.
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    /// Whether answers are streamed.
+    pub(crate) streamed: bool,
+    /// The run's metadata.
+    pub(crate) run_info: RunInfo,
+    /// `requests.jsonl`, with `--out`.
+    pub(crate) journal: Option<JournalWriter>,
+    /// The load of every step started so far (recorded in `run.json`).
+    pub(crate) step_loads: Vec<LoadSpec>,
+    /// A sweep's plan (recorded in `run.json`).
+    pub(crate) sweep_plan: Option<goodput_core::decide::sweep::SweepReport>,
+    /// A capacity search's plan (recorded in `run.json`).
+    pub(crate) capacity_plan: Option<goodput_core::decide::capacity::CapacityPlan>,
+    /// The client's own overhead over every step (dispatch lag, CPU).
+    pub(crate) overhead: ClientOverhead,
+    /// Server-side warnings of the steps run so far.
+    pub(crate) server_warnings: Vec<Warning>,
+    /// Ctrl-C / SIGTERM.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// One step run within a session.
+#[derive(Debug)]
+pub(crate) struct StepRun {
+    /// Its report.
+    pub(crate) step: StepReport,
+    /// Its SLO tallies.
+    pub(crate) compliance: Compliance,
+    /// How its run ended.
+    pub(crate) outcome: RunOutcome,
+}
+
+impl Session {
+    /// Starts the target (or the embedded simulator), builds backend and workload, writes
+    /// `run.json`, opens the journal and installs the Ctrl-C handler.
+    pub(crate) async fn open(args: RunArgs, command_line: Vec<String>) -> Result<Session> {
+        let seed = args.seed.unwrap_or_else(random_seed);
+        let mut config = args.run_config(seed)?;
+        args.summary_format()?;
+        let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
+        let endpoint = start_endpoint(&args, seed).await?;
+        config.time_scale = endpoint.time_scale;
+        let target =
+            Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
+        let client = HttpClient::tcp(target, HttpConfig::default());
+        let model = match args.model.clone().or_else(|| endpoint.model.clone()) {
+            Some(model) => model,
+            None => first_model(&client).await?,
+        };
+        let served_models = super::run_extras::served_models(&client).await;
+        let openai = openai_config(&args, model.clone())?;
+        let streamed = openai.stream;
+        let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
+        let backend =
+            Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
+        let mut run_info = run_info(
+            &args,
+            &config,
+            &endpoint,
+            &model,
+            streamed,
+            built.workload.as_ref(),
+            command_line,
+        )?;
+        run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
+            models: served_models.clone(),
+            ..Default::default()
+        });
+        built.record_buckets(&mut run_info.workload);
+        let counter = workload::runner_counter(&args.tokenizer)?;
+        let journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
+        let cancel = CancellationToken::new();
+        spawn_signal_handler(cancel.clone());
+        let endpoint_is_simulator = endpoint.simulator.is_some();
+        Ok(Session {
+            args,
+            seed,
+            config,
+            gate,
+            endpoint,
+            served_models,
+            backend,
+            built,
+            counter,
+            streamed,
+            run_info,
+            journal,
+            step_loads: Vec::new(),
+            sweep_plan: None,
+            capacity_plan: None,
+            server_warnings: Vec::new(),
+            overhead: ClientOverhead::start(endpoint_is_simulator),
+            cancel,
+        })
+    }
+
+    /// A runner for `config` (step `index`), sending `workload` (the session's by default).
+    pub(crate) fn runner(
+        &self,
+        config: &RunConfig,
+        index: u32,
+        workload: Option<Arc<dyn Workload>>,
+    ) -> Runner {
+        let workload = workload.unwrap_or_else(|| Arc::clone(&self.built.workload));
+        Runner::new(
+            config.clone(),
+            Arc::clone(&self.backend),
+            workload,
+            Arc::clone(&self.counter),
+            self.streamed,
+        )
+        .with_step(index)
+    }
+
+    /// An aggregator for `config` with the session's length buckets.
+    pub(crate) fn aggregator(&self, config: &RunConfig) -> StepAggregator {
+        StepAggregator::new(config.slo.clone(), config.window)
+            .with_length_buckets(self.built.buckets.clone())
+    }
+
+    /// Notes that the next step runs `load` (in `run.json`, so the journal can be rebuilt).
+    pub(crate) fn record_step_load(&mut self, load: &LoadSpec) -> Result<()> {
+        self.step_loads.push(load.clone());
+        self.write_manifest()
+    }
+
+    /// Rewrites `run.json` with the steps so far and the sweep or capacity plan.
+    pub(crate) fn write_manifest(&self) -> Result<()> {
+        let Some(dir) = &self.args.out else {
+            return Ok(());
+        };
+        let mut manifest =
+            RunManifest::new(tool_info(), self.run_info.clone(), self.config.clone());
+        manifest.steps = self.step_loads.clone();
+        manifest.sweep = self.sweep_plan.clone();
+        manifest.capacity = self.capacity_plan.clone();
+        output::json::write_json(&dir.join("run.json"), &manifest)
+    }
+
+    /// Runs one step of a multi-step command (sweep level or capacity probe) with progress
+    /// lines; `early_stop` ends a capacity probe once a target is refuted.
+    pub(crate) async fn run_step(
+        &mut self,
+        config: &RunConfig,
+        workload: Option<Arc<dyn Workload>>,
+        early_stop: Option<&Criteria>,
+    ) -> Result<StepRun> {
+        let index = self.step_loads.len();
+        self.record_step_load(&config.load)?;
+        let runner = self.runner(config, u32::try_from(index).unwrap_or(u32::MAX), workload);
+        let mut server_side = self.server_side(config, Some(index)).await?;
+        let progress =
+            (!self.args.quiet).then(|| spawn_progress(runner.monitor(), self.cancel.clone()));
+        if index == 0 {
+            // CPU and wall time from the first step on, not the set-up before it.
+            self.overhead = ClientOverhead::start(self.endpoint.simulator.is_some());
+        }
+        let mut probe = ProbeSink::new(
+            self.aggregator(config),
+            early_stop.cloned(),
+            runner.finish_token(),
+        );
+        let outcome = {
+            server_side.begin();
+            let mut sinks: Vec<&mut dyn RecordSink> =
+                vec![&mut probe, server_side.tally(), &mut self.overhead];
+            if let Some(journal) = self.journal.as_mut() {
+                sinks.push(journal);
+            }
+            runner.run(&mut sinks, self.cancel.clone()).await
+        };
+        server_side.end().await;
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        let aggregator = probe.into_aggregator();
+        let mut step = aggregator.report(LoadReport::from(&config.load));
+        let warnings = server_side.enrich_step(&mut step, index, config.window);
+        self.server_warnings.extend(warnings);
+        Ok(StepRun {
+            step,
+            compliance: aggregator.compliance(),
+            outcome,
+        })
+    }
+
+    /// Server-side scraping and analysis for a run of `config` (`step` of a multi-step run).
+    pub(crate) async fn server_side(
+        &self,
+        config: &RunConfig,
+        step: Option<usize>,
+    ) -> Result<ServerSide> {
+        ServerSide::for_run(
+            &self.args,
+            self.seed,
+            &self.endpoint.url,
+            self.endpoint.simulator.is_some(),
+            config.time_scale,
+            step,
+        )
+        .await
+    }
+
+    /// The report of `steps`, ended by `end`.
+    pub(crate) fn report(&self, steps: Vec<StepReport>, end: EndReason) -> Report {
+        let mut run = self.run_info.clone();
+        run.end_reason = end.as_str().to_string();
+        let inputs = ReportInputs {
+            tool: tool_info(),
+            run,
+            config: &self.config,
+            end,
+            extra_warnings: &self.server_warnings,
+            overhead: Some(&self.overhead),
+        };
+        assemble(inputs, steps)
+    }
+
+    /// Syncs the journal, writes and prints the report, stops the simulator, returns the exit
+    /// status.
+    pub(crate) fn finish(mut self, report: &Report, outcome: &RunOutcome) -> Result<ExitCode> {
+        if let Some(journal) = self.journal.as_mut() {
+            journal.sync().context("syncing the journal")?;
+        }
+        finish(
+            &self.args,
+            report,
+            outcome,
+            self.endpoint.simulator.take(),
+            self.gate.as_ref(),
+        )
+    }
+}
+
+/// Writes and prints the report, stops the simulator, and picks the exit status.
+pub(crate) fn finish(
+    args: &RunArgs,
+    report: &Report,
+    outcome: &RunOutcome,
+    simulator: Option<goodput_sim::RunningSim>,
+    gate: Option<&GateCriteria>,
+) -> Result<ExitCode> {
+    if let Some(dir) = &args.out {
+        output::json::write_report(&dir.join("report.json"), report)?;
+        super::run_extras::write_exports(dir, report)?;
+    }
+    output::table::print_report(report, args.summary_format()?, args.reporting.details)?;
+    if let Some(simulator) = simulator {
+        simulator.shutdown();
+    }
+    if let Some(error) = &outcome.sink_error {
+        eprintln!("error: the journal could not be written: {error}");
+    }
+    let gate_passed = super::run_extras::gate_and_store(args, report, gate)?;
+    let status = exit_status(args, report, outcome);
+    let gate_failed = status == EXIT_OK && gate_passed == Some(false);
+    Ok(ExitCode::from(if gate_failed {
+        EXIT_RUN_FAILED
+    } else {
+        status
+    }))
+}
+
+pub(crate) fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome) -> u8 {
+    match outcome.end_reason {
+        EndReason::Interrupted => return EXIT_INTERRUPTED,
+        EndReason::NoProgress | EndReason::SinkFailed => return EXIT_RUN_FAILED,
+        EndReason::Completed => {}
+    }
+    for step in &report.steps {
+        let requests = &step.requests;
+        if requests.scheduled > 0 && requests.completed == 0 {
+            eprintln!("error: every measured request failed");
+            return EXIT_RUN_FAILED;
+        }
+        let error_rate = requests.failed as f64 / requests.scheduled.max(1) as f64;
+        if let Some(max) = args.max_error_rate.filter(|max| error_rate > *max) {
+            eprintln!(
+                "error: {:.2} % of requests failed, above --max-error-rate {:.2} %",
+                error_rate * 100.0,
+                max * 100.0
+            );
+            return EXIT_RUN_FAILED;
+        }
+    }
+    EXIT_OK
+}
+
+/// Starts the embedded simulator when no target is given.
+pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint> {
+    if let Some(url) = &args.target {
+        return Ok(Endpoint {
+            time_scale: args.time_scale.unwrap_or(1.0),
+            url: url.clone(),
+            label: redact_url(url),
+            model: None,
+            simulator: None,
+        });
+    }
+    if args.api == ApiArg::Responses {
+        bail!("--api responses needs --target: the embedded simulator serves chat and completions");
+    }
+    let config = crate::embedded_sim::embedded_sim_config(args, seed)?;
+    let time_scale = config.time_scale;
+    let label = describe_simulator(&config);
+    let model = config.model_name();
+    let simulator = goodput_sim::spawn(config, ([127, 0, 0, 1], 0).into())
+        .await
+        .context("starting the embedded simulator")?;
+    let url = format!("http://{}/v1", simulator.addr());
+    Ok(Endpoint {
+        time_scale,
+        url,
+        label,
+        model: Some(model),
+        simulator: Some(simulator),
+    })
+}
+
+pub(crate) fn describe_simulator(config: &SimConfig) -> String {
+    match &config.engine {
+        EngineConfig::Batching(b) => format!(
+            "embedded simulator ({}, {} weights, {} KV, on {}×{}, {} policy, time scale {})",
+            b.model.name,
+            format!("{:?}", b.model.weight_dtype).to_lowercase(),
+            format!("{:?}", b.model.kv_dtype).to_lowercase(),
+            b.tensor_parallel,
+            b.gpu.name,
+            b.policy.name(),
+            config.time_scale
+        ),
+        EngineConfig::Fixed(f) => format!(
+            "embedded simulator (fixed timing: ttft {:?}, itl {:?}, {} slots)",
+            f.ttft, f.itl, f.slots
+        ),
+    }
+}
+
+pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {
+    let models = list_models(client, Duration::from_secs(10)).await?;
+    Ok(models.into_iter().next().unwrap_or_default())
+}
+
+pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfig> {
+    let extra_body = match &args.extra_body {
+        None => serde_json::Map::new(),
+        Some(text) => match serde_json::from_str(text).context("--extra-body: not valid JSON")? {
+            serde_json::Value::Object(map) => map,
+            _ => bail!("--extra-body: must be a JSON object, e.g. '{{\"temperature\": 0}}'"),
+        },
+    };
+    let headers = args
+        .headers
+        .iter()
+        .map(|header| {
+            let (name, value) = header
+                .split_once(':')
+                .with_context(|| format!("--header {header}: expected NAME:VALUE"))?;
+            let name = HeaderName::try_from(name.trim())
+                .with_context(|| format!("--header: `{}` is not a header name", name.trim()))?;
+            let value = HeaderValue::try_from(value.trim())
+                .with_context(|| format!("--header {name}: invalid value"))?;
+            Ok((name, value))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(OpenAiConfig {
+        api: match args.api {
+            ApiArg::Chat => ApiKind::Chat,
+            ApiArg::Completions => ApiKind::Completions,
+            ApiArg::Responses => ApiKind::Responses,
+        },
+        model,
+        stream: !args.no_stream,
+        include_usage: true,
+        continuous_usage: !args.no_continuous_usage,
+        ignore_eos: !args.no_ignore_eos,
+        extra_body,
+        headers,
+        api_key: args.api_key.clone(),
+        ..OpenAiConfig::default()
+    })
+}
+
+pub(crate) fn tool_info() -> ToolInfo {
+    ToolInfo {
+        name: "goodput".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        git_sha: option_env!("GOODPUT_GIT_SHA").map(str::to_string),
+    }
+}
+
+pub(crate) fn run_info(
+    args: &RunArgs,
+    config: &RunConfig,
+    endpoint: &Endpoint,
+    model: &str,
+    streamed: bool,
+    workload: &dyn Workload,
+    command_line: Vec<String>,
+) -> Result<RunInfo> {
+    Ok(RunInfo {
+        started_at: rfc3339(SystemTime::now()),
+        command_line: redact_command_line(&command_line),
+        seed: config.seed,
+        target: endpoint.label.clone(),
+        api: match args.api {
+            ApiArg::Chat => "chat".into(),
+            ApiArg::Completions => "completions".into(),
+            ApiArg::Responses => "responses".into(),
+        },
+        model: model.to_string(),
+        stream: streamed,
+        workload: {
+            let mut described = workload.describe();
+            described.insert("counting_tokenizer".into(), args.tokenizer.clone().into());
+            described
+        },
+        slo: config.slo.as_ref().map(ToString::to_string),
+        window_secs: config.window.as_secs_f64(),
+        time_scale: config.time_scale,
+        end_reason: "running".into(),
+        tags: args.tags()?.into_iter().collect::<BTreeMap<_, _>>(),
+        client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
+        server_info: None,
+    })
+}
+
+/// Creates the output directory, writes `run.json` and opens the journal.
+pub(crate) fn prepare_output(
+    dir: Option<&Path>,
+    run: &RunInfo,
+    config: &RunConfig,
+) -> Result<Option<JournalWriter>> {
+    let Some(dir) = dir else { return Ok(None) };
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("--out: cannot create {}", dir.display()))?;
+    let manifest = RunManifest::new(tool_info(), run.clone(), config.clone());
+    output::json::write_json(&dir.join("run.json"), &manifest)?;
+    let path: PathBuf = dir.join("requests.jsonl");
+    let journal = JournalWriter::create(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    Ok(Some(journal))
+}
+
+/// First Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at once (the journal is
+/// already flushed line by line).
+pub(crate) fn spawn_signal_handler(cancel: CancellationToken) {
+    tokio::spawn(async move {
+        if wait_for_signal().await.is_err() {
+            return;
+        }
+        eprintln!("\nstopping: cancelling in-flight requests (Ctrl-C again to exit at once)");
+        cancel.cancel();
+        if wait_for_signal().await.is_ok() {
+            std::process::exit(i32::from(EXIT_INTERRUPTED));
+        }
+    });
+}
+
+pub(crate) async fn wait_for_signal() -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            result = tokio::signal::ctrl_c() => result,
+            _ = terminate.recv() => Ok(()),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        tokio::signal::ctrl_c().await
+    }
+}
+
+/// Plain progress lines on stderr every few seconds.
+pub(crate) fn spawn_progress(
+    monitor: Arc<RunMonitor>,
+    cancel: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let start = tokio::time::Instant::now();
+        let mut tick = tokio::time::interval(Duration::from_secs(5));
+        tick.tick().await;
+        let mut last_tokens = 0;
+        while !cancel.is_cancelled() {
+            tick.tick().await;
+            let p = monitor.progress();
+            eprintln!(
+                "[{:>5.0}s] scheduled {} · completed {} · failed {} · in flight {} · {:.0} output tok/s",
+                start.elapsed().as_secs_f64(),
+                p.scheduled,
+                p.completed,
+                p.failed,
+                p.in_flight,
+                (p.output_tokens - last_tokens) as f64 / 5.0
+            );
+            last_tokens = p.output_tokens;
+        }
+    })
+}
+
+pub(crate) fn random_seed() -> u64 {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
+}

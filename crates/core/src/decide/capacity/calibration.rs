@@ -1,0 +1,64 @@
+//! The calibration before a rate search: a short closed-loop run at
+//! [`CALIBRATION_CONCURRENCY`] whose throughput places the first probe (at half of it), and
+//! the warnings a report drops about that step (a throughput estimate, judged on nothing).
+
+use std::time::Duration;
+
+use super::Dimension;
+use crate::config::{LoadSpec, RunConfig, Warmup};
+use crate::report::Warning;
+
+/// Concurrency of the calibration run, and the first concurrency probed without a given start.
+pub const CALIBRATION_CONCURRENCY: u32 = 16;
+
+/// Requests the calibration sends: five per slot after as many warm-up requests as slots.
+pub const CALIBRATION_REQUESTS: u64 = CALIBRATION_CONCURRENCY as u64 * 5;
+
+/// The calibration run around `base`: closed loop at [`CALIBRATION_CONCURRENCY`],
+/// [`CALIBRATION_REQUESTS`] requests of which the first [`CALIBRATION_CONCURRENCY`] warm up,
+/// ended after `duration` (target time) if given.
+pub fn calibration_config(base: &RunConfig, duration: Option<Duration>) -> RunConfig {
+    let concurrency = CALIBRATION_CONCURRENCY;
+    RunConfig {
+        load: LoadSpec::Closed { concurrency },
+        max_requests: Some(CALIBRATION_REQUESTS),
+        duration,
+        warmup: Warmup::Requests(u64::from(concurrency)),
+        ..base.clone()
+    }
+}
+
+/// Where a rate search starts after a calibration that completed `requests_per_sec`: half of
+/// it; `None` when the calibration completed nothing.
+pub fn calibrated_start(requests_per_sec: f64) -> Option<f64> {
+    (requests_per_sec > 0.0).then_some(requests_per_sec / 2.0)
+}
+
+/// Drops the warnings about the calibration step (a throughput estimate, judged on nothing):
+/// its sample size, its closed loop in a rate search.
+pub fn drop_calibration_warnings(
+    warnings: &mut Vec<Warning>,
+    dimension: Dimension,
+    first_probe_step: usize,
+) {
+    warnings.retain(|w| {
+        let about_probes = w.step.is_none_or(|step| step >= first_probe_step);
+        about_probes && !(dimension == Dimension::Rate && w.code == "slo_in_closed_loop")
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calibration_is_closed_loop_and_starts_at_half_its_throughput() {
+        let base = RunConfig::default();
+        let config = calibration_config(&base, None);
+        assert_eq!(config.load, LoadSpec::Closed { concurrency: 16 });
+        assert_eq!(config.max_requests, Some(80));
+        assert_eq!(config.warmup, Warmup::Requests(16));
+        assert_eq!(calibrated_start(13.0), Some(6.5));
+        assert_eq!(calibrated_start(0.0), None);
+    }
+}

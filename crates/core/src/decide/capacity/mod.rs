@@ -1,0 +1,238 @@
+//! Capacity: the highest load at which the queue stays stable and the SLO holds, found by a
+//! bracketing-then-bisection search over probes, each long enough for the attainment target
+//! it must prove, and reported with its bounds and confidence.
+//!
+//! The search is driven by [`find_capacity`] with a caller-supplied probe (run one measured
+//! step at a load, return its report and compliance), so the same code runs against a live
+//! target, the embedded simulator, or the simulator in virtual time. Every caller shapes its
+//! probes with [`ProbePlan::around`] and, for a rate search without a given start, places the
+//! first probe with the [`calibration`] run.
+
+pub mod calibration;
+pub mod early_stopping;
+pub mod probe;
+pub mod prober;
+pub mod search;
+pub mod watch;
+
+use serde::{Deserialize, Serialize};
+
+pub use probe::{Criteria, Outcome, Probe};
+pub use prober::{ProbePlan, ProbeTiming, Prober};
+pub use search::{Conclusion, Search, SearchConfig};
+
+use crate::metrics::aggregate::Compliance;
+use crate::report::StepReport;
+pub use crate::report::capacity::{CapacityReport, Dimension};
+
+/// What a capacity search was asked (recorded in `run.json`, so `goodput report` can judge
+/// the probes again from the journal).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityPlan {
+    /// What was searched.
+    pub dimension: Dimension,
+    /// How.
+    pub search: SearchConfig,
+    /// What a probe had to show.
+    pub criteria: Criteria,
+    /// Measured requests per probe.
+    pub requests_per_probe: u64,
+    /// Accelerators serving the target, when given.
+    pub accelerators: Option<u32>,
+    /// Steps before the first probe (a calibration run).
+    pub first_probe_step: usize,
+    /// How long each probe warmed up and ran (absent in manifests older than this field).
+    #[serde(default)]
+    pub probe_timing: Option<ProbeTiming>,
+}
+
+impl CapacityPlan {
+    /// The verdict from the probe steps of a journal (in search order), judged again under
+    /// the plan's criteria and replaying the search: consecutive steps at the same load are
+    /// the runs of one extended probe, judged together.
+    pub fn report_from(&self, steps: &[(f64, &StepReport, &Compliance)]) -> CapacityReport {
+        let mut state = Search::new(self.search);
+        let looks = self.criteria.per_look();
+        let mut probes: Vec<Probe> = Vec::new();
+        let mut merged: Option<(f64, Compliance, u32)> = None;
+        let mut spent = 0.0;
+        for &(load, step, compliance) in steps {
+            let (total, runs) = match merged.take() {
+                Some((previous, tally, runs)) if previous == load => {
+                    (tally.merged(compliance), runs + 1)
+                }
+                _ => (compliance.clone(), 1),
+            };
+            let mut probe = looks.evaluate(probes.len(), load, step, &total);
+            probe.runs = runs;
+            state.record(load, probe.outcome);
+            spent += step.interval.last_end_secs;
+            probes.push(probe);
+            merged = Some((load, total, runs));
+        }
+        let conclusion = match state.next() {
+            Err(conclusion) => conclusion,
+            Ok(_) if self.search.budget_secs.is_some_and(|b| spent >= b) => Conclusion::Budget,
+            Ok(_) => Conclusion::Aborted,
+        };
+        let mut report = summarize(
+            self.dimension,
+            &state,
+            &self.criteria,
+            self.requests_per_probe,
+            conclusion,
+            probes,
+        );
+        report.spent_secs = spent;
+        report
+            .with_accelerators(self.accelerators)
+            .with_first_probe_step(self.first_probe_step)
+    }
+}
+
+/// Runs of one probe at most (the first and its extensions).
+pub const MAX_RUNS: u32 = 3;
+
+/// A probe that could not be run.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("probe at load {load} could not run: {message}")]
+pub struct ProbeError {
+    /// The load.
+    pub load: f64,
+    /// Why.
+    pub message: String,
+}
+
+/// Searches for the capacity: `probe(index, load, run)` runs one measured step (run `k` of an
+/// undecided probe measures `2^(k−1)` times the requests) and returns its report and
+/// compliance; `on_probe` sees each judged run as it completes. An undecided probe is extended
+/// up to [`MAX_RUNS`] runs while the budget allows, its runs judged together. Returns the
+/// verdict and every run's step report (in order).
+pub async fn find_capacity<F>(
+    dimension: Dimension,
+    search: SearchConfig,
+    criteria: &Criteria,
+    requests_per_probe: u64,
+    mut probe: F,
+    mut on_probe: impl FnMut(&Probe),
+) -> (CapacityReport, Vec<StepReport>)
+where
+    F: AsyncFnMut(usize, f64, u32) -> Result<(StepReport, Compliance), ProbeError>,
+{
+    let mut state = Search::new(search);
+    let looks = criteria.per_look();
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut steps = Vec::new();
+    let mut spent = 0.0;
+    let over = |spent: f64, next: f64| search.budget_secs.is_some_and(|b| spent + next > b);
+    let conclusion = 'search: loop {
+        let load = match state.next() {
+            Ok(load) => load,
+            Err(conclusion) => break conclusion,
+        };
+        let mut merged: Option<Compliance> = None;
+        for run in 1..=MAX_RUNS {
+            if over(spent, 0.0) {
+                break 'search Conclusion::Budget;
+            }
+            let Ok((step, compliance)) = probe(probes.len(), load, run).await else {
+                break 'search Conclusion::Aborted;
+            };
+            let run_secs = step.interval.last_end_secs;
+            spent += run_secs;
+            let total = merged.map_or_else(|| compliance.clone(), |m| m.merged(&compliance));
+            let mut judged = looks.evaluate(probes.len(), load, &step, &total);
+            judged.runs = run;
+            state.record(load, judged.outcome);
+            on_probe(&judged);
+            let undecided = judged.outcome == Outcome::Inconclusive;
+            probes.push(judged);
+            steps.push(step);
+            // The next run measures twice as many requests: about twice as long.
+            if !undecided || over(spent, 2.0 * run_secs) {
+                break;
+            }
+            merged = Some(total);
+        }
+    };
+    let mut report = summarize(
+        dimension,
+        &state,
+        criteria,
+        requests_per_probe,
+        conclusion,
+        probes,
+    );
+    report.spent_secs = spent;
+    (report, steps)
+}
+
+fn summarize(
+    dimension: Dimension,
+    state: &Search,
+    criteria: &Criteria,
+    requests_per_probe: u64,
+    conclusion: Conclusion,
+    probes: Vec<Probe>,
+) -> CapacityReport {
+    let lower = state.lower();
+    let at_capacity = lower.and_then(|load| {
+        probes
+            .iter()
+            .find(|p| p.load == load && p.outcome == Outcome::Pass)
+    });
+    let distserve = probes
+        .iter()
+        .filter(|p| {
+            p.checks
+                .iter()
+                .all(|c| c.attained.is_some_and(|a| a >= c.target))
+        })
+        .filter_map(|p| {
+            if dimension == Dimension::Rate {
+                Some(p.load)
+            } else {
+                p.offered_requests_per_sec
+            }
+        })
+        .reduce(f64::max);
+    CapacityReport {
+        dimension,
+        max_sustainable_rate_per_sec: lower.filter(|_| dimension == Dimension::Rate),
+        max_sustainable_concurrency: lower
+            .filter(|_| dimension == Dimension::Concurrency)
+            .map(|c| c as u32),
+        lower_bound: lower,
+        upper_bound: state.upper(),
+        undecided_loads: state.undecided(),
+        spent_secs: 0.0,
+        slo: criteria.slo.to_string(),
+        attainment_target: criteria.attainment,
+        confidence: criteria.confidence,
+        requests_per_probe,
+        conclusion,
+        goodput_at_capacity_per_sec: at_capacity.and_then(|p| p.goodput_requests_per_sec),
+        distserve_goodput_per_sec: distserve,
+        accelerators: None,
+        per_accelerator: None,
+        probes,
+        first_probe_step: 0,
+    }
+}
+
+impl CapacityReport {
+    /// Sets where the probes start in the report's steps.
+    pub fn with_first_probe_step(mut self, first_probe_step: usize) -> Self {
+        self.first_probe_step = first_probe_step;
+        self
+    }
+
+    /// Sets the accelerator count and the capacity per accelerator.
+    pub fn with_accelerators(mut self, accelerators: Option<u32>) -> Self {
+        self.accelerators = accelerators;
+        self.per_accelerator = accelerators
+            .filter(|n| *n > 0)
+            .and_then(|n| Some(self.lower_bound? / f64::from(n)));
+        self
+    }
+}
