@@ -39,6 +39,10 @@ pub struct Report {
     /// before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<crate::overhead::ClientReport>,
+    /// The shards of a sharded run merged by `goodput merge`: each one's end, lateness, clock
+    /// offset, client overhead and losses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<crate::merge::ShardsReport>,
 }
 
 fn one() -> f64 {
@@ -62,6 +66,7 @@ impl Report {
             sweep: None,
             capacity: None,
             client: None,
+            shards: None,
         }
     }
 }

@@ -26,6 +26,7 @@ pub(crate) const CALIBRATION_CONCURRENCY: u32 = 16;
 /// Runs `goodput capacity`.
 pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let tolerance = args.validate()?;
+    super::sharded::check_capacity(&args)?;
     let criteria = criteria(&args)?;
     let measured = args
         .probe_requests
@@ -137,6 +138,7 @@ async fn live(
     let base = args.run.run_config(0)?;
     let plan = probe_plan(&args, base, criteria.clone(), measured);
     let mut session = Session::open(args.run, command_line).await?;
+    session.coordinated = session.shard.shard.is_sharded();
     let plan = ProbePlan {
         base: session.config.clone(),
         ..plan
@@ -327,5 +329,6 @@ pub(crate) fn completed_outcome() -> RunOutcome {
         started_at: SystemTime::now(),
         elapsed: Duration::ZERO,
         sink_error: None,
+        late_start: None,
     }
 }

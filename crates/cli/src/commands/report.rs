@@ -36,36 +36,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
             "note: the journal's last line was cut short (the run was killed mid-write); it was skipped"
         );
     }
-    let buckets = crate::commands::workload::recorded_buckets(&manifest.run.workload)?;
-    let mut server_headers = goodput_core::environment::ServerHeaders::default();
-    let mut overhead = ClientOverhead::from_records_only();
-    for record in &contents.records {
-        server_headers.add(record);
-        overhead.add(record);
-    }
-    let (steps, compliance) = rebuild_steps(&manifest, &config, &buckets, &contents.records);
-    let mut run = manifest.run.clone();
-    run.slo = config.slo.as_ref().map(ToString::to_string);
-    if run.end_reason == "running" {
-        run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
-    }
-    let mut warnings = warnings::check(&config, &steps, EndReason::Completed);
-    warnings.extend(goodput_core::checks::check_run(&run, &steps));
-    run.server_info =
-        Some(server_headers.server_info(run.server_info.take().unwrap_or_default().models));
-    let sweep = manifest.sweep.as_ref().map(|plan| SweepReport {
-        knee: find_knee(plan.dimension, &plan.loads, &steps, plan.knee_min_gain),
-        ..plan.clone()
-    });
-    let capacity = manifest
-        .capacity
-        .as_ref()
-        .map(|plan| rejudge_capacity(plan, config.slo.as_ref(), &steps, &compliance));
-    let mut report = Report::new(manifest.tool, run, steps, warnings);
-    report.sweep = sweep;
-    report.capacity = capacity;
-    overhead.attach(&mut report);
-    super::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
+    let report = rebuild(&manifest, &config, &contents.records, &dir)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
@@ -80,8 +51,50 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
     Ok(ExitCode::from(EXIT_OK))
 }
 
+/// The report of `records` under `manifest` (with `config`, its configuration or an SLO
+/// override): what `goodput report` prints, and what `goodput merge` computes from the union
+/// of the shards' records. `dir` holds the run's server-side files, if any.
+pub(crate) fn rebuild(
+    manifest: &RunManifest,
+    config: &RunConfig,
+    records: &[RequestRecord],
+    dir: &Path,
+) -> Result<Report> {
+    let buckets = crate::commands::workload::recorded_buckets(&manifest.run.workload)?;
+    let mut server_headers = goodput_core::environment::ServerHeaders::default();
+    let mut overhead = ClientOverhead::from_records_only();
+    for record in records {
+        server_headers.add(record);
+        overhead.add(record);
+    }
+    let (steps, compliance) = rebuild_steps(manifest, config, &buckets, records);
+    let mut run = manifest.run.clone();
+    run.slo = config.slo.as_ref().map(ToString::to_string);
+    if run.end_reason == "running" {
+        run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
+    }
+    let mut warnings = warnings::check(config, &steps, EndReason::Completed);
+    warnings.extend(goodput_core::checks::check_run(&run, &steps));
+    run.server_info =
+        Some(server_headers.server_info(run.server_info.take().unwrap_or_default().models));
+    let sweep = manifest.sweep.as_ref().map(|plan| SweepReport {
+        knee: find_knee(plan.dimension, &plan.loads, &steps, plan.knee_min_gain),
+        ..plan.clone()
+    });
+    let capacity = manifest
+        .capacity
+        .as_ref()
+        .map(|plan| rejudge_capacity(plan, config.slo.as_ref(), &steps, &compliance));
+    let mut report = Report::new(manifest.tool.clone(), run, steps, warnings);
+    report.sweep = sweep;
+    report.capacity = capacity;
+    overhead.attach(&mut report);
+    super::server_side::rebuild(dir, records, &mut report, config.window)?;
+    Ok(report)
+}
+
 /// `run.json`, written when the run started.
-fn read_manifest(dir: &Path) -> Result<RunManifest> {
+pub(crate) fn read_manifest(dir: &Path) -> Result<RunManifest> {
     let path = dir.join("run.json");
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(

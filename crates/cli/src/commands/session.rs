@@ -23,6 +23,7 @@ use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
+use goodput_core::shard::{ShardInfo, unix_ms};
 use goodput_core::tokens::TokenCounter;
 use goodput_core::warnings;
 use goodput_core::workload::Workload;
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED, rfc3339};
 use crate::args::run::{ApiArg, RunArgs};
+use crate::args::shard::ShardPlan;
 use crate::commands::gate::Criteria as GateCriteria;
 use crate::commands::server_side::ServerSide;
 use crate::commands::workload::{self, BuiltWorkload};
@@ -85,6 +87,15 @@ pub(crate) struct Session {
     pub(crate) server_warnings: Vec<Warning>,
     /// Ctrl-C / SIGTERM.
     pub(crate) cancel: CancellationToken,
+    /// This process's part of a sharded run, and the shared start.
+    pub(crate) shard: ShardPlan,
+    /// How late each step started, with a shared start time (ms).
+    pub(crate) late_ms: Vec<f64>,
+    /// A sharded capacity search: every probe is judged on all shards' records
+    /// ([`super::sharded::merged_step`]).
+    pub(crate) coordinated: bool,
+    /// The shared start of the next step, when the shards agreed on one.
+    pub(crate) next_start: Option<SystemTime>,
 }
 
 /// One step run within a session.
@@ -104,6 +115,10 @@ impl Session {
     pub(crate) async fn open(args: RunArgs, command_line: Vec<String>) -> Result<Session> {
         let seed = args.seed.unwrap_or_else(random_seed);
         let mut config = args.run_config(seed)?;
+        let shard = args
+            .sharding
+            .plan(args.seed.is_some(), args.out.is_some())?;
+        shard.check(&config)?;
         let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
         let endpoint = start_endpoint(&args, seed).await?;
         config.time_scale = endpoint.time_scale;
@@ -158,6 +173,10 @@ impl Session {
             server_warnings: Vec::new(),
             overhead: ClientOverhead::start(endpoint_is_simulator),
             cancel,
+            shard,
+            late_ms: Vec::new(),
+            coordinated: false,
+            next_start: None,
         })
     }
 
@@ -169,7 +188,7 @@ impl Session {
         workload: Option<Arc<dyn Workload>>,
     ) -> Runner {
         let workload = workload.unwrap_or_else(|| Arc::clone(&self.built.workload));
-        Runner::new(
+        let runner = Runner::new(
             config.clone(),
             Arc::clone(&self.backend),
             workload,
@@ -177,6 +196,29 @@ impl Session {
             self.streamed,
         )
         .with_step(index)
+        .with_shard(self.shard.shard);
+        match self.next_start.or_else(|| self.step_start(index)) {
+            Some(at) => runner.with_start_at(at),
+            None => runner,
+        }
+    }
+
+    /// The shared start of step `index`: `--start-at`, then every `--duration` plus
+    /// `--request-timeout` (by then every request of the step before has ended, on every
+    /// shard), so the shards of a sweep start each step together.
+    fn step_start(&self, index: u32) -> Option<SystemTime> {
+        let at = self.shard.start_at?;
+        let period = self.config.duration.unwrap_or_default() + self.config.request_timeout;
+        Some(at + period.div_f64(self.config.time_scale) * index)
+    }
+
+    /// Notes how late a step started (with a shared start time) in `run.json`.
+    pub(crate) fn note_start(&mut self, outcome: &RunOutcome) -> Result<()> {
+        if let Some(late) = outcome.late_start {
+            self.late_ms.push(late.as_secs_f64() * 1e3);
+            self.write_manifest()?;
+        }
+        Ok(())
     }
 
     /// An aggregator for `config` with the session's length buckets.
@@ -201,6 +243,17 @@ impl Session {
         manifest.steps = self.step_loads.clone();
         manifest.sweep = self.sweep_plan.clone();
         manifest.capacity = self.capacity_plan.clone();
+        manifest.shard = self.shard.start_at.map(|at| ShardInfo {
+            count: self.shard.shard.count,
+            index: self.shard.shard.index,
+            start_at_unix_ms: unix_ms(at),
+            late_ms: self.late_ms.clone(),
+            host: self
+                .run_info
+                .client_host
+                .as_ref()
+                .and_then(|h| h.hostname.clone()),
+        });
         output::json::write_json(&dir.join("run.json"), &manifest)
     }
 
@@ -222,6 +275,8 @@ impl Session {
             // CPU and wall time from the first step on, not the set-up before it.
             self.overhead = ClientOverhead::start(self.endpoint.simulator.is_some());
         }
+        // A coordinated probe runs to its end on every shard (no shard sees enough to stop it).
+        let early_stop = early_stop.filter(|_| !self.coordinated);
         let mut probe = ProbeSink::new(
             self.aggregator(config),
             early_stop.cloned(),
@@ -236,11 +291,15 @@ impl Session {
             }
             runner.run(&mut sinks, self.cancel.clone()).await
         };
+        self.note_start(&outcome)?;
         server_side.end().await;
         if let Some(progress) = progress {
             progress.abort();
         }
-        let aggregator = probe.into_aggregator();
+        let mut aggregator = probe.into_aggregator();
+        if self.coordinated {
+            aggregator = super::sharded::merged_step(self, index, config).await?;
+        }
         let mut step = aggregator.report(LoadReport::from(&config.load));
         let warnings = server_side.enrich_step(&mut step, index, config.window);
         self.server_warnings.extend(warnings);

@@ -1,0 +1,420 @@
+//! Sharded runs as separate processes on loopback: four `goodput run --shards 4` processes
+//! against one `goodput sim` merge into the report one process computes from the union of
+//! their records, and together send exactly the single-process schedule; a shard killed
+//! mid-run (or left out) is named in the merged report with what it lost; shards of different
+//! runs refuse to merge; bad shard flags exit 2.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use goodput_core::config::Arrival;
+use goodput_core::schedule::ArrivalSchedule;
+use serde_json::Value;
+use support::{fixed_sim, goodput, ok, read_json};
+
+/// `goodput sim` on 127.0.0.1:0; its base URL (stopped on drop).
+struct Sim {
+    child: Child,
+    url: String,
+}
+
+impl Sim {
+    fn start(dir: &Path) -> Sim {
+        let config = fixed_sim(dir, "sim", 40, 4);
+        let mut child = goodput()
+            .args(["sim", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&config)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Sim { child, url }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A start time `secs` from now, as Unix seconds.
+fn start_in(secs: f64) -> String {
+    let at = SystemTime::now() + Duration::from_secs_f64(secs);
+    format!(
+        "{:.3}",
+        at.duration_since(UNIX_EPOCH).unwrap().as_secs_f64()
+    )
+}
+
+/// Spawns shard `k` of 4 with `load` flags; its output goes to `dir/shard-k`.
+fn spawn_shard(sim: &Sim, dir: &Path, k: u32, start: &str, load: &[&str]) -> Child {
+    goodput()
+        .args(["run", "--quiet", "--target", &sim.url, "--seed", "11"])
+        .args(["--shards", "4", "--start-at", start, "--warmup", "0"])
+        .args(["--output-tokens", "4", "--input-tokens", "16"])
+        .args(load)
+        .arg("--out")
+        .arg(shard_dir(dir, k))
+        .env("JOB_COMPLETION_INDEX", k.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+fn shard_dir(dir: &Path, k: u32) -> PathBuf {
+    dir.join(format!("shard-{k}"))
+}
+
+fn merge(dirs: &[PathBuf], out: &Path) -> std::process::Output {
+    goodput()
+        .args(["merge", "--json", "--out"])
+        .arg(out)
+        .args(dirs)
+        .output()
+        .unwrap()
+}
+
+fn without_shard_warnings(report: &Value) -> Vec<Value> {
+    let warnings = report["warnings"].as_array().unwrap();
+    warnings
+        .iter()
+        .filter(|w| !w["code"].as_str().unwrap().starts_with("shard_"))
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn four_shard_processes_merge_into_the_single_process_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let start = start_in(4.0);
+    let load = ["--rate", "40", "--requests", "120"];
+    let shards: Vec<Child> = (0..4)
+        .map(|k| spawn_shard(&sim, dir.path(), k, &start, &load))
+        .collect();
+    for shard in shards {
+        ok(shard.wait_with_output().unwrap());
+    }
+    let dirs: Vec<PathBuf> = (0..4).map(|k| shard_dir(dir.path(), k)).collect();
+    let merged_dir = dir.path().join("merged");
+    let merged: Value = serde_json::from_slice(&ok(merge(&dirs, &merged_dir)).stdout).unwrap();
+
+    // The same records in one process: shard 0's manifest without its shard, the journals
+    // concatenated in another order.
+    let union = dir.path().join("union");
+    std::fs::create_dir_all(&union).unwrap();
+    let mut manifest = read_json(&dirs[0].join("run.json"));
+    manifest.as_object_mut().unwrap().remove("shard");
+    std::fs::write(union.join("run.json"), manifest.to_string()).unwrap();
+    let journal: String = dirs
+        .iter()
+        .rev()
+        .map(|d| std::fs::read_to_string(d.join("requests.jsonl")).unwrap())
+        .collect();
+    std::fs::write(union.join("requests.jsonl"), journal).unwrap();
+    let output = ok(goodput()
+        .args(["report", "--json"])
+        .arg(&union)
+        .output()
+        .unwrap());
+    let single: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        merged["steps"], single["steps"],
+        "merged = one process over the union"
+    );
+    assert_eq!(merged["client"], single["client"]);
+    assert_eq!(
+        without_shard_warnings(&merged),
+        without_shard_warnings(&single)
+    );
+    let shards = &merged["shards"];
+    assert_eq!(shards["count"], 4);
+    for shard in shards["shards"].as_array().unwrap() {
+        assert_eq!(shard["end_reason"], "completed", "{shard}");
+        assert_eq!(shard["records"], 30);
+        assert!(
+            shard["client"]["dispatch_lag_ms"]["count"]
+                .as_u64()
+                .unwrap()
+                > 0
+        );
+    }
+
+    // Together the shards sent exactly the single-process schedule.
+    let schedule: Vec<u64> = ArrivalSchedule::new(40.0, Arrival::Poisson, 11)
+        .take(120)
+        .map(|d| d.as_micros() as u64)
+        .collect();
+    let mut sent: Vec<(u64, u64)> = std::fs::read_to_string(merged_dir.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let record: Value = serde_json::from_str(line).unwrap();
+            (
+                record["index"].as_u64().unwrap(),
+                record["scheduled_us"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    sent.sort_unstable();
+    assert_eq!(sent.len(), 120);
+    for ((index, at), (want_index, want_at)) in sent.iter().zip((0u64..).zip(schedule)) {
+        assert_eq!(*index, want_index);
+        assert!(
+            at.abs_diff(want_at) <= 1,
+            "request {index}: {at} vs {want_at} µs"
+        );
+    }
+    // `goodput report` on the merged directory gives the merged figures again.
+    let again = ok(goodput()
+        .args(["report", "--json"])
+        .arg(&merged_dir)
+        .output()
+        .unwrap());
+    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(again["steps"], merged["steps"]);
+}
+
+#[test]
+fn a_killed_or_missing_shard_is_named_with_what_it_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let start = start_in(3.0);
+    let load = ["--rate", "40", "--duration", "6s"];
+    let mut shards: Vec<Child> = (0..4)
+        .map(|k| spawn_shard(&sim, dir.path(), k, &start, &load))
+        .collect();
+    std::thread::sleep(Duration::from_secs(6));
+    shards[2].kill().unwrap();
+    for shard in shards {
+        let _ = shard.wait_with_output().unwrap();
+    }
+    let dirs: Vec<PathBuf> = (0..4).map(|k| shard_dir(dir.path(), k)).collect();
+    let output = merge(&dirs, &dir.path().join("merged"));
+    assert_eq!(output.status.code(), Some(1), "an incomplete merge exits 1");
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let killed = &report["shards"]["shards"][2];
+    assert_eq!(killed["end_reason"], "unfinished", "{killed}");
+    // Its quarter of 6 s at 40/s is about 60 requests; it was killed about 3 s in.
+    let lost = killed["lost"]["requests"].as_u64().unwrap();
+    let recorded = killed["records"].as_u64().unwrap();
+    let own = ArrivalSchedule::new(40.0, Arrival::Poisson, 11)
+        .take_while(|d| *d < Duration::from_secs(6))
+        .enumerate()
+        .filter(|(i, _)| i % 4 == 2)
+        .count() as u64;
+    assert_eq!(
+        lost + recorded,
+        own,
+        "lost = its schedule minus its records"
+    );
+    assert!(lost > 0 && recorded > 0, "lost {lost}, recorded {recorded}");
+    let warning = report["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["code"] == "shard_incomplete")
+        .expect("a shard_incomplete warning");
+    let message = warning["message"].as_str().unwrap();
+    assert!(message.contains("shard 2 of 4") && message.contains(&format!("{lost} requests")));
+
+    // Left out altogether: missing, and everything of its part lost.
+    let three = [dirs[0].clone(), dirs[1].clone(), dirs[3].clone()];
+    let output = merge(&three, &dir.path().join("merged3"));
+    assert_eq!(output.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["shards"]["missing"], serde_json::json!([2]));
+    assert_eq!(report["shards"]["shards"][2]["lost"]["requests"], own);
+    assert!(report["warnings"].to_string().contains("shard_missing"));
+}
+
+#[test]
+fn shards_of_different_runs_refuse_to_merge() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = Sim::start(dir.path());
+    let start = start_in(0.0);
+    let mut dirs = Vec::new();
+    for (k, seed) in [(0, "1"), (1, "2")] {
+        let out = dir.path().join(format!("s{k}"));
+        ok(goodput()
+            .args(["run", "--quiet", "--target", &sim.url, "--seed", seed])
+            .args(["--shards", "2", "--shard-index", &k.to_string()])
+            .args([
+                "--start-at",
+                &start,
+                "--requests",
+                "4",
+                "--output-tokens",
+                "2",
+            ])
+            .arg("--out")
+            .arg(&out)
+            .output()
+            .unwrap());
+        dirs.push(out);
+    }
+    let output = merge(&dirs, &dir.path().join("merged"));
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("not shards of one run") && stderr.contains("seeds"),
+        "{stderr}"
+    );
+    let same = merge(&[dirs[0].clone(), dirs[0].clone()], &dir.path().join("m2"));
+    assert_eq!(same.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&same.stderr).contains("given twice"));
+}
+
+#[test]
+fn bad_shard_flags_exit_2() {
+    let start = start_in(60.0);
+    let cases: [(&[&str], &str); 6] = [
+        (&["--shards", "4", "--shard-index", "4"], "must be below"),
+        (
+            &["--shards", "4", "--shard-index", "1", "--seed", "1"],
+            "--start-at",
+        ),
+        (
+            &["--shards", "4", "--shard-index", "1", "--start-at", &start],
+            "--seed",
+        ),
+        (&["--shards", "0"], "at least 1"),
+        (&["--start-at", "next tuesday"], "RFC 3339"),
+        (
+            &[
+                "--shards",
+                "4",
+                "--shard-index",
+                "0",
+                "--start-at",
+                &start,
+                "--seed",
+                "1",
+                "--out",
+                "x",
+                "--concurrency",
+                "2",
+            ],
+            "--concurrency 2",
+        ),
+    ];
+    for (flags, message) in cases {
+        let output = goodput()
+            .args(["run", "--quiet", "--requests", "1"])
+            .args(flags)
+            .env_remove("JOB_COMPLETION_INDEX")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(message), "{flags:?}: {stderr}");
+    }
+    let output = goodput()
+        .args([
+            "capacity",
+            "--quiet",
+            "--virtual-time",
+            "--shards",
+            "2",
+            "--shard-index",
+            "0",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("drop --shards"));
+    let no_index = goodput()
+        .args(["run", "--quiet", "--shards", "2"])
+        .env_remove("JOB_COMPLETION_INDEX")
+        .output()
+        .unwrap();
+    assert_eq!(no_index.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&no_index.stderr).contains("JOB_COMPLETION_INDEX"));
+}
+
+#[test]
+fn sharded_capacity_probes_are_judged_on_every_shards_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = support::four_slot_sim(dir.path(), 20.0);
+    let mut sim = goodput()
+        .args(["sim", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(sim.stderr.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap()
+        .to_string();
+    let start = start_in(3.0);
+    let shards: Vec<Child> = (0..2)
+        .map(|k| {
+            goodput()
+                .args(["capacity", "--quiet", "--no-live", "--target", &url])
+                .args(["--time-scale", "20", "--seed", "3", "--shards", "2"])
+                .args(["--shard-index", &k.to_string(), "--start-at", &start])
+                .args(["--slo", "ttft=2s", "--start", "4", "--max-probes", "2"])
+                .args(["--probe-requests", "20", "--probe-warmup", "1s"])
+                .args(["--probe-min-duration", "2s", "--output-tokens", "6"])
+                .args(["--request-timeout", "20s"])
+                .arg("--out")
+                .arg(dir.path().join(format!("cap-{k}")))
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for shard in shards {
+        ok(shard.wait_with_output().unwrap());
+    }
+    let _ = sim.kill();
+    let _ = sim.wait();
+    let reports: Vec<Value> = (0..2)
+        .map(|k| read_json(&dir.path().join(format!("cap-{k}/report.json"))))
+        .collect();
+    let probes = |r: &Value| -> Vec<(Value, Value)> {
+        r["capacity"]["probes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| (p["load"].clone(), p["outcome"].clone()))
+            .collect()
+    };
+    assert!(!probes(&reports[0]).is_empty());
+    assert_eq!(
+        probes(&reports[0]),
+        probes(&reports[1]),
+        "both shards judged alike"
+    );
+    let dirs: Vec<PathBuf> = (0..2)
+        .map(|k| dir.path().join(format!("cap-{k}")))
+        .collect();
+    let merged: Value =
+        serde_json::from_slice(&ok(merge(&dirs, &dir.path().join("merged"))).stdout).unwrap();
+    assert_eq!(
+        probes(&merged),
+        probes(&reports[0]),
+        "the merge judges as the shards did"
+    );
+}
