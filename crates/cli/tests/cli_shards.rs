@@ -98,6 +98,54 @@ fn without_shard_warnings(report: &Value) -> Vec<Value> {
         .collect()
 }
 
+/// `goodput report` over `records` under `shard_dir`'s manifest without its shard.
+fn report_of(shard_dir: &Path, records: &[Value], dir: &Path) -> Value {
+    std::fs::create_dir_all(dir).unwrap();
+    let mut manifest = read_json(&shard_dir.join("run.json"));
+    manifest.as_object_mut().unwrap().remove("shard");
+    std::fs::write(dir.join("run.json"), manifest.to_string()).unwrap();
+    for name in ["analysis.json", "server_metrics.jsonl"] {
+        if shard_dir.join(name).exists() {
+            std::fs::copy(shard_dir.join(name), dir.join(name)).unwrap();
+        }
+    }
+    let journal: String = records.iter().map(|r| format!("{r}\n")).collect();
+    std::fs::write(dir.join("requests.jsonl"), journal).unwrap();
+    let output = ok(goodput()
+        .args(["report", "--json"])
+        .arg(dir)
+        .output()
+        .unwrap());
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Equal, numbers within `tolerance` relative (naming the first difference).
+#[track_caller]
+fn assert_close(a: &Value, b: &Value, path: &str, tolerance: f64) {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!(
+                (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+                "{path}: {x} vs {y}"
+            );
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            assert_eq!(x.len(), y.len(), "{path}");
+            for (i, (x, y)) in x.iter().zip(y).enumerate() {
+                assert_close(x, y, &format!("{path}[{i}]"), tolerance);
+            }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            assert_eq!(x.len(), y.len(), "{path}");
+            for (key, value) in x {
+                assert_close(value, &y[key], &format!("{path}.{key}"), tolerance);
+            }
+        }
+        _ => assert_eq!(a, b, "{path}"),
+    }
+}
+
 #[test]
 fn four_shard_processes_merge_into_the_single_process_report() {
     let dir = tempfile::tempdir().unwrap();
@@ -114,34 +162,41 @@ fn four_shard_processes_merge_into_the_single_process_report() {
     let merged_dir = dir.path().join("merged");
     let merged: Value = serde_json::from_slice(&ok(merge(&dirs, &merged_dir)).stdout).unwrap();
 
-    // The same records in one process: shard 0's manifest without its shard, the journals
-    // concatenated in another order.
-    let union = dir.path().join("union");
-    std::fs::create_dir_all(&union).unwrap();
-    let mut manifest = read_json(&dirs[0].join("run.json"));
-    manifest.as_object_mut().unwrap().remove("shard");
-    std::fs::write(union.join("run.json"), manifest.to_string()).unwrap();
-    let journal: String = dirs
-        .iter()
-        .rev()
-        .map(|d| std::fs::read_to_string(d.join("requests.jsonl")).unwrap())
-        .collect();
-    std::fs::write(union.join("requests.jsonl"), journal).unwrap();
-    let output = ok(goodput()
-        .args(["report", "--json"])
-        .arg(&union)
-        .output()
-        .unwrap());
-    let single: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(
-        merged["steps"], single["steps"],
-        "merged = one process over the union"
-    );
+    // The same records in one process, journaled in completion order as one process writes
+    // them: exactly the merged report.
+    let records = |order: &[usize]| -> Vec<Value> {
+        order
+            .iter()
+            .flat_map(|k| {
+                let text = std::fs::read_to_string(dirs[*k].join("requests.jsonl")).unwrap();
+                text.lines()
+                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    };
+    let mut completion_order = records(&[0, 1, 2, 3]);
+    completion_order.sort_by_key(|r| {
+        (
+            r["end_us"].as_u64(),
+            r["step"].as_u64(),
+            r["index"].as_u64(),
+        )
+    });
+    let single = report_of(&dirs[0], &completion_order, &dir.path().join("single"));
+    assert_close(&merged["steps"], &single["steps"], "steps", 0.0);
     assert_eq!(merged["client"], single["client"]);
     assert_eq!(
         without_shard_warnings(&merged),
         without_shard_warnings(&single)
     );
+    // In any other order, the same up to floating-point summation order.
+    let shuffled = report_of(
+        &dirs[0],
+        &records(&[3, 1, 2, 0]),
+        &dir.path().join("shuffled"),
+    );
+    assert_close(&merged["steps"], &shuffled["steps"], "steps", 1e-9);
     let shards = &merged["shards"];
     assert_eq!(shards["count"], 4);
     for shard in shards["shards"].as_array().unwrap() {

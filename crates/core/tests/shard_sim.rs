@@ -134,7 +134,10 @@ async fn the_union_of_the_shards_measures_what_one_process_measures() {
     alone_sorted.sort_by_key(|r| r.index);
     assert_eq!(union.len(), alone_sorted.len());
     for (a, b) in union.iter().zip(&alone_sorted) {
-        let (a, b) = (serde_json::to_value(a).unwrap(), serde_json::to_value(b).unwrap());
+        let (a, b) = (
+            serde_json::to_value(a).unwrap(),
+            serde_json::to_value(b).unwrap(),
+        );
         for (key, value) in a.as_object().unwrap() {
             // Only the `Date` header differs: the two runs are seconds apart in real time.
             if key != "headers" {

@@ -5,7 +5,7 @@ use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use goodput_core::config::{LoadSpec, RunConfig};
-use goodput_core::shard::{Shard, parse_start_at};
+use goodput_core::shard::{Shard, ShardError, parse_start_at};
 
 /// The environment variable a Kubernetes Indexed Job sets to each pod's index.
 pub(crate) const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
@@ -48,6 +48,9 @@ impl ShardArgs {
                 start_at,
             });
         };
+        if count == 0 {
+            return Err(ShardError::NoShards.into());
+        }
         let index = match self.shard_index {
             Some(index) => index,
             None => index_from_env()?,

@@ -76,6 +76,18 @@ fn write_run(
             .with_context(|| format!("writing {}", path.display()))?;
     }
     journal.sync()?;
+    // The server side as the first shard scraped it, so `goodput report` on the merged run
+    // finds it too.
+    for name in [
+        super::server_side::ANALYSIS_FILE,
+        super::server_side::SCRAPES_FILE,
+    ] {
+        let from = args.dirs[0].join(name);
+        if from.exists() {
+            std::fs::copy(&from, out.join(name))
+                .with_context(|| format!("copying {}", from.display()))?;
+        }
+    }
     output::json::write_report(&out.join("report.json"), report)?;
     super::run_extras::write_exports(out, report)
 }
