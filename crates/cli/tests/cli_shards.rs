@@ -126,7 +126,7 @@ fn assert_close(a: &Value, b: &Value, path: &str, tolerance: f64) {
         (Value::Number(x), Value::Number(y)) => {
             let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
             assert!(
-                (x - y).abs() <= 1e-9 * x.abs().max(y.abs()),
+                (x - y).abs() <= tolerance * x.abs().max(y.abs()),
                 "{path}: {x} vs {y}"
             );
         }
@@ -425,7 +425,7 @@ fn sharded_capacity_probes_are_judged_on_every_shards_records() {
     let shards: Vec<Child> = (0..2)
         .map(|k| {
             goodput()
-                .args(["capacity", "--quiet", "--no-live", "--target", &url])
+                .args(["capacity", "--quiet", "--target", &url])
                 .args(["--time-scale", "20", "--seed", "3", "--shards", "2"])
                 .args(["--shard-index", &k.to_string(), "--start-at", &start])
                 .args(["--slo", "ttft=2s", "--start", "4", "--max-probes", "2"])

@@ -101,12 +101,18 @@ fn print_shards(shards: &ShardsReport) {
             .as_ref()
             .and_then(|c| c.dispatch_lag_ms.p99)
             .map_or_else(|| "–".to_string(), |p99| format!("{p99:.2} ms"));
-        let clock = shard
-            .clock_offset_ms
-            .as_ref()
-            .map_or_else(|| "–".to_string(), |c| format!("{:+.0} ms", c.estimate_ms));
+        let clock = shard.clock_offset_ms.as_ref().map_or_else(
+            || "–".to_string(),
+            |c| {
+                format!(
+                    "{:+.0} ±{:.0} ms",
+                    c.estimate_ms,
+                    (c.high_ms - c.low_ms) / 2.0
+                )
+            },
+        );
         eprintln!(
-            "  {:>3}  {:<11} {:>8} records  late {:>7.1} ms  dispatch lag p99 {:>9}  clock {:>7}  {}",
+            "  {:>3}  {:<11} {:>8} records  late {:>7.1} ms  dispatch lag p99 {:>9}  clock {:>12}  {}",
             shard.index,
             shard.end_reason,
             shard.records,
@@ -120,6 +126,9 @@ fn print_shards(shards: &ShardsReport) {
         }
     }
     if let Some(skew) = shards.clock_skew_ms {
-        eprintln!("  clock skew between shards: {skew:.0} ms (against the target's Date headers)");
+        let proven = shards.clock_skew_at_least_ms.unwrap_or(0.0);
+        eprintln!(
+            "  clock skew between shards: {skew:.0} ms (at least {proven:.0} ms; against the target's Date headers)"
+        );
     }
 }
