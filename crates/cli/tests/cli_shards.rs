@@ -24,11 +24,11 @@ struct Sim {
 }
 
 impl Sim {
-    fn start(dir: &Path) -> Sim {
-        let config = fixed_sim(dir, "sim", 40, 4);
+    fn start(config: &Path, extra: &[&str]) -> Sim {
         let mut child = goodput()
             .args(["sim", "--listen", "127.0.0.1:0", "--config"])
-            .arg(&config)
+            .arg(config)
+            .args(extra)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -146,10 +146,72 @@ fn assert_close(a: &Value, b: &Value, path: &str, tolerance: f64) {
     }
 }
 
+/// The records of `dirs[k]` for each `k` of `order`, as JSON.
+fn records(dirs: &[PathBuf], order: &[usize]) -> Vec<Value> {
+    order
+        .iter()
+        .flat_map(|k| journal(&dirs[*k].join("requests.jsonl")))
+        .collect()
+}
+
+fn journal(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect()
+}
+
+/// The merged report equals `goodput report` over the union of the shards' records journaled
+/// in completion order, as one process writes them, and, in any other order, up to
+/// floating-point summation order.
+fn assert_is_the_union_report(merged: &Value, dirs: &[PathBuf], work: &Path) {
+    let mut completion_order = records(dirs, &[0, 1, 2, 3]);
+    completion_order.sort_by_key(|r| (r["end_us"].as_u64(), r["index"].as_u64()));
+    let single = report_of(&dirs[0], &completion_order, &work.join("single"));
+    assert_close(&merged["steps"], &single["steps"], "steps", 0.0);
+    assert_eq!(merged["client"], single["client"]);
+    assert_eq!(
+        without_shard_warnings(merged),
+        without_shard_warnings(&single)
+    );
+    let shuffled = report_of(
+        &dirs[0],
+        &records(dirs, &[3, 1, 2, 0]),
+        &work.join("shuffled"),
+    );
+    assert_close(&merged["steps"], &shuffled["steps"], "steps", 1e-9);
+}
+
+/// The merged journal's sends are exactly the single-process schedule: every index once, at
+/// its offset.
+fn assert_is_the_schedule(merged_journal: &Path, rate: f64, seed: u64, requests: usize) {
+    let schedule = ArrivalSchedule::new(rate, Arrival::Poisson, seed).take(requests);
+    let mut sent: Vec<(u64, u64)> = journal(merged_journal)
+        .iter()
+        .map(|r| {
+            (
+                r["index"].as_u64().unwrap(),
+                r["scheduled_us"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    sent.sort_unstable();
+    assert_eq!(sent.len(), requests);
+    for ((index, at), (want_index, offset)) in sent.iter().zip((0u64..).zip(schedule)) {
+        let want_at = offset.as_micros() as u64;
+        assert_eq!(*index, want_index);
+        assert!(
+            at.abs_diff(want_at) <= 1,
+            "request {index}: {at} vs {want_at} µs"
+        );
+    }
+}
+
 #[test]
 fn four_shard_processes_merge_into_the_single_process_report() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = Sim::start(dir.path());
+    let sim = Sim::start(&fixed_sim(dir.path(), "sim", 40, 4), &[]);
     let start = start_in(4.0);
     let load = ["--rate", "40", "--requests", "120"];
     let shards: Vec<Child> = (0..4)
@@ -161,42 +223,8 @@ fn four_shard_processes_merge_into_the_single_process_report() {
     let dirs: Vec<PathBuf> = (0..4).map(|k| shard_dir(dir.path(), k)).collect();
     let merged_dir = dir.path().join("merged");
     let merged: Value = serde_json::from_slice(&ok(merge(&dirs, &merged_dir)).stdout).unwrap();
-
-    // The same records in one process, journaled in completion order as one process writes
-    // them: exactly the merged report.
-    let records = |order: &[usize]| -> Vec<Value> {
-        order
-            .iter()
-            .flat_map(|k| {
-                let text = std::fs::read_to_string(dirs[*k].join("requests.jsonl")).unwrap();
-                text.lines()
-                    .map(|l| serde_json::from_str::<Value>(l).unwrap())
-                    .collect::<Vec<_>>()
-            })
-            .collect()
-    };
-    let mut completion_order = records(&[0, 1, 2, 3]);
-    completion_order.sort_by_key(|r| {
-        (
-            r["end_us"].as_u64(),
-            r["step"].as_u64(),
-            r["index"].as_u64(),
-        )
-    });
-    let single = report_of(&dirs[0], &completion_order, &dir.path().join("single"));
-    assert_close(&merged["steps"], &single["steps"], "steps", 0.0);
-    assert_eq!(merged["client"], single["client"]);
-    assert_eq!(
-        without_shard_warnings(&merged),
-        without_shard_warnings(&single)
-    );
-    // In any other order, the same up to floating-point summation order.
-    let shuffled = report_of(
-        &dirs[0],
-        &records(&[3, 1, 2, 0]),
-        &dir.path().join("shuffled"),
-    );
-    assert_close(&merged["steps"], &shuffled["steps"], "steps", 1e-9);
+    assert_is_the_union_report(&merged, &dirs, dir.path());
+    assert_is_the_schedule(&merged_dir.join("requests.jsonl"), 40.0, 11, 120);
     let shards = &merged["shards"];
     assert_eq!(shards["count"], 4);
     for shard in shards["shards"].as_array().unwrap() {
@@ -208,47 +236,24 @@ fn four_shard_processes_merge_into_the_single_process_report() {
                 .unwrap()
                 > 0
         );
-    }
-
-    // Together the shards sent exactly the single-process schedule.
-    let schedule: Vec<u64> = ArrivalSchedule::new(40.0, Arrival::Poisson, 11)
-        .take(120)
-        .map(|d| d.as_micros() as u64)
-        .collect();
-    let mut sent: Vec<(u64, u64)> = std::fs::read_to_string(merged_dir.join("requests.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let record: Value = serde_json::from_str(line).unwrap();
-            (
-                record["index"].as_u64().unwrap(),
-                record["scheduled_us"].as_u64().unwrap(),
-            )
-        })
-        .collect();
-    sent.sort_unstable();
-    assert_eq!(sent.len(), 120);
-    for ((index, at), (want_index, want_at)) in sent.iter().zip((0u64..).zip(schedule)) {
-        assert_eq!(*index, want_index);
         assert!(
-            at.abs_diff(want_at) <= 1,
-            "request {index}: {at} vs {want_at} µs"
+            shard["clock_offset_ms"]["samples"].as_u64().unwrap() > 0,
+            "{shard}"
         );
     }
     // `goodput report` on the merged directory gives the merged figures again.
-    let again = ok(goodput()
+    let again = goodput()
         .args(["report", "--json"])
         .arg(&merged_dir)
-        .output()
-        .unwrap());
-    let again: Value = serde_json::from_slice(&again.stdout).unwrap();
+        .output();
+    let again: Value = serde_json::from_slice(&ok(again.unwrap()).stdout).unwrap();
     assert_eq!(again["steps"], merged["steps"]);
 }
 
 #[test]
 fn a_killed_or_missing_shard_is_named_with_what_it_lost() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = Sim::start(dir.path());
+    let sim = Sim::start(&fixed_sim(dir.path(), "sim", 40, 4), &[]);
     let start = start_in(3.0);
     let load = ["--rate", "40", "--duration", "6s"];
     let mut shards: Vec<Child> = (0..4)
@@ -301,7 +306,7 @@ fn a_killed_or_missing_shard_is_named_with_what_it_lost() {
 #[test]
 fn shards_of_different_runs_refuse_to_merge() {
     let dir = tempfile::tempdir().unwrap();
-    let sim = Sim::start(dir.path());
+    let sim = Sim::start(&fixed_sim(dir.path(), "sim", 40, 4), &[]);
     let start = start_in(0.0);
     let mut dirs = Vec::new();
     for (k, seed) in [(0, "1"), (1, "2")] {
@@ -338,7 +343,8 @@ fn shards_of_different_runs_refuse_to_merge() {
 #[test]
 fn bad_shard_flags_exit_2() {
     let start = start_in(60.0);
-    let cases: [(&[&str], &str); 6] = [
+    let old = "2020-01-01T00:00:00Z";
+    let cases: [(&[&str], &str); 7] = [
         (&["--shards", "4", "--shard-index", "4"], "must be below"),
         (
             &["--shards", "4", "--shard-index", "1", "--seed", "1"],
@@ -350,6 +356,7 @@ fn bad_shard_flags_exit_2() {
         ),
         (&["--shards", "0"], "at least 1"),
         (&["--start-at", "next tuesday"], "RFC 3339"),
+        (&["--start-at", old], "minutes ago"),
         (
             &[
                 "--shards",
@@ -379,6 +386,10 @@ fn bad_shard_flags_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{flags:?}: {stderr}");
         assert!(stderr.contains(message), "{flags:?}: {stderr}");
     }
+}
+
+#[test]
+fn virtual_capacity_refuses_shards_and_an_index_is_needed() {
     let output = goodput()
         .args([
             "capacity",
@@ -405,22 +416,8 @@ fn bad_shard_flags_exit_2() {
 #[test]
 fn sharded_capacity_probes_are_judged_on_every_shards_records() {
     let dir = tempfile::tempdir().unwrap();
-    let config = support::four_slot_sim(dir.path(), 20.0);
-    let mut sim = goodput()
-        .args(["sim", "--listen", "127.0.0.1:0", "--config"])
-        .arg(&config)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(sim.stderr.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_string();
+    let sim = Sim::start(&support::four_slot_sim(dir.path(), 20.0), &[]);
+    let url = sim.url.clone();
     let start = start_in(3.0);
     let shards: Vec<Child> = (0..2)
         .map(|k| {
@@ -443,8 +440,7 @@ fn sharded_capacity_probes_are_judged_on_every_shards_records() {
     for shard in shards {
         ok(shard.wait_with_output().unwrap());
     }
-    let _ = sim.kill();
-    let _ = sim.wait();
+    drop(sim);
     let reports: Vec<Value> = (0..2)
         .map(|k| read_json(&dir.path().join(format!("cap-{k}/report.json"))))
         .collect();

@@ -1,7 +1,7 @@
 //! `--shards`, `--shard-index` and `--start-at`: one process's part of a sharded run (see
 //! `goodput_core::shard`), shared by `run`, `sweep` and `capacity`.
 
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use goodput_core::config::{LoadSpec, RunConfig};
@@ -9,6 +9,9 @@ use goodput_core::shard::{Shard, ShardError, parse_start_at};
 
 /// The environment variable a Kubernetes Indexed Job sets to each pod's index.
 pub(crate) const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
+
+/// The latest a process may reach `--start-at` and still run.
+const MAX_LATE: Duration = Duration::from_secs(3600);
 
 /// Sharding flags.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -42,6 +45,14 @@ impl ShardArgs {
     /// that writes its journal with `--out` (`has_out`).
     pub(crate) fn plan(&self, seed_given: bool, has_out: bool) -> Result<ShardPlan> {
         let start_at = self.start_at.as_deref().map(parse_start_at).transpose()?;
+        if let Some(ago) = start_at.and_then(|at| SystemTime::now().duration_since(at).ok())
+            && ago > MAX_LATE
+        {
+            bail!(
+                "--start-at: that was {:.0} minutes ago; every arrival of the run would be overdue",
+                ago.as_secs_f64() / 60.0
+            );
+        }
         let Some(count) = self.shards else {
             return Ok(ShardPlan {
                 shard: Shard::SINGLE,

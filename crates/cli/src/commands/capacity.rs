@@ -137,8 +137,7 @@ async fn live(
     // --arrival and --max-concurrency shape every probe).
     let base = args.run.run_config(0)?;
     let plan = probe_plan(&args, base, criteria.clone(), measured);
-    let mut session = Session::open(args.run, command_line).await?;
-    session.coordinated = session.shard.shard.is_sharded();
+    let mut session = Session::open(args.run, command_line).await?.coordinated();
     let plan = ProbePlan {
         base: session.config.clone(),
         ..plan

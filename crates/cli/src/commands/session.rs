@@ -23,7 +23,6 @@ use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
-use goodput_core::shard::{ShardInfo, unix_ms};
 use goodput_core::tokens::TokenCounter;
 use goodput_core::warnings;
 use goodput_core::workload::Workload;
@@ -33,9 +32,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::app::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED, rfc3339};
 use crate::args::run::{ApiArg, RunArgs};
-use crate::args::shard::ShardPlan;
 use crate::commands::gate::Criteria as GateCriteria;
 use crate::commands::server_side::ServerSide;
+use crate::commands::sharded::ShardState;
 use crate::commands::workload::{self, BuiltWorkload};
 use crate::output;
 
@@ -87,15 +86,8 @@ pub(crate) struct Session {
     pub(crate) server_warnings: Vec<Warning>,
     /// Ctrl-C / SIGTERM.
     pub(crate) cancel: CancellationToken,
-    /// This process's part of a sharded run, and the shared start.
-    pub(crate) shard: ShardPlan,
-    /// How late each step started, with a shared start time (ms).
-    pub(crate) late_ms: Vec<f64>,
-    /// A sharded capacity search: every probe is judged on all shards' records
-    /// ([`super::sharded::merged_step`]).
-    pub(crate) coordinated: bool,
-    /// The shared start of the next step, when the shards agreed on one.
-    pub(crate) next_start: Option<SystemTime>,
+    /// This process's part of a sharded run (`--shards`) and its shared step starts.
+    pub(crate) sharding: ShardState,
 }
 
 /// One step run within a session.
@@ -115,10 +107,7 @@ impl Session {
     pub(crate) async fn open(args: RunArgs, command_line: Vec<String>) -> Result<Session> {
         let seed = args.seed.unwrap_or_else(random_seed);
         let mut config = args.run_config(seed)?;
-        let shard = args
-            .sharding
-            .plan(args.seed.is_some(), args.out.is_some())?;
-        shard.check(&config)?;
+        let sharding = ShardState::new(&args, &config)?;
         let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
         let endpoint = start_endpoint(&args, seed).await?;
         config.time_scale = endpoint.time_scale;
@@ -151,8 +140,6 @@ impl Session {
         built.record_buckets(&mut run_info.workload);
         let counter = workload::runner_counter(&args.tokenizer)?;
         let journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
-        let cancel = CancellationToken::new();
-        spawn_signal_handler(cancel.clone());
         let endpoint_is_simulator = endpoint.simulator.is_some();
         Ok(Session {
             args,
@@ -172,11 +159,8 @@ impl Session {
             capacity_plan: None,
             server_warnings: Vec::new(),
             overhead: ClientOverhead::start(endpoint_is_simulator),
-            cancel,
-            shard,
-            late_ms: Vec::new(),
-            coordinated: false,
-            next_start: None,
+            cancel: cancel_on_signal(),
+            sharding,
         })
     }
 
@@ -196,29 +180,11 @@ impl Session {
             self.streamed,
         )
         .with_step(index)
-        .with_shard(self.shard.shard);
-        match self.next_start.or_else(|| self.step_start(index)) {
+        .with_shard(self.sharding.plan.shard);
+        match self.step_start(index) {
             Some(at) => runner.with_start_at(at),
             None => runner,
         }
-    }
-
-    /// The shared start of step `index`: `--start-at`, then every `--duration` plus
-    /// `--request-timeout` (by then every request of the step before has ended, on every
-    /// shard), so the shards of a sweep start each step together.
-    fn step_start(&self, index: u32) -> Option<SystemTime> {
-        let at = self.shard.start_at?;
-        let period = self.config.duration.unwrap_or_default() + self.config.request_timeout;
-        Some(at + period.div_f64(self.config.time_scale) * index)
-    }
-
-    /// Notes how late a step started (with a shared start time) in `run.json`.
-    pub(crate) fn note_start(&mut self, outcome: &RunOutcome) -> Result<()> {
-        if let Some(late) = outcome.late_start {
-            self.late_ms.push(late.as_secs_f64() * 1e3);
-            self.write_manifest()?;
-        }
-        Ok(())
     }
 
     /// An aggregator for `config` with the session's length buckets.
@@ -243,17 +209,7 @@ impl Session {
         manifest.steps = self.step_loads.clone();
         manifest.sweep = self.sweep_plan.clone();
         manifest.capacity = self.capacity_plan.clone();
-        manifest.shard = self.shard.start_at.map(|at| ShardInfo {
-            count: self.shard.shard.count,
-            index: self.shard.shard.index,
-            start_at_unix_ms: unix_ms(at),
-            late_ms: self.late_ms.clone(),
-            host: self
-                .run_info
-                .client_host
-                .as_ref()
-                .and_then(|h| h.hostname.clone()),
-        });
+        manifest.shard = self.sharding.info(&self.run_info);
         output::json::write_json(&dir.join("run.json"), &manifest)
     }
 
@@ -276,7 +232,7 @@ impl Session {
             self.overhead = ClientOverhead::start(self.endpoint.simulator.is_some());
         }
         // A coordinated probe runs to its end on every shard (no shard sees enough to stop it).
-        let early_stop = early_stop.filter(|_| !self.coordinated);
+        let early_stop = early_stop.filter(|_| !self.sharding.coordinated);
         let mut probe = ProbeSink::new(
             self.aggregator(config),
             early_stop.cloned(),
@@ -297,7 +253,7 @@ impl Session {
             progress.abort();
         }
         let mut aggregator = probe.into_aggregator();
-        if self.coordinated {
+        if self.sharding.coordinated {
             aggregator = super::sharded::merged_step(self, index, config).await?;
         }
         let mut step = aggregator.report(LoadReport::from(&config.load));
@@ -573,9 +529,11 @@ pub(crate) fn prepare_output(
     Ok(Some(journal))
 }
 
-/// First Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at once (the journal is
-/// already flushed line by line).
-pub(crate) fn spawn_signal_handler(cancel: CancellationToken) {
+/// A token cancelled by the first Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at
+/// once (the journal is already flushed line by line).
+pub(crate) fn cancel_on_signal() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let token = cancel.clone();
     tokio::spawn(async move {
         if wait_for_signal().await.is_err() {
             return;
@@ -586,6 +544,7 @@ pub(crate) fn spawn_signal_handler(cancel: CancellationToken) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     });
+    token
 }
 
 pub(crate) async fn wait_for_signal() -> std::io::Result<()> {

@@ -1,7 +1,7 @@
-//! Multi-step sharded runs (`--shards`): what `sweep` and `capacity` check first (every step
-//! leaves each shard some load; a sweep's steps fit the shared step clock — step k starts at
-//! `--start-at` + k × (`--duration` + `--request-timeout`)), and how a sharded capacity search
-//! judges each probe on every shard's records through the shared volume ([`merged_step`]).
+//! A session's part of a sharded run (`--shards`): its shard, the shared start of each step —
+//! step k starts at `--start-at` + k × (`--duration` + `--request-timeout`), or, in a capacity
+//! search, when the shards agreed — and how a sharded capacity search judges each probe on
+//! every shard's records through the shared volume ([`merged_step`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,27 +11,93 @@ use anyhow::{Context, Result, bail};
 use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::metrics::StepAggregator;
+use goodput_core::report::RunInfo;
+use goodput_core::runner::RunOutcome;
 use goodput_core::runner::read_journal;
-use goodput_core::shard::unix_ms;
+use goodput_core::shard::{ShardInfo, unix_ms};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use crate::args::capacity::{CapacityArgs, DimensionArg};
+use crate::args::run::RunArgs;
+use crate::args::shard::ShardPlan;
 use crate::commands::session::Session;
 use crate::output;
 
-/// Refuses a step a sharded sweep cannot run.
-pub(crate) fn check_step(session: &Session, config: &RunConfig) -> Result<()> {
-    if !session.shard.shard.is_sharded() {
-        return Ok(());
+/// A session's part of a sharded run.
+#[derive(Debug)]
+pub(crate) struct ShardState {
+    /// The shard and the shared start.
+    pub(crate) plan: ShardPlan,
+    /// How late each step started, with a shared start time (ms).
+    pub(crate) late_ms: Vec<f64>,
+    /// A sharded capacity search: every probe is judged on all shards' records
+    /// ([`merged_step`]).
+    pub(crate) coordinated: bool,
+    /// The shared start of the next step, once the shards agreed on one.
+    pub(crate) next_start: Option<SystemTime>,
+}
+
+impl ShardState {
+    /// The shard plan of `args`, checked against the run's `config`.
+    pub(crate) fn new(args: &RunArgs, config: &RunConfig) -> Result<Self> {
+        let plan = args
+            .sharding
+            .plan(args.seed.is_some(), args.out.is_some())?;
+        plan.check(config)?;
+        Ok(ShardState {
+            plan,
+            late_ms: Vec::new(),
+            coordinated: false,
+            next_start: None,
+        })
     }
-    if config.duration.is_none() {
-        bail!(
-            "--shards with several steps: give --duration (every shard starts step k at \
-             --start-at + k × (--duration + --request-timeout))"
-        );
+
+    /// What `run.json` records about the shard (with a shared start time).
+    pub(crate) fn info(&self, run: &RunInfo) -> Option<ShardInfo> {
+        let at = self.plan.start_at?;
+        Some(ShardInfo {
+            count: self.plan.shard.count,
+            index: self.plan.shard.index,
+            start_at_unix_ms: unix_ms(at),
+            late_ms: self.late_ms.clone(),
+            host: run.client_host.as_ref().and_then(|h| h.hostname.clone()),
+        })
     }
-    session.shard.check(config)
+}
+
+impl Session {
+    /// A session whose steps, when sharded, are judged on every shard's records (a capacity
+    /// search: each probe's load depends on the previous verdict).
+    pub(crate) fn coordinated(mut self) -> Self {
+        self.sharding.coordinated = self.sharding.plan.shard.is_sharded();
+        self
+    }
+
+    /// The shared start of step `index`: the one the shards agreed on (capacity), else
+    /// `--start-at`, then every `--duration` plus `--request-timeout` (by then every request
+    /// of the step before has ended, on every shard), so the shards of a sweep start each
+    /// step together. Unsharded, only the first step waits for `--start-at`.
+    pub(crate) fn step_start(&self, index: u32) -> Option<SystemTime> {
+        if let Some(at) = self.sharding.next_start {
+            return Some(at);
+        }
+        let at = self.sharding.plan.start_at?;
+        if index > 0 && !self.sharding.plan.shard.is_sharded() {
+            return None;
+        }
+        let period = self.config.duration.unwrap_or_default() + self.config.request_timeout;
+        Some(at + period.div_f64(self.config.time_scale) * index)
+    }
+
+    /// Notes how late a step started (with a shared start time) in `run.json`.
+    pub(crate) fn note_start(&mut self, outcome: &RunOutcome) -> Result<()> {
+        if let Some(late) = outcome.late_start {
+            self.sharding.late_ms.push(late.as_secs_f64() * 1e3);
+            self.write_manifest()?;
+        }
+        Ok(())
+    }
 }
 
 /// Refuses a sharded capacity search whose probes could leave a shard idle.
@@ -87,7 +153,7 @@ pub(crate) async fn merged_step(
     let marker = out.join("steps").join(format!("{index}.done"));
     std::fs::create_dir_all(out.join("steps"))?;
     output::json::write_json(&marker, &done)?;
-    let shard = session.shard.shard;
+    let shard = session.sharding.plan.shard;
     let deadline = Instant::now() + config.request_timeout + BARRIER_SLACK;
     let peers = loop {
         let (peers, waiting) = peers_done(&out, session, index)?;
@@ -117,7 +183,8 @@ pub(crate) async fn merged_step(
             aggregator.add(record);
         }
     }
-    session.next_start = Some(UNIX_EPOCH + Duration::from_millis(last_end) + NEXT_STEP_GAP);
+    session.sharding.next_start =
+        Some(UNIX_EPOCH + Duration::from_millis(last_end) + NEXT_STEP_GAP);
     Ok(aggregator)
 }
 
@@ -130,8 +197,8 @@ fn peers_done(out: &Path, session: &Session, index: usize) -> Result<(Vec<PathBu
     } else {
         parent
     };
-    let shard = session.shard.shard;
-    let start = session.shard.start_at.map(unix_ms);
+    let shard = session.sharding.plan.shard;
+    let start = session.sharding.plan.start_at.map(unix_ms);
     let mut found: BTreeMap<u32, PathBuf> = BTreeMap::new();
     let entries = std::fs::read_dir(parent)
         .with_context(|| format!("reading the shards' directory {}", parent.display()))?;

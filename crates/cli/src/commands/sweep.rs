@@ -39,9 +39,6 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
         knee_min_gain,
         knee: None,
     });
-    for level in &levels {
-        super::sharded::check_step(&session, &level_config(&session, dimension, *level).0)?;
-    }
     let mut steps = Vec::new();
     let mut last_outcome = None;
     for (index, level) in levels.iter().enumerate() {

@@ -6,6 +6,7 @@
 pub(crate) mod capture;
 pub(crate) mod load;
 pub(crate) mod probes;
+pub(crate) mod shard;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -433,6 +434,7 @@ pub(crate) fn run(
     let args: Vec<String> = args
         .iter()
         .map(|a| expand(a, fixtures, &server.url).replace("{out}", &out.display().to_string()))
+        .map(|a| a.replace("{now}", &now_unix()))
         .collect();
     let output = goodput()
         .args(&args)
@@ -448,6 +450,12 @@ pub(crate) fn run(
         output,
         serde_json::from_str(&text).expect("observation re-parses"),
     )
+}
+
+/// The time now as Unix seconds (for `--start-at`).
+fn now_unix() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    format!("{:.3}", now.map_or(0.0, |d| d.as_secs_f64()))
 }
 
 /// Whether `goodput args` (no `--quiet`) draws with escape sequences under a pseudo-terminal.

@@ -257,6 +257,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
         probe("--no-metrics", &["--no-metrics"], At("/wire")),
     ];
     probes.extend(super::load::probes(sub));
+    probes.extend(super::shard::probes(sub));
     probes
 }
 

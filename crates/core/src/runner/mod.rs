@@ -148,6 +148,20 @@ pub struct RunOutcome {
     pub late_start: Option<Duration>,
 }
 
+impl RunOutcome {
+    /// A run cancelled while it waited for its shared start: nothing was sent.
+    fn stopped_before_start() -> Self {
+        RunOutcome {
+            end_reason: EndReason::Interrupted,
+            records: 0,
+            started_at: SystemTime::now(),
+            elapsed: Duration::ZERO,
+            sink_error: None,
+            late_start: None,
+        }
+    }
+}
+
 /// Everything a run needs.
 #[derive(Debug, Clone)]
 pub struct Runner {
@@ -226,14 +240,7 @@ impl Runner {
         cancel: CancellationToken,
     ) -> RunOutcome {
         let Some((started_at, start, late_start)) = self.wait_for_start(&cancel).await else {
-            return RunOutcome {
-                end_reason: EndReason::Interrupted,
-                records: 0,
-                started_at: SystemTime::now(),
-                elapsed: Duration::ZERO,
-                sink_error: None,
-                late_start: None,
-            };
+            return RunOutcome::stopped_before_start();
         };
         let stop = cancel.child_token();
         let activity = Arc::new(Activity::default());

@@ -34,6 +34,13 @@ struct Counters {
     next_session: AtomicU64,
 }
 
+impl Counters {
+    /// The global index of the next request this shard sends.
+    fn claim_request(&self, shard: crate::shard::Shard) -> u64 {
+        shard.global_index(self.next_request.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// What a session task shares.
 struct SessionContext {
     plan: Arc<Plan>,
@@ -154,11 +161,7 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
                 () = tokio::time::sleep_until(scheduled) => {}
             }
         }
-        let local = context
-            .counters
-            .next_request
-            .fetch_add(1, Ordering::Relaxed);
-        let index = plan.shard.global_index(local);
+        let index = context.counters.claim_request(plan.shard);
         if !plan.admits(
             index,
             scheduled.saturating_duration_since(plan.context.start),
