@@ -223,6 +223,7 @@ fn four_shard_processes_merge_into_the_single_process_report() {
     let dirs: Vec<PathBuf> = (0..4).map(|k| shard_dir(dir.path(), k)).collect();
     let merged_dir = dir.path().join("merged");
     let merged: Value = serde_json::from_slice(&ok(merge(&dirs, &merged_dir)).stdout).unwrap();
+    support::validate_against_schema(&merged);
     assert_is_the_union_report(&merged, &dirs, dir.path());
     assert_is_the_schedule(&merged_dir.join("requests.jsonl"), 40.0, 11, 120);
     let shards = &merged["shards"];
@@ -268,6 +269,7 @@ fn a_killed_or_missing_shard_is_named_with_what_it_lost() {
     let output = merge(&dirs, &dir.path().join("merged"));
     assert_eq!(output.status.code(), Some(1), "an incomplete merge exits 1");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    support::validate_against_schema(&report);
     let killed = &report["shards"]["shards"][2];
     assert_eq!(killed["end_reason"], "unfinished", "{killed}");
     // Its quarter of 6 s at 40/s is about 60 requests; it was killed about 3 s in.

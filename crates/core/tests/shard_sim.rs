@@ -19,7 +19,9 @@ use goodput_core::runner::{RunOutcome, Runner};
 use goodput_core::schedule::ArrivalSchedule;
 use goodput_core::shard::Shard;
 use goodput_core::tokens::Tiktoken;
-use goodput_core::workload::SyntheticWorkload;
+use goodput_core::workload::{
+    PromptVocabulary, SyntheticConversations, SyntheticWorkload, ThinkTime, Workload,
+};
 use goodput_sim::SimServer;
 use tokio_util::sync::CancellationToken;
 use util::{Collect, fixed, in_memory_client, openai};
@@ -45,14 +47,24 @@ async fn run_shard(
     shard: Shard,
     start_at: Option<SystemTime>,
 ) -> (Vec<RequestRecord>, RunOutcome) {
-    let backend = Arc::new(
-        OpenAiBackend::new(openai(server.model_name()), in_memory_client(server)).unwrap(),
-    );
     let workload = Arc::new(SyntheticWorkload {
         input_tokens: 32,
         output_tokens: Some(8),
         seed: 1,
     });
+    run_workload(server, config, shard, start_at, workload).await
+}
+
+async fn run_workload(
+    server: &SimServer,
+    config: &RunConfig,
+    shard: Shard,
+    start_at: Option<SystemTime>,
+    workload: Arc<dyn Workload>,
+) -> (Vec<RequestRecord>, RunOutcome) {
+    let backend = Arc::new(
+        OpenAiBackend::new(openai(server.model_name()), in_memory_client(server)).unwrap(),
+    );
     let mut runner = Runner::new(
         config.clone(),
         backend,
@@ -209,4 +221,52 @@ async fn a_shared_start_is_waited_for_and_a_late_one_is_reported() {
         "arrivals due before it began went at once"
     );
     assert!(burst.count() > 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn sessions_are_split_by_session_and_requests_numbered_apart() {
+    let sessions: Arc<dyn Workload> = Arc::new(SyntheticConversations {
+        turns: "3".parse().unwrap(),
+        user_tokens: "10".parse().unwrap(),
+        output_tokens: Some("4".parse().unwrap()),
+        think_time: ThinkTime::Fixed(Duration::from_millis(300)),
+        prefix: None,
+        agent: None,
+        vocabulary: Arc::new(PromptVocabulary::cl100k()),
+        seed: 9,
+    });
+    let config = RunConfig {
+        load: LoadSpec::Open {
+            rate_per_sec: 4.0,
+            arrival: Arrival::Constant,
+            max_concurrency: None,
+        },
+        max_requests: None,
+        duration: Some(Duration::from_millis(1900)),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let turns = |records: &[RequestRecord]| -> BTreeSet<(u64, u32)> {
+        records
+            .iter()
+            .map(|r| (r.session.unwrap(), r.turn.unwrap()))
+            .collect()
+    };
+    let single = SimServer::new(fixed(100, 10, 256)).unwrap();
+    let alone = run_workload(&single, &config, Shard::SINGLE, None, Arc::clone(&sessions));
+    let (alone, _) = alone.await;
+    let server = SimServer::new(fixed(100, 10, 256)).unwrap();
+    let (mut union, mut indices) = (BTreeSet::new(), BTreeSet::new());
+    for k in 0..2 {
+        let shard = Shard::new(2, k).unwrap();
+        let run = run_workload(&server, &config, shard, None, Arc::clone(&sessions));
+        let (records, _) = run.await;
+        for record in &records {
+            assert_eq!(record.session.unwrap() % 2, u64::from(k), "its own sessions");
+            assert!(indices.insert(record.index), "index {} twice", record.index);
+        }
+        union.extend(turns(&records));
+    }
+    assert!(turns(&alone).len() > 8, "{:?}", turns(&alone));
+    assert_eq!(union, turns(&alone), "the same sessions and turns as one process");
 }

@@ -225,8 +225,10 @@ pub fn merge(mut dirs: Vec<ShardDir>) -> Result<Merged, MergeError> {
     let records = union(&dirs)?;
     let first = &dirs[0];
     let info = first.shard()?.clone();
+    let start_at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(info.start_at_unix_ms);
     let mut manifest = longest_steps(&dirs).manifest.clone();
     manifest.shard = None;
+    manifest.run.started_at = crate::units::rfc3339(start_at);
     let given: BTreeMap<u32, &ShardDir> = dirs
         .iter()
         .filter_map(|d| Some((d.manifest.shard.as_ref()?.index, d)))
@@ -240,7 +242,6 @@ pub fn merge(mut dirs: Vec<ShardDir>) -> Result<Merged, MergeError> {
         .filter_map(|s| s.clock_offset_ms.as_ref())
         .collect();
     let skew = clock::skew(&offsets);
-    let start_at = std::time::UNIX_EPOCH + std::time::Duration::from_millis(info.start_at_unix_ms);
     Ok(Merged {
         manifest,
         records,
