@@ -262,11 +262,19 @@ async fn sessions_are_split_by_session_and_requests_numbered_apart() {
         let run = run_workload(&server, &config, shard, None, Arc::clone(&sessions));
         let (records, _) = run.await;
         for record in &records {
-            assert_eq!(record.session.unwrap() % 2, u64::from(k), "its own sessions");
+            assert_eq!(
+                record.session.unwrap() % 2,
+                u64::from(k),
+                "its own sessions"
+            );
             assert!(indices.insert(record.index), "index {} twice", record.index);
         }
         union.extend(turns(&records));
     }
     assert!(turns(&alone).len() > 8, "{:?}", turns(&alone));
-    assert_eq!(union, turns(&alone), "the same sessions and turns as one process");
+    assert_eq!(
+        union,
+        turns(&alone),
+        "the same sessions and turns as one process"
+    );
 }
