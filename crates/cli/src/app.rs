@@ -21,6 +21,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             Command::Capacity(args) => commands::capacity::run(*args, command_line).await,
             Command::Sim(args) => commands::sim::run(*args).await,
             Command::Report(args) => commands::report::run(args),
+            Command::Merge(args) => commands::merge::run(args),
             Command::Compare(args) => commands::compare::run(args),
             Command::Gate(args) => commands::gate::run(args),
             Command::History(args) => commands::history::run(args),

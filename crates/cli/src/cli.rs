@@ -1,4 +1,4 @@
-//! The command line: `goodput run | sweep | capacity | sim | report | compare | gate | history
+//! The command line: `goodput run | sweep | capacity | sim | report | merge | compare | gate | history
 //! | plan | monitor`, defined with clap derive. Doc comments are the help text. Values are parsed here; cross-field validation happens when the arguments
 //! are turned into the engine's configuration (see `args`).
 
@@ -39,6 +39,8 @@ pub(crate) enum Command {
     Sim(Box<SimArgs>),
     /// Rebuild a report from a run's journal (requests.jsonl).
     Report(ReportArgs),
+    /// Merge the shards of a sharded run (`--shards`) into one run and one report.
+    Merge(crate::args::merge::MergeArgs),
     /// Compare two runs: every figure side by side, significance of latency changes, and
     /// warnings when the conditions differ.
     Compare(CompareArgs),

@@ -27,6 +27,9 @@ pub struct RunManifest {
     /// A capacity search's plan (`goodput capacity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<crate::decide::capacity::CapacityPlan>,
+    /// Which shard of a sharded run this process was (`--shards`), and its start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::shard::ShardInfo>,
 }
 
 impl RunManifest {
@@ -40,6 +43,7 @@ impl RunManifest {
             steps: Vec::new(),
             sweep: None,
             capacity: None,
+            shard: None,
         }
     }
 }

@@ -3,11 +3,13 @@
 
 pub(crate) mod analysis;
 pub(crate) mod capacity;
+pub(crate) mod merge;
 pub(crate) mod monitor;
 pub(crate) mod plan;
 pub(crate) mod reporting;
 pub(crate) mod run;
 pub(crate) mod server;
+pub(crate) mod shard;
 pub(crate) mod sim;
 pub(crate) mod sim_deploy;
 pub(crate) mod sweep;

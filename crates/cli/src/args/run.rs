@@ -180,6 +180,9 @@ pub(crate) struct RunArgs {
 
     #[command(flatten)]
     pub(crate) server_side: crate::args::server::ServerSideArgs,
+
+    #[command(flatten)]
+    pub(crate) sharding: crate::args::shard::ShardArgs,
 }
 
 /// A `--warmup` value.

@@ -76,7 +76,35 @@ impl SweepArgs {
         {
             bail!("{flag} sets the load of every step; drop --rate / --concurrency");
         }
+        self.check_shards(dimension, &levels)?;
         Ok((dimension, levels))
+    }
+
+    /// With `--shards N`: every step must have a known length (steps start on a shared clock)
+    /// and leave each shard a worker.
+    fn check_shards(&self, dimension: SweepDimension, levels: &[f64]) -> Result<()> {
+        let Some(count) = self.run.sharding.shards.filter(|n| *n > 1) else {
+            return Ok(());
+        };
+        if self.run.requests.is_some() && self.run.duration.is_none() {
+            bail!(
+                "--shards {count} with a sweep: give --duration (every shard starts step k at \
+                 --start-at + k × (--duration + --request-timeout))"
+            );
+        }
+        let fewest = match dimension {
+            SweepDimension::Concurrency => levels.iter().copied().fold(f64::MAX, f64::min),
+            SweepDimension::Batch if self.run.rate.is_none() => {
+                f64::from(self.run.concurrency.unwrap_or(1))
+            }
+            _ => f64::MAX,
+        };
+        if fewest < f64::from(count) {
+            bail!(
+                "--shards {count}: a step of concurrency {fewest} leaves a shard without a worker"
+            );
+        }
+        Ok(())
     }
 
     /// The knee threshold as a fraction.

@@ -26,6 +26,7 @@ use crate::wiring::session::{Session, StepRun};
 /// Runs `goodput capacity`.
 pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let tolerance = args.validate()?;
+    crate::wiring::sharded::check_capacity(&args)?;
     let criteria = criteria(&args)?;
     let measured = args
         .probe_requests
@@ -136,7 +137,7 @@ async fn live(
     // --arrival and --max-concurrency shape every probe).
     let base = args.run.run_config(0)?;
     let plan = probe_plan(&args, base, criteria.clone(), measured);
-    let mut session = Session::open(args.run, command_line).await?;
+    let mut session = Session::open(args.run, command_line).await?.coordinated();
     let plan = ProbePlan {
         base: session.config.clone(),
         ..plan
@@ -310,5 +311,6 @@ pub(crate) fn completed_outcome() -> RunOutcome {
         started_at: SystemTime::now(),
         elapsed: Duration::ZERO,
         sink_error: None,
+        late_start: None,
     }
 }

@@ -1,11 +1,13 @@
-//! One module per subcommand: `run`, `sweep`, `capacity`, `sim`, `report`, `compare`, `gate`,
-//! `history`, `plan`, `monitor`. What several of them share lives in [`crate::wiring`]; the
+//! One module per subcommand: `run`, `sweep`, `capacity`, `sim`, `report`, `merge`, `compare`,
+//! `gate`, `history`, `plan`, `monitor`. What several of them share lives in [`crate::wiring`]
+//! (including `sharded`, the shard coordination of `run`, `sweep` and `capacity`); the
 //! virtual-time paths of `capacity` and `plan` in [`crate::virtual_target`].
 
 pub(crate) mod capacity;
 pub(crate) mod compare;
 pub(crate) mod gate;
 pub(crate) mod history;
+pub(crate) mod merge;
 pub(crate) mod monitor;
 pub(crate) mod plan;
 pub(crate) mod report;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use goodput_core::assemble::rebuild;
+use goodput_core::assemble;
 use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::runner::read_journal;
@@ -32,9 +32,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
             "note: the journal's last line was cut short (the run was killed mid-write); it was skipped"
         );
     }
-    let buckets = crate::wiring::workload::recorded_buckets(&manifest.run.workload)?;
-    let mut report = rebuild(&manifest, &config, &buckets, &contents.records);
-    crate::wiring::server_side::rebuild(&dir, &contents.records, &mut report, config.window)?;
+    let report = rebuild(&manifest, &config, &contents.records, &dir)?;
     if let Some(out) = &args.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
@@ -50,7 +48,7 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
 }
 
 /// `run.json`, written when the run started.
-fn read_manifest(dir: &Path) -> Result<RunManifest> {
+pub(crate) fn read_manifest(dir: &Path) -> Result<RunManifest> {
     let path = dir.join("run.json");
     let text = std::fs::read_to_string(&path).with_context(|| {
         format!(
@@ -60,6 +58,20 @@ fn read_manifest(dir: &Path) -> Result<RunManifest> {
     })?;
     serde_json::from_str(&text)
         .with_context(|| format!("{} is not a goodput run manifest", path.display()))
+}
+
+/// The report of `records` under `manifest` and `config`: the core rebuild plus the server's
+/// scrapes found in `dir` (also what `goodput merge` builds its report with).
+pub(crate) fn rebuild(
+    manifest: &RunManifest,
+    config: &RunConfig,
+    records: &[goodput_core::record::RequestRecord],
+    dir: &Path,
+) -> Result<goodput_core::report::Report> {
+    let buckets = crate::wiring::workload::recorded_buckets(&manifest.run.workload)?;
+    let mut report = assemble::rebuild(manifest, config, &buckets, records);
+    crate::wiring::server_side::rebuild(dir, records, &mut report, config.window)?;
+    Ok(report)
 }
 
 /// The journal file and its directory, from either of them.

@@ -41,6 +41,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         sinks.push(server_side.tally());
         runner.run(&mut sinks, cancel).await
     };
+    session.note_start(&outcome)?;
     server_side.end().await;
     if let Some(progress) = progress {
         progress.abort();

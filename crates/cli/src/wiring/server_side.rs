@@ -23,9 +23,9 @@ use crate::args::server::{ServerSideArgs, SimulatedHardware};
 use crate::output;
 
 /// File the analysis inputs are recorded in.
-const ANALYSIS_FILE: &str = "analysis.json";
+pub(crate) const ANALYSIS_FILE: &str = "analysis.json";
 /// File the scrapes are journaled in.
-const SCRAPES_FILE: &str = "server_metrics.jsonl";
+pub(crate) const SCRAPES_FILE: &str = "server_metrics.jsonl";
 
 /// The scrape journal of a plain run, or of step `index` of a sweep or capacity search.
 fn scrapes_file(step: Option<usize>) -> String {

@@ -36,6 +36,7 @@ use crate::exit::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED};
 use crate::output;
 use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
+use crate::wiring::sharded::ShardState;
 use crate::wiring::workload::{self, BuiltWorkload};
 
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
@@ -86,6 +87,8 @@ pub(crate) struct Session {
     pub(crate) server_warnings: Vec<Warning>,
     /// Ctrl-C / SIGTERM.
     pub(crate) cancel: CancellationToken,
+    /// This process's part of a sharded run (`--shards`) and its shared step starts.
+    pub(crate) sharding: ShardState,
 }
 
 /// One step run within a session.
@@ -106,6 +109,7 @@ impl Session {
         let seed = args.seed.unwrap_or_else(random_seed);
         let mut config = args.run_config(seed)?;
         args.summary_format()?;
+        let sharding = ShardState::new(&args, &config)?;
         let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
         let endpoint = start_endpoint(&args, seed).await?;
         config.time_scale = endpoint.time_scale;
@@ -138,8 +142,6 @@ impl Session {
         built.record_buckets(&mut run_info.workload);
         let counter = workload::runner_counter(&args.tokenizer)?;
         let journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
-        let cancel = CancellationToken::new();
-        spawn_signal_handler(cancel.clone());
         let endpoint_is_simulator = endpoint.simulator.is_some();
         Ok(Session {
             args,
@@ -159,7 +161,8 @@ impl Session {
             capacity_plan: None,
             server_warnings: Vec::new(),
             overhead: ClientOverhead::start(endpoint_is_simulator),
-            cancel,
+            cancel: cancel_on_signal(),
+            sharding,
         })
     }
 
@@ -171,7 +174,7 @@ impl Session {
         workload: Option<Arc<dyn Workload>>,
     ) -> Runner {
         let workload = workload.unwrap_or_else(|| Arc::clone(&self.built.workload));
-        Runner::new(
+        let runner = Runner::new(
             config.clone(),
             Arc::clone(&self.backend),
             workload,
@@ -179,6 +182,11 @@ impl Session {
             self.streamed,
         )
         .with_step(index)
+        .with_shard(self.sharding.plan.shard);
+        match self.step_start(index) {
+            Some(at) => runner.with_start_at(at),
+            None => runner,
+        }
     }
 
     /// An aggregator for `config` with the session's length buckets.
@@ -203,6 +211,7 @@ impl Session {
         manifest.steps = self.step_loads.clone();
         manifest.sweep = self.sweep_plan.clone();
         manifest.capacity = self.capacity_plan.clone();
+        manifest.shard = self.sharding.info(&self.run_info);
         output::json::write_json(&dir.join("run.json"), &manifest)
     }
 
@@ -224,6 +233,8 @@ impl Session {
             // CPU and wall time from the first step on, not the set-up before it.
             self.overhead = ClientOverhead::start(self.endpoint.simulator.is_some());
         }
+        // A coordinated probe runs to its end on every shard (no shard sees enough to stop it).
+        let early_stop = early_stop.filter(|_| !self.sharding.coordinated);
         let mut probe = ProbeSink::new(
             self.aggregator(config),
             early_stop.cloned(),
@@ -238,11 +249,15 @@ impl Session {
             }
             runner.run(&mut sinks, self.cancel.clone()).await
         };
+        self.note_start(&outcome)?;
         server_side.end().await;
         if let Some(progress) = progress {
             progress.abort();
         }
-        let aggregator = probe.into_aggregator();
+        let mut aggregator = probe.into_aggregator();
+        if self.sharding.coordinated {
+            aggregator = super::sharded::merged_step(self, index, config).await?;
+        }
         let mut step = aggregator.report(LoadReport::from(&config.load));
         let warnings = server_side.enrich_step(&mut step, index, config.window);
         self.server_warnings.extend(warnings);
@@ -511,9 +526,11 @@ pub(crate) fn prepare_output(
     Ok(Some(journal))
 }
 
-/// First Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at once (the journal is
-/// already flushed line by line).
-pub(crate) fn spawn_signal_handler(cancel: CancellationToken) {
+/// A token cancelled by the first Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at
+/// once (the journal is already flushed line by line).
+pub(crate) fn cancel_on_signal() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let token = cancel.clone();
     tokio::spawn(async move {
         if wait_for_signal().await.is_err() {
             return;
@@ -524,6 +541,7 @@ pub(crate) fn spawn_signal_handler(cancel: CancellationToken) {
             std::process::exit(i32::from(EXIT_INTERRUPTED));
         }
     });
+    token
 }
 
 pub(crate) async fn wait_for_signal() -> std::io::Result<()> {

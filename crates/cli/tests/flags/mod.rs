@@ -9,6 +9,7 @@ pub(crate) mod load;
 pub(crate) mod offline;
 pub(crate) mod probes;
 pub(crate) mod serve;
+pub(crate) mod shard;
 
 pub(crate) use fixtures::{add_runs, fixtures};
 
@@ -414,6 +415,7 @@ pub(crate) fn run(
     let args: Vec<String> = args
         .iter()
         .map(|a| expand(a, fixtures, &server.url).replace("{out}", &out.display().to_string()))
+        .map(|a| a.replace("{now}", &now_unix()))
         .collect();
     let output = match &how.client {
         Some(client) => serve::run_client(&args, client, out, fixtures, &server.url),
@@ -441,6 +443,12 @@ pub(crate) fn run(
         output,
         serde_json::from_str(&text).expect("observation re-parses"),
     )
+}
+
+/// The time now as Unix seconds (for `--start-at`).
+fn now_unix() -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    format!("{:.3}", now.map_or(0.0, |d| d.as_secs_f64()))
 }
 
 /// Whether `goodput args` (no `--quiet`) draws with escape sequences under a pseudo-terminal.

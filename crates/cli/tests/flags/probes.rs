@@ -138,6 +138,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
     probes.extend(replay_probes(sub));
     probes.extend(output_probes());
     probes.extend(super::load::probes(sub));
+    probes.extend(super::shard::probes(sub));
     probes
 }
 

@@ -18,6 +18,7 @@ pub mod distributions;
 pub mod phases;
 pub mod run;
 pub mod server;
+pub mod shards;
 pub mod stability;
 pub mod sweep;
 pub mod windows;
@@ -51,6 +52,10 @@ pub struct Report {
     /// before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<client::ClientReport>,
+    /// The shards of a sharded run merged by `goodput merge`: each one's end, lateness, clock
+    /// offset, client overhead and losses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<shards::ShardsReport>,
 }
 
 fn one() -> f64 {
@@ -74,6 +79,7 @@ impl Report {
             sweep: None,
             capacity: None,
             client: None,
+            shards: None,
         }
     }
 }

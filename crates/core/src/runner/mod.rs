@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use crate::backend::{Activity, Backend};
 use crate::config::RunConfig;
 use crate::record::RequestRecord;
+use crate::shard::Shard;
 use crate::tokens::TokenCounter;
 use crate::workload::Workload;
 
@@ -142,6 +143,23 @@ pub struct RunOutcome {
     pub elapsed: Duration,
     /// The sink error that stopped the run, if any.
     pub sink_error: Option<io::Error>,
+    /// With a shared start time ([`Runner::with_start_at`]): how late the run began sending,
+    /// by this machine's clock (zero when it was waiting at the start time).
+    pub late_start: Option<Duration>,
+}
+
+impl RunOutcome {
+    /// A run cancelled while it waited for its shared start: nothing was sent.
+    fn stopped_before_start() -> Self {
+        RunOutcome {
+            end_reason: EndReason::Interrupted,
+            records: 0,
+            started_at: SystemTime::now(),
+            elapsed: Duration::ZERO,
+            sink_error: None,
+            late_start: None,
+        }
+    }
 }
 
 /// Everything a run needs.
@@ -155,6 +173,8 @@ pub struct Runner {
     monitor: Arc<RunMonitor>,
     finish: CancellationToken,
     step: u32,
+    shard: Shard,
+    start_at: Option<SystemTime>,
 }
 
 impl Runner {
@@ -176,12 +196,28 @@ impl Runner {
             monitor: Arc::default(),
             finish: CancellationToken::new(),
             step: 0,
+            shard: Shard::SINGLE,
+            start_at: None,
         }
     }
 
     /// Stamps every record with step `index` (sweeps and capacity probes).
     pub fn with_step(mut self, index: u32) -> Self {
         self.step = index;
+        self
+    }
+
+    /// Sends only `shard`'s part of the global schedule ([`crate::shard`]).
+    pub fn with_shard(mut self, shard: Shard) -> Self {
+        self.shard = shard;
+        self
+    }
+
+    /// Starts the run's clock at wall-clock time `at` (shared by every shard): the runner waits
+    /// until then, or, if `at` has passed, counts the schedule from it anyway (the arrivals
+    /// already due are sent at once) and reports how late it began.
+    pub fn with_start_at(mut self, at: SystemTime) -> Self {
+        self.start_at = Some(at);
         self
     }
 
@@ -203,8 +239,9 @@ impl Runner {
         sinks: &mut [&mut dyn RecordSink],
         cancel: CancellationToken,
     ) -> RunOutcome {
-        let started_at = SystemTime::now();
-        let start = Instant::now();
+        let Some((started_at, start, late_start)) = self.wait_for_start(&cancel).await else {
+            return RunOutcome::stopped_before_start();
+        };
         let stop = cancel.child_token();
         let activity = Arc::new(Activity::default());
         let abandoned = Arc::new(AtomicBool::new(false));
@@ -226,6 +263,7 @@ impl Runner {
                 step: self.step,
             },
             finish: self.finish.clone(),
+            shard: self.shard,
         };
         let dispatcher = tokio::spawn(dispatch::dispatch(plan, sender, stop.clone()));
         let watchdog = tokio::spawn(dispatch::watch_progress(
@@ -252,6 +290,34 @@ impl Runner {
             started_at,
             elapsed,
             sink_error,
+            late_start,
+        }
+    }
+
+    /// The run's start: now, or the shared start time (waited for; `None` if cancelled while
+    /// waiting), with how late this process reached it.
+    async fn wait_for_start(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Option<(SystemTime, Instant, Option<Duration>)> {
+        let Some(at) = self.start_at else {
+            return Some((SystemTime::now(), Instant::now(), None));
+        };
+        let (wall, now) = (SystemTime::now(), Instant::now());
+        match at.duration_since(wall) {
+            Ok(wait) => {
+                tokio::select! {
+                    biased;
+                    () = cancel.cancelled() => return None,
+                    () = tokio::time::sleep_until(now + wait) => {}
+                }
+                Some((at, now + wait, Some(Duration::ZERO)))
+            }
+            Err(past) => {
+                let late = past.duration();
+                let start = now.checked_sub(late).unwrap_or(now);
+                Some((at, start, Some(late)))
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! The headline of a comparison: the verdict and the dozen figures a reader looks at first
 //! (throughput, goodput, TTFT/TPOT/E2E p50 and p99, error rate, stability), each with its delta
 //! and a significance verdict. Latency rows carry their distribution's test (Mann–Whitney U or
-//! the bootstrap, see [`crate::significance`]); throughput and goodput a test of two Poisson
+//! the bootstrap, see [`crate::decide::significance`]); throughput and goodput a test of two Poisson
 //! rates (completions over the measured window); the error rate a two-proportion test.
 
 use serde::Serialize;

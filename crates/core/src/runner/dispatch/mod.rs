@@ -20,6 +20,7 @@ use crate::backend::Activity;
 use crate::config::{LoadSpec, RunConfig};
 use crate::record::{Phase, RequestRecord};
 use crate::schedule::open_loop_arrivals;
+use crate::shard::Shard;
 use crate::workload::Workload;
 
 /// What the dispatcher needs.
@@ -31,6 +32,8 @@ pub(super) struct Plan {
     pub(super) context: RequestContext,
     /// Cancelled to stop scheduling while scheduled requests finish.
     pub(super) finish: CancellationToken,
+    /// The part of the global schedule this process sends.
+    pub(super) shard: Shard,
 }
 
 impl Plan {
@@ -41,6 +44,11 @@ impl Plan {
                 .config
                 .duration
                 .is_none_or(|duration| offset < duration)
+    }
+
+    /// This shard's part of a client-side cap of `total` requests in flight.
+    fn client_cap(&self, total: u32) -> usize {
+        self.shard.split(total).max(1) as usize
     }
 
     fn ticket(&self, index: u64, scheduled: Instant) -> Ticket {
@@ -74,7 +82,7 @@ pub(super) async fn dispatch(plan: Plan, sender: RecordSender, stop: Cancellatio
     if let Some((schedule, max_concurrency)) =
         open_loop_arrivals(&plan.config.load, plan.config.seed, replayed)
     {
-        let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(n as usize)));
+        let limit = max_concurrency.map(|n| Arc::new(Semaphore::new(plan.client_cap(n))));
         open_loop(plan, schedule, limit, sender, stop).await;
     }
 }
@@ -90,9 +98,11 @@ async fn open_loop(
         let start = plan.context.start;
         let time_scale = plan.config.time_scale;
         let admitted = Arc::clone(&plan);
+        let shard = plan.shard;
         let arrivals = (0u64..)
             .zip(schedule)
             .take_while(move |(index, offset)| admitted.admits(*index, *offset))
+            .filter(move |(index, _)| shard.owns(*index))
             .map(move |(index, offset)| (index, start + offset.div_f64(time_scale)));
         let (pacer_stop, finish) = (stop.clone(), plan.finish.clone());
         let stopped = move || pacer_stop.is_cancelled() || finish.is_cancelled();
@@ -102,6 +112,9 @@ async fn open_loop(
     for (index, offset) in (0u64..).zip(schedule) {
         if !plan.admits(index, offset) {
             break;
+        }
+        if !plan.shard.owns(index) {
+            continue;
         }
         let at = plan.context.start + offset.div_f64(plan.config.time_scale);
         tokio::select! {
@@ -145,8 +158,9 @@ async fn closed_loop(
     stop: CancellationToken,
 ) {
     let next = Arc::new(AtomicU64::new(0));
-    let mut workers = Vec::with_capacity(concurrency as usize);
-    for _ in 0..concurrency {
+    let workers_here = plan.shard.split(concurrency);
+    let mut workers = Vec::with_capacity(workers_here as usize);
+    for _ in 0..workers_here {
         let (plan, sender, stop, next) = (
             Arc::clone(&plan),
             sender.clone(),
@@ -155,7 +169,9 @@ async fn closed_loop(
         );
         workers.push(tokio::spawn(async move {
             while !stop.is_cancelled() && !plan.finish.is_cancelled() {
-                let index = next.fetch_add(1, Ordering::Relaxed);
+                let index = plan
+                    .shard
+                    .global_index(next.fetch_add(1, Ordering::Relaxed));
                 let now = Instant::now();
                 if !plan.admits(index, plan.context.target_offset(now)) {
                     break;

@@ -34,6 +34,13 @@ struct Counters {
     next_session: AtomicU64,
 }
 
+impl Counters {
+    /// The global index of the next request this shard sends.
+    fn claim_request(&self, shard: crate::shard::Shard) -> u64 {
+        shard.global_index(self.next_request.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
 /// What a session task shares.
 struct SessionContext {
     plan: Arc<Plan>,
@@ -54,12 +61,12 @@ pub(super) async fn dispatch_sessions(
     let context = |limit: Option<u32>| SessionContext {
         plan: Arc::clone(&plan),
         counters: Arc::clone(&counters),
-        limit: limit.map(|n| Arc::new(Semaphore::new(n as usize))),
+        limit: limit.map(|n| Arc::new(Semaphore::new(plan.client_cap(n)))),
         sender: sender.clone(),
         stop: stop.clone(),
     };
     if let LoadSpec::Closed { concurrency } = plan.config.load {
-        let workers = (0..concurrency)
+        let workers = (0..plan.shard.split(concurrency))
             .map(|_| tokio::spawn(closed_worker(context(None))))
             .collect::<Vec<_>>();
         for worker in workers {
@@ -79,7 +86,8 @@ impl SessionContext {
     /// Whether a session may start `offset` after the run start.
     fn may_start(&self, offset: Duration) -> bool {
         let config = &self.plan.config;
-        let sent = self.counters.next_request.load(Ordering::Relaxed);
+        let next = self.counters.next_request.load(Ordering::Relaxed);
+        let sent = self.plan.shard.global_index(next);
         config.duration.is_none_or(|duration| offset < duration)
             && config.max_requests.is_none_or(|max| sent < max)
     }
@@ -100,6 +108,9 @@ async fn open_sessions(context: SessionContext, arrivals: impl Iterator<Item = D
         if !context.may_start(offset) {
             break;
         }
+        if !context.plan.shard.owns(session) {
+            continue;
+        }
         let at = context.plan.context.start + offset;
         tokio::select! {
             biased;
@@ -117,10 +128,11 @@ async fn closed_worker(context: SessionContext) {
         if !context.may_start(now.saturating_duration_since(context.plan.context.start)) {
             break;
         }
-        let session = context
+        let local = context
             .counters
             .next_session
             .fetch_add(1, Ordering::Relaxed);
+        let session = context.plan.shard.global_index(local);
         if !play(&context, session, now).await {
             break;
         }
@@ -147,10 +159,7 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
                 return false;
             }
         }
-        let index = context
-            .counters
-            .next_request
-            .fetch_add(1, Ordering::Relaxed);
+        let index = context.counters.claim_request(plan.shard);
         if !plan.admits(
             index,
             scheduled.saturating_duration_since(plan.context.start),
