@@ -201,6 +201,27 @@ fn judge_on_terminal(
 }
 
 #[test]
+fn every_subcommand_is_probed() {
+    let output = support::goodput().arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&output.stdout);
+    let listed: BTreeSet<String> = help
+        .lines()
+        .skip_while(|line| !line.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|line| !line.trim().is_empty())
+        // A command at two spaces; its wrapped description further in.
+        .filter(|line| line.starts_with("  ") && !line.starts_with("   "))
+        .filter_map(|line| line.split_whitespace().next().map(str::to_string))
+        .filter(|name| name != "help")
+        .collect();
+    let probed: BTreeSet<String> = Sub::ALL.iter().map(|s| s.name().to_string()).collect();
+    assert_eq!(
+        listed, probed,
+        "every subcommand of `goodput --help` needs its probes"
+    );
+}
+
+#[test]
 fn every_run_flag_is_honoured_or_refused() {
     check(Sub::Run);
 }
@@ -216,8 +237,14 @@ fn every_capacity_flag_is_honoured_or_refused() {
 }
 
 #[test]
-fn every_report_compare_gate_and_history_flag_is_honoured_or_refused() {
-    for sub in [Sub::Report, Sub::Compare, Sub::Gate, Sub::History] {
+fn every_report_compare_gate_history_and_merge_flag_is_honoured_or_refused() {
+    for sub in [
+        Sub::Report,
+        Sub::Compare,
+        Sub::Gate,
+        Sub::History,
+        Sub::Merge,
+    ] {
         check(sub);
     }
 }

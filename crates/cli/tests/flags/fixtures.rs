@@ -110,6 +110,63 @@ pub(crate) fn add_runs(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf
     }
     fixtures.insert("runs_store", store);
     add_search(dir, fixtures);
+    add_shards(dir, fixtures);
+}
+
+/// `{shard0}`, `{shard1}`: the two shards of one run, run side by side from a shared start.
+fn add_shards(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf>) {
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+        .to_string();
+    let children: Vec<(&'static str, PathBuf, std::process::Child)> =
+        [("shard0", "0"), ("shard1", "1")]
+            .into_iter()
+            .map(|(name, index)| {
+                let out = dir.join(name);
+                let child = goodput()
+                    .args([
+                        "run",
+                        "--quiet",
+                        "--no-live",
+                        "--seed",
+                        "5",
+                        "--requests",
+                        "8",
+                    ])
+                    .args([
+                        "--rate",
+                        "40",
+                        "--input-tokens",
+                        "32",
+                        "--output-tokens",
+                        "4",
+                    ])
+                    .args([
+                        "--shards",
+                        "2",
+                        "--shard-index",
+                        index,
+                        "--start-at",
+                        &start,
+                        "--out",
+                    ])
+                    .arg(&out)
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .expect("goodput runs");
+                (name, out, child)
+            })
+            .collect();
+    for (name, out, child) in children {
+        let output = child.wait_with_output().expect("goodput runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        fixtures.insert(name, out);
+    }
 }
 
 /// `{rc}`: a capacity search in virtual time: deterministic, so `plan --capacity-from` can read it.

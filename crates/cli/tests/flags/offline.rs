@@ -32,6 +32,7 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
         Sub::Gate => vec![gate()],
         Sub::History => vec![history()],
         Sub::Plan => vec![plan(), plan_simulated()],
+        Sub::Merge => vec![merge()],
         _ => return None,
     })
 }
@@ -71,6 +72,17 @@ fn compare() -> Variant {
             ),
             probe("--html", &["--html", "{out}/comparison.html"], At("/files")),
             probe("--details", &["--details"], At(TEXT)),
+        ],
+    )
+}
+
+fn merge() -> Variant {
+    offline(
+        &["merge", "{shard0}", "{shard1}", "--out", "{out}"],
+        vec![
+            probe_without("--out", &["--out"], Refused("--out")),
+            probe("--slo", &["--slo", "ttft=1ms"], At(TEXT)),
+            probe("--json", &["--json"], At("/stdout")),
         ],
     )
 }

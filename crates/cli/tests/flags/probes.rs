@@ -17,9 +17,25 @@ pub(crate) enum Sub {
     Plan,
     Sim,
     Monitor,
+    Merge,
 }
 
 impl Sub {
+    /// Every subcommand under test.
+    pub(crate) const ALL: [Sub; 11] = [
+        Sub::Run,
+        Sub::Sweep,
+        Sub::Capacity,
+        Sub::Report,
+        Sub::Compare,
+        Sub::Gate,
+        Sub::History,
+        Sub::Plan,
+        Sub::Sim,
+        Sub::Monitor,
+        Sub::Merge,
+    ];
+
     pub(crate) fn name(self) -> &'static str {
         match self {
             Sub::Run => "run",
@@ -32,6 +48,7 @@ impl Sub {
             Sub::Plan => "plan",
             Sub::Sim => "sim",
             Sub::Monitor => "monitor",
+            Sub::Merge => "merge",
         }
     }
 }
