@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::support::goodput;
+use crate::support::{goodput, ok};
 
 /// Fixture files the probes name, written once per test.
 pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
@@ -77,7 +77,7 @@ pub(crate) fn add_runs(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf
         ("rb", "4", "80", "8", "team=b"),
     ] {
         let out = dir.join(name);
-        let output = goodput()
+        ok(goodput()
             .args([
                 "run",
                 "--quiet",
@@ -100,12 +100,7 @@ pub(crate) fn add_runs(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf
             .arg("--store")
             .arg(&store)
             .output()
-            .expect("goodput runs");
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+            .expect("goodput runs"));
         fixtures.insert(name, out);
     }
     fixtures.insert("runs_store", store);
@@ -172,7 +167,7 @@ fn add_shards(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf>) {
 /// `{rc}`: a capacity search in virtual time: deterministic, so `plan --capacity-from` can read it.
 fn add_search(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf>) {
     let searched = dir.join("rc");
-    let output = goodput()
+    ok(goodput()
         .args([
             "capacity",
             "--virtual-time",
@@ -195,11 +190,6 @@ fn add_search(dir: &Path, fixtures: &mut BTreeMap<&'static str, PathBuf>) {
         .arg("--out")
         .arg(&searched)
         .output()
-        .expect("goodput runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .expect("goodput runs"));
     fixtures.insert("rc", searched);
 }
