@@ -6,7 +6,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{goodput, read_json, validate_against_schema};
+use support::{goodput, ok, read_json, validate_against_schema};
 
 #[test]
 fn an_agentic_run_reports_reasoning_tools_sessions_and_prefix_reuse() {
@@ -20,7 +20,7 @@ fn an_agentic_run_reports_reasoning_tools_sessions_and_prefix_reuse() {
     )
     .unwrap();
     let out = dir.path().join("run");
-    let output = goodput()
+    ok(goodput()
         .args(["run", "--quiet", "--sim-config", sim.to_str().unwrap()])
         .args(["--turns", "3", "--agent", "tool-prob=0.5,tool-latency=20ms,result-tokens=64"])
         .args(["--concurrency", "2", "--requests", "12", "--warmup", "0"])
@@ -28,12 +28,7 @@ fn an_agentic_run_reports_reasoning_tools_sessions_and_prefix_reuse() {
         .args(["--extra-body", r#"{"tools": [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]}"#])
         .args(["--out", out.to_str().unwrap()])
         .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .unwrap());
     let report = read_json(&out.join("report.json"));
     validate_against_schema(&report);
     let step = &report["steps"][0];

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::goodput;
+use support::{goodput, ok};
 
 fn deploy_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/kubernetes")
@@ -102,19 +102,14 @@ fn manifests() -> Vec<PathBuf> {
 /// A YAML file as JSON, read by the virtualenv's PyYAML (a dependency of the validator).
 fn load_yaml(path: &Path) -> Value {
     let python = venv().join("bin/python");
-    let output = Command::new(python)
+    let output = ok(Command::new(python)
         .args([
             "-c",
             "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
         ])
         .arg(path)
         .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+        .unwrap());
     serde_json::from_slice(&output.stdout).unwrap()
 }
 

@@ -59,20 +59,8 @@ pub struct Audit {
     pub error: String,
 }
 
-fn chromium() -> &'static str {
-    ["chromium", "chromium-browser", "google-chrome"]
-        .into_iter()
-        .find(|name| {
-            Command::new(name)
-                .arg("--version")
-                .output()
-                .is_ok_and(|o| o.status.success())
-        })
-        .expect("headless Chromium is needed to check report.html (apt-get install -y chromium)")
-}
-
 fn browser(dir: &Path) -> Command {
-    let mut command = Command::new(chromium());
+    let mut command = Command::new(super::chromium());
     command
         .args([
             "--headless",

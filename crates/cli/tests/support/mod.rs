@@ -83,10 +83,10 @@ pub fn validate_against_schema(report: &Value) {
     );
 }
 
-/// The DOM of `page` after its scripts ran, from headless Chromium with no network. Fails the
-/// test with a clear message when Chromium is not installed (CI installs it in `.ci/run`).
-pub fn rendered_dom(page: &Path) -> String {
-    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+/// The headless Chromium on this machine. Fails the test with a clear message when none is
+/// installed (CI installs it in `.ci/run`).
+pub fn chromium() -> &'static str {
+    ["chromium", "chromium-browser", "google-chrome"]
         .into_iter()
         .find(|name| {
             Command::new(name)
@@ -100,7 +100,13 @@ pub fn rendered_dom(page: &Path) -> String {
                  (tried chromium, chromium-browser, google-chrome); install it: \
                  apt-get install -y chromium (.ci/run does this)"
             )
-        });
+        })
+}
+
+/// The DOM of `page` after its scripts ran, from headless Chromium with no network. Fails the
+/// test with a clear message when Chromium is not installed (CI installs it in `.ci/run`).
+pub fn rendered_dom(page: &Path) -> String {
+    let chromium = chromium();
     let profile = tempfile::tempdir().unwrap();
     let output = Command::new(chromium)
         .args([
