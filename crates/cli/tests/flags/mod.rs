@@ -22,13 +22,23 @@ use serde_json::{Map, Value, json};
 use crate::support::goodput;
 use capture::CaptureServer;
 
+/// How much of stdout is deterministic, so observed as text (its kind is observed always).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Stdout {
+    /// Only its kind (a live run's figures vary).
+    #[default]
+    Kind,
+    /// All of it.
+    Whole,
+    /// Its first line (a watch's header).
+    FirstLine,
+}
+
 /// How a variant's commands run and what is observed of them.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct How {
-    /// Stdout is deterministic: observe it whole (else only its kind).
-    pub(crate) whole_stdout: bool,
-    /// Only the first line of stdout is deterministic (a watch's header): observe that.
-    pub(crate) first_line: bool,
+    /// What of stdout is observed as text.
+    pub(crate) stdout: Stdout,
     /// The command is a server (`goodput sim --listen`): start it, run this client command
     /// (`{target}` → its URL) against it, and observe the client's run.
     pub(crate) client: Option<Vec<String>>,
@@ -138,7 +148,7 @@ pub(crate) fn observe(
     output: &Output,
     out: &Path,
     wire: &[capture::Captured],
-    whole_stdout: bool,
+    seen: Stdout,
 ) -> Value {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stdout_kind = if stdout.trim().is_empty() {
@@ -165,7 +175,11 @@ pub(crate) fn observe(
     json!({
         "code": output.status.code(),
         "stdout": stdout_kind,
-        "stdout_text": whole_stdout.then(|| stdout.to_string()),
+        "stdout_text": match seen {
+            Stdout::Kind => None,
+            Stdout::Whole => Some(stdout.to_string()),
+            Stdout::FirstLine => Some(stdout.lines().next().unwrap_or("").to_string()),
+        },
         "stderr": if says_something { "text" } else { "empty" },
         "files": files,
         "run_json": read(out, "run.json").map(strip_run),
@@ -427,11 +441,7 @@ pub(crate) fn run(
             .output()
             .expect("goodput runs"),
     };
-    let mut observation = observe(&output, out, &server.take(), how.whole_stdout);
-    if how.first_line {
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        observation["stdout_text"] = Value::from(stdout.lines().next().unwrap_or(""));
-    }
+    let observation = observe(&output, out, &server.take(), how.stdout);
     // The capture server's (and the embedded simulator's) port changes from run to run, and
     // so does the probe's output directory.
     let text = observation

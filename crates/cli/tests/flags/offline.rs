@@ -5,7 +5,7 @@
 
 use super::Expect::{At, Refused};
 use super::probes::{Sub, Variant};
-use super::{Probe, probe, probe_without};
+use super::{Probe, Stdout, probe, probe_without};
 
 fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|a| a.to_string()).collect()
@@ -17,8 +17,7 @@ fn offline(base: &[&str], probes: Vec<Probe>) -> Variant {
         probes,
         runs: true,
         how: super::How {
-            whole_stdout: true,
-            first_line: false,
+            stdout: Stdout::Whole,
             client: None,
         },
     }

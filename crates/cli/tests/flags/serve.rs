@@ -9,7 +9,7 @@ use std::process::{Output, Stdio};
 
 use super::Expect::{At, Changes, Refused};
 use super::probes::{Sub, Variant};
-use super::{How, Probe, expand, probe};
+use super::{How, Probe, Stdout, expand, probe};
 use crate::support::goodput;
 
 const TEXT: &str = "/stdout_text";
@@ -33,8 +33,7 @@ fn whole(base: &[&str], probes: Vec<Probe>) -> Variant {
         probes,
         runs: false,
         how: How {
-            whole_stdout: true,
-            first_line: false,
+            stdout: Stdout::Whole,
             client: None,
         },
     }
@@ -180,8 +179,7 @@ fn served() -> Variant {
         .collect(),
         runs: false,
         how: How {
-            whole_stdout: false,
-            first_line: false,
+            stdout: Stdout::Kind,
             client: Some(args(&CLIENT)),
         },
     }
@@ -242,8 +240,7 @@ fn monitor() -> Variant {
     );
     // How many rows a watch prints depends on timing; its header states every setting.
     variant.how = How {
-        whole_stdout: false,
-        first_line: true,
+        stdout: Stdout::FirstLine,
         client: None,
     };
     variant
