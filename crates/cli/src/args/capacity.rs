@@ -134,12 +134,7 @@ impl CapacityArgs {
                 "the search sets each probe's load and length: drop --rate, --concurrency, --phases, --profile, --requests and --duration"
             );
         }
-        if run.reporting.no_live {
-            bail!(
-                "--no-live: goodput capacity prints plain progress lines (the live view is goodput \
-                 run's); drop the flag"
-            );
-        }
+        run.reporting.refuse_no_live("capacity")?;
         Ok(tolerance)
     }
 }

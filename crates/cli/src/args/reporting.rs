@@ -65,6 +65,19 @@ pub(crate) fn summary_format(
     Ok(format)
 }
 
+impl ReportingArgs {
+    /// Refuses `--no-live` for a subcommand with no live view (`sweep`, `capacity`).
+    pub(crate) fn refuse_no_live(&self, subcommand: &str) -> Result<()> {
+        if self.no_live {
+            bail!(
+                "--no-live: goodput {subcommand} prints plain progress lines (the live view is \
+                 goodput run's); drop the flag"
+            );
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,12 +23,7 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
     if dimension == SweepDimension::Batch && args.run.api != ApiArg::Completions {
         bail!("--batch-steps sends a list of prompts per request: add --api completions");
     }
-    if args.run.reporting.no_live {
-        bail!(
-            "--no-live: goodput sweep prints plain progress lines (the live view is goodput run's); \
-             drop the flag"
-        );
-    }
+    args.run.reporting.refuse_no_live("sweep")?;
     if args.run.workload.trace.is_some() {
         bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
     }
