@@ -43,7 +43,7 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
         ),
         (
             "gate",
-            write("gate.toml", "conditions = [\"ttft.p99 <= 1ms\"]\n"),
+            write("gate.toml", "conditions = [\"ttft.p99 < 0ms\"]\n"),
         ),
         ("store", dir.join("history.db")),
         (
