@@ -67,3 +67,32 @@ fn offers_tools(extra_body: Option<&str>) -> bool {
         .and_then(|body| serde_json::from_str::<serde_json::Value>(body).ok())
         .is_some_and(|body| body.get("tools").is_some_and(serde_json::Value::is_array))
 }
+
+/// The simulator in one line, for the report's target.
+pub(crate) fn describe_simulator(config: &SimConfig) -> String {
+    let engine = match &config.engine {
+        EngineConfig::Batching(b) => format!(
+            "embedded simulator ({}, {} weights, {} KV, on {}×{}, {} policy, time scale {}",
+            b.model.name,
+            format!("{:?}", b.model.weight_dtype).to_lowercase(),
+            format!("{:?}", b.model.kv_dtype).to_lowercase(),
+            b.tensor_parallel,
+            b.gpu.name,
+            b.policy.name(),
+            config.time_scale
+        ),
+        EngineConfig::Fixed(f) => format!(
+            "embedded simulator (fixed timing: ttft {:?}, itl {:?}, {} slots",
+            f.ttft, f.itl, f.slots
+        ),
+    };
+    if config.replicas > 1 {
+        format!(
+            "{engine}; {} replicas, {} routing)",
+            config.replicas,
+            config.routing.name()
+        )
+    } else {
+        format!("{engine})")
+    }
+}

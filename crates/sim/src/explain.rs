@@ -33,6 +33,12 @@ pub fn explain(config: &SimConfig) -> String {
         "time scale: {} simulated seconds per real second",
         config.time_scale
     );
+    let _ = writeln!(
+        out,
+        "replicas: {} behind one load balancer ({} routing); every figure below is per replica",
+        config.replicas,
+        config.routing.name()
+    );
     explain_behaviour(&mut out, config);
     match &config.engine {
         EngineConfig::Batching(batching) => explain_batching(&mut out, batching),

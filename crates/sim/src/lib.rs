@@ -20,6 +20,7 @@ pub mod driver;
 pub mod engine;
 pub mod explain;
 pub mod http;
+mod pieces;
 pub mod server_metrics;
 pub mod text;
 pub mod virtual_time;
@@ -30,12 +31,26 @@ pub use explain::explain;
 pub use http::{RunningSim, SimServer, SpawnError, spawn};
 pub use virtual_time::Simulation;
 
-/// Builds the engine a configuration describes (the configuration must be valid).
+/// Builds the engine a configuration describes (the configuration must be valid): one
+/// replica, or several behind a load balancer (each drawing from its own seed).
 pub fn build_engine(config: &SimConfig) -> Box<dyn Engine> {
+    if config.replicas <= 1 {
+        return build_replica(config, config.seed);
+    }
+    let replicas = (0..u64::from(config.replicas))
+        .map(|i| build_replica(config, text::derive_seed(config.seed, i, REPLICA_SEED)))
+        .collect();
+    Box::new(engine::replicas::Replicated::new(replicas, config.routing))
+}
+
+/// Separates the replicas' seeds from every other draw.
+const REPLICA_SEED: u64 = 0x5e_ed_4e_91;
+
+fn build_replica(config: &SimConfig, seed: u64) -> Box<dyn Engine> {
     match &config.engine {
         EngineConfig::Batching(batching) => Box::new(engine::batching::BatchingEngine::new(
             batching.clone(),
-            config.seed,
+            seed,
         )),
         EngineConfig::Fixed(fixed) => {
             Box::new(engine::fixed::FixedTimingEngine::new(fixed.clone()))

@@ -82,7 +82,8 @@ impl Tokenizer {
     /// Token ids of `text`: `cl100k_base` ids, or one FNV-1a hash per whitespace word.
     pub fn encode(&self, text: &str) -> Vec<u32> {
         match (self.mode, cl100k()) {
-            (PromptTokenizer::Cl100k, Some(encoder)) => encoder.encode_ordinary(text),
+            (PromptTokenizer::Cl100k, Some(encoder)) => crate::pieces::encode_words(encoder, text)
+                .unwrap_or_else(|| encoder.encode_ordinary(text)),
             _ => text
                 .split_whitespace()
                 .map(|word| fnv1a_32(word.as_bytes()))
@@ -93,7 +94,7 @@ impl Tokenizer {
     /// Number of tokens in `text`.
     pub fn count(&self, text: &str) -> usize {
         match (self.mode, cl100k()) {
-            (PromptTokenizer::Cl100k, Some(encoder)) => encoder.encode_ordinary(text).len(),
+            (PromptTokenizer::Cl100k, Some(_)) => self.encode(text).len(),
             _ => text.split_whitespace().count(),
         }
     }

@@ -138,6 +138,14 @@ impl Simulation {
         self.record_events();
     }
 
+    /// Processes every engine event up to and including `until`, appending them to `out`.
+    pub fn run_until_collecting(&mut self, until: SimTime, out: &mut Vec<EngineEvent>) {
+        self.now = self.now.max(until);
+        self.engine.advance(self.now, &mut self.events);
+        out.extend(self.events.iter().cloned());
+        self.record_events();
+    }
+
     /// Advances to the engine's next event that produces something (a request reaching the
     /// engine through its frontend produces nothing by itself) and returns what happened
     /// (empty when idle).

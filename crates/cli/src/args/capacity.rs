@@ -82,10 +82,6 @@ pub(crate) struct CapacityArgs {
     /// loads stayed undecided.
     #[arg(long, value_parser = parse_duration, help_heading = "Capacity search")]
     pub(crate) budget: Option<Duration>,
-    /// Search the embedded simulator in virtual time: no HTTP and no sleeping, so a search
-    /// takes seconds (fixed prompt and answer lengths only).
-    #[arg(long, conflicts_with = "target", help_heading = "Capacity search")]
-    pub(crate) virtual_time: bool,
 }
 
 impl CapacityArgs {

@@ -157,6 +157,10 @@ pub(crate) struct RunArgs {
     #[arg(long = "tag", value_name = "KEY=VALUE", help_heading = "Output")]
     pub(crate) tags: Vec<String>,
 
+    /// Drive the embedded simulator in virtual time: no HTTP and no sleeping, so an hour of
+    /// traffic takes seconds; every workload and load a live run accepts (not `sweep`).
+    #[arg(long, conflicts_with = "target", help_heading = "Embedded simulator")]
+    pub(crate) virtual_time: bool,
     /// Embedded simulator: configuration file (TOML or JSON; see `goodput sim --help`).
     #[arg(long, conflicts_with = "target", help_heading = "Embedded simulator")]
     pub(crate) sim_config: Option<PathBuf>,

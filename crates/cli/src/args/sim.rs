@@ -38,6 +38,14 @@ pub(crate) struct SimArgs {
     #[arg(long)]
     pub(crate) eos_mean_tokens: Option<f64>,
 
+    /// Identical replicas of the engine behind one load balancer (each with its own KV cache
+    /// and queue).
+    #[arg(long, value_name = "N")]
+    pub(crate) replicas: Option<u32>,
+    /// How the load balancer spreads requests over --replicas (round-robin, least-loaded,
+    /// prefix-affinity).
+    #[arg(long, value_name = "POLICY", value_parser = crate::args::sim_deploy::parse_routing)]
+    pub(crate) routing: Option<goodput_sim::config::Routing>,
     #[command(flatten)]
     pub(crate) batching: BatchingArgs,
     #[command(flatten)]
@@ -247,6 +255,13 @@ impl SimArgs {
         }
         self.faults.apply(&mut config.faults);
         self.agent.apply(&mut config.agent);
+        set(&mut config.replicas, self.replicas);
+        if let Some(routing) = self.routing {
+            if config.replicas < 2 {
+                bail!("--routing spreads requests over replicas: add --replicas 2 or more");
+            }
+            config.routing = routing;
+        }
         config.validate()?;
         Ok(config)
     }

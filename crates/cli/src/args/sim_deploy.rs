@@ -3,7 +3,7 @@
 
 use anyhow::{Result, bail};
 use goodput_protocol::hardware::DType;
-use goodput_sim::config::{BatchingConfig, EnginePolicy, SimConfig};
+use goodput_sim::config::{BatchingConfig, EnginePolicy, Routing, SimConfig};
 
 /// Precision and engine policy of the embedded simulator.
 #[derive(Debug, Default, clap::Args)]
@@ -29,6 +29,38 @@ pub(crate) struct EmbeddedSimArgs {
     pub(crate) sim_tp: Option<u32>,
     #[command(flatten)]
     pub(crate) precision: SimPrecisionArgs,
+    /// Embedded simulator: identical replicas behind one load balancer (each with its own KV
+    /// cache and queue).
+    #[arg(long, value_name = "N", help_heading = "Embedded simulator")]
+    pub(crate) sim_replicas: Option<u32>,
+    /// Embedded simulator: how the load balancer spreads requests over --sim-replicas
+    /// (round-robin, least-loaded, prefix-affinity).
+    #[arg(long, value_name = "POLICY", value_parser = parse_routing, help_heading = "Embedded simulator")]
+    pub(crate) sim_routing: Option<Routing>,
+}
+
+/// A routing policy by name.
+pub(crate) fn parse_routing(text: &str) -> Result<Routing, String> {
+    Routing::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = Routing::ALL.iter().map(|(name, _)| *name).collect();
+        format!("unknown routing `{text}`; one of {}", names.join(", "))
+    })
+}
+
+impl EmbeddedSimArgs {
+    /// `--sim-replicas` and `--sim-routing` (routing needs more than one replica).
+    fn apply_replicas(&self, config: &mut SimConfig) -> Result<()> {
+        if let Some(replicas) = self.sim_replicas {
+            config.replicas = replicas;
+        }
+        if let Some(routing) = self.sim_routing {
+            if config.replicas < 2 {
+                bail!("--sim-routing spreads requests over replicas: add --sim-replicas 2 or more");
+            }
+            config.routing = routing;
+        }
+        Ok(())
+    }
 }
 
 fn parse_dtype(text: &str) -> Result<DType, String> {
@@ -71,6 +103,7 @@ impl EmbeddedSimArgs {
     /// embedded simulator, so it sets the simulator's tensor parallelism (and must agree with
     /// `--sim-tp` when both are given).
     pub(crate) fn apply(&self, config: &mut SimConfig, tp: Option<u32>) -> Result<()> {
+        self.apply_replicas(config)?;
         let tp = match (self.sim_tp, tp) {
             (Some(sim), Some(tp)) if sim != tp => bail!(
                 "--tp {tp} and --sim-tp {sim} disagree: with the embedded simulator, --tp is its \

@@ -43,14 +43,15 @@ pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result
             criteria.confidence * 100.0
         );
     }
-    if args.virtual_time {
+    if args.run.virtual_time {
         return crate::virtual_target::capacity::run(
             args,
             criteria,
             measured,
             tolerance,
             command_line,
-        );
+        )
+        .await;
     }
     if args.run.workload.trace.is_some() {
         bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");

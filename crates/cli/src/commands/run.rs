@@ -14,6 +14,9 @@ use crate::wiring::session::{Session, spawn_progress};
 
 /// Runs `goodput run`.
 pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
+    if args.virtual_time {
+        return crate::virtual_target::run::run(args, command_line).await;
+    }
     let mut session = Session::open(args, command_line).await?;
     let config = session.config.clone();
     session.record_step_load(&config.load)?;

@@ -24,6 +24,11 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
         bail!("--batch-steps sends a list of prompts per request: add --api completions");
     }
     args.run.reporting.refuse_no_live("sweep")?;
+    if args.run.virtual_time {
+        bail!(
+            "--virtual-time drives one run (goodput run) or a capacity search; a sweep runs live"
+        );
+    }
     if args.run.workload.trace.is_some() {
         bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
     }

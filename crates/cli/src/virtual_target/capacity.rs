@@ -1,8 +1,8 @@
 //! `goodput capacity --virtual-time`: the same search and verdicts against the embedded
 //! simulator driven directly in virtual time (no HTTP, no sleeping), so a model × accelerator
-//! is sized in seconds of CPU. Fixed prompt and answer lengths only.
+//! is sized in seconds of CPU, for any workload a live search accepts (length distributions,
+//! shared prefixes, datasets, multi-turn sessions).
 
-use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::time::SystemTime;
 
@@ -18,36 +18,35 @@ use goodput_core::runner::EndReason;
 use goodput_core::units::rfc3339;
 
 use crate::args::capacity::CapacityArgs;
-use crate::args::workload::WorkloadArgs;
 use crate::commands::capacity::{completed_outcome, print_probe, probe_plan, search_config};
-use crate::virtual_target::{VirtualTarget, virtual_capacity};
-use crate::wiring::session::{describe_simulator, finish, random_seed, tool_info};
-
-/// Default prompt and answer lengths, as for `goodput run`.
-const DEFAULT_INPUT_TOKENS: u32 = 512;
-const DEFAULT_OUTPUT_TOKENS: u32 = 128;
+use crate::embedded_sim::describe_simulator;
+use crate::virtual_target::requests::check_emulated;
+use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
+use crate::wiring::session::{finish, random_seed, tool_info};
 
 /// Runs the search in virtual time and reports it like a live one (without a journal: no
 /// request went over the wire).
-pub(crate) fn run(
+pub(crate) async fn run(
     args: CapacityArgs,
     criteria: Criteria,
     measured: u64,
     tolerance: f64,
     command_line: Vec<String>,
 ) -> Result<ExitCode> {
-    let target_lengths = fixed_lengths(&args.run.workload)?;
+    if args.run.workload.trace.is_some() {
+        bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");
+    }
     if let Some(dir) = &args.run.out {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--out: cannot create {}", dir.display()))?;
     }
     let gate = crate::wiring::run_extras::load_gate(args.run.reporting.gate.as_deref())?;
     let seed = args.run.seed.unwrap_or_else(random_seed);
-    let base = RunConfig {
+    let mut base = RunConfig {
         time_scale: 1.0,
         ..args.run.run_config(seed)?
     };
-    let (target, label, model) = virtual_target(&args, seed, target_lengths)?;
+    let (target, label, model) = virtual_target(&args, seed, &mut base).await?;
     let plan = probe_plan(&args, base.clone(), criteria, measured);
     let mut steps = Vec::new();
     let start = search_start(&args, &target, &base, &mut steps)?;
@@ -60,7 +59,7 @@ pub(crate) fn run(
     });
     let first_probe_step = steps.len();
     steps.extend(probe_steps);
-    let run = run_info(&args, &base, label, model, target_lengths, command_line)?;
+    let run = run_info(&args, &base, label, model, &target, command_line)?;
     let inputs = ReportInputs {
         tool: tool_info(),
         run,
@@ -85,28 +84,19 @@ pub(crate) fn run(
     )
 }
 
-/// The embedded simulator as a virtual-time target, its label for the report and its model
-/// name; reasoning and tool calls are refused (virtual time does not emulate them).
-fn virtual_target(
+/// The embedded simulator as a virtual-time target sent the workload of the flags, its label
+/// for the report and its model name.
+async fn virtual_target(
     args: &CapacityArgs,
     seed: u64,
-    (input_tokens, output_tokens): (u32, u32),
+    base: &mut RunConfig,
 ) -> Result<(VirtualTarget, String, String)> {
     let sim = crate::embedded_sim::embedded_sim_config(&args.run, seed)?;
-    if sim.agent != goodput_sim::config::AgentConfig::default() {
-        bail!(
-            "--virtual-time does not emulate reasoning or tool calls: drop --sim-reasoning-tokens, \
-             --sim-tool-calls and the config's `agent` section"
-        );
-    }
+    check_emulated(&sim)?;
     let label = format!("{} in virtual time", describe_simulator(&sim));
     let model = sim.model_name();
-    let target = VirtualTarget {
-        sim,
-        input_tokens,
-        output_tokens,
-    };
-    Ok((target, label, model))
+    let requests = VirtualRequests::from_run(&args.run, seed, model.clone(), base).await?;
+    Ok((VirtualTarget { sim, requests }, label, model))
 }
 
 /// The first load probed: --start, the calibration concurrency, or half the throughput of a
@@ -140,65 +130,27 @@ pub(crate) fn calibrated_start(
     Ok((start, step))
 }
 
-/// `--input-tokens` / `--output-tokens` as fixed numbers; other workloads are refused.
-fn fixed_lengths(workload: &WorkloadArgs) -> Result<(u32, u32)> {
-    let unsupported = [
-        ("--dataset", workload.dataset.is_some()),
-        ("--trace", workload.trace.is_some()),
-        ("--turns", workload.turns.is_some()),
-        ("--shared-prefix", workload.shared_prefix.is_some()),
-    ];
-    if let Some((flag, _)) = unsupported.iter().find(|(_, given)| *given) {
-        bail!("--virtual-time sends fixed-length synthetic requests: drop {flag}");
-    }
-    let parse = |flag: &str, text: &Option<String>, default: u32| -> Result<u32> {
-        match text {
-            None => Ok(default),
-            Some(text) => text
-                .trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| *n > 0)
-                .with_context(|| {
-                    format!("{flag} {text}: --virtual-time takes a fixed positive length, e.g. 512")
-                }),
-        }
-    };
-    Ok((
-        parse(
-            "--input-tokens",
-            &workload.input_tokens,
-            DEFAULT_INPUT_TOKENS,
-        )?,
-        parse(
-            "--output-tokens",
-            &workload.output_tokens,
-            DEFAULT_OUTPUT_TOKENS,
-        )?,
-    ))
-}
-
 fn run_info(
     args: &CapacityArgs,
     config: &RunConfig,
-    target: String,
+    label: String,
     model: String,
-    (input, output): (u32, u32),
+    target: &VirtualTarget,
     command_line: Vec<String>,
 ) -> Result<RunInfo> {
-    let workload = BTreeMap::from([
-        ("kind".to_string(), "synthetic".into()),
-        ("input_tokens".to_string(), input.into()),
-        ("output_tokens".to_string(), output.into()),
-    ]);
+    let mut workload = target.requests.workload.describe();
+    workload.insert(
+        "length_buckets".into(),
+        target.requests.buckets.to_string().into(),
+    );
     Ok(RunInfo {
         started_at: rfc3339(SystemTime::now()),
         command_line: goodput_core::manifest::redact_command_line(&command_line),
         seed: config.seed,
-        target,
+        target: label,
         api: "virtual".into(),
         model,
-        stream: true,
+        stream: target.requests.openai.stream,
         workload,
         slo: config.slo.as_ref().map(ToString::to_string),
         window_secs: config.window.as_secs_f64(),

@@ -69,8 +69,7 @@ fn target() -> VirtualTarget {
     // 31 tokens: 100 ms + 30 × 10 ms = 400 ms per request.
     VirtualTarget {
         sim,
-        input_tokens: 16,
-        output_tokens: 31,
+        requests: crate::virtual_target::VirtualRequests::fixed(16, 31, 0),
     }
 }
 

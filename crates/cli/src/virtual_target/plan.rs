@@ -36,8 +36,11 @@ pub(crate) fn estimate(
     let plan = probe_plan(args.seed, criteria);
     let target = VirtualTarget {
         sim,
-        input_tokens: args.input_tokens,
-        output_tokens: args.output_tokens,
+        requests: crate::virtual_target::VirtualRequests::fixed(
+            args.input_tokens,
+            args.output_tokens,
+            args.seed,
+        ),
     };
     let (start, _) = super::capacity::calibrated_start(&target, &plan.base)?;
     let search = search_around(start);

@@ -72,8 +72,24 @@ impl ServerSide {
         time_scale: f64,
         step: Option<usize>,
     ) -> Result<ServerSide> {
+        let mut side = Self::offline(args, simulator, out, time_scale, step)?;
+        if !args.no_metrics {
+            side.probe(args, target_url, out, quiet).await?;
+        }
+        Ok(side)
+    }
+
+    /// The analysis inputs with no server to scrape (a virtual-time run, or `--no-metrics`),
+    /// recorded in `out`.
+    pub(crate) fn offline(
+        args: &ServerSideArgs,
+        simulator: Option<&SimConfig>,
+        out: Option<&Path>,
+        time_scale: f64,
+        step: Option<usize>,
+    ) -> Result<ServerSide> {
         let config = args.analysis(simulated_hardware(simulator))?;
-        let mut side = ServerSide {
+        let side = ServerSide {
             time_scale,
             step,
             config,
@@ -88,9 +104,6 @@ impl ServerSide {
         // The same inputs serve every step of a multi-step run: written once.
         if let Some(dir) = out.filter(|_| step.is_none_or(|index| index == 0)) {
             output::json::write_json(&dir.join(ANALYSIS_FILE), &side.config)?;
-        }
-        if !args.no_metrics {
-            side.probe(args, target_url, out, quiet).await?;
         }
         Ok(side)
     }
@@ -306,7 +319,7 @@ fn simulated_hardware(simulator: Option<&SimConfig>) -> SimulatedHardware {
     let hardware = Some(Hardware {
         model: batching.model.clone(),
         gpu: batching.gpu.clone(),
-        accelerators: batching.tensor_parallel,
+        accelerators: batching.tensor_parallel * config.replicas.max(1),
         tensor_parallel: batching.tensor_parallel,
         gpu_memory_utilization: batching.gpu_memory_utilization,
     });

@@ -27,7 +27,6 @@ use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, Run
 use goodput_core::tokens::TokenCounter;
 use goodput_core::units::rfc3339;
 use goodput_core::workload::Workload;
-use goodput_sim::config::{EngineConfig, SimConfig};
 use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
@@ -47,6 +46,19 @@ pub(crate) struct Endpoint {
     pub(crate) label: String,
     pub(crate) model: Option<String>,
     pub(crate) simulator: Option<goodput_sim::RunningSim>,
+}
+
+impl Endpoint {
+    /// The embedded simulator driven in virtual time (no URL, no clock), described by `label`.
+    pub(crate) fn virtual_time(label: String) -> Endpoint {
+        Endpoint {
+            url: String::new(),
+            time_scale: 1.0,
+            label,
+            model: None,
+            simulator: None,
+        }
+    }
 }
 
 /// What `run`, `sweep` and `capacity` share.
@@ -386,7 +398,7 @@ pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint
     }
     let config = crate::embedded_sim::embedded_sim_config(args, seed)?;
     let time_scale = config.time_scale;
-    let label = describe_simulator(&config);
+    let label = crate::embedded_sim::describe_simulator(&config);
     let model = config.model_name();
     let simulator = goodput_sim::spawn(config, ([127, 0, 0, 1], 0).into())
         .await
@@ -399,25 +411,6 @@ pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint
         model: Some(model),
         simulator: Some(simulator),
     })
-}
-
-pub(crate) fn describe_simulator(config: &SimConfig) -> String {
-    match &config.engine {
-        EngineConfig::Batching(b) => format!(
-            "embedded simulator ({}, {} weights, {} KV, on {}×{}, {} policy, time scale {})",
-            b.model.name,
-            format!("{:?}", b.model.weight_dtype).to_lowercase(),
-            format!("{:?}", b.model.kv_dtype).to_lowercase(),
-            b.tensor_parallel,
-            b.gpu.name,
-            b.policy.name(),
-            config.time_scale
-        ),
-        EngineConfig::Fixed(f) => format!(
-            "embedded simulator (fixed timing: ttft {:?}, itl {:?}, {} slots)",
-            f.ttft, f.itl, f.slots
-        ),
-    }
 }
 
 pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {

@@ -105,7 +105,7 @@ pub(crate) fn check_capacity(args: &CapacityArgs) -> Result<()> {
     let Some(count) = args.run.sharding.shards.filter(|n| *n > 1) else {
         return Ok(());
     };
-    if args.virtual_time {
+    if args.run.virtual_time {
         bail!("--virtual-time runs the whole search in this process: drop --shards");
     }
     if args.dimension == DimensionArg::Concurrency && args.min_load < f64::from(count) {

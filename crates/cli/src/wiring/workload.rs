@@ -75,7 +75,19 @@ pub(crate) async fn prepare(
         model: &openai.model,
         headers: request_headers(openai)?,
     };
-    let built = build(args, seed, target).await?;
+    let built = build(args, seed, Some(target)).await?;
+    adjust_config(args, &built, config)?;
+    Ok(built)
+}
+
+/// Builds the workload of `args` with no server to ask (virtual time): `--tokenizer server`
+/// is refused.
+pub(crate) async fn prepare_offline(
+    args: &RunArgs,
+    seed: u64,
+    config: &mut RunConfig,
+) -> Result<BuiltWorkload> {
+    let built = build(args, seed, None).await?;
     adjust_config(args, &built, config)?;
     Ok(built)
 }
@@ -124,11 +136,11 @@ fn server_tokenizer(tokenizer: &str) -> Result<Option<Option<TokenizeApi>>> {
 }
 
 /// Builds the workload of `args` with `seed`.
-async fn build(args: &RunArgs, seed: u64, target: Target<'_>) -> Result<BuiltWorkload> {
+async fn build(args: &RunArgs, seed: u64, target: Option<Target<'_>>) -> Result<BuiltWorkload> {
     let flags = &args.workload;
     flags.check_combinations()?;
     let buckets: LengthBuckets = flags.length_buckets.parse().context("--length-buckets")?;
-    let counter = length_counter(&args.tokenizer, &target).await?;
+    let counter = length_counter(&args.tokenizer, target.as_ref()).await?;
     let output = parse_lengths(
         "--output-tokens",
         flags
@@ -158,9 +170,13 @@ async fn build(args: &RunArgs, seed: u64, target: Target<'_>) -> Result<BuiltWor
     })
 }
 
-async fn length_counter(tokenizer: &str, target: &Target<'_>) -> Result<LengthCounter> {
-    match server_tokenizer(tokenizer)? {
-        Some(api) => {
+async fn length_counter(tokenizer: &str, target: Option<&Target<'_>>) -> Result<LengthCounter> {
+    match (server_tokenizer(tokenizer)?, target) {
+        (Some(_), None) => bail!(
+            "--tokenizer {tokenizer}: there is no server to ask in virtual time; name a local \
+             tokenizer (cl100k_base, a tokenizer.json file)"
+        ),
+        (Some(api), Some(target)) => {
             let remote = RemoteTokenizer::connect(
                 target.client.clone(),
                 target.model,
@@ -171,7 +187,7 @@ async fn length_counter(tokenizer: &str, target: &Target<'_>) -> Result<LengthCo
             .context("--tokenizer server")?;
             Ok(LengthCounter::Remote(Box::new(remote)))
         }
-        None => Ok(LengthCounter::Local(
+        (None, _) => Ok(LengthCounter::Local(
             counter_by_name(tokenizer).context("--tokenizer")?,
         )),
     }

@@ -31,7 +31,11 @@ pub(crate) fn probes(sub: Sub) -> Vec<Probe> {
         ]),
     }
     probes.extend(match sub {
-        Sub::Run => Vec::new(),
+        Sub::Run => vec![probe(
+            "--virtual-time",
+            &["--virtual-time"],
+            Refused("--target"),
+        )],
         Sub::Sweep => sweep(),
         _ => capacity(),
     });
@@ -51,6 +55,7 @@ pub(crate) fn sim_probes(sub: Sub) -> Vec<Probe> {
             probe("--profile", &["--profile", "{profile}"], Refused("--rate")),
             probe("--profile", &["--profile", "{profile}"], At("/run_json"))
                 .without(&["--rate", "--requests"]),
+            probe("--virtual-time", &["--virtual-time"], At("/report")),
         ],
         Sub::Sweep => vec![
             probe("--rate", &["--rate", "30"], Refused("--rate-steps")),
@@ -68,6 +73,11 @@ pub(crate) fn sim_probes(sub: Sub) -> Vec<Probe> {
                 "--profile",
                 &["--profile", "{profile}"],
                 Refused("--rate-steps"),
+            ),
+            probe(
+                "--virtual-time",
+                &["--virtual-time"],
+                Refused("a sweep runs live"),
             ),
         ],
         _ => vec![
@@ -90,6 +100,7 @@ pub(crate) fn sim_probes(sub: Sub) -> Vec<Probe> {
 
 fn sweep() -> Vec<Probe> {
     vec![
+        probe("--virtual-time", &["--virtual-time"], Refused("--target")),
         probe("--rate-steps", &["--rate-steps", "20,30"], At("/run_json")),
         probe(
             "--concurrency-steps",

@@ -242,8 +242,9 @@ pub(crate) fn skeleton(value: &Value) -> Value {
 
 /// Report sections made of measurements whose shape depends on timing (a scrape landing in
 /// a window or not): only their presence counts.
-const MEASURED: [&str; 6] = [
+const MEASURED: [&str; 7] = [
     "measurement",
+    "stability",
     "series",
     "run_totals",
     "agreement",

@@ -337,8 +337,27 @@ fn output_probes() -> Vec<Probe> {
 fn sim_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = super::load::sim_probes(sub);
     probes.extend(simulator_probes(sub));
+    probes.extend(replica_probes());
     probes.extend(server_side_probes());
     probes
+}
+
+/// Replicas behind a load balancer in the embedded simulator.
+fn replica_probes() -> Vec<Probe> {
+    vec![
+        probe("--sim-replicas", &["--sim-replicas", "2"], At("/run_json")),
+        probe(
+            "--sim-routing",
+            &["--sim-routing", "least-loaded"],
+            Refused("--sim-replicas"),
+        ),
+        probe(
+            "--sim-routing",
+            &["--sim-replicas", "2", "--sim-routing", "least-loaded"],
+            At("/run_json"),
+        )
+        .against(&["--sim-replicas", "2"]),
+    ]
 }
 
 /// The embedded simulator's flags (and the live view, drawn only by `run`).

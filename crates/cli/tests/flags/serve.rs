@@ -64,6 +64,18 @@ fn explained() -> Variant {
             probe("--dtype", &["--dtype", "fp8"], At(TEXT)),
             probe("--kv-dtype", &["--kv-dtype", "fp8"], At(TEXT)),
             probe("--fixed", &["--fixed"], At(TEXT)),
+            probe("--replicas", &["--replicas", "3"], At(TEXT)),
+            probe(
+                "--routing",
+                &["--routing", "least-loaded"],
+                Refused("--replicas"),
+            ),
+            probe(
+                "--routing",
+                &["--replicas", "3", "--routing", "least-loaded"],
+                At(TEXT),
+            )
+            .against(&["--replicas", "3"]),
             fixed("--ttft", "50ms"),
             fixed("--itl", "5ms"),
             fixed("--slots", "4"),

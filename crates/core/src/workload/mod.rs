@@ -14,6 +14,7 @@ pub mod agent;
 mod csv;
 pub mod dataset;
 pub mod generated;
+pub mod history;
 pub mod lengths;
 pub mod prepared;
 pub mod replay;

@@ -12,10 +12,15 @@ pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig};
 pub use faults::FaultConfig;
 pub use policy::{EnginePolicy, StepOverheads};
 
+pub use crate::engine::replicas::Routing;
+
 use std::path::Path;
 
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
+
+/// Most replicas one simulator runs.
+pub const MAX_REPLICAS: u32 = 1024;
 
 /// Everything the simulator needs to run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +44,11 @@ pub struct SimConfig {
     pub natural_output_tokens_mean: Option<f64>,
     /// Reasoning-model and tool-call emulation.
     pub agent: AgentConfig,
+    /// Identical replicas of the engine behind one load balancer (each with its own KV
+    /// cache and queue).
+    pub replicas: u32,
+    /// How the load balancer spreads requests over the replicas.
+    pub routing: Routing,
 }
 
 impl Default for SimConfig {
@@ -52,6 +62,8 @@ impl Default for SimConfig {
             prompt_tokenizer: PromptTokenizer::Cl100k,
             natural_output_tokens_mean: None,
             agent: AgentConfig::default(),
+            replicas: 1,
+            routing: Routing::default(),
         }
     }
 }
@@ -125,6 +137,12 @@ impl SimConfig {
         }
         self.faults.validate()?;
         self.agent.validate()?;
+        if !(1..=MAX_REPLICAS).contains(&self.replicas) {
+            return Err(ConfigError::invalid(
+                "replicas",
+                &format!("must be between 1 and {MAX_REPLICAS}"),
+            ));
+        }
         if let Some(mean) = self.natural_output_tokens_mean
             && !(mean.is_finite() && mean >= 1.0)
         {

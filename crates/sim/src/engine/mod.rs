@@ -10,6 +10,7 @@ pub mod batching;
 pub mod cost;
 pub mod fixed;
 pub mod kv;
+pub mod replicas;
 pub mod speculative;
 
 use std::time::Duration;

@@ -15,6 +15,7 @@ mod answer;
 mod body;
 mod channels;
 mod faults;
+pub mod frontend;
 mod request;
 mod routes;
 mod stream;

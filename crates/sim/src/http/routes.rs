@@ -37,7 +37,7 @@ const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// Bodies up to this size are parsed and tokenized inline; larger ones on the blocking pool.
 const INLINE_PARSE_BYTES: usize = 32 * 1024;
 /// Purpose tag of the per-request generator (faults, then end-of-sequence draws).
-const REQUEST_RNG: u64 = 0x0fa0_17ed;
+pub(super) const REQUEST_RNG: u64 = 0x0fa0_17ed;
 
 /// The paths the server knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

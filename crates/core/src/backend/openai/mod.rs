@@ -214,37 +214,7 @@ impl OpenAiBackend {
 
     /// The JSON body for `spec`.
     pub fn body(&self, spec: &RequestSpec) -> Result<Map<String, Value>, Failure> {
-        let config = &self.config;
-        let mut body = Map::new();
-        if !config.model.is_empty() {
-            body.insert("model".into(), Value::String(config.model.clone()));
-        }
-        insert_input(&mut body, config.api, &spec.input)?;
-        if let Some(max) = spec.max_output_tokens {
-            let key = match config.api {
-                ApiKind::Responses => "max_output_tokens",
-                ApiKind::Chat | ApiKind::Completions => "max_tokens",
-            };
-            body.insert(key.into(), json!(max));
-            if config.ignore_eos {
-                body.insert("ignore_eos".into(), Value::Bool(true));
-                body.insert("min_tokens".into(), json!(max));
-            }
-        }
-        body.insert("stream".into(), Value::Bool(config.stream));
-        let usage_options = config.api != ApiKind::Responses;
-        if usage_options && config.stream && (config.include_usage || config.continuous_usage) {
-            let mut options = Map::new();
-            options.insert("include_usage".into(), Value::Bool(config.include_usage));
-            if config.continuous_usage {
-                options.insert("continuous_usage_stats".into(), Value::Bool(true));
-            }
-            body.insert("stream_options".into(), Value::Object(options));
-        }
-        for (key, value) in &config.extra_body {
-            body.insert(key.clone(), value.clone());
-        }
-        Ok(body)
+        request_body(&self.config, spec)
     }
 
     fn request(&self, spec: &RequestSpec) -> Result<Request<Full<Bytes>>, Failure> {
@@ -320,6 +290,43 @@ impl Backend for OpenAiBackend {
 }
 
 /// The request's input under the key `api` takes it in: `messages`, `prompt` or `input`.
+/// The JSON body `config` sends for `spec` (also what a virtual-time run hands the simulator).
+pub fn request_body(
+    config: &OpenAiConfig,
+    spec: &RequestSpec,
+) -> Result<Map<String, Value>, Failure> {
+    let mut body = Map::new();
+    if !config.model.is_empty() {
+        body.insert("model".into(), Value::String(config.model.clone()));
+    }
+    insert_input(&mut body, config.api, &spec.input)?;
+    if let Some(max) = spec.max_output_tokens {
+        let key = match config.api {
+            ApiKind::Responses => "max_output_tokens",
+            ApiKind::Chat | ApiKind::Completions => "max_tokens",
+        };
+        body.insert(key.into(), json!(max));
+        if config.ignore_eos {
+            body.insert("ignore_eos".into(), Value::Bool(true));
+            body.insert("min_tokens".into(), json!(max));
+        }
+    }
+    body.insert("stream".into(), Value::Bool(config.stream));
+    let usage_options = config.api != ApiKind::Responses;
+    if usage_options && config.stream && (config.include_usage || config.continuous_usage) {
+        let mut options = Map::new();
+        options.insert("include_usage".into(), Value::Bool(config.include_usage));
+        if config.continuous_usage {
+            options.insert("continuous_usage_stats".into(), Value::Bool(true));
+        }
+        body.insert("stream_options".into(), Value::Object(options));
+    }
+    for (key, value) in &config.extra_body {
+        body.insert(key.clone(), value.clone());
+    }
+    Ok(body)
+}
+
 fn insert_input(
     body: &mut Map<String, Value>,
     api: ApiKind,

@@ -13,19 +13,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use goodput_protocol::ChatMessage;
-use goodput_protocol::ToolCall;
-use goodput_protocol::chat::FunctionCall;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{Plan, RecordSender};
-use crate::backend::{RequestInput, RequestSpec};
 use crate::config::LoadSpec;
 use crate::runner::request::execute_keeping_reply;
 use crate::schedule::open_loop_arrivals;
-use crate::workload::Turn;
+use crate::workload::history::History;
 
 /// Counters shared by every session of a run.
 #[derive(Debug, Default)]
@@ -166,24 +162,22 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         ) {
             return false;
         }
-        let prefix = history.tokens;
-        let tool_result = history.add_turn(&turn, turn_index);
-        let expected = add(prefix, turn.user_tokens);
-        let spec = RequestSpec {
-            index,
-            input: RequestInput::Messages(history.messages.clone()),
-            expected_input_tokens: expected,
-            max_output_tokens: turn.max_output_tokens,
-            turn: u32::try_from(turn_index).ok(),
-        };
+        let request = history.request(&turn, turn_index, index);
         let ticket = plan.ticket(index, scheduled);
         plan.monitor.scheduled();
         let limit = context.limit.clone();
-        let (mut record, reply) =
-            execute_keeping_reply(&plan.context, ticket, spec, limit, &context.stop, true).await;
+        let (mut record, reply) = execute_keeping_reply(
+            &plan.context,
+            ticket,
+            request.spec.clone(),
+            limit,
+            &context.stop,
+            true,
+        )
+        .await;
         record.session = Some(session);
-        record.expected_prefix_tokens = prefix.filter(|tokens| *tokens > 0);
-        record.tool_result_turn = tool_result;
+        record.expected_prefix_tokens = request.expected_prefix_tokens;
+        record.tool_result_turn = request.tool_result;
         let (ok, output_tokens) = (record.is_ok(), record.output_tokens);
         let called_tool = record.ended_in_tool_call;
         if context.sender.send(record).is_err() {
@@ -192,8 +186,7 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         if !ok {
             return !context.stop.is_cancelled();
         }
-        history.reply = Some((reply, called_tool));
-        history.tokens = add(expected, Some(output_tokens));
+        history.answered(&request, reply, called_tool, output_tokens);
     }
     true
 }
@@ -205,68 +198,4 @@ async fn sleep_until(stop: &CancellationToken, at: Instant) -> bool {
         () = stop.cancelled() => false,
         () = tokio::time::sleep_until(at) => true,
     }
-}
-
-/// The messages of a session so far and their token count (content only, as the workload
-/// counts it).
-struct History {
-    messages: Vec<ChatMessage>,
-    tokens: Option<u64>,
-    /// The last reply, not yet in `messages`, and whether it ended in a tool call.
-    reply: Option<(String, bool)>,
-    session: u64,
-}
-
-impl History {
-    fn new(system: Option<(String, Option<u64>)>, session: u64) -> Self {
-        let (messages, tokens) = match system {
-            Some((system, tokens)) => (vec![ChatMessage::new("system", system)], tokens),
-            None => (Vec::new(), Some(0)),
-        };
-        History {
-            messages,
-            tokens,
-            reply: None,
-            session,
-        }
-    }
-
-    /// Appends the previous reply and `turn`'s message. A turn the workload made a tool result,
-    /// or any turn after a reply that ended in a tool call, is sent as the `tool` message
-    /// answering a call on the previous reply; returns whether it was.
-    fn add_turn(&mut self, turn: &Turn, turn_index: usize) -> bool {
-        let (reply, called_tool) = self.reply.take().unwrap_or_default();
-        let tool = turn_index > 0 && (turn.tool_result || called_tool);
-        if turn_index > 0 {
-            let mut assistant = ChatMessage::new("assistant", reply);
-            if tool {
-                assistant.tool_calls = Some(vec![ToolCall {
-                    id: self.call_id(turn_index),
-                    kind: "function".to_string(),
-                    function: FunctionCall {
-                        name: "lookup".to_string(),
-                        arguments: "{}".to_string(),
-                    },
-                }]);
-            }
-            self.messages.push(assistant);
-        }
-        if tool {
-            let mut result = ChatMessage::new("tool", turn.user.clone());
-            result.tool_call_id = Some(self.call_id(turn_index));
-            self.messages.push(result);
-        } else {
-            self.messages
-                .push(ChatMessage::new("user", turn.user.clone()));
-        }
-        tool
-    }
-
-    fn call_id(&self, turn_index: usize) -> String {
-        format!("call_{}_{turn_index}", self.session)
-    }
-}
-
-fn add(a: Option<u64>, b: Option<u64>) -> Option<u64> {
-    Some(a? + b?)
 }

@@ -1,0 +1,435 @@
+//! The client side of a virtual-time run: the load's arrivals (open loop, phase profiles,
+//! trace replay) or closed-loop workers, the workload's requests — single prompts, batches
+//! and multi-turn sessions whose turns carry the server's replies after a think time — a
+//! client-side cap on requests in flight, and each request's timeout, all on the engine's
+//! virtual clock. What a live runner does with sleeps and sockets, done with a queue of
+//! due events.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::time::Duration;
+
+use goodput_core::backend::RequestSpec;
+use goodput_core::backend::openai::request_body;
+use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::record::{Phase, RequestRecord};
+use goodput_core::schedule::{Offsets, open_loop_arrivals};
+use goodput_core::workload::Conversation;
+use goodput_core::workload::history::{History, TurnRequest};
+use goodput_sim::build_engine;
+use goodput_sim::engine::{EngineEvent, RequestId, SimTime};
+use goodput_sim::http::frontend::{Admission, Frontend};
+use goodput_sim::virtual_time::Simulation;
+
+use super::VirtualTarget;
+use super::record::{Sent, record};
+
+/// A session between turns.
+struct Playing {
+    session: u64,
+    script: Conversation,
+    next_turn: usize,
+    history: History,
+}
+
+/// Something the client does at a due time.
+enum Job {
+    /// The next open-loop arrival.
+    Arrival,
+    /// A closed-loop worker is free.
+    Worker,
+    /// A session's next turn (its think time is over).
+    Turn(Box<Playing>),
+    /// A request's timeout.
+    Deadline(u64),
+}
+
+/// A request on the wire: what was sent, its engine requests, and its session.
+struct InFlight {
+    sent: Sent,
+    engine_ids: Vec<RequestId>,
+    number: u64,
+    session: Option<(Box<Playing>, TurnRequest)>,
+    /// The key of its timeout in the due queue.
+    deadline: (SimTime, u64),
+}
+
+/// One virtual-time run of `config` against `target`.
+pub(super) struct VirtualRun<'a> {
+    target: &'a VirtualTarget,
+    config: &'a RunConfig,
+    sim: Simulation,
+    frontend: Frontend,
+    arrivals: Option<Offsets>,
+    /// Closed loop: a request or session that ends frees a worker.
+    closed: bool,
+    /// Due jobs by (time, order of queueing).
+    due: BTreeMap<(SimTime, u64), Job>,
+    queued: u64,
+    /// Requests due but held by the client-side cap, in order.
+    held: VecDeque<(SimTime, Job)>,
+    cap: Option<usize>,
+    in_flight: HashMap<u64, InFlight>,
+    owner: HashMap<RequestId, u64>,
+    remaining: HashMap<u64, usize>,
+    cached: HashMap<u64, u64>,
+    next_index: u64,
+    next_session: u64,
+    next_engine_id: RequestId,
+    records: Vec<RequestRecord>,
+}
+
+impl<'a> VirtualRun<'a> {
+    /// A run of `config` against `target`, nothing sent yet.
+    pub(super) fn new(target: &'a VirtualTarget, config: &'a RunConfig) -> Self {
+        let replayed = target.requests.workload.arrival_offsets();
+        let (arrivals, cap) = match open_loop_arrivals(&config.load, config.seed, replayed) {
+            Some((offsets, cap)) => (Some(offsets), cap.map(|n| n.max(1) as usize)),
+            None => (None, None),
+        };
+        VirtualRun {
+            target,
+            config,
+            sim: Simulation::new(build_engine(&target.sim)),
+            frontend: Frontend::new(&target.sim),
+            arrivals,
+            closed: matches!(config.load, LoadSpec::Closed { .. }),
+            due: BTreeMap::new(),
+            queued: 0,
+            held: VecDeque::new(),
+            cap,
+            in_flight: HashMap::new(),
+            owner: HashMap::new(),
+            remaining: HashMap::new(),
+            cached: HashMap::new(),
+            next_index: 0,
+            next_session: 0,
+            next_engine_id: 0,
+            records: Vec::new(),
+        }
+    }
+
+    /// Runs until nothing is due and the engine is idle; returns every request's record in
+    /// the order they ended.
+    pub(super) fn run(mut self) -> Vec<RequestRecord> {
+        self.start();
+        loop {
+            let engine_at = self.sim.engine().next_event_at();
+            let job_at = self.due.keys().next().map(|(at, _)| *at);
+            match (engine_at, job_at) {
+                (None, None) => break,
+                (Some(engine), Some(job)) if job < engine => self.run_job(),
+                (None, Some(_)) => self.run_job(),
+                (Some(engine), _) => self.advance_engine(engine),
+            }
+        }
+        self.records
+    }
+
+    fn start(&mut self) {
+        match self.config.load {
+            LoadSpec::Closed { concurrency } => {
+                for _ in 0..concurrency {
+                    let _ = self.schedule(Duration::ZERO, Job::Worker);
+                }
+            }
+            _ => self.next_arrival(),
+        }
+    }
+
+    fn schedule(&mut self, at: SimTime, job: Job) -> (SimTime, u64) {
+        let key = (at, self.queued);
+        self.due.insert(key, job);
+        self.queued += 1;
+        key
+    }
+
+    fn next_arrival(&mut self) {
+        if let Some(at) = self.arrivals.as_mut().and_then(Iterator::next) {
+            let _ = self.schedule(at, Job::Arrival);
+        }
+    }
+
+    fn run_job(&mut self) {
+        let Some(((at, _), job)) = self.due.pop_first() else {
+            return;
+        };
+        self.sim.run_until(at);
+        if let Job::Deadline(index) = job {
+            return self.time_out(index);
+        }
+        if let Job::Arrival = job {
+            self.next_arrival();
+        }
+        if self.cap.is_some_and(|cap| self.in_flight.len() >= cap) {
+            self.held.push_back((at, job));
+        } else {
+            self.begin(at, job);
+        }
+    }
+
+    /// Starts `job`, scheduled at `scheduled`, now.
+    fn begin(&mut self, scheduled: SimTime, job: Job) {
+        let sessions = self.target.requests.workload.conversations().is_some();
+        match job {
+            Job::Turn(playing) => self.send_turn(scheduled, playing),
+            Job::Arrival | Job::Worker if sessions => {
+                let session = self.next_session;
+                self.next_session += 1;
+                let Some(conversations) = self.target.requests.workload.conversations() else {
+                    return;
+                };
+                let script = conversations.conversation(session);
+                let history = History::new(script.system.clone(), session);
+                let playing = Playing {
+                    session,
+                    script,
+                    next_turn: 0,
+                    history,
+                };
+                self.send_turn(scheduled, Box::new(playing));
+            }
+            Job::Arrival | Job::Worker => {
+                let index = self.next_index;
+                if !self.admits(index, scheduled) {
+                    return self.stop_arrivals();
+                }
+                self.next_index += 1;
+                let spec = self.target.requests.workload.request(index);
+                self.send(scheduled, spec, None);
+            }
+            Job::Deadline(_) => {}
+        }
+    }
+
+    fn admits(&self, index: u64, offset: SimTime) -> bool {
+        self.config.max_requests.is_none_or(|max| index < max)
+            && self.config.duration.is_none_or(|d| offset < d)
+    }
+
+    /// No request may start any more: open-loop arrivals end (workers end by themselves).
+    fn stop_arrivals(&mut self) {
+        self.arrivals = None;
+        self.due.retain(|_, job| !matches!(job, Job::Arrival));
+    }
+
+    fn send_turn(&mut self, scheduled: SimTime, mut playing: Box<Playing>) {
+        let Some(turn) = playing.script.turns.get(playing.next_turn).cloned() else {
+            return self.session_ended(scheduled);
+        };
+        let index = self.next_index;
+        if !self.admits(index, scheduled) {
+            return self.stop_arrivals();
+        }
+        self.next_index += 1;
+        let request = playing.history.request(&turn, playing.next_turn, index);
+        playing.next_turn += 1;
+        let spec = request.spec.clone();
+        self.send(scheduled, spec, Some((playing, request)));
+    }
+
+    /// Hands `spec` to the server's front end and its engine now.
+    fn send(
+        &mut self,
+        scheduled: SimTime,
+        spec: RequestSpec,
+        session: Option<(Box<Playing>, TurnRequest)>,
+    ) {
+        let now = self.sim.now();
+        let phase = if self.config.is_warmup(spec.index, scheduled) {
+            Phase::Warmup
+        } else {
+            Phase::Measure
+        };
+        let admitted = self.admit(&spec);
+        let mut sent = Sent {
+            spec,
+            phase,
+            scheduled,
+            sent: now,
+            input_tokens: 0,
+            stream: self.target.requests.openai.stream,
+            cached_details: false,
+            cached_tokens: 0,
+            invalid: None,
+            timed_out: None,
+        };
+        let index = sent.spec.index;
+        let (engine_ids, number) = match admitted {
+            Ok(admission) => {
+                sent.input_tokens = admission
+                    .requests
+                    .iter()
+                    .map(|r| u64::from(r.prompt_tokens))
+                    .sum();
+                sent.stream = admission.stream;
+                sent.cached_details = admission.cached_details;
+                (self.submit(index, admission.requests), admission.number)
+            }
+            Err(message) => {
+                sent.invalid = Some(message);
+                (Vec::new(), 0)
+            }
+        };
+        let deadline = self.schedule(now + self.config.request_timeout, Job::Deadline(index));
+        let pending = InFlight {
+            sent,
+            engine_ids,
+            number,
+            session,
+            deadline,
+        };
+        self.in_flight.insert(index, pending);
+        self.settle(index);
+    }
+
+    fn admit(&mut self, spec: &RequestSpec) -> Result<Admission, String> {
+        let requests = &self.target.requests;
+        let body = request_body(&requests.openai, spec).map_err(|failure| failure.message)?;
+        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        self.frontend.admit(requests.api, &bytes)
+    }
+
+    fn submit(&mut self, index: u64, requests: Vec<goodput_sim::EngineRequest>) -> Vec<RequestId> {
+        let now = self.sim.now();
+        let mut ids = Vec::with_capacity(requests.len());
+        for mut request in requests {
+            let id = self.next_engine_id;
+            self.next_engine_id += 1;
+            request.id = id;
+            self.sim.submit(now, request);
+            self.owner.insert(id, index);
+            ids.push(id);
+        }
+        let open = ids
+            .iter()
+            .filter(|id| {
+                self.sim
+                    .timeline(**id)
+                    .is_some_and(|t| t.rejected.is_none())
+            })
+            .count();
+        self.remaining.insert(index, open);
+        ids
+    }
+
+    fn advance_engine(&mut self, at: SimTime) {
+        let mut events = Vec::new();
+        self.sim.run_until_collecting(at, &mut events);
+        for event in events {
+            match event {
+                EngineEvent::Scheduled {
+                    id, cached_tokens, ..
+                } => {
+                    if let Some(index) = self.owner.get(&id) {
+                        *self.cached.entry(*index).or_default() += u64::from(cached_tokens);
+                    }
+                }
+                EngineEvent::Tokens {
+                    id,
+                    finished: Some(_),
+                    ..
+                }
+                | EngineEvent::Aborted { id, .. } => self.engine_request_ended(id),
+                _ => {}
+            }
+        }
+    }
+
+    fn engine_request_ended(&mut self, id: RequestId) {
+        let Some(index) = self.owner.remove(&id) else {
+            return;
+        };
+        if let Some(left) = self.remaining.get_mut(&index) {
+            *left = left.saturating_sub(1);
+        }
+        self.settle(index);
+    }
+
+    fn time_out(&mut self, index: u64) {
+        let now = self.sim.now();
+        let Some(pending) = self.in_flight.get_mut(&index) else {
+            return;
+        };
+        pending.sent.timed_out = Some(now);
+        for id in pending.engine_ids.clone() {
+            if self.owner.remove(&id).is_some() {
+                self.sim.cancel(id);
+            }
+        }
+        self.remaining.insert(index, 0);
+        self.settle(index);
+    }
+
+    /// Ends request `index` if all its engine requests have ended.
+    fn settle(&mut self, index: u64) {
+        if self.remaining.get(&index).is_some_and(|left| *left > 0) {
+            return;
+        }
+        self.remaining.remove(&index);
+        let Some(mut pending) = self.in_flight.remove(&index) else {
+            return;
+        };
+        self.due.remove(&pending.deadline);
+        pending.sent.cached_tokens = self.cached.remove(&index).unwrap_or(0);
+        let timelines: Vec<_> = pending
+            .engine_ids
+            .iter()
+            .filter_map(|id| self.sim.timeline(*id))
+            .collect();
+        let mut record = record(&pending.sent, &timelines);
+        let now = self.sim.now();
+        match pending.session.take() {
+            Some((playing, request)) => {
+                self.turn_ended(&mut record, pending.number, playing, request)
+            }
+            None if self.closed => {
+                let _ = self.schedule(now, Job::Worker);
+            }
+            None => {}
+        }
+        self.records.push(record);
+        self.release_held();
+    }
+
+    fn turn_ended(
+        &mut self,
+        record: &mut RequestRecord,
+        number: u64,
+        mut playing: Box<Playing>,
+        request: TurnRequest,
+    ) {
+        record.session = Some(playing.session);
+        record.expected_prefix_tokens = request.expected_prefix_tokens;
+        record.tool_result_turn = request.tool_result;
+        let now = self.sim.now();
+        let next = playing.script.turns.get(playing.next_turn);
+        match next {
+            Some(turn) if record.is_ok() => {
+                let think = turn.think_time;
+                let tokens = u32::try_from(record.output_tokens).unwrap_or(u32::MAX);
+                let reply = self.frontend.answer_text(number, 0, tokens);
+                playing
+                    .history
+                    .answered(&request, reply, false, record.output_tokens);
+                let _ = self.schedule(now + think, Job::Turn(playing));
+            }
+            _ => self.session_ended(now),
+        }
+    }
+
+    /// A closed-loop worker starts its next session; open-loop sessions end.
+    fn session_ended(&mut self, at: SimTime) {
+        if self.closed {
+            let _ = self.schedule(at, Job::Worker);
+        }
+    }
+
+    fn release_held(&mut self) {
+        while self.cap.is_none_or(|cap| self.in_flight.len() < cap) {
+            let Some((scheduled, job)) = self.held.pop_front() else {
+                break;
+            };
+            self.begin(scheduled, job);
+        }
+    }
+}

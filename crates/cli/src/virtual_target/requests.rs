@@ -1,0 +1,103 @@
+//! What a virtual-time run sends: the workload a live run would build from the same flags
+//! (fixed or distributed lengths, shared prefixes, datasets, multi-turn sessions, traces) and
+//! the API settings that shape each request's body, which the simulator's own front end then
+//! parses and tokenizes exactly as it would over HTTP.
+
+use std::sync::Arc;
+
+use anyhow::{Result, bail};
+use goodput_core::backend::openai::{ApiKind, OpenAiConfig};
+use goodput_core::config::RunConfig;
+use goodput_core::metrics::LengthBuckets;
+use goodput_core::workload::{GeneratedWorkload, LengthDistribution, PromptVocabulary, Workload};
+use goodput_sim::SimConfig;
+use goodput_sim::config::AgentConfig;
+use goodput_sim::http::frontend::Api;
+
+use crate::args::run::RunArgs;
+use crate::wiring::session::openai_config;
+use crate::wiring::workload::prepare_offline;
+
+/// The client side of a virtual-time target.
+#[derive(Debug, Clone)]
+pub(crate) struct VirtualRequests {
+    /// What each request asks.
+    pub(crate) workload: Arc<dyn Workload>,
+    /// The API settings that make a request's body (stream, ignore_eos, extra body…).
+    pub(crate) openai: OpenAiConfig,
+    /// The endpoint the body goes to.
+    pub(crate) api: Api,
+    /// How the report splits requests by prompt length.
+    pub(crate) buckets: LengthBuckets,
+}
+
+impl VirtualRequests {
+    /// Synthetic chat prompts of exactly `input` tokens asking for exactly `output` tokens
+    /// (`ignore_eos`), streamed.
+    pub(crate) fn fixed(input: u32, output: u32, seed: u64) -> VirtualRequests {
+        let workload = GeneratedWorkload {
+            input: LengthDistribution::Fixed(input),
+            output: Some(LengthDistribution::Fixed(output)),
+            prefix: None,
+            vocabulary: Arc::new(PromptVocabulary::cl100k()),
+            seed,
+        };
+        VirtualRequests {
+            workload: Arc::new(workload),
+            openai: OpenAiConfig {
+                ignore_eos: true,
+                ..OpenAiConfig::default()
+            },
+            api: Api::Chat,
+            buckets: LengthBuckets::default(),
+        }
+    }
+
+    /// The requests `args` would send in a live run (and `config` adjusted to the workload,
+    /// as for trace replay).
+    pub(crate) async fn from_run(
+        args: &RunArgs,
+        seed: u64,
+        model: String,
+        config: &mut RunConfig,
+    ) -> Result<VirtualRequests> {
+        let openai = openai_config(args, model)?;
+        let api = match openai.api {
+            ApiKind::Chat => Api::Chat,
+            ApiKind::Completions => Api::Completions,
+            ApiKind::Responses => bail!(
+                "--api responses: the simulator serves chat and completions; use --api chat or \
+                 --api completions in virtual time"
+            ),
+        };
+        let built = prepare_offline(args, seed, config).await?;
+        Ok(VirtualRequests {
+            workload: built.workload,
+            openai,
+            api,
+            buckets: built.buckets,
+        })
+    }
+}
+
+/// Refuses what virtual time does not emulate: reasoning, tool calls and injected faults
+/// (live runs against the embedded simulator have them).
+pub(crate) fn check_emulated(sim: &SimConfig) -> Result<()> {
+    let agent = AgentConfig {
+        prompt_tokens_details: sim.agent.prompt_tokens_details,
+        ..AgentConfig::default()
+    };
+    if sim.agent != agent {
+        bail!(
+            "virtual time does not emulate reasoning or tool calls: drop --sim-reasoning-tokens, \
+             --sim-tool-calls and the config's `agent` section (or run live)"
+        );
+    }
+    if sim.faults != goodput_sim::config::FaultConfig::default() {
+        bail!(
+            "virtual time does not inject faults: drop --sim-fault-* and the config's `faults` \
+             section (or run live against the embedded simulator)"
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,150 @@
+//! `goodput run --virtual-time`: the run the flags describe — any workload (length
+//! distributions, shared prefixes, datasets, multi-turn sessions, traces) and any load (open
+//! or closed loop, phase profiles, trace replay) — against the embedded simulator driven in
+//! virtual time, with the same journal, report, exports and gate as a live run.
+
+use std::process::ExitCode;
+use std::time::{Duration, SystemTime};
+
+use anyhow::{Result, bail};
+use goodput_core::assemble::{ReportInputs, assemble};
+use goodput_core::config::RunConfig;
+use goodput_core::metrics::StepAggregator;
+use goodput_core::record::RequestRecord;
+use goodput_core::report::{LoadReport, RunInfo, StepReport};
+use goodput_core::runner::JournalWriter;
+use goodput_core::runner::{EndReason, RecordSink, RunOutcome};
+
+use crate::args::run::RunArgs;
+use crate::embedded_sim::describe_simulator;
+use crate::virtual_target::requests::check_emulated;
+use crate::virtual_target::{VirtualRequests, VirtualTarget};
+use crate::wiring::server_side::ServerSide;
+use crate::wiring::session::{finish, prepare_output, random_seed, run_info, tool_info};
+
+/// Runs `goodput run --virtual-time`.
+pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
+    refuse_live_only(&args)?;
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let mut config = RunConfig {
+        time_scale: 1.0,
+        ..args.run_config(seed)?
+    };
+    args.summary_format()?;
+    let gate = crate::wiring::run_extras::load_gate(args.reporting.gate.as_deref())?;
+    let sim = crate::embedded_sim::embedded_sim_config(&args, seed)?;
+    check_emulated(&sim)?;
+    let model = args.model.clone().unwrap_or_else(|| sim.model_name());
+    let label = format!("{} in virtual time", describe_simulator(&sim));
+    let requests = VirtualRequests::from_run(&args, seed, model.clone(), &mut config).await?;
+    let target = VirtualTarget { sim, requests };
+    let info = describe(&args, &config, &target, label, &model, command_line)?;
+    let mut journal = prepare_output(args.out.as_deref(), &info, &config)?;
+    let out = args.out.as_deref();
+    let mut server_side =
+        ServerSide::offline(&args.server_side, Some(&target.sim), out, 1.0, None)?;
+    let started_at = SystemTime::now();
+    let records = target.records(&config);
+    let sinks = (journal.as_mut(), &mut server_side);
+    let (step, sink_error) = take(&records, &target, &config, sinks)?;
+    let inputs = ReportInputs {
+        tool: tool_info(),
+        run: RunInfo {
+            end_reason: EndReason::Completed.as_str().to_string(),
+            ..info
+        },
+        config: &config,
+        end: EndReason::Completed,
+        extra_warnings: &[],
+        overhead: None,
+    };
+    let mut report = assemble(inputs, vec![step]);
+    server_side.enrich(&mut report, config.window);
+    let outcome = RunOutcome {
+        end_reason: EndReason::Completed,
+        records: records.len() as u64,
+        started_at,
+        elapsed: records
+            .iter()
+            .map(|r| Duration::from_micros(r.end_us))
+            .max()
+            .unwrap_or_default(),
+        sink_error,
+        late_start: None,
+    };
+    finish(&args, &report, &outcome, None, gate.as_ref())
+}
+
+/// Hands every record to the aggregator, the journal (until it fails: the error is returned
+/// beside the step) and the server-side tally.
+fn take(
+    records: &[RequestRecord],
+    target: &VirtualTarget,
+    config: &RunConfig,
+    (mut journal, server_side): (Option<&mut JournalWriter>, &mut ServerSide),
+) -> Result<(StepReport, Option<std::io::Error>)> {
+    let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
+        .with_length_buckets(target.requests.buckets.clone());
+    let mut sink_error = None;
+    for record in records {
+        aggregator.add(record);
+        server_side.tally().record(record)?;
+        if let Some(journal) = journal.as_mut()
+            && sink_error.is_none()
+        {
+            sink_error = journal.record(record).err();
+        }
+    }
+    Ok((
+        aggregator.report(LoadReport::from(&config.load)),
+        sink_error,
+    ))
+}
+
+/// The run's description, as a live run's `run.json` (target: the simulator in virtual time).
+fn describe(
+    args: &RunArgs,
+    config: &RunConfig,
+    target: &VirtualTarget,
+    label: String,
+    model: &str,
+    command_line: Vec<String>,
+) -> Result<RunInfo> {
+    let endpoint = crate::wiring::session::Endpoint::virtual_time(label);
+    let stream = target.requests.openai.stream;
+    let workload = target.requests.workload.as_ref();
+    let mut info = run_info(
+        args,
+        config,
+        &endpoint,
+        model,
+        stream,
+        workload,
+        command_line,
+    )?;
+    info.api = "virtual".into();
+    info.workload.insert(
+        "length_buckets".into(),
+        target.requests.buckets.to_string().into(),
+    );
+    Ok(info)
+}
+
+/// Refuses the flags that only mean something against a server on the wire.
+fn refuse_live_only(args: &RunArgs) -> Result<()> {
+    let server = &args.server_side;
+    let live_only = [
+        ("--metrics-url", server.metrics_url.is_some()),
+        ("--no-metrics", server.no_metrics),
+        ("--time-scale", args.time_scale.is_some()),
+        ("--header", !args.headers.is_empty()),
+        ("--api-key", args.api_key.is_some()),
+        ("--shards", args.sharding.shards.is_some()),
+        ("--shard-index", args.sharding.shard_index.is_some()),
+        ("--start-at", args.sharding.start_at.is_some()),
+    ];
+    if let Some((flag, _)) = live_only.iter().find(|(_, given)| *given) {
+        bail!("{flag} applies to a live run; in virtual time nothing goes over the wire");
+    }
+    Ok(())
+}

@@ -1,0 +1,331 @@
+//! Virtual-time runs checked against arithmetic: a fixed-timing engine's exact TTFT and ITL
+//! give every request's times from first principles, whatever the workload shape.
+#![allow(clippy::unwrap_used)]
+use goodput_core::config::{Arrival, Warmup};
+use goodput_core::metrics::Slo;
+use goodput_sim::config::{EngineConfig, FixedTimingConfig};
+
+use super::*;
+use goodput_core::config::LoadSpec;
+use std::time::Duration;
+
+fn llama_8b_on(gpu: &str) -> VirtualTarget {
+    let engine = goodput_sim::config::BatchingConfig {
+        gpu: goodput_protocol::hardware::GpuSpec::preset(gpu).unwrap(),
+        ..Default::default()
+    };
+    let sim = SimConfig {
+        engine: EngineConfig::Batching(engine),
+        ..SimConfig::default()
+    };
+    VirtualTarget {
+        sim,
+        requests: crate::virtual_target::VirtualRequests::fixed(512, 128, 0),
+    }
+}
+
+fn plan(slo: &str) -> ProbePlan {
+    let criteria = goodput_core::decide::capacity::Criteria {
+        slo: Slo::parse(slo).unwrap(),
+        attainment: 0.95,
+        confidence: 0.95,
+    };
+    ProbePlan {
+        base: RunConfig::default(),
+        dimension: goodput_core::decide::capacity::Dimension::Rate,
+        arrival: Arrival::Poisson,
+        max_concurrency: None,
+        measured_requests: goodput_core::decide::capacity::early_stopping::probe_requests(
+            0.95, 0.95,
+        ),
+        warmup: Duration::from_secs(10),
+        min_duration: Duration::from_secs(30),
+        max_probe_duration: Duration::from_secs(600),
+        criteria,
+    }
+}
+
+#[test]
+fn h200_serves_more_than_h100_under_the_same_slo() {
+    let search = SearchConfig {
+        start: 4.0,
+        min: 0.5,
+        max: 1000.0,
+        tolerance: 0.1,
+        max_probes: 16,
+        integer: false,
+        budget_secs: None,
+    };
+    // A TPOT target near the bandwidth floor: how big a batch stays under it is set by
+    // memory bandwidth (3.35 vs 4.8 TB/s), compute being equal.
+    let plan = plan("ttft=1s,tpot=12ms");
+    let h100 = virtual_capacity(&llama_8b_on("h100"), &plan, search, |_| {}).0;
+    let h200 = virtual_capacity(&llama_8b_on("h200"), &plan, search, |_| {}).0;
+    let (h100, h200) = (h100.lower_bound.unwrap(), h200.lower_bound.unwrap());
+    assert!(h200 > h100 * 1.15, "H200 {h200} vs H100 {h100} req/s");
+}
+
+#[test]
+fn virtual_fixed_timing_matches_the_configuration_exactly() {
+    let sim = SimConfig {
+        engine: EngineConfig::Fixed(FixedTimingConfig {
+            ttft: Duration::from_millis(200),
+            itl: Duration::from_millis(10),
+            slots: 4,
+            ..FixedTimingConfig::default()
+        }),
+        ..SimConfig::default()
+    };
+    let target = VirtualTarget {
+        sim,
+        requests: crate::virtual_target::VirtualRequests::fixed(32, 11, 0),
+    };
+    let config = RunConfig {
+        load: LoadSpec::Open {
+            rate_per_sec: 10.0,
+            arrival: Arrival::Constant,
+            max_concurrency: None,
+        },
+        max_requests: Some(220),
+        warmup: Warmup::Requests(20),
+        slo: Some(Slo::parse("ttft=250ms").unwrap()),
+        ..RunConfig::default()
+    };
+    let (step, compliance) = target.probe(&config);
+    assert_eq!(step.requests.completed, 200);
+    assert_eq!(step.latency_ms.ttft.max, Some(200.0));
+    assert_eq!(step.latency_ms.e2e.p50, Some(300.0));
+    assert!(
+        (step.throughput.requests_per_sec - 10.0).abs() < 1e-6,
+        "{:?}",
+        step.throughput
+    );
+    assert_eq!(compliance.compliant, 200);
+}
+
+/// A fixed-timing simulator (TTFT 200 ms, ITL 10 ms) counting words.
+fn fixed_sim(slots: u32) -> SimConfig {
+    SimConfig {
+        engine: EngineConfig::Fixed(FixedTimingConfig {
+            ttft: Duration::from_millis(200),
+            itl: Duration::from_millis(10),
+            slots,
+            ..FixedTimingConfig::default()
+        }),
+        prompt_tokenizer: goodput_sim::config::PromptTokenizer::Words,
+        ..SimConfig::default()
+    }
+}
+
+fn open(rate: f64, requests: u64) -> RunConfig {
+    RunConfig {
+        load: LoadSpec::Open {
+            rate_per_sec: rate,
+            arrival: Arrival::Constant,
+            max_concurrency: None,
+        },
+        max_requests: Some(requests),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    }
+}
+
+fn with_workload(
+    sim: SimConfig,
+    workload: impl goodput_core::workload::Workload + 'static,
+) -> VirtualTarget {
+    let mut requests = VirtualRequests::fixed(1, 1, 0);
+    requests.workload = std::sync::Arc::new(workload);
+    VirtualTarget { sim, requests }
+}
+
+fn vocabulary() -> std::sync::Arc<goodput_core::workload::PromptVocabulary> {
+    std::sync::Arc::new(goodput_core::workload::PromptVocabulary::cl100k())
+}
+
+fn e2e_ms(record: &RequestRecord) -> f64 {
+    (record.end_us - record.scheduled_us) as f64 / 1000.0
+}
+
+#[test]
+fn distributed_answer_lengths_are_served_token_for_token() {
+    let workload = goodput_core::workload::GeneratedWorkload {
+        input: "uniform:10..200".parse().unwrap(),
+        output: Some("uniform:1..64".parse().unwrap()),
+        prefix: None,
+        vocabulary: vocabulary(),
+        seed: 7,
+    };
+    let target = with_workload(fixed_sim(1000), workload);
+    let records = target.records(&open(20.0, 200));
+    assert_eq!(records.len(), 200);
+    let mut lengths = std::collections::BTreeSet::new();
+    for record in &records {
+        let asked = record.requested_output_tokens.unwrap();
+        assert_eq!(record.output_tokens, asked, "{record:?}");
+        lengths.insert(asked);
+        // No queueing (1,000 slots): TTFT 200 ms, then 10 ms per further token.
+        let expected = 200.0 + 10.0 * (asked as f64 - 1.0);
+        assert!((e2e_ms(record) - expected).abs() < 1e-6, "{record:?}");
+        // The server counts the prompt with its chat template (role and 6 marks).
+        let prompt = record.expected_input_tokens.unwrap();
+        assert_eq!(record.input_tokens, Some(prompt + 7));
+    }
+    assert!(lengths.len() > 30, "lengths drawn: {lengths:?}");
+}
+
+#[test]
+fn sessions_send_each_turn_a_think_time_after_the_reply_with_the_history() {
+    let workload = goodput_core::workload::SyntheticConversations {
+        turns: "3".parse().unwrap(),
+        user_tokens: "20".parse().unwrap(),
+        output_tokens: Some("5".parse().unwrap()),
+        think_time: goodput_core::workload::ThinkTime::Fixed(Duration::from_secs(1)),
+        prefix: None,
+        agent: None,
+        vocabulary: vocabulary(),
+        seed: 3,
+    };
+    let target = with_workload(fixed_sim(100), workload);
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 2 },
+        max_requests: Some(12),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let records = target.records(&config);
+    assert_eq!(records.len(), 12);
+    // Each turn lasts 200 + 4 × 10 = 240 ms; the next is sent 1 s after it ends.
+    let mut by_session: std::collections::BTreeMap<u64, Vec<&RequestRecord>> = Default::default();
+    for record in &records {
+        assert!((e2e_ms(record) - 240.0).abs() < 1e-6);
+        by_session
+            .entry(record.session.unwrap())
+            .or_default()
+            .push(record);
+    }
+    assert_eq!(by_session.len(), 4, "2 workers × 2 sessions of 3 turns");
+    for turns in by_session.values() {
+        assert_eq!(turns.len(), 3);
+        for pair in turns.windows(2) {
+            assert_eq!(pair[1].scheduled_us, pair[0].end_us + 1_000_000);
+            // The history grows by the reply (5 words) and the new message (20 words), each
+            // message with its role and three template marks.
+            let grown = pair[1].input_tokens.unwrap() - pair[0].input_tokens.unwrap();
+            assert_eq!(grown, 5 + 4 + 20 + 4);
+            assert!(pair[1].expected_prefix_tokens.unwrap() > 0);
+        }
+    }
+}
+
+#[test]
+fn a_client_side_cap_holds_requests_and_latency_counts_from_the_schedule() {
+    let workload = goodput_core::workload::GeneratedWorkload {
+        input: "10".parse().unwrap(),
+        output: Some("1".parse().unwrap()),
+        prefix: None,
+        vocabulary: vocabulary(),
+        seed: 1,
+    };
+    let target = with_workload(fixed_sim(100), workload);
+    let mut config = open(10.0, 5);
+    config.load = LoadSpec::Open {
+        rate_per_sec: 10.0,
+        arrival: Arrival::Constant,
+        max_concurrency: Some(1),
+    };
+    let mut records = target.records(&config);
+    records.sort_by_key(|r| r.index);
+    // Scheduled every 100 ms, served one at a time for 200 ms each.
+    for (i, record) in records.iter().enumerate() {
+        let i = i as u64;
+        assert_eq!(record.scheduled_us, i * 100_000);
+        assert_eq!(record.sent_us, Some(i * 200_000));
+        assert_eq!(record.end_us, (i + 1) * 200_000);
+    }
+}
+
+#[test]
+fn requests_that_outlive_the_timeout_fail_as_timeouts() {
+    let target = VirtualTarget {
+        sim: fixed_sim(1),
+        requests: VirtualRequests::fixed(10, 1, 0),
+    };
+    let mut config = open(100.0, 4);
+    config.request_timeout = Duration::from_millis(500);
+    let mut records = target.records(&config);
+    records.sort_by_key(|r| r.index);
+    // One slot, 200 ms each, all sent within 30 ms: the first two finish by 400 ms, the third
+    // would end at 600 ms > 20 ms + 500 ms.
+    let kinds: Vec<_> = records
+        .iter()
+        .map(|r| r.failure.as_ref().map(|f| f.kind))
+        .collect();
+    use goodput_core::record::OutcomeKind;
+    assert_eq!(
+        kinds,
+        [
+            None,
+            None,
+            Some(OutcomeKind::Timeout),
+            Some(OutcomeKind::Timeout)
+        ]
+    );
+    assert_eq!(records[2].end_us, 520_000);
+}
+
+#[test]
+fn replicas_multiply_a_closed_loops_throughput() {
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 4 },
+        max_requests: Some(400),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let throughput = |replicas: u32| {
+        let sim = SimConfig {
+            replicas,
+            routing: goodput_sim::config::Routing::LeastLoaded,
+            ..fixed_sim(1)
+        };
+        let target = VirtualTarget {
+            sim,
+            requests: VirtualRequests::fixed(10, 11, 0),
+        };
+        target.probe(&config).0.throughput.requests_per_sec
+    };
+    // 300 ms per request on one slot per replica.
+    for replicas in [1u32, 2, 4] {
+        let expected = f64::from(replicas) / 0.3;
+        let measured = throughput(replicas);
+        assert!(
+            (measured / expected - 1.0).abs() < 0.01,
+            "{replicas}: {measured} vs {expected}"
+        );
+    }
+}
+
+#[test]
+fn shared_prefixes_hit_the_batching_engines_prefix_cache() {
+    let workload = goodput_core::workload::GeneratedWorkload {
+        input: "64".parse().unwrap(),
+        output: Some("8".parse().unwrap()),
+        prefix: Some(goodput_core::workload::SharedPrefix {
+            groups: 1,
+            tokens: 1024,
+        }),
+        vocabulary: vocabulary(),
+        seed: 5,
+    };
+    let mut sim = SimConfig::default();
+    sim.agent.prompt_tokens_details = true;
+    let target = with_workload(sim, workload);
+    let mut records = target.records(&open(2.0, 20));
+    records.sort_by_key(|r| r.index);
+    assert_eq!(records[0].cached_input_tokens, Some(0));
+    for record in &records[1..] {
+        let cached = record.cached_input_tokens.unwrap();
+        // Every full block of the shared system prompt (its template marks included) hits.
+        assert!((1008..=1040).contains(&cached), "{cached}: {record:?}");
+    }
+}

@@ -1,0 +1,245 @@
+//! `goodput run --virtual-time`: every workload a live run accepts, driven through the
+//! embedded simulator in virtual time. Checked against arithmetic (a fixed-timing engine's exact
+//! TTFT and ITL, a trace's own timestamps) and against the same run made live.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::{fixed_sim, goodput, ok, validate_against_schema};
+
+fn samples(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../samples")
+        .join(name)
+}
+
+fn journal(dir: &Path) -> Vec<Value> {
+    std::fs::read_to_string(dir.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn report(dir: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap()
+}
+
+fn run(dir: &Path, extra: &[&str]) -> Value {
+    ok(goodput()
+        .args(["run", "--quiet", "--out"])
+        .arg(dir)
+        .args(extra)
+        .output()
+        .unwrap());
+    report(dir)
+}
+
+#[test]
+fn a_trace_is_replayed_at_its_own_timestamps_and_lengths() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = fixed_sim(dir.path(), "fixed", 100, 10);
+    let trace = samples("trace_goodput.csv");
+    let out = dir.path().join("run");
+    let report = run(
+        &out,
+        &[
+            "--virtual-time",
+            "--trace",
+            trace.to_str().unwrap(),
+            "--warmup",
+            "0",
+            "--sim-config",
+            sim.to_str().unwrap(),
+        ],
+    );
+    validate_against_schema(&report);
+    let rows: Vec<(f64, u64)> = std::fs::read_to_string(&trace)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            (fields[0].parse().unwrap(), fields[2].parse().unwrap())
+        })
+        .collect();
+    let first = rows[0].0;
+    let mut records = journal(&out);
+    records.sort_by_key(|r| r["index"].as_u64().unwrap());
+    assert_eq!(records.len(), rows.len());
+    for (record, (at_ms, output)) in records.iter().zip(&rows) {
+        let scheduled = record["scheduled_us"].as_u64().unwrap();
+        let expected = ((at_ms - first) * 1000.0).round() as u64;
+        assert!(scheduled.abs_diff(expected) <= 1, "{record} vs {at_ms}");
+        assert_eq!(record["output_tokens"].as_u64().unwrap(), *output);
+        // 64 slots: no queueing, TTFT 100 ms and 10 ms per further token.
+        let e2e = record["end_us"].as_u64().unwrap() - scheduled;
+        assert_eq!(e2e, 100_000 + 10_000 * (output - 1), "{record}");
+    }
+    assert_eq!(report["steps"][0]["load"]["mode"], "replay");
+    assert!(
+        report["run"]["target"]
+            .as_str()
+            .unwrap()
+            .contains("in virtual time")
+    );
+}
+
+/// Three-turn sessions, 50 ms think time, varied user messages, 8-token answers.
+fn session_args(sim: &Path, out: &Path) -> Vec<String> {
+    [
+        "--sim-config",
+        sim.to_str().unwrap(),
+        "--turns",
+        "3",
+        "--think-time",
+        "50ms",
+        "--input-tokens",
+        "uniform:10..40",
+        "--output-tokens",
+        "8",
+        "--concurrency",
+        "3",
+        "--requests",
+        "18",
+        "--warmup",
+        "0",
+        "--seed",
+        "9",
+        "--out",
+        out.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|a| a.to_string())
+    .collect()
+}
+
+#[test]
+fn virtual_time_agrees_with_the_live_embedded_simulator_on_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = fixed_sim(dir.path(), "fixed", 40, 4);
+    let args = |out: &Path| session_args(&sim, out);
+    let live = dir.path().join("live");
+    let virtual_run = dir.path().join("virtual");
+    ok(goodput()
+        .args(["run", "--quiet"])
+        .args(args(&live))
+        .output()
+        .unwrap());
+    ok(goodput()
+        .args(["run", "--quiet", "--virtual-time"])
+        .args(args(&virtual_run))
+        .output()
+        .unwrap());
+    let (live_report, virtual_report) = (report(&live), report(&virtual_run));
+    let step = |r: &Value| r["steps"][0].clone();
+    let (l, v) = (step(&live_report), step(&virtual_report));
+    assert_eq!(l["requests"]["completed"], 18);
+    assert_eq!(v["requests"]["completed"], 18);
+    // The same requests reach the same front end: identical prompt token counts.
+    let inputs = |dir: &Path| {
+        let mut counts: Vec<(u64, u64)> = journal(dir)
+            .iter()
+            .map(|r| {
+                (
+                    r["index"].as_u64().unwrap(),
+                    r["input_tokens"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        counts.sort_unstable();
+        counts
+    };
+    let (live_inputs, virtual_inputs) = (inputs(&live), inputs(&virtual_run));
+    let total = |counts: &[(u64, u64)]| counts.iter().map(|c| c.1).sum::<u64>();
+    assert_eq!(total(&live_inputs), total(&virtual_inputs));
+    // Virtual time is exact (40 ms + 7 × 4 ms); the live client adds only its own overhead.
+    let e2e = |s: &Value| s["latency_ms"]["e2e"]["p50"].as_f64().unwrap();
+    assert!((e2e(&v) - 68.0).abs() < 1e-6, "{v}");
+    assert!(
+        e2e(&l) >= 68.0 && e2e(&l) < 68.0 + 25.0,
+        "live {} vs 68",
+        e2e(&l)
+    );
+}
+
+#[test]
+fn replicas_behind_a_balancer_serve_a_dataset_in_parallel() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("one-slot.json");
+    std::fs::write(
+        &sim,
+        r#"{"engine": {"kind": "fixed", "ttft": 100, "itl": 10, "slots": 1},
+            "prompt_tokenizer": "words"}"#,
+    )
+    .unwrap();
+    let dataset = samples("prompts.jsonl");
+    let throughput = |replicas: &str, routing: &str| {
+        let out = dir.path().join(format!("r{replicas}-{routing}"));
+        let report = run(
+            &out,
+            &[
+                "--virtual-time",
+                "--dataset",
+                dataset.to_str().unwrap(),
+                "--concurrency",
+                "4",
+                "--requests",
+                "200",
+                "--sim-replicas",
+                replicas,
+                "--sim-routing",
+                routing,
+                "--sim-config",
+                sim.to_str().unwrap(),
+            ],
+        );
+        assert!(
+            report["run"]["target"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("{replicas} replicas, {routing} routing"))
+        );
+        report["steps"][0]["throughput"]["requests_per_sec"]
+            .as_f64()
+            .unwrap()
+    };
+    // Four workers on four one-slot replicas: a least-loaded balancer keeps every replica busy.
+    let one = throughput("2", "least-loaded") / 2.0;
+    let four = throughput("4", "least-loaded");
+    assert!(
+        (four / one - 4.0).abs() < 0.2,
+        "1 replica {one}, 4 replicas {four}"
+    );
+    // Round robin ignores how busy a replica is: with answers of different lengths, a request
+    // waits behind a long one while another replica idles.
+    let round_robin = throughput("4", "round-robin");
+    assert!(
+        round_robin < four * 0.95,
+        "round robin {round_robin} vs {four}"
+    );
+}
+
+#[test]
+fn flags_that_need_a_server_are_refused_in_virtual_time() {
+    for (flag, value) in [
+        ("--metrics-url", Some("http://127.0.0.1:1/metrics")),
+        ("--header", Some("x-a: b")),
+        ("--time-scale", Some("2")),
+        ("--tokenizer", Some("server")),
+        ("--api", Some("responses")),
+        ("--sim-reasoning-tokens", Some("8")),
+    ] {
+        let output = goodput()
+            .args(["run", "--quiet", "--virtual-time", "--requests", "4", flag])
+            .args(value)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("virtual time"), "{flag}: {stderr}");
+    }
+}
