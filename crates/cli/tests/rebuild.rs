@@ -27,6 +27,7 @@ fn without_live_only_fields(mut report: Value, multi_step: bool) -> Value {
         "cpu_utilization",
         "wall_secs",
         "cpu_secs",
+        "cpu_ms_per_1000_chunks",
     ] {
         client.remove(key).unwrap();
     }

@@ -23,9 +23,15 @@ pub(super) fn render(out: &mut String, client: Option<&ClientReport>) {
         ),
         _ => "CPU not measured".to_string(),
     };
+    let per_chunk = client.cpu_ms_per_1000_chunks.map_or(String::new(), |ms| {
+        format!(
+            " · {ms:.1} CPU ms per 1,000 chunks ({})",
+            client.chunks_received
+        )
+    });
     let _ = writeln!(
         out,
-        "\nClient overhead: dispatch lag p50 {} · p99 {} · max {} ms · {cpu}",
+        "\nClient overhead: dispatch lag p50 {} · p99 {} · max {} ms · {cpu}{per_chunk}",
         ms(lag.p50),
         ms(lag.p99),
         ms(lag.max)

@@ -156,7 +156,7 @@ function otherSections(report, st) {
     var box = section("Client overhead", "client", "Whether the benchmarking client itself kept up: how late it sent requests and how busy its CPU was.");
     cards(box, [
       { label: "dispatch lag p99", value: fmt(get(c, "dispatch_lag_ms.p99"), 3) + " ms", note: "max " + fmt(get(c, "dispatch_lag_ms.max"), 3) + " ms" },
-      { label: "client CPU", value: pct(c.cpu_utilization, 0), note: fmt(c.cpu_secs, 1) + " CPU s on " + c.cores + " cores" + (c.includes_simulator ? ", simulator included" : "") },
+      { label: "client CPU", value: pct(c.cpu_utilization, 0), note: fmt(c.cpu_secs, 1) + " CPU s on " + c.cores + " cores" + (c.includes_simulator ? ", simulator included" : "") + (c.cpu_ms_per_1000_chunks == null ? "" : ", " + fmt(c.cpu_ms_per_1000_chunks, 1) + " ms per 1,000 chunks") },
       { label: "verdict", value: c.trustworthy ? "trustworthy" : "NOT trustworthy", cls: c.trustworthy ? "pass" : "fail", note: c.reason || "the client was not the bottleneck" }]);
   }
   var skip = ["schema_version", "tool", "run", "steps", "warnings", "capacity", "sweep", "client"];

@@ -49,6 +49,8 @@ pub struct ClientOverhead {
     lag: LatencyHistogram,
     started: Option<(Instant, Option<Duration>)>,
     includes_simulator: bool,
+    /// Response chunks received by every finished request (warm-up included, as the CPU is).
+    chunks: u64,
 }
 
 impl ClientOverhead {
@@ -58,6 +60,7 @@ impl ClientOverhead {
             lag: LatencyHistogram::new(),
             started: Some((Instant::now(), process_cpu_time())),
             includes_simulator,
+            chunks: 0,
         }
     }
 
@@ -67,11 +70,13 @@ impl ClientOverhead {
             lag: LatencyHistogram::new(),
             started: None,
             includes_simulator: false,
+            chunks: 0,
         }
     }
 
     /// Folds in one finished request (measured and sent ones count).
     pub fn add(&mut self, record: &RequestRecord) {
+        self.chunks += record.chunks.len() as u64;
         if record.phase != Phase::Measure {
             return;
         }
@@ -102,6 +107,10 @@ impl ClientOverhead {
         let reason = verdict(lag.p99, utilization, self.includes_simulator);
         ClientReport {
             dispatch_lag_ms: lag,
+            chunks_received: self.chunks,
+            cpu_ms_per_1000_chunks: cpu
+                .filter(|_| self.chunks > 0)
+                .map(|cpu| cpu.as_secs_f64() * 1e6 / self.chunks as f64),
             cpu_secs: cpu.map(|d| d.as_secs_f64()),
             wall_secs: wall.map(|d| d.as_secs_f64()),
             cores: u32::try_from(cores).unwrap_or(u32::MAX),
@@ -215,5 +224,39 @@ mod tests {
         assert_eq!(report.dispatch_lag_ms.count, 2);
         assert_eq!(report.dispatch_lag_ms.max, Some(0.3));
         assert!(report.cpu_secs.is_none() && report.trustworthy && !report.bottleneck);
+    }
+
+    #[test]
+    fn cpu_per_thousand_chunks_counts_every_finished_requests_chunks() {
+        let record = |phase: &str, chunks: usize| {
+            let chunks: Vec<[u64; 2]> = (0..chunks as u64).map(|i| [i * 1_000, 1]).collect();
+            let json = serde_json::json!({
+                "index": 0, "phase": phase, "scheduled_us": 0, "dequeued_us": 0,
+                "sent_us": 0, "response_us": null, "first_token_us": null,
+                "last_token_us": null, "end_us": 100_000, "streamed": true, "input_tokens": null,
+                "input_tokens_source": "none", "output_tokens": 0, "output_tokens_source": "none",
+                "chunks": chunks, "items": 1,
+            });
+            serde_json::from_value::<RequestRecord>(json).unwrap()
+        };
+        let mut rebuilt = ClientOverhead::from_records_only();
+        rebuilt.add(&record("warmup", 30));
+        rebuilt.add(&record("measure", 70));
+        let report = rebuilt.report();
+        assert_eq!(report.chunks_received, 100);
+        assert_eq!(
+            report.cpu_ms_per_1000_chunks, None,
+            "no CPU figure, no ratio"
+        );
+
+        let mut live = ClientOverhead::start(false);
+        let spin: u64 = (0..20_000_000u64).map(|i| i ^ (i >> 3)).sum();
+        assert!(spin > 0);
+        live.add(&record("measure", 2_000));
+        let report = live.report();
+        if let Some(cpu) = report.cpu_secs {
+            let per = report.cpu_ms_per_1000_chunks.unwrap();
+            assert!((per - cpu * 1e6 / 2_000.0).abs() < 1e-9, "{per} vs {cpu}");
+        }
     }
 }

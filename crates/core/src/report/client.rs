@@ -12,6 +12,15 @@ pub struct ClientReport {
     /// between a request being due (and allowed by any concurrency cap) and its hand-over to
     /// a connection (connecting included).
     pub dispatch_lag_ms: LatencyStats,
+    /// Response chunks (SSE events with tokens, or whole bodies) the client received, warm-up
+    /// included.
+    #[serde(default)]
+    pub chunks_received: u64,
+    /// `cpu_secs` per 1,000 received chunks, in ms: the client's cost per unit of streamed
+    /// work (`null` without a CPU figure or chunks; includes the embedded simulator's CPU when
+    /// `includes_simulator`).
+    #[serde(default)]
+    pub cpu_ms_per_1000_chunks: Option<f64>,
     /// CPU time (user + system) the goodput process used during the run, seconds; `null`
     /// when not measurable (a report rebuilt from the journal, or not Linux).
     pub cpu_secs: Option<f64>,
