@@ -179,6 +179,13 @@ impl Simulation {
         self.index.get(&id).map(|&i| &self.timelines[i])
     }
 
+    /// Hands over request `id`'s timeline and forgets it (its slot in [`Simulation::timelines`]
+    /// is left empty), so a long run keeps only the requests still in flight.
+    pub fn take_timeline(&mut self, id: RequestId) -> Option<RequestTimeline> {
+        let index = self.index.remove(&id)?;
+        Some(std::mem::take(&mut self.timelines[index]))
+    }
+
     /// Every step the engine took (batching engine only).
     pub fn steps(&self) -> &[StepSummary] {
         &self.steps

@@ -75,12 +75,17 @@ pub(super) struct VirtualRun<'a> {
     next_index: u64,
     next_session: u64,
     next_engine_id: RequestId,
-    records: Vec<RequestRecord>,
+    /// Takes each request's record as it ends.
+    sink: &'a mut dyn FnMut(RequestRecord),
 }
 
 impl<'a> VirtualRun<'a> {
     /// A run of `config` against `target`, nothing sent yet.
-    pub(super) fn new(target: &'a VirtualTarget, config: &'a RunConfig) -> Self {
+    pub(super) fn new(
+        target: &'a VirtualTarget,
+        config: &'a RunConfig,
+        sink: &'a mut dyn FnMut(RequestRecord),
+    ) -> Self {
         let replayed = target.requests.workload.arrival_offsets();
         let (arrivals, cap) = match open_loop_arrivals(&config.load, config.seed, replayed) {
             Some((offsets, cap)) => (Some(offsets), cap.map(|n| n.max(1) as usize)),
@@ -104,13 +109,13 @@ impl<'a> VirtualRun<'a> {
             next_index: 0,
             next_session: 0,
             next_engine_id: 0,
-            records: Vec::new(),
+            sink,
         }
     }
 
-    /// Runs until nothing is due and the engine is idle; returns every request's record in
-    /// the order they ended.
-    pub(super) fn run(mut self) -> Vec<RequestRecord> {
+    /// Runs until nothing is due and the engine is idle, handing every request's record to
+    /// the sink as it ends.
+    pub(super) fn run(mut self) {
         self.start();
         loop {
             let engine_at = self.sim.engine().next_event_at();
@@ -122,7 +127,6 @@ impl<'a> VirtualRun<'a> {
                 (Some(engine), _) => self.advance_engine(engine),
             }
         }
-        self.records
     }
 
     fn start(&mut self) {
@@ -374,8 +378,9 @@ impl<'a> VirtualRun<'a> {
         let timelines: Vec<_> = pending
             .engine_ids
             .iter()
-            .filter_map(|id| self.sim.timeline(*id))
+            .filter_map(|id| self.sim.take_timeline(*id))
             .collect();
+        let timelines: Vec<_> = timelines.iter().collect();
         let mut record = record(&pending.sent, &timelines);
         let now = self.sim.now();
         match pending.session.take() {
@@ -387,7 +392,7 @@ impl<'a> VirtualRun<'a> {
             }
             None => {}
         }
-        self.records.push(record);
+        (self.sink)(record);
         self.release_held();
     }
 

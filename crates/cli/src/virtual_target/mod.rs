@@ -36,17 +36,24 @@ pub(crate) struct VirtualTarget {
 impl VirtualTarget {
     /// Runs `config` (open loop, phase profile, trace replay or closed loop) in virtual time
     /// and returns every request's record, in the order they ended.
+    #[cfg(test)]
     pub(crate) fn records(&self, config: &RunConfig) -> Vec<RequestRecord> {
-        drive::VirtualRun::new(self, config).run()
+        let mut records = Vec::new();
+        self.each_record(config, &mut |record| records.push(record));
+        records
+    }
+
+    /// Runs `config` in virtual time, handing each request's record to `sink` as it ends
+    /// (memory stays bounded by the requests in flight).
+    pub(crate) fn each_record(&self, config: &RunConfig, sink: &mut dyn FnMut(RequestRecord)) {
+        drive::VirtualRun::new(self, config, sink).run();
     }
 
     /// Runs `config` in virtual time and aggregates it as a live step.
     pub(crate) fn probe(&self, config: &RunConfig) -> (StepReport, Compliance) {
         let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
             .with_length_buckets(self.requests.buckets.clone());
-        for record in self.records(config) {
-            aggregator.add(&record);
-        }
+        self.each_record(config, &mut |record| aggregator.add(&record));
         (
             aggregator.report(LoadReport::from(&config.load)),
             aggregator.compliance(),

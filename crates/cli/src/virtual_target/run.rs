@@ -10,7 +10,6 @@ use anyhow::{Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
 use goodput_core::metrics::StepAggregator;
-use goodput_core::record::RequestRecord;
 use goodput_core::report::{LoadReport, RunInfo, StepReport};
 use goodput_core::runner::JournalWriter;
 use goodput_core::runner::{EndReason, RecordSink, RunOutcome};
@@ -44,9 +43,7 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let mut server_side =
         ServerSide::offline(&args.server_side, Some(&target.sim), out, 1.0, None)?;
     let started_at = SystemTime::now();
-    let records = target.records(&config);
-    let sinks = (journal.as_mut(), &mut server_side);
-    let (step, sink_error) = take(&records, &target, &config, sinks)?;
+    let taken = take(&target, &config, (journal.as_mut(), &mut server_side));
     let inputs = ReportInputs {
         tool: tool_info(),
         run: RunInfo {
@@ -58,47 +55,56 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
         extra_warnings: &[],
         overhead: None,
     };
-    let mut report = assemble(inputs, vec![step]);
+    let mut report = assemble(inputs, vec![taken.step]);
     server_side.enrich(&mut report, config.window);
     let outcome = RunOutcome {
         end_reason: EndReason::Completed,
-        records: records.len() as u64,
+        records: taken.records,
         started_at,
-        elapsed: records
-            .iter()
-            .map(|r| Duration::from_micros(r.end_us))
-            .max()
-            .unwrap_or_default(),
-        sink_error,
+        elapsed: Duration::from_micros(taken.last_end_us),
+        sink_error: taken.sink_error,
         late_start: None,
     };
     finish(&args, &report, &outcome, None, gate.as_ref())
 }
 
-/// Hands every record to the aggregator, the journal (until it fails: the error is returned
-/// beside the step) and the server-side tally.
+/// What a virtual run handed on.
+struct Taken {
+    step: StepReport,
+    records: u64,
+    last_end_us: u64,
+    /// The journal's first write error (later records were not written).
+    sink_error: Option<std::io::Error>,
+}
+
+/// Runs `config`, handing each record as it ends to the aggregator, the server-side tally
+/// and the journal (until a write fails).
 fn take(
-    records: &[RequestRecord],
     target: &VirtualTarget,
     config: &RunConfig,
     (mut journal, server_side): (Option<&mut JournalWriter>, &mut ServerSide),
-) -> Result<(StepReport, Option<std::io::Error>)> {
+) -> Taken {
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
         .with_length_buckets(target.requests.buckets.clone());
-    let mut sink_error = None;
-    for record in records {
-        aggregator.add(record);
-        server_side.tally().record(record)?;
+    let (mut records, mut last_end_us, mut sink_error) = (0, 0, None);
+    target.each_record(config, &mut |record| {
+        aggregator.add(&record);
+        // The tally only counts; it cannot fail.
+        let _ = server_side.tally().record(&record);
         if let Some(journal) = journal.as_mut()
             && sink_error.is_none()
         {
-            sink_error = journal.record(record).err();
+            sink_error = journal.record(&record).err();
         }
-    }
-    Ok((
-        aggregator.report(LoadReport::from(&config.load)),
+        records += 1;
+        last_end_us = last_end_us.max(record.end_us);
+    });
+    Taken {
+        step: aggregator.report(LoadReport::from(&config.load)),
+        records,
+        last_end_us,
         sink_error,
-    ))
+    }
 }
 
 /// The run's description, as a live run's `run.json` (target: the simulator in virtual time).
