@@ -243,3 +243,60 @@ fn flags_that_need_a_server_are_refused_in_virtual_time() {
         assert!(stderr.contains("virtual time"), "{flag}: {stderr}");
     }
 }
+
+#[test]
+fn a_virtual_sweep_finds_the_slots_as_its_knee_with_exact_throughput() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("four-slots.json");
+    std::fs::write(
+        &sim,
+        r#"{"engine": {"kind": "fixed", "ttft": 200, "itl": 20, "slots": 4},
+            "prompt_tokenizer": "words"}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("sweep");
+    ok(goodput()
+        .args(["sweep", "--quiet", "--virtual-time", "--out"])
+        .arg(&out)
+        .args(["--concurrency-steps", "1,2,4,8", "--requests", "200"])
+        .args(["--output-tokens", "6", "--warmup", "0", "--sim-config"])
+        .arg(&sim)
+        .output()
+        .unwrap());
+    let swept = report(&out);
+    validate_against_schema(&swept);
+    // 300 ms per request on 4 slots: min(c, 4) / 0.3 s.
+    for (step, concurrency) in swept["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip([1.0, 2.0, 4.0, 8.0])
+    {
+        let measured = step["throughput"]["requests_per_sec"].as_f64().unwrap();
+        let exact = f64::min(concurrency, 4.0) / 0.3;
+        assert!(
+            (measured / exact - 1.0).abs() < 0.01,
+            "c={concurrency}: {measured} vs {exact}"
+        );
+    }
+    assert_eq!(swept["sweep"]["knee"]["load"], 4.0, "{}", swept["sweep"]);
+    // Every record carries its step (omitted when 0), and run.json lists the steps' loads (for a rebuild).
+    let steps: std::collections::BTreeSet<u64> = journal(&out)
+        .iter()
+        .map(|r| r["step"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(steps.into_iter().collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(out.join("run.json")).unwrap()).unwrap();
+    assert_eq!(manifest["steps"].as_array().unwrap().len(), 4);
+    let rebuilt = dir.path().join("rebuilt");
+    ok(goodput()
+        .args(["report"])
+        .arg(&out)
+        .args(["--out"])
+        .arg(&rebuilt)
+        .output()
+        .unwrap());
+    let again = report(&rebuilt);
+    assert_eq!(again["sweep"]["knee"], swept["sweep"]["knee"]);
+}

@@ -158,7 +158,7 @@ pub(crate) struct RunArgs {
     pub(crate) tags: Vec<String>,
 
     /// Drive the embedded simulator in virtual time: no HTTP and no sleeping, so an hour of
-    /// traffic takes seconds; every workload and load a live run accepts (not `sweep`).
+    /// traffic takes seconds; every workload and load a live run accepts.
     #[arg(long, conflicts_with = "target", help_heading = "Embedded simulator")]
     pub(crate) virtual_time: bool,
     /// Embedded simulator: configuration file (TOML or JSON; see `goodput sim --help`).

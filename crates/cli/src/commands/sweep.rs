@@ -24,25 +24,29 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
         bail!("--batch-steps sends a list of prompts per request: add --api completions");
     }
     args.run.reporting.refuse_no_live("sweep")?;
-    if args.run.virtual_time {
-        bail!(
-            "--virtual-time drives one run (goodput run) or a capacity search; a sweep runs live"
-        );
-    }
     if args.run.workload.trace.is_some() {
         bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
     }
-    let mut session = Session::open(args.run, command_line).await?;
-    session.sweep_plan = Some(SweepReport {
+    let plan = SweepReport {
         dimension,
         loads: levels.clone(),
         knee_min_gain,
         knee: None,
-    });
+    };
+    if args.run.virtual_time {
+        return crate::virtual_target::sweep::run(args, plan, command_line).await;
+    }
+    let mut session = Session::open(args.run, command_line).await?;
+    session.sweep_plan = Some(plan.clone());
     let mut steps = Vec::new();
     let mut last_outcome = None;
     for (index, level) in levels.iter().enumerate() {
-        let (config, workload) = level_config(&session, dimension, *level);
+        let (config, workload) = level_config(
+            (&session.config, session.args.rate.is_some()),
+            &session.built.workload,
+            dimension,
+            *level,
+        );
         if !session.args.quiet {
             eprintln!(
                 "step {}/{}: {}",
@@ -67,22 +71,18 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
     };
     let knee = find_knee(dimension, &levels, &steps, knee_min_gain);
     let mut report = session.report(steps, outcome.end_reason);
-    report.sweep = Some(SweepReport {
-        dimension,
-        loads: levels,
-        knee_min_gain,
-        knee,
-    });
+    report.sweep = Some(SweepReport { knee, ..plan });
     session.finish(&report, &outcome)
 }
 
-/// The configuration (and, for batch sweeps, the workload) of the step at `level`.
-fn level_config(
-    session: &Session,
+/// The configuration (and, for batch sweeps, the workload) of the step at `level`, from the
+/// base configuration (and whether `--rate` was given) and the base workload.
+pub(crate) fn level_config(
+    (base, rate_given): (&RunConfig, bool),
+    workload: &Arc<dyn Workload>,
     dimension: SweepDimension,
     level: f64,
 ) -> (RunConfig, Option<Arc<dyn Workload>>) {
-    let base = &session.config;
     let (arrival, max_concurrency) = base.load.open_loop_shape();
     let (load, workload) = match dimension {
         SweepDimension::Concurrency => (
@@ -101,12 +101,12 @@ fn level_config(
         ),
         SweepDimension::Batch => {
             // Batches go out at --concurrency (default one request at a time) or --rate.
-            let load = match (&base.load, session.args.rate) {
-                (LoadSpec::Open { .. }, None) => LoadSpec::Closed { concurrency: 1 },
+            let load = match (&base.load, rate_given) {
+                (LoadSpec::Open { .. }, false) => LoadSpec::Closed { concurrency: 1 },
                 (load, _) => load.clone(),
             };
             let batched: Arc<dyn Workload> = Arc::new(BatchedWorkload {
-                inner: Arc::clone(&session.built.workload),
+                inner: Arc::clone(workload),
                 batch: level as u32,
             });
             (load, Some(batched))
@@ -119,7 +119,7 @@ fn level_config(
     (config, workload)
 }
 
-fn print_result(index: usize, levels: usize, step: &StepReport) {
+pub(crate) fn print_result(index: usize, levels: usize, step: &StepReport) {
     eprintln!(
         "step {}/{levels}: {:.2} req/s, {:.1} output tok/s, E2E p50 {}",
         index + 1,
@@ -132,7 +132,7 @@ fn print_result(index: usize, levels: usize, step: &StepReport) {
     );
 }
 
-fn describe(dimension: SweepDimension, config: &RunConfig, level: f64) -> String {
+pub(crate) fn describe(dimension: SweepDimension, config: &RunConfig, level: f64) -> String {
     match dimension {
         SweepDimension::Concurrency => format!("concurrency {level}"),
         SweepDimension::Rate => format!("{level} requests/s"),

@@ -11,6 +11,7 @@ pub(crate) mod plan;
 mod record;
 pub(crate) mod requests;
 pub(crate) mod run;
+pub(crate) mod sweep;
 
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::{

@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
 use goodput_core::metrics::StepAggregator;
-use goodput_core::report::{LoadReport, RunInfo, StepReport};
+use goodput_core::report::{LoadReport, RunInfo, StepReport, Warning};
 use goodput_core::runner::JournalWriter;
 use goodput_core::runner::{EndReason, RecordSink, RunOutcome};
 
@@ -18,12 +18,25 @@ use crate::args::run::RunArgs;
 use crate::embedded_sim::describe_simulator;
 use crate::virtual_target::requests::check_emulated;
 use crate::virtual_target::{VirtualRequests, VirtualTarget};
+use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
 use crate::wiring::session::{finish, prepare_output, random_seed, run_info, tool_info};
 
-/// Runs `goodput run --virtual-time`.
-pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
-    refuse_live_only(&args)?;
+/// What a virtual-time run or sweep needs before it starts.
+pub(super) struct Prepared {
+    /// The run configuration (adjusted to the workload, as for trace replay).
+    pub(super) config: RunConfig,
+    /// The `--gate` criteria.
+    pub(super) gate: Option<GateCriteria>,
+    /// The simulator and what is sent to it.
+    pub(super) target: VirtualTarget,
+    /// The run's description (`end_reason` still `running`).
+    pub(super) info: RunInfo,
+}
+
+/// Reads the flags, builds the simulator and the workload, and describes the run.
+pub(super) async fn prepare(args: &RunArgs, command_line: Vec<String>) -> Result<Prepared> {
+    refuse_live_only(args)?;
     let seed = args.seed.unwrap_or_else(random_seed);
     let mut config = RunConfig {
         time_scale: 1.0,
@@ -31,63 +44,96 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     };
     args.summary_format()?;
     let gate = crate::wiring::run_extras::load_gate(args.reporting.gate.as_deref())?;
-    let sim = crate::embedded_sim::embedded_sim_config(&args, seed)?;
+    let sim = crate::embedded_sim::embedded_sim_config(args, seed)?;
     check_emulated(&sim)?;
     let model = args.model.clone().unwrap_or_else(|| sim.model_name());
     let label = format!("{} in virtual time", describe_simulator(&sim));
-    let requests = VirtualRequests::from_run(&args, seed, model.clone(), &mut config).await?;
+    let requests = VirtualRequests::from_run(args, seed, model.clone(), &mut config).await?;
     let target = VirtualTarget { sim, requests };
-    let info = describe(&args, &config, &target, label, &model, command_line)?;
+    let info = describe(args, &config, &target, label, &model, command_line)?;
+    Ok(Prepared {
+        config,
+        gate,
+        target,
+        info,
+    })
+}
+
+/// Runs `goodput run --virtual-time`.
+pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
+    let Prepared {
+        config,
+        gate,
+        target,
+        info,
+    } = prepare(&args, command_line).await?;
     let mut journal = prepare_output(args.out.as_deref(), &info, &config)?;
     let out = args.out.as_deref();
     let mut server_side =
         ServerSide::offline(&args.server_side, Some(&target.sim), out, 1.0, None)?;
     let started_at = SystemTime::now();
-    let taken = take(&target, &config, (journal.as_mut(), &mut server_side));
-    let inputs = ReportInputs {
+    let mut taken = take(&target, &config, 0, (journal.as_mut(), &mut server_side));
+    let outcome = taken.outcome(started_at);
+    let mut report = assemble(inputs(info, &config, &[]), vec![taken.step]);
+    server_side.enrich(&mut report, config.window);
+    finish(&args, &report, &outcome, None, gate.as_ref())
+}
+
+/// The report's inputs for a completed virtual run.
+pub(super) fn inputs<'a>(
+    info: RunInfo,
+    config: &'a RunConfig,
+    extra_warnings: &'a [Warning],
+) -> ReportInputs<'a> {
+    ReportInputs {
         tool: tool_info(),
         run: RunInfo {
             end_reason: EndReason::Completed.as_str().to_string(),
             ..info
         },
-        config: &config,
+        config,
         end: EndReason::Completed,
-        extra_warnings: &[],
+        extra_warnings,
         overhead: None,
-    };
-    let mut report = assemble(inputs, vec![taken.step]);
-    server_side.enrich(&mut report, config.window);
-    let outcome = RunOutcome {
-        end_reason: EndReason::Completed,
-        records: taken.records,
-        started_at,
-        elapsed: Duration::from_micros(taken.last_end_us),
-        sink_error: taken.sink_error,
-        late_start: None,
-    };
-    finish(&args, &report, &outcome, None, gate.as_ref())
+    }
 }
 
 /// What a virtual run handed on.
-struct Taken {
-    step: StepReport,
+pub(super) struct Taken {
+    pub(super) step: StepReport,
     records: u64,
     last_end_us: u64,
     /// The journal's first write error (later records were not written).
     sink_error: Option<std::io::Error>,
 }
 
-/// Runs `config`, handing each record as it ends to the aggregator, the server-side tally
-/// and the journal (until a write fails).
-fn take(
+impl Taken {
+    /// The run's outcome: completed, its records, virtual time to the last end.
+    pub(super) fn outcome(&mut self, started_at: SystemTime) -> RunOutcome {
+        RunOutcome {
+            end_reason: EndReason::Completed,
+            records: self.records,
+            started_at,
+            elapsed: Duration::from_micros(self.last_end_us),
+            sink_error: self.sink_error.take(),
+            late_start: None,
+        }
+    }
+}
+
+/// Runs `config` as step `step`, handing each record as it ends to the aggregator, the
+/// server-side tally and the journal (until a write fails).
+pub(super) fn take(
     target: &VirtualTarget,
     config: &RunConfig,
+    step: u32,
     (mut journal, server_side): (Option<&mut JournalWriter>, &mut ServerSide),
 ) -> Taken {
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
         .with_length_buckets(target.requests.buckets.clone());
     let (mut records, mut last_end_us, mut sink_error) = (0, 0, None);
-    target.each_record(config, &mut |record| {
+    target.each_record(config, &mut |mut record| {
+        record.step = step;
         aggregator.add(&record);
         // The tally only counts; it cannot fail.
         let _ = server_side.tally().record(&record);
@@ -103,7 +149,7 @@ fn take(
         step: aggregator.report(LoadReport::from(&config.load)),
         records,
         last_end_us,
-        sink_error,
+        sink_error: sink_error.take(),
     }
 }
 
@@ -137,7 +183,7 @@ fn describe(
 }
 
 /// Refuses the flags that only mean something against a server on the wire.
-fn refuse_live_only(args: &RunArgs) -> Result<()> {
+pub(super) fn refuse_live_only(args: &RunArgs) -> Result<()> {
     let server = &args.server_side;
     let live_only = [
         ("--metrics-url", server.metrics_url.is_some()),

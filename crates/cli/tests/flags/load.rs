@@ -74,11 +74,7 @@ pub(crate) fn sim_probes(sub: Sub) -> Vec<Probe> {
                 &["--profile", "{profile}"],
                 Refused("--rate-steps"),
             ),
-            probe(
-                "--virtual-time",
-                &["--virtual-time"],
-                Refused("a sweep runs live"),
-            ),
+            probe("--virtual-time", &["--virtual-time"], At("/report")),
         ],
         _ => vec![
             probe("--rate", &["--rate", "30"], Refused("--rate")),
