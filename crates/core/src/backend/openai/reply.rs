@@ -241,7 +241,14 @@ impl StreamReader {
             let whole: Value = serde_json::from_str(data).unwrap_or(Value::Null);
             return Err(stream_error(&error_text(&whole)));
         }
-        let cumulative = chunk.usage.map(|usage| usage.completion_tokens);
+        // Continuous usage, else llama.cpp's per-chunk `timings` (`timings_per_token`).
+        let cumulative = chunk
+            .usage
+            .map(|usage| usage.completion_tokens)
+            .or_else(|| {
+                let predicted = chunk.timings.and_then(|timings| timings.predicted_n)?;
+                (predicted.is_finite() && predicted >= 0.0).then_some(predicted as u64)
+            });
         for choice in chunk.choices.iter().flatten() {
             exchange.choices = exchange.choices.max(choice.index.saturating_add(1));
             if choice.has_output() {
