@@ -62,6 +62,127 @@ fn an_agentic_run_reports_reasoning_tools_sessions_and_prefix_reuse() {
     }
 }
 
+/// Two recorded agent sessions of 3 requests each, 2 + 1 of them tool results.
+const AGENT_TRACE: &str = r#"{"id": "a", "system": "You are an agent.", "turns": [{"role": "user", "content": "fix the test", "output_tokens": 12}, {"role": "assistant", "content": "reading"}, {"role": "tool", "content": "fn main() {} and more source text here", "latency_ms": 30}, {"role": "tool", "content": "test result: failed", "latency_ms": 10, "output_tokens": 9}]}
+{"id": "b", "turns": [{"role": "user", "content": "search the notes"}, {"role": "assistant", "content": "one two three four five six seven"}, {"role": "tool", "content": "release notes text", "latency_ms": 20}, {"role": "user", "content": "summarise", "think_time_ms": 40, "output_tokens": 6}]}
+"#;
+
+#[test]
+fn an_agent_trace_dataset_replays_its_sessions_with_session_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("sim.json");
+    std::fs::write(
+        &sim,
+        r#"{"engine": {"kind": "batching"}, "time_scale": 20,
+            "agent": {"prompt_tokens_details": true}}"#,
+    )
+    .unwrap();
+    let trace = dir.path().join("agent.jsonl");
+    std::fs::write(&trace, AGENT_TRACE).unwrap();
+    let out = dir.path().join("run");
+    ok(goodput()
+        .args(["run", "--quiet", "--sim-config", sim.to_str().unwrap()])
+        .args(["--dataset", trace.to_str().unwrap(), "--output-tokens", "7"])
+        .args(["--concurrency", "1", "--requests", "6", "--warmup", "0"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap());
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    assert_eq!(report["run"]["workload"]["kind"], "agent_trace");
+    assert_eq!(report["run"]["workload"]["tool_result_turns"], 3);
+    let step = &report["steps"][0];
+    let sessions = &step["sessions"];
+    assert_eq!(sessions["turns"], 6, "{sessions}");
+    assert_eq!(sessions["sessions"], 2, "{sessions}");
+    assert_eq!(sessions["tool_result_turns"], 3, "{sessions}");
+    assert_eq!(sessions["turns_per_session"]["max"], 3.0, "{sessions}");
+    let reuse = &step["prefix_reuse"];
+    assert!(
+        reuse["expected_shareable_tokens_total"].as_u64().unwrap() > 0,
+        "{reuse}"
+    );
+    assert!(
+        reuse["cached_tokens_total"].as_u64().unwrap() > 0,
+        "{reuse}"
+    );
+    // Answer lengths: the turn's output_tokens, else the reference reply's length, else
+    // --output-tokens: 12 + 7 + 9 (session a), 7 ("one … seven") + 7 + 6 (session b).
+    let records = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let mut asked: Vec<(u64, u64, u64)> = records
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|r| r["index"].is_u64())
+        .map(|r| {
+            let n = |k: &str| r[k].as_u64().unwrap_or(u64::MAX);
+            (n("session"), n("turn"), n("requested_output_tokens"))
+        })
+        .collect();
+    asked.sort_unstable();
+    let lengths: Vec<u64> = asked.iter().map(|a| a.2).collect();
+    assert_eq!(lengths, [12, 7, 9, 7, 7, 6], "{asked:?}");
+}
+
+#[test]
+fn a_bad_agent_trace_names_its_line_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("agent.jsonl");
+    let bad = r#"{"turns": [{"role": "user", "content": "hi", "latency_ms": 5}]}"#;
+    std::fs::write(&trace, format!("{}{bad}\n", AGENT_TRACE)).unwrap();
+    let output = goodput()
+        .args(["run", "--quiet", "--requests", "2", "--dataset"])
+        .arg(&trace)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr
+            .contains("agent.jsonl:3: field `turns[0].latency_ms`: unknown field for a user turn"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_single_turn_shared_prefix_run_shows_the_expected_prefix_beside_the_cached_tokens() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("sim.json");
+    std::fs::write(
+        &sim,
+        r#"{"engine": {"kind": "batching"}, "time_scale": 20,
+            "agent": {"prompt_tokens_details": true}}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("run");
+    let output = ok(goodput()
+        .args(["run", "--details", "--sim-config", sim.to_str().unwrap()])
+        .args([
+            "--shared-prefix",
+            "groups=2,tokens=96",
+            "--input-tokens",
+            "32",
+        ])
+        .args(["--concurrency", "1", "--requests", "10", "--warmup", "0"])
+        .args(["--output-tokens", "4", "--out", out.to_str().unwrap()])
+        .output()
+        .unwrap());
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let reuse = &report["steps"][0]["prefix_reuse"];
+    assert_eq!(reuse["requests"], 10, "{reuse}");
+    assert_eq!(reuse["expected_shareable_tokens_total"], 960, "{reuse}");
+    assert_eq!(reuse["expected_input_tokens_total"], 1280, "{reuse}");
+    assert_eq!(reuse["expected_shareable_fraction"], 0.75, "{reuse}");
+    // The simulator caches whole 16-token blocks of the prefix once its group was seen.
+    let cached = reuse["cached_tokens_total"].as_u64().unwrap();
+    assert!(cached > 0 && cached <= 960, "{reuse}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("Prefix reuse: expected 75.0 % of prompt tokens re-sent (960 of 1280)"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn flags_that_cannot_apply_are_refused_with_status_2() {
     for (args, needle) in [
