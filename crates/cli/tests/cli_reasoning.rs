@@ -60,6 +60,51 @@ fn an_agentic_run_reports_reasoning_tools_sessions_and_prefix_reuse() {
             "{key} rebuilt from the journal"
         );
     }
+    assert_exports(&out, step);
+}
+
+/// The HTML page (in Chromium), `summary.md`, `summary.csv` and `requests.csv` show the
+/// reasoning, tool-call, session and prefix-reuse figures of `step`.
+fn assert_exports(out: &std::path::Path, step: &Value) {
+    let page = out.join("report.html");
+    let dom = support::rendered_dom(&page);
+    let ttfat_p50 = step["reasoning"]["time_to_first_answer_ms"]["p50"]
+        .as_f64()
+        .unwrap();
+    for needle in [
+        "time to first answer token p50".to_string(),
+        format!("{ttfat_p50:.1} ms"),
+        "answers starved by thinking".to_string(),
+        "ended in a tool call".to_string(),
+        "session duration p50".to_string(),
+        "expected shareable".to_string(),
+        "reported cached".to_string(),
+    ] {
+        assert!(dom.contains(&needle), "report.html lacks {needle:?}");
+    }
+    let md = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    for needle in [
+        "Reasoning (TTFAT",
+        "| step | requests calling |",
+        "| step | sessions |",
+        "Prefix reuse (expected",
+    ] {
+        assert!(md.contains(needle), "summary.md lacks {needle:?}:\n{md}");
+    }
+    let csv = std::fs::read_to_string(out.join("requests.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (reasoning, ttfat, session) = (at("reasoning_tokens"), at("ttfat_ms"), at("session"));
+    for line in lines.filter(|l| l.contains(",measure,")) {
+        let row: Vec<&str> = line.split(',').collect();
+        assert_eq!(row.len(), header.len(), "{line}");
+        assert_eq!(row[reasoning], "8", "{line}");
+        assert!(row[ttfat].parse::<f64>().unwrap() > 0.0, "{line}");
+        assert!(row[session].parse::<u64>().is_ok(), "{line}");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.csv")).unwrap();
+    assert!(summary.contains("reasoning.time_to_first_answer_ms.p50"));
 }
 
 /// Two recorded agent sessions of 3 requests each, 2 + 1 of them tool results.
@@ -74,7 +119,7 @@ fn an_agent_trace_dataset_replays_its_sessions_with_session_figures() {
     std::fs::write(
         &sim,
         r#"{"engine": {"kind": "batching"}, "time_scale": 20,
-            "agent": {"prompt_tokens_details": true}}"#,
+            "agent": {"prompt_tokens_details": true, "reasoning_tokens": 3}}"#,
     )
     .unwrap();
     let trace = dir.path().join("agent.jsonl");
@@ -121,6 +166,12 @@ fn an_agent_trace_dataset_replays_its_sessions_with_session_figures() {
     asked.sort_unstable();
     let lengths: Vec<u64> = asked.iter().map(|a| a.2).collect();
     assert_eq!(lengths, [12, 7, 9, 7, 7, 6], "{asked:?}");
+    // (The agentic run's page shows its --extra-body JSON in the command line, which the
+    // layout audit flags; this run's page has none.)
+    let page = out.join("report.html");
+    let dom = support::rendered_dom(&page);
+    assert!(dom.contains("time to first answer token p50") && dom.contains("expected shareable"));
+    support::layout::assert_readable(&page, "agent-trace");
 }
 
 #[test]

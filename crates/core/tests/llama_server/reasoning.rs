@@ -216,6 +216,26 @@ fn us(from: Instant, to: Instant) -> u64 {
     to.duration_since(from).as_micros() as u64
 }
 
+/// goodput's token counts against the raw stream's: one token per reasoning delta, the
+/// `hidden` end-tag tokens with the first answer token.
+fn assert_counts(record: &RequestRecord, stream: &Stream, hidden: u64) {
+    let r = stream.reasoning_deltas;
+    assert_eq!(record.output_tokens, stream.completion_tokens.unwrap());
+    assert_eq!(record.reasoning_tokens, Some(r), "reasoning tokens");
+    assert_eq!(
+        record.reasoning_tokens_source,
+        Some(ReasoningSource::Deltas)
+    );
+    assert_eq!(record.chunks.len() as u64, r + stream.answer_deltas);
+    let counts: Vec<u64> = record.chunks.iter().map(|c| c[1]).collect();
+    assert!(counts[..r as usize].iter().all(|&n| n == 1), "{counts:?}");
+    assert_eq!(
+        counts[r as usize],
+        hidden + 1,
+        "the end tag's tokens arrive with the first answer token: {counts:?}"
+    );
+}
+
 #[tokio::test]
 async fn reasoning_content_tokens_and_first_answer_token_agree_with_the_raw_stream() {
     let dir = tempfile::tempdir().unwrap();
@@ -240,20 +260,7 @@ async fn reasoning_content_tokens_and_first_answer_token_agree_with_the_raw_stre
         let hidden = completion - r - stream.answer_deltas;
         assert!(hidden > 0, "the end tag costs tokens: {stream:?}");
 
-        assert_eq!(record.output_tokens, completion);
-        assert_eq!(record.reasoning_tokens, Some(r), "reasoning tokens");
-        assert_eq!(
-            record.reasoning_tokens_source,
-            Some(ReasoningSource::Deltas)
-        );
-        assert_eq!(record.chunks.len() as u64, r + stream.answer_deltas);
-        let counts: Vec<u64> = record.chunks.iter().map(|c| c[1]).collect();
-        assert!(counts[..r as usize].iter().all(|&n| n == 1), "{counts:?}");
-        assert_eq!(
-            counts[r as usize],
-            hidden + 1,
-            "the end tag's tokens arrive with the first answer token: {counts:?}"
-        );
+        assert_counts(&record, &stream, hidden);
 
         // TTFT is the first reasoning delta, TTFAT the first content delta.
         let first_token = record.first_token_us.unwrap();
