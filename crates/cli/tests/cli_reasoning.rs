@@ -179,7 +179,7 @@ fn a_bad_agent_trace_names_its_line_and_field() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("agent.jsonl");
     let bad = r#"{"turns": [{"role": "user", "content": "hi", "latency_ms": 5}]}"#;
-    std::fs::write(&trace, format!("{}{bad}\n", AGENT_TRACE)).unwrap();
+    std::fs::write(&trace, format!("{AGENT_TRACE}{bad}\n")).unwrap();
     let output = goodput()
         .args(["run", "--quiet", "--requests", "2", "--dataset"])
         .arg(&trace)
