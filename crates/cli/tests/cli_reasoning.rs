@@ -234,6 +234,81 @@ fn a_single_turn_shared_prefix_run_shows_the_expected_prefix_beside_the_cached_t
     );
 }
 
+/// A run against a fixed-timing simulator (TTFT 20 ms, ITL 5 ms) that thinks `reasoning`
+/// tokens first (none: no reasoning channel at all).
+fn thinking_run(dir: &std::path::Path, name: &str, reasoning: Option<u32>) -> std::path::PathBuf {
+    let sim = dir.join(format!("{name}.json"));
+    let agent = reasoning.map_or(String::new(), |n| {
+        format!(r#", "agent": {{"reasoning_tokens": {n}}}"#)
+    });
+    let config = format!(
+        r#"{{"engine": {{"kind": "fixed", "ttft": 20, "itl": 5, "slots": 64}},
+            "prompt_tokenizer": "words"{agent}}}"#
+    );
+    std::fs::write(&sim, config).unwrap();
+    let out = dir.join(name);
+    ok(goodput()
+        .args(["run", "--quiet", "--sim-config", sim.to_str().unwrap()])
+        .args(["--concurrency", "4", "--requests", "40", "--warmup", "0"])
+        .args([
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "24",
+            "--seed",
+            "3",
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap());
+    out
+}
+
+fn compare_json(a: &std::path::Path, b: &std::path::Path) -> Value {
+    let output = ok(goodput()
+        .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
+        .args(["--format", "json"])
+        .output()
+        .unwrap());
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn compare_tests_ttfat_when_both_runs_reasoned_and_omits_it_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = thinking_run(dir.path(), "short", Some(4));
+    let long = thinking_run(dir.path(), "long", Some(12));
+    let plain = thinking_run(dir.path(), "plain", None);
+    let c = compare_json(&short, &long);
+    let distributions = c["distributions"].as_array().unwrap();
+    let ttfat = distributions
+        .iter()
+        .find(|d| d["metric"] == "ttfat")
+        .unwrap();
+    assert_eq!(ttfat["test"]["method"], "mann_whitney", "{ttfat}");
+    assert_eq!(ttfat["verdict"], "regression", "{ttfat}");
+    let figures = |c: &Value| c["headline"]["figures"].as_array().unwrap().clone();
+    let named = |c: &Value, name: &str| figures(c).into_iter().find(|f| f["name"] == name);
+    let p50 = named(&c, "TTFAT p50").unwrap();
+    assert_eq!(p50["verdict"], "worse", "{p50}");
+    // TTFT 20 ms + 4 (12) reasoning tokens × 5 ms: 40 ms against 80 ms.
+    let (a, b) = (p50["a"].as_f64().unwrap(), p50["b"].as_f64().unwrap());
+    assert!(
+        (40.0..60.0).contains(&a) && (80.0..100.0).contains(&b),
+        "{p50}"
+    );
+    assert!(named(&c, "reasoning tokens/s").is_some());
+    assert!(c["headline"]["summary"].as_str().unwrap().contains("TTFAT"));
+    let c = compare_json(&plain, &long);
+    assert!(
+        named(&c, "TTFAT p50").is_none(),
+        "absent from the baseline: omitted"
+    );
+    assert!(named(&c, "reasoning tokens/s").is_none());
+    let distributions = c["distributions"].as_array().unwrap();
+    assert!(distributions.iter().all(|d| d["metric"] != "ttfat"));
+}
+
 #[test]
 fn flags_that_cannot_apply_are_refused_with_status_2() {
     for (args, needle) in [
