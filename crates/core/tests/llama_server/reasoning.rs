@@ -11,7 +11,8 @@
 //!
 //! A relay between goodput and the server keeps the raw bytes with their arrival times; the
 //! test parses that SSE itself and checks goodput's reasoning and answer tokens, TTFT and time
-//! to first answer token against it and against the server's `timings`.
+//! to first answer token against it and against the server's `timings`; with
+//! `--reasoning-format none` the same block arrives as `<think>` tags inside `content`.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
@@ -51,6 +52,11 @@ const THINKING_TEMPLATE: &str = "\
 
 /// A server with the thinking template and `--reasoning-format deepseek`.
 fn thinking_server(dir: &tempfile::TempDir) -> LlamaServer {
+    server_with_format(dir, "deepseek")
+}
+
+/// A server with the thinking template and `--reasoning-format FORMAT`.
+fn server_with_format(dir: &tempfile::TempDir, format: &str) -> LlamaServer {
     let template = dir.path().join("thinking.jinja");
     std::fs::write(&template, THINKING_TEMPLATE).unwrap();
     let mut options = Options::new(Model::Tiny, 1);
@@ -59,7 +65,7 @@ fn thinking_server(dir: &tempfile::TempDir) -> LlamaServer {
         "--chat-template-file".into(),
         template.display().to_string(),
         "--reasoning-format".into(),
-        "deepseek".into(),
+        format.into(),
     ];
     LlamaServer::start(&options)
 }
@@ -139,6 +145,8 @@ fn events(reads: &[(Instant, Vec<u8>)]) -> Vec<(Instant, Value)> {
 struct Stream {
     reasoning_deltas: u64,
     answer_deltas: u64,
+    /// The `content` deltas' texts and arrival times.
+    contents: Vec<(Instant, String)>,
     /// Tokens the deltas' `logprobs` list, by channel.
     reasoning_logprobs: u64,
     answer_logprobs: u64,
@@ -163,7 +171,8 @@ fn read_stream(events: &[(Instant, Value)]) -> Stream {
                 stream.reasoning_logprobs += logprobs;
                 stream.first_reasoning.get_or_insert(*at);
             }
-            if delta["content"].as_str().is_some_and(|t| !t.is_empty()) {
+            if let Some(text) = delta["content"].as_str().filter(|t| !t.is_empty()) {
+                stream.contents.push((*at, text.to_string()));
                 stream.answer_deltas += 1;
                 stream.answer_logprobs += logprobs;
                 stream.first_answer.get_or_insert(*at);
@@ -313,4 +322,55 @@ async fn thinking_that_fills_the_budget_leaves_an_empty_answer() {
         "the answer_budget_exhausted warning counts it"
     );
     assert_eq!(reasoning.answer_tokens_total, 0);
+}
+
+#[tokio::test]
+async fn think_tags_in_content_split_reasoning_from_the_answer() {
+    // `--reasoning-format none`: the server leaves the thinking in `content`, the template's
+    // opening `<think>` prepended to the first delta. The llama-spm vocabulary has no token
+    // joining `>` to a letter or space, so the delta that completes `</think>` ends with it.
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_format(&dir, "none");
+    let grammar = "root ::= [a-z]{16,32} \"</think>\" [a-z ]{1,400}";
+    let extra = [
+        ("grammar", json!(grammar)),
+        ("timings_per_token", json!(true)),
+    ];
+    let (record, stream, relay_sent, _) = one_request(&server, 32, &extra).await;
+    assert_eq!(
+        stream.reasoning_deltas, 0,
+        "no reasoning_content: {stream:?}"
+    );
+    assert!(stream.contents[0].1.starts_with("<think>"), "{stream:?}");
+    let mut text = String::new();
+    let close = stream
+        .contents
+        .iter()
+        .position(|(_, piece)| {
+            text.push_str(piece);
+            text.contains("</think>")
+        })
+        .expect("the grammar closes the block");
+    assert!(text.ends_with("</think>"), "{text:?}");
+    let thinking = close as u64 + 1;
+    assert_eq!(
+        record.chunks.len(),
+        stream.contents.len(),
+        "one chunk per delta"
+    );
+    assert!(
+        record.chunks.iter().all(|c| c[1] == 1),
+        "one token each (timings)"
+    );
+    assert_eq!(record.output_tokens, 32);
+    assert_eq!(record.reasoning_tokens, Some(thinking), "tags included");
+    assert_eq!(
+        record.reasoning_tokens_source,
+        Some(ReasoningSource::Deltas)
+    );
+    assert_eq!(record.answer_tokens(), 32 - thinking);
+    let first_answer = record.first_answer_us.unwrap();
+    assert_eq!(first_answer, record.chunks[thinking as usize][0]);
+    let relay_ttfat = us(relay_sent, stream.contents[thinking as usize].0);
+    assert!(first_answer - record.sent_us.unwrap() + 1 >= relay_ttfat);
 }
