@@ -186,6 +186,38 @@ async fn think_tags_in_content_are_reasoning_counted_from_the_deltas() {
     assert_eq!(record.ttfat(), Some(ms(40)));
 }
 
+/// A chat chunk carrying `delta` and llama.cpp's per-chunk `timings` (`timings_per_token`).
+fn timed(delta: serde_json::Value, predicted: u64) -> Step {
+    event(json!({"object": "chat.completion.chunk",
+                 "choices": [{"index": 0, "delta": delta, "finish_reason": null}],
+                 "timings": {"predicted_n": predicted, "prompt_n": 9}}))
+}
+
+#[tokio::test(start_paused = true)]
+async fn llama_cpp_per_chunk_timings_give_exact_counts_across_a_hidden_end_tag() {
+    // As llama-server streams a thinking template: two reasoning tokens, then three tokens of
+    // `</think>` that produce no delta, then the answer's first token (cumulative 6) and one
+    // more. Without the timings the 7 tokens would be spread over 4 chunks by tokenizer count.
+    let steps = script(
+        vec![
+            (10, timed(json!({"reasoning_content": "Hmm"}), 1)),
+            (10, timed(json!({"reasoning_content": " so"}), 2)),
+            (40, timed(json!({"content": "Yes"}), 6)),
+            (10, timed(json!({"content": "!"}), 7)),
+            (0, delta(json!({}), Some("length"))),
+        ],
+        Some(json!({"prompt_tokens": 9, "completion_tokens": 7, "total_tokens": 16})),
+    );
+    let result = run_script(steps, 1, None).await;
+    let record = &result.records[0];
+    let counts: Vec<u64> = record.chunks.iter().map(|c| c[1]).collect();
+    assert_eq!(counts, [1, 1, 4, 1]);
+    assert_eq!(record.reasoning_tokens, Some(2));
+    assert_eq!(record.answer_tokens(), 5);
+    assert_eq!(record.ttft(), Some(ms(10)));
+    assert_eq!(record.ttfat(), Some(ms(60)));
+}
+
 #[tokio::test(start_paused = true)]
 async fn an_unopened_close_tag_makes_the_earlier_content_reasoning() {
     // DeepSeek-R1 without a reasoning parser: the template opened `<think>`, the model only

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use goodput_core::workload::agent_trace::load_agent_trace;
 use goodput_core::workload::dataset::{
     DatasetFormat, load_prompts, load_sharegpt, parse_conversation, parse_prompt_line,
 };
@@ -48,6 +49,17 @@ fn every_sample_loads() {
     let sharegpt = load_sharegpt(&dir.join("sharegpt.json"), false).unwrap();
     assert_eq!(sharegpt.records.len(), 4);
     assert!(sharegpt.records.iter().all(|c| c.turns.len() >= 2));
+    let agent = load_agent_trace(&dir.join("agent_sessions.jsonl"), false).unwrap();
+    let turns: Vec<usize> = agent.records.iter().map(|s| s.turns.len()).collect();
+    assert_eq!(turns, [4, 3, 1]);
+    let tools = agent
+        .records
+        .iter()
+        .flat_map(|s| &s.turns)
+        .filter(|t| t.tool_result);
+    assert_eq!(tools.count(), 3);
+    let bytes = std::fs::read(dir.join("agent_sessions.jsonl")).unwrap();
+    assert_eq!(DatasetFormat::detect(&bytes), DatasetFormat::Agent);
     for (name, format, rows) in [
         ("trace_goodput.csv", TraceFormat::Goodput, 30),
         ("trace_azure.csv", TraceFormat::Azure, 40),

@@ -20,6 +20,8 @@ pub(crate) enum DatasetFormatArg {
     Prompts,
     /// ShareGPT conversations (JSON array or JSONL), played as multi-turn sessions.
     Sharegpt,
+    /// Agent traces (JSONL): recorded sessions of user, assistant and tool turns.
+    Agent,
 }
 
 /// A trace layout.
@@ -78,8 +80,8 @@ pub(crate) struct WorkloadArgs {
         help_heading = "Workload"
     )]
     pub(crate) agent: Option<String>,
-    /// Send the prompts of a local dataset file: prompts JSONL, or ShareGPT JSON (played as
-    /// multi-turn sessions).
+    /// Send the prompts of a local dataset file: prompts JSONL, or ShareGPT JSON or an agent
+    /// trace (played as multi-turn sessions).
     #[arg(
         long,
         value_name = "FILE",

@@ -60,7 +60,9 @@ pub(crate) fn summary(report: &Report) -> Result<String> {
 
 const REQUEST_COLUMNS: &str = "index,phase,outcome,status,scheduled_s,sent_s,first_token_s,end_s,\
 ttft_ms,ttft_from_send_ms,tpot_ms,e2e_ms,e2e_from_send_ms,dispatch_lag_ms,client_queue_wait_ms,\
-input_tokens,output_tokens,requested_output_tokens,chunks,finish_reason,retries,failure";
+input_tokens,output_tokens,requested_output_tokens,chunks,finish_reason,retries,failure,\
+reasoning_tokens,answer_tokens,ttfat_ms,thinking_ms,tool_calls,time_to_first_tool_call_ms,\
+ended_in_tool_call,session,turn,tool_result_turn,expected_prefix_tokens,cached_input_tokens";
 
 /// `requests.csv`: one row per request of the journal, in journal order.
 pub(crate) fn requests(records: &[RequestRecord]) -> String {
@@ -108,11 +110,37 @@ pub(crate) fn requests(records: &[RequestRecord]) -> String {
                 .map(|f| f.message.clone())
                 .unwrap_or_default(),
         ];
+        let cells: Vec<String> = cells.into_iter().chain(channel_cells(r, ms)).collect();
         let line: Vec<String> = cells.iter().map(|c| field(c)).collect();
         out.push_str(&line.join(","));
         out.push('\n');
     }
     out
+}
+
+/// The reasoning, tool-call, session and prefix-reuse cells of a request (empty when it had
+/// none of them).
+fn channel_cells(
+    r: &RequestRecord,
+    ms: impl Fn(Option<std::time::Duration>) -> String,
+) -> [String; 12] {
+    let number = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
+    let flag = |on: bool| if on { "true" } else { "false" }.to_string();
+    let answer = r.reasoning_tokens.map(|_| r.answer_tokens());
+    [
+        number(r.reasoning_tokens),
+        number(answer),
+        ms(r.ttfat()),
+        ms(r.thinking_time()),
+        r.tool_calls.to_string(),
+        ms(r.time_to_first_tool_call()),
+        flag(r.ended_in_tool_call),
+        number(r.session),
+        number(r.turn.map(u64::from)),
+        flag(r.tool_result_turn),
+        number(r.expected_prefix_tokens),
+        number(r.cached_input_tokens),
+    ]
 }
 
 /// One CSV field, quoted when it holds a separator, a quote or a line break.

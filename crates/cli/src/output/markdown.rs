@@ -1,4 +1,5 @@
-//! `summary.md`: the report's key figures as Markdown tables, for pasting into a review.
+//! `summary.md`: the report's key figures as Markdown tables, for pasting into a review —
+//! reasoning, tool calls, sessions and prefix reuse included when the run had them.
 
 use std::fmt::Write as _;
 
@@ -40,6 +41,7 @@ pub(crate) fn summary(report: &Report) -> String {
             latency_row(&mut out, i, name, stats);
         }
     }
+    channels(&mut out, report);
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\n**Warnings**\n");
         for w in &report.warnings {
@@ -47,6 +49,115 @@ pub(crate) fn summary(report: &Report) -> String {
         }
     }
     out
+}
+
+/// Reasoning, tool calls, sessions and prefix reuse: one table each, for the steps that have
+/// them (as the terminal's `--details`).
+fn channels(out: &mut String, report: &Report) {
+    let steps = || report.steps.iter().enumerate();
+    if steps().any(|(_, s)| s.reasoning.is_some()) {
+        let _ = writeln!(
+            out,
+            "\nReasoning (TTFAT: time to first answer token, ms from the scheduled send):\n"
+        );
+        let _ = writeln!(
+            out,
+            "| step | with reasoning | reasoning tok | answer tok | reasoning tok/s | answer tok/s | TTFAT p50 | TTFAT p99 | thinking p50 | empty answers | truncated |"
+        );
+        let _ = writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        for (i, r) in steps().filter_map(|(i, s)| Some((i, s.reasoning.as_ref()?))) {
+            let t = &r.time_to_first_answer_ms;
+            let _ = writeln!(
+                out,
+                "| {i} | {} | {} | {} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
+                r.requests_with_reasoning,
+                r.reasoning_tokens_total,
+                r.answer_tokens_total,
+                r.reasoning_tokens_per_sec,
+                r.answer_tokens_per_sec,
+                cell(t.p50, 1),
+                cell(t.p99, 1),
+                cell(r.thinking_ms.p50, 1),
+                r.empty_answers,
+                r.truncated_answers
+            );
+        }
+    }
+    if steps().any(|(_, s)| s.tool_calls.is_some()) {
+        let _ = writeln!(out, "\nTool calls:\n");
+        let _ = writeln!(
+            out,
+            "| step | requests calling | calls | call tokens | ended in a tool call | ended in text | first tool call p50 ms | p99 ms |"
+        );
+        let _ = writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|");
+        for (i, t) in steps().filter_map(|(i, s)| Some((i, s.tool_calls.as_ref()?))) {
+            let first = &t.time_to_first_tool_call_ms;
+            let _ = writeln!(
+                out,
+                "| {i} | {} | {} | {} | {} | {} | {} | {} |",
+                t.requests_with_tool_calls,
+                t.tool_calls,
+                t.tool_call_tokens_total,
+                t.ended_in_tool_call,
+                t.ended_in_text,
+                cell(first.p50, 1),
+                cell(first.p99, 1)
+            );
+        }
+    }
+    sessions(out, report);
+}
+
+fn sessions(out: &mut String, report: &Report) {
+    let percent = |f: Option<f64>| f.map_or("–".to_string(), |f| format!("{:.1} %", f * 100.0));
+    let steps = || report.steps.iter().enumerate();
+    if steps().any(|(_, s)| s.sessions.is_some()) {
+        let _ = writeln!(out, "\nSessions:\n");
+        let _ = writeln!(
+            out,
+            "| step | sessions | without failure | turns | tool results | turns/session | duration p50 ms | p99 ms | final context max |"
+        );
+        let _ = writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+        for (i, s) in steps().filter_map(|(i, s)| Some((i, s.sessions.as_ref()?))) {
+            let _ = writeln!(
+                out,
+                "| {i} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                s.sessions,
+                s.sessions_without_failure,
+                s.turns,
+                s.tool_result_turns,
+                cell(s.turns_per_session.mean, 1),
+                cell(s.session_duration_ms.p50, 1),
+                cell(s.session_duration_ms.p99, 1),
+                s.final_context_tokens
+                    .max
+                    .map_or("–".to_string(), |m| m.to_string())
+            );
+        }
+    }
+    if steps().any(|(_, s)| s.prefix_reuse.is_some()) {
+        let _ = writeln!(
+            out,
+            "\nPrefix reuse (expected by the workload vs cached by the server):\n"
+        );
+        let _ = writeln!(
+            out,
+            "| step | expected shareable tok | of prompt tok | expected % | cached tok | of reported tok | cached % |"
+        );
+        let _ = writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|");
+        for (i, r) in steps().filter_map(|(i, s)| Some((i, s.prefix_reuse.as_ref()?))) {
+            let _ = writeln!(
+                out,
+                "| {i} | {} | {} | {} | {} | {} | {} |",
+                r.expected_shareable_tokens_total,
+                r.expected_input_tokens_total,
+                percent(r.expected_shareable_fraction),
+                r.cached_tokens_total,
+                r.reported_input_tokens_total,
+                percent(r.cached_fraction)
+            );
+        }
+    }
 }
 
 fn step_row(out: &mut String, i: usize, step: &StepReport) {

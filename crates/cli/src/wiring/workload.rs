@@ -12,6 +12,7 @@ use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::http::HttpClient;
 use goodput_core::metrics::LengthBuckets;
 use goodput_core::tokens::{Tiktoken, TokenCounter, counter_by_name};
+use goodput_core::workload::agent_trace::load_agent_trace;
 use goodput_core::workload::dataset::{DatasetFormat, load_prompts, load_sharegpt};
 use goodput_core::workload::prepared::{DatasetConversations, DatasetWorkload};
 use goodput_core::workload::source::Loaded;
@@ -296,6 +297,7 @@ async fn dataset_workload(
     let format = match flags.dataset_format {
         Some(DatasetFormatArg::Prompts) => DatasetFormat::Prompts,
         Some(DatasetFormatArg::Sharegpt) => DatasetFormat::ShareGpt,
+        Some(DatasetFormatArg::Agent) => DatasetFormat::Agent,
         None => {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("--dataset: cannot read {}", path.display()))?;
@@ -314,6 +316,14 @@ async fn dataset_workload(
             note_skipped(&loaded);
             let think = think_time(flags)?;
             Arc::new(DatasetConversations::prepare(loaded, counter, fallback, think, seed).await?)
+        }
+        DatasetFormat::Agent => {
+            let loaded = load_agent_trace(path, flags.skip_invalid).context("--dataset")?;
+            note_skipped(&loaded);
+            let think = think_time(flags)?;
+            let sessions =
+                DatasetConversations::prepare_agent(loaded, counter, fallback, think, seed);
+            Arc::new(sessions.await?)
         }
     })
 }

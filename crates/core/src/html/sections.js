@@ -143,11 +143,8 @@ function figuresSection(title, id, what, value) {
 function otherSections(report, st) {
   var known = { speculative_decoding: ["Speculative decoding", "Draft tokens proposed and accepted, and what they saved."],
     cost: ["Cost and energy", "What the measured throughput costs per token and request at the given prices."],
-    reasoning: ["Reasoning", "Reasoning tokens against answer tokens, and the time spent thinking."],
-    tool_calls: ["Tool calls", "How many answers were tool calls, and whether their arguments parsed."],
-    sessions: ["Sessions", "Multi-turn sessions: turns, history lengths and per-session latency."],
-    prefix_reuse: ["Prefix reuse", "How much of each prompt repeats an earlier one (what a prefix cache can save)."],
     workload_stats: ["Workload as sent", "The lengths the workload actually produced in this step."] };
+  channelSections(st);
   Object.keys(known).forEach(function (k) {
     if (st[k] !== null && st[k] !== undefined) figuresSection(known[k][0], k.replace(/_/g, "-"), known[k][1], st[k]);
   });

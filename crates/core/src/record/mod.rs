@@ -391,8 +391,9 @@ pub struct RequestRecord {
     /// (`usage.prompt_tokens_details.cached_tokens`), when it reports them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u64>,
-    /// Multi-turn: prompt tokens the workload expects the server could reuse — the history
-    /// before this turn's message (the shared system prompt for a first turn).
+    /// Prompt tokens the workload expects the server could reuse — for a session's turn the
+    /// history before its message (the shared system prompt for a first turn); for a
+    /// single-turn `--shared-prefix` request its group's system prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_prefix_tokens: Option<u64>,
     /// Agentic sessions: this turn fed a tool's result back.

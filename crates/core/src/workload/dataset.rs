@@ -28,6 +28,8 @@ pub enum DatasetFormat {
     Prompts,
     /// ShareGPT conversations.
     ShareGpt,
+    /// Agent traces: recorded sessions with tool results ([`super::agent_trace`]).
+    Agent,
 }
 
 impl DatasetFormat {
@@ -36,6 +38,7 @@ impl DatasetFormat {
         match self {
             DatasetFormat::Prompts => "prompts",
             DatasetFormat::ShareGpt => "sharegpt",
+            DatasetFormat::Agent => "agent",
         }
     }
 
@@ -44,12 +47,13 @@ impl DatasetFormat {
         match name.trim().to_ascii_lowercase().as_str() {
             "prompts" | "jsonl" | "openai" => Some(DatasetFormat::Prompts),
             "sharegpt" => Some(DatasetFormat::ShareGpt),
+            "agent" => Some(DatasetFormat::Agent),
             _ => None,
         }
     }
 
     /// The format of a file from its content: a JSON array, or lines with `conversations`, are
-    /// ShareGPT; other lines are prompts.
+    /// ShareGPT; lines with `turns` are agent traces; other lines are prompts.
     pub fn detect(bytes: &[u8]) -> DatasetFormat {
         if starts_with_array(bytes) {
             return DatasetFormat::ShareGpt;
@@ -57,6 +61,8 @@ impl DatasetFormat {
         let first_line = lines(bytes).next().map_or(&[][..], |(_, line)| line);
         if memchr::memmem::find(first_line, b"\"conversations\"").is_some() {
             DatasetFormat::ShareGpt
+        } else if memchr::memmem::find(first_line, b"\"turns\"").is_some() {
+            DatasetFormat::Agent
         } else {
             DatasetFormat::Prompts
         }

@@ -114,6 +114,12 @@ impl Workload for GeneratedWorkload {
         }
     }
 
+    fn expected_prefix_tokens(&self, _index: u64) -> Option<u64> {
+        self.prefix
+            .map(|prefix| u64::from(prefix.tokens))
+            .filter(|tokens| *tokens > 0)
+    }
+
     fn describe(&self) -> BTreeMap<String, serde_json::Value> {
         let mut description = BTreeMap::from([
             ("kind".to_string(), json!("synthetic")),

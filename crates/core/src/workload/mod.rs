@@ -5,12 +5,13 @@
 //! Kinds (see `docs/workloads.md`): fixed-length synthetic prompts ([`synthetic`]); prompts
 //! whose lengths follow distributions, optionally behind shared prefixes ([`generated`],
 //! [`lengths`]); datasets ([`dataset`], [`prepared`]); trace replay ([`trace`], [`replay`]);
-//! multi-turn sessions ([`session`]). Exact lengths in any tokenizer come from
-//! [`vocabulary`] (and [`tokenize`] for the target's own `/tokenize`). Expensive work —
+//! multi-turn sessions ([`session`]) and recorded agent sessions ([`agent_trace`]). Exact
+//! lengths in any tokenizer come from [`vocabulary`] (and [`tokenize`] for the target's own `/tokenize`). Expensive work —
 //! reading files, counting tokens, calibrating a tokenizer — happens before the run, never
 //! in [`Workload::request`].
 
 pub mod agent;
+pub mod agent_trace;
 mod csv;
 pub mod dataset;
 pub mod generated;
@@ -44,6 +45,13 @@ pub trait Workload: Send + Sync + fmt::Debug {
     /// Trace replay: the send offset of every request from the run start, in index order
     /// (used by load mode `replay`). `None`: the load decides when requests go.
     fn arrival_offsets(&self) -> Option<Arc<[Duration]>> {
+        None
+    }
+
+    /// Prompt tokens of request `index` the workload expects a prefix cache could serve (a
+    /// shared system prompt), for `steps[].prefix_reuse`. Sessions count their history
+    /// themselves; this is for single-turn requests.
+    fn expected_prefix_tokens(&self, _index: u64) -> Option<u64> {
         None
     }
 

@@ -1,17 +1,20 @@
 //! Datasets made ready to send: every text counted once, before the run, with the run's
 //! tokenizer (or the target's `/tokenize`), so `Workload::request` stays cheap and
 //! deterministic. [`DatasetWorkload`] sends prompts JSONL records in file order (cycling);
-//! [`DatasetConversations`] plays ShareGPT conversations as multi-turn sessions.
+//! [`DatasetConversations`] plays ShareGPT conversations and agent traces as multi-turn
+//! sessions.
 //!
 //! Answer lengths: the record's `output_tokens` (prompts) or the token count of the dataset's
-//! reference reply (ShareGPT); when there is none, a draw from the fallback distribution
+//! reference reply (ShareGPT, agent traces); when there is none, a draw from the fallback distribution
 //! (`--output-tokens`).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde_json::json;
 
 use super::Workload;
+use super::agent_trace::AgentTraceSession;
 use super::dataset::{DatasetPrompt, PromptRecord, SharegptConversation};
 use super::generated::stream;
 use super::lengths::LengthDistribution;
@@ -171,10 +174,12 @@ impl Workload for DatasetWorkload {
     }
 }
 
-/// ShareGPT conversations played as sessions, in file order, cycling.
+/// ShareGPT conversations or agent traces played as sessions, in file order, cycling.
 #[derive(Debug, Clone)]
 pub struct DatasetConversations {
     conversations: Vec<Conversation>,
+    /// Per conversation and turn, the recorded wait before it (agent traces); drawn otherwise.
+    waits: Vec<Vec<Option<Duration>>>,
     think_time: ThinkTime,
     fallback: Option<LengthDistribution>,
     seed: u64,
@@ -219,7 +224,7 @@ impl DatasetConversations {
                         max_output_tokens: turn
                             .reference
                             .map(|_| counts.next().unwrap_or(0).max(1)),
-                        think_time: std::time::Duration::ZERO,
+                        think_time: Duration::ZERO,
                         tool_result: false,
                     })
                     .collect(),
@@ -227,6 +232,51 @@ impl DatasetConversations {
             .collect();
         Ok(DatasetConversations {
             conversations,
+            waits: Vec::new(),
+            think_time,
+            fallback,
+            seed,
+            description,
+        })
+    }
+
+    /// Counts every text of an agent trace with `counter`.
+    pub async fn prepare_agent(
+        loaded: Loaded<AgentTraceSession>,
+        counter: &LengthCounter,
+        fallback: Option<LengthDistribution>,
+        think_time: ThinkTime,
+        seed: u64,
+    ) -> Result<Self, TokenizeError> {
+        let mut texts = Vec::new();
+        for session in &loaded.records {
+            texts.extend(session.system.iter().cloned());
+            for turn in &session.turns {
+                texts.push(turn.content.clone());
+                texts.extend(turn.reference.iter().cloned());
+            }
+        }
+        let mut counts = counter.count_all(&texts).await?.into_iter();
+        let mut description =
+            describe_file("agent_trace", &loaded, counter, fallback.as_ref(), seed);
+        let turns = loaded.records.iter().flat_map(|s| &s.turns);
+        let tool_results = turns.clone().filter(|t| t.tool_result).count();
+        description.insert("turns".into(), json!(turns.count()));
+        description.insert("tool_result_turns".into(), json!(tool_results));
+        description.insert("think_time".into(), json!(think_time.to_string()));
+        let waits = loaded
+            .records
+            .iter()
+            .map(|session| session.turns.iter().map(|turn| turn.wait).collect())
+            .collect();
+        let conversations = loaded
+            .records
+            .into_iter()
+            .map(|session| agent_conversation(session, &mut counts))
+            .collect();
+        Ok(DatasetConversations {
+            conversations,
+            waits,
             think_time,
             fallback,
             seed,
@@ -245,6 +295,33 @@ impl DatasetConversations {
     }
 }
 
+/// A recorded agent session as a script, its texts' counts taken from `counts` in order.
+fn agent_conversation(
+    session: AgentTraceSession,
+    counts: &mut impl Iterator<Item = u64>,
+) -> Conversation {
+    Conversation {
+        system: session
+            .system
+            .map(|text| (text, Some(counts.next().unwrap_or(0)))),
+        turns: session
+            .turns
+            .into_iter()
+            .map(|turn| {
+                let user_tokens = Some(counts.next().unwrap_or(0));
+                let reference = turn.reference.map(|_| counts.next().unwrap_or(0).max(1));
+                Turn {
+                    user: turn.content,
+                    user_tokens,
+                    max_output_tokens: turn.output_tokens.map(u64::from).or(reference),
+                    think_time: Duration::ZERO,
+                    tool_result: turn.tool_result,
+                }
+            })
+            .collect(),
+    }
+}
+
 impl Conversations for DatasetConversations {
     fn conversation(&self, session: u64) -> Conversation {
         let position = usize::try_from(session).unwrap_or(0) % self.conversations.len().max(1);
@@ -253,9 +330,15 @@ impl Conversations for DatasetConversations {
             .get(position)
             .cloned()
             .unwrap_or_default();
+        let waits = self.waits.get(position);
         for (turn_index, turn) in conversation.turns.iter_mut().enumerate() {
             let key = session.wrapping_mul(1 << 20) ^ turn_index as u64;
-            turn.think_time = self.think_time.draw(self.seed, session, turn_index as u64);
+            let recorded = waits.and_then(|w| w.get(turn_index)).copied().flatten();
+            turn.think_time = match recorded {
+                Some(wait) => wait,
+                None if turn.tool_result => Duration::ZERO,
+                None => self.think_time.draw(self.seed, session, turn_index as u64),
+            };
             if turn.max_output_tokens.is_none() {
                 turn.max_output_tokens =
                     output_or_fallback(None, self.fallback.as_ref(), self.seed, key);

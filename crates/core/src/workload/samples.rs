@@ -47,12 +47,19 @@ pub fn sample_files() -> Vec<(&'static str, String)> {
     vec![
         ("prompts.jsonl", prompts_jsonl()),
         ("sharegpt.json", sharegpt_json()),
+        ("agent_sessions.jsonl", AGENT_SESSIONS.to_string()),
         ("trace_goodput.csv", goodput_csv()),
         ("trace_azure.csv", azure_csv()),
         ("trace_burstgpt.csv", burstgpt_csv()),
         ("trace_mooncake.jsonl", mooncake_jsonl()),
     ]
 }
+
+/// Recorded agent sessions (`agent` dataset format), written for the project.
+const AGENT_SESSIONS: &str = r##"{"id": "fix-failing-test", "system": "You are a coding agent. Use the tools to read files and run commands, then answer briefly.", "turns": [{"role": "user", "content": "The test parse_duration_rejects_negatives fails. Find out why and fix it.", "output_tokens": 48}, {"role": "assistant", "content": "I will read the parser first."}, {"role": "tool", "content": "pub fn parse_duration(text: &str) -> Result<Duration, String> { let value: f64 = text.trim_end_matches('s').parse().map_err(|e| format!(\"{e}\"))?; Ok(Duration::from_secs_f64(value)) }", "latency_ms": 120}, {"role": "assistant", "content": "The parser never checks the sign; Duration::from_secs_f64 panics on negative input. I will run the test to confirm."}, {"role": "tool", "content": "running 1 test\ntest parse_duration_rejects_negatives ... FAILED\nthread panicked at 'cannot convert float seconds to Duration: value is negative'", "latency_ms": 900}, {"role": "assistant", "content": "Confirmed. The fix is to reject values below zero before converting, returning an error that names the input."}, {"role": "user", "content": "Good. Also make it reject NaN and infinity, and show me the final function.", "think_time_ms": 4000}, {"role": "assistant", "content": "Here is the function with the three checks, each returning an error that quotes the text it could not read."}]}
+{"id": "search-and-summarise", "system": "You are a research assistant with a web search tool.", "turns": [{"role": "user", "content": "What changed in the last release of the HTTP library we use? Summarise the breaking changes."}, {"role": "assistant", "content": "Searching the release notes."}, {"role": "tool", "content": "Release notes: the client builder no longer enables HTTP/2 by default; timeouts are now per request; the deprecated proxy API was removed; connection pools are keyed by host and port.", "latency_ms": 650, "output_tokens": 64}, {"role": "user", "content": "Which of these affect a load generator that keeps connections alive?", "think_time_ms": 2500, "output_tokens": 40}]}
+{"id": "single-question", "turns": [{"role": "user", "content": "In one sentence, what is goodput?", "output_tokens": 24}]}
+"##;
 
 fn rng(tag: u64) -> Xoshiro256PlusPlus {
     Xoshiro256PlusPlus::seed_from_u64(0x5a4e_91e5 ^ tag)

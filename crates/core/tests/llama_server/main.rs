@@ -11,6 +11,7 @@ mod support;
 
 mod keepalive;
 mod load;
+mod reasoning;
 mod server;
 mod timing;
 mod wire;

@@ -241,7 +241,7 @@ impl StreamReader {
             let whole: Value = serde_json::from_str(data).unwrap_or(Value::Null);
             return Err(stream_error(&error_text(&whole)));
         }
-        let cumulative = chunk.usage.map(|usage| usage.completion_tokens);
+        let cumulative = cumulative_tokens(&chunk);
         for choice in chunk.choices.iter().flatten() {
             exchange.choices = exchange.choices.max(choice.index.saturating_add(1));
             if choice.has_output() {
@@ -260,6 +260,18 @@ impl StreamReader {
         }
         Ok(Flow::More)
     }
+}
+
+/// Output tokens so far according to the chunk: continuous usage, else llama.cpp's per-chunk
+/// `timings.predicted_n` (sent with `timings_per_token`).
+fn cumulative_tokens(chunk: &ChunkView<'_>) -> Option<u64> {
+    chunk
+        .usage
+        .map(|usage| usage.completion_tokens)
+        .or_else(|| {
+            let predicted = chunk.timings.and_then(|timings| timings.predicted_n)?;
+            (predicted.is_finite() && predicted >= 0.0).then_some(predicted as u64)
+        })
 }
 
 /// The `number`th stream chunk, read without copying its text.

@@ -1,6 +1,7 @@
 //! The headline of a comparison: the verdict and the dozen figures a reader looks at first
-//! (throughput, goodput, TTFT/TPOT/E2E p50 and p99, error rate, stability), each with its delta
-//! and a significance verdict. Latency rows carry their distribution's test (Mann–Whitney U or
+//! (throughput, goodput, TTFT/TPOT/E2E p50 and p99, error rate, stability; TTFAT p50/p99 and
+//! reasoning tokens/s when both runs have them), each with its delta and a significance
+//! verdict. Latency rows carry their distribution's test (Mann–Whitney U or
 //! the bootstrap, see [`crate::decide::significance`]); throughput and goodput a test of two Poisson
 //! rates (completions over the measured window); the error rate a two-proportion test.
 
@@ -128,15 +129,28 @@ fn figures(
         ),
     ];
     for (name, metric, quantile) in LATENCIES {
+        let path = format!("latency_ms.{metric}.{quantile}");
         figures.push(latency_figure(
             name,
+            &path,
             metric,
-            quantile,
             [sa, sb],
             step,
             distributions,
         ));
     }
+    for (name, quantile) in [("TTFAT p50", "p50"), ("TTFAT p99", "p99")] {
+        let path = format!("reasoning.time_to_first_answer_ms.{quantile}");
+        let f = latency_figure(name, &path, "ttfat", [sa, sb], step, distributions);
+        figures.extend(in_both(f));
+    }
+    let per_sec = "reasoning.reasoning_tokens_per_sec";
+    figures.extend(in_both(untested(
+        "reasoning tokens/s",
+        per_sec,
+        "tok/s",
+        [sa, sb],
+    )));
     figures.push(error_rate([sa, sb], thresholds));
     figures.push(stability([sa, sb]));
     for figure in &mut figures {
@@ -243,16 +257,21 @@ fn rate_figure(
     f
 }
 
+/// A figure only some runs have (reasoning): kept when both runs have it, else omitted.
+fn in_both(figure: HeadlineFigure) -> Option<HeadlineFigure> {
+    (figure.a.is_some() && figure.b.is_some()).then_some(figure)
+}
+
+/// The latency at `path`, judged by the distribution test of `metric`.
 fn latency_figure(
     name: &'static str,
+    path: &str,
     metric: &str,
-    quantile: &str,
     [a, b]: [&Value; 2],
     step: usize,
     distributions: &[DistributionChange],
 ) -> HeadlineFigure {
-    let path = format!("latency_ms.{metric}.{quantile}");
-    let mut f = untested(name, &path, "ms", [a, b]);
+    let mut f = untested(name, path, "ms", [a, b]);
     if let Some(d) = distributions
         .iter()
         .find(|d| d.step == step && d.metric == metric)

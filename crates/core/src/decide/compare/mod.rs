@@ -19,8 +19,9 @@ mod headline;
 pub use headline::{Headline, HeadlineFigure};
 
 /// Distributions tested for a significant change. ITL is left out: its per-token samples
-/// within one request are not independent, which a rank test assumes.
-pub const TESTED_METRICS: [&str; 3] = ["ttft", "tpot", "e2e"];
+/// within one request are not independent, which a rank test assumes. `ttfat` (time to first
+/// answer token) is tested from the journals only, when both runs' answers showed reasoning.
+pub const TESTED_METRICS: [&str; 4] = ["ttft", "tpot", "e2e", "ttfat"];
 
 /// Bootstrap resamples when only quantile points are available.
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
@@ -34,12 +35,15 @@ pub struct LatencySamples {
     pub tpot: Vec<f64>,
     /// E2E from the schedule.
     pub e2e: Vec<f64>,
+    /// Time to first answer token from the schedule (empty when no answer showed reasoning,
+    /// as `steps[].reasoning` is then null).
+    pub ttfat: Vec<f64>,
 }
 
 impl LatencySamples {
     /// The samples of the measured, successful requests of a journal.
     pub fn from_records(records: &[RequestRecord]) -> Self {
-        let mut samples = LatencySamples::default();
+        let (mut samples, mut reasoning) = (LatencySamples::default(), false);
         let ms = |d: std::time::Duration| d.as_micros() as f64 / 1000.0;
         for record in records
             .iter()
@@ -48,6 +52,12 @@ impl LatencySamples {
             samples.ttft.extend(record.ttft().map(ms));
             samples.tpot.extend(record.tpot().map(ms));
             samples.e2e.extend(record.e2e().map(ms));
+            samples.ttfat.extend(record.ttfat().map(ms));
+            reasoning |= record.reasoning_tokens.is_some_and(|r| r > 0);
+        }
+        if !reasoning {
+            // As `steps[].reasoning`: no time to first answer token without reasoning.
+            samples.ttfat.clear();
         }
         samples
     }
@@ -56,6 +66,7 @@ impl LatencySamples {
         match metric {
             "ttft" => &self.ttft,
             "tpot" => &self.tpot,
+            "ttfat" => &self.ttfat,
             _ => &self.e2e,
         }
     }
@@ -95,7 +106,7 @@ pub struct MetricDelta {
 pub struct DistributionChange {
     /// Step index.
     pub step: usize,
-    /// `ttft`, `tpot` or `e2e`.
+    /// `ttft`, `tpot`, `e2e` or `ttfat`.
     pub metric: String,
     /// The test's outcome.
     pub test: TestResult,
@@ -482,5 +493,67 @@ mod tests {
         assert_eq!(ttft.verdict, "regression");
         assert_eq!(ttft.test.method, significance::Method::MannWhitney);
         assert!(c.has_regression());
+        assert!(
+            c.distributions.iter().all(|d| d.metric != "ttfat"),
+            "no reasoning, no TTFAT test"
+        );
+        assert!(
+            c.headline
+                .figures
+                .iter()
+                .all(|f| !f.name.starts_with("TTFAT"))
+        );
+    }
+
+    #[test]
+    fn ttfat_is_tested_and_in_the_headline_only_when_both_runs_reasoned() {
+        let with = |p50: f64, per_sec: f64| {
+            let mut r = report(10.0, 100.0, 128.0, 10.0);
+            r["steps"][0]["reasoning"] = json!({
+                "time_to_first_answer_ms": {"p50": p50, "p99": p50 * 2.0},
+                "reasoning_tokens_per_sec": per_sec});
+            r
+        };
+        let (a, b) = (with(300.0, 50.0), with(450.0, 40.0));
+        let base = LatencySamples {
+            ttfat: (0..200).map(|i| 300.0 + f64::from(i % 20)).collect(),
+            ..LatencySamples::default()
+        };
+        let slower = LatencySamples {
+            ttfat: base.ttfat.iter().map(|v| v * 1.5).collect(),
+            ..LatencySamples::default()
+        };
+        let side = |report, samples| Side {
+            report,
+            samples: Some(samples),
+        };
+        let c = compare(side(&a, &base), side(&b, &slower), Thresholds::default());
+        let ttfat = c
+            .distributions
+            .iter()
+            .find(|d| d.metric == "ttfat")
+            .unwrap();
+        assert_eq!(ttfat.verdict, "regression");
+        let figure = |c: &Comparison, name: &str| {
+            c.headline.figures.iter().find(|f| f.name == name).cloned()
+        };
+        let p99 = figure(&c, "TTFAT p99").unwrap();
+        assert_eq!(
+            (p99.a, p99.b, p99.verdict),
+            (Some(600.0), Some(900.0), "worse")
+        );
+        assert_eq!(p99.path, "steps[0].reasoning.time_to_first_answer_ms.p99");
+        let per_sec = figure(&c, "reasoning tokens/s").unwrap();
+        assert_eq!((per_sec.a, per_sec.b), (Some(50.0), Some(40.0)));
+        // A baseline without reasoning: the figures are omitted, not zero.
+        let plain = report(10.0, 100.0, 128.0, 10.0);
+        let c = compare(
+            side(&plain, &LatencySamples::default()),
+            side(&b, &slower),
+            Thresholds::default(),
+        );
+        assert!(figure(&c, "TTFAT p50").is_none());
+        assert!(figure(&c, "reasoning tokens/s").is_none());
+        assert!(c.distributions.iter().all(|d| d.metric != "ttfat"));
     }
 }

@@ -146,7 +146,8 @@ fn launch(
     );
     tokio::spawn(async move {
         let spec = plan.workload.request(index);
-        let record = execute(&plan.context, ticket, spec, limit, &stop).await;
+        let mut record = execute(&plan.context, ticket, spec, limit, &stop).await;
+        record.expected_prefix_tokens = plan.workload.expected_prefix_tokens(index);
         let _ = sender.send(record);
     });
 }
@@ -179,7 +180,8 @@ async fn closed_loop(
                 let ticket = plan.ticket(index, now);
                 plan.monitor.scheduled();
                 let spec = plan.workload.request(index);
-                let record = execute(&plan.context, ticket, spec, None, &stop).await;
+                let mut record = execute(&plan.context, ticket, spec, None, &stop).await;
+                record.expected_prefix_tokens = plan.workload.expected_prefix_tokens(index);
                 if sender.send(record).is_err() {
                     break;
                 }
