@@ -382,6 +382,7 @@ impl<'a> VirtualRun<'a> {
             .collect();
         let timelines: Vec<_> = timelines.iter().collect();
         let mut record = record(&pending.sent, &timelines);
+        record.expected_prefix_tokens = self.target.requests.workload.expected_prefix_tokens(index);
         let now = self.sim.now();
         match pending.session.take() {
             Some((playing, request)) => {

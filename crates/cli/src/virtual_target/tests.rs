@@ -323,6 +323,12 @@ fn shared_prefixes_hit_the_batching_engines_prefix_cache() {
     let mut records = target.records(&open(2.0, 20));
     records.sort_by_key(|r| r.index);
     assert_eq!(records[0].cached_input_tokens, Some(0));
+    // The workload's expected shareable prefix stands beside the server's hits, as live.
+    assert!(
+        records
+            .iter()
+            .all(|r| r.expected_prefix_tokens == Some(1024))
+    );
     for record in &records[1..] {
         let cached = record.cached_input_tokens.unwrap();
         // Every full block of the shared system prompt (its template marks included) hits.
