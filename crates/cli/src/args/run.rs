@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use goodput_core::backend::openai::ApiKind;
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::Slo;
 use goodput_core::profile::{ProfileFile, parse_phases, total_duration};
@@ -12,6 +13,9 @@ use goodput_core::units::parse_duration;
 
 /// The SLO applied when none is given: MLPerf Inference's llama3.1-8b Server-scenario limits.
 pub(crate) const DEFAULT_SLO: &str = "ttft=2s,tpot=100ms";
+/// The SLO applied to the encoder APIs (embeddings, rerank) when none is given: their answers
+/// are one body, so only the end-to-end latency applies.
+pub(crate) const ENCODER_DEFAULT_SLO: &str = "e2e=2s";
 
 /// Which OpenAI API to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -23,6 +27,43 @@ pub(crate) enum ApiArg {
     /// `/v1/responses` (OpenAI Responses API; needs --target: the embedded simulator does not
     /// serve it).
     Responses,
+    /// `/v1/embeddings`: one vector per input (--batch-size inputs per request); items/s.
+    Embeddings,
+    /// `/v1/rerank`: a query against documents (--batch-size documents per request);
+    /// documents/s.
+    Rerank,
+}
+
+impl ApiArg {
+    /// The backend's API.
+    pub(crate) fn kind(self) -> ApiKind {
+        match self {
+            ApiArg::Chat => ApiKind::Chat,
+            ApiArg::Completions => ApiKind::Completions,
+            ApiArg::Responses => ApiKind::Responses,
+            ApiArg::Embeddings => ApiKind::Embeddings,
+            ApiArg::Rerank => ApiKind::Rerank,
+        }
+    }
+
+    /// The name in reports (`run.api`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ApiArg::Chat => "chat",
+            ApiArg::Completions => "completions",
+            ApiArg::Responses => "responses",
+            ApiArg::Embeddings => "embeddings",
+            ApiArg::Rerank => "rerank",
+        }
+    }
+
+    /// Whether a request can carry several inputs (--batch-size, --batch-steps).
+    pub(crate) fn batches(self) -> bool {
+        matches!(
+            self,
+            ApiArg::Completions | ApiArg::Embeddings | ApiArg::Rerank
+        )
+    }
 }
 
 /// Open-loop arrival process.
@@ -53,6 +94,10 @@ pub(crate) struct RunArgs {
     /// Ask for whole answers instead of streams (TTFT, TPOT and ITL are then not measured).
     #[arg(long, help_heading = "Target")]
     pub(crate) no_stream: bool,
+    /// Inputs per request: a list of N prompts (--api completions), N inputs (embeddings) or
+    /// N documents (rerank); throughput is then also counted in items/s.
+    #[arg(long, value_name = "N", help_heading = "Target")]
+    pub(crate) batch_size: Option<u32>,
     /// Extra request header, repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", help_heading = "Target")]
     pub(crate) headers: Vec<String>,
@@ -221,6 +266,34 @@ pub(crate) fn parse_slo(text: &str) -> Result<Option<Slo>> {
 }
 
 impl RunArgs {
+    /// `--slo` as given; its default for the encoder APIs is [`ENCODER_DEFAULT_SLO`] (their
+    /// answers have no first token).
+    pub(crate) fn slo_text(&self) -> &str {
+        let encoder = !self.api.kind().streams();
+        if encoder && self.slo == DEFAULT_SLO {
+            ENCODER_DEFAULT_SLO
+        } else {
+            &self.slo
+        }
+    }
+
+    /// `--batch-size`, checked against the API: `None` for one input per request.
+    pub(crate) fn batch(&self) -> Result<Option<u32>> {
+        match self.batch_size {
+            None => Ok(None),
+            Some(0) => bail!("--batch-size must be at least 1"),
+            Some(_) if !self.api.batches() => bail!(
+                "--batch-size sends several inputs per request: use --api completions, \
+                 embeddings or rerank (the {} API takes one conversation)",
+                self.api.name()
+            ),
+            Some(_) if self.workload.trace.is_some() => {
+                bail!("--batch-size cannot batch a --trace replay (its requests are the trace's)")
+            }
+            Some(n) => Ok(Some(n)),
+        }
+    }
+
     /// The load: closed loop with --concurrency, else open loop (default 10/s).
     fn load(&self) -> Result<LoadSpec> {
         if let Some(concurrency) = self.concurrency {
@@ -309,7 +382,7 @@ impl RunArgs {
             warmup: parse_warmup(&self.warmup)?,
             request_timeout: self.request_timeout,
             no_progress_timeout: self.no_progress_timeout,
-            slo: parse_slo(&self.slo)?,
+            slo: parse_slo(self.slo_text())?,
             seed,
             window: self.window,
             time_scale: self.time_scale.unwrap_or(1.0),

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
-use goodput_core::backend::openai::{ApiKind, OpenAiBackend, OpenAiConfig};
+use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
@@ -448,13 +448,9 @@ pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfi
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(OpenAiConfig {
-        api: match args.api {
-            ApiArg::Chat => ApiKind::Chat,
-            ApiArg::Completions => ApiKind::Completions,
-            ApiArg::Responses => ApiKind::Responses,
-        },
+        api: args.api.kind(),
         model,
-        stream: !args.no_stream,
+        stream: !args.no_stream && args.api.kind().streams(),
         include_usage: true,
         continuous_usage: !args.no_continuous_usage,
         ignore_eos: !args.no_ignore_eos,
@@ -487,10 +483,11 @@ pub(crate) fn run_info(
         command_line: redact_command_line(&command_line),
         seed: config.seed,
         target: endpoint.label.clone(),
-        api: match args.api {
-            ApiArg::Chat => "chat".into(),
-            ApiArg::Completions => "completions".into(),
-            ApiArg::Responses => "responses".into(),
+        api: args.api.name().into(),
+        item_unit: if args.batch_size.is_some() || !args.api.kind().streams() {
+            args.api.kind().item_unit().into()
+        } else {
+            "items".into()
         },
         model: model.to_string(),
         stream: streamed,

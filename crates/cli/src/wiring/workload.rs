@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use goodput_core::backend::openai::OpenAiConfig;
 use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::decide::sweep::BatchedWorkload;
 use goodput_core::http::HttpClient;
 use goodput_core::metrics::LengthBuckets;
 use goodput_core::tokens::{Tiktoken, TokenCounter, counter_by_name};
@@ -75,8 +76,15 @@ pub(crate) async fn prepare(
         model: &openai.model,
         headers: request_headers(openai)?,
     };
-    let built = build(args, seed, target).await?;
+    let mut built = build(args, seed, target).await?;
     adjust_config(args, &built, config)?;
+    if let Some(batch) = args.batch()? {
+        // --batch-size: each request carries `batch` consecutive inputs of the workload.
+        built.workload = Arc::new(BatchedWorkload {
+            inner: Arc::clone(&built.workload),
+            batch,
+        });
+    }
     Ok(built)
 }
 

@@ -166,6 +166,12 @@ fn request_probes() -> Vec<Probe> {
         probe("--api", &["--api", "completions"], At("/wire")),
         probe("--model", &["--model", "other"], At("/wire")),
         probe("--no-stream", &["--no-stream"], At("/wire")),
+        probe(
+            "--batch-size",
+            &["--api", "completions", "--batch-size", "2"],
+            At("/wire"),
+        )
+        .against(&["--api", "completions"]),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(

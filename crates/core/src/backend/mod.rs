@@ -1,8 +1,8 @@
 //! The backend seam: anything that can execute one [`RequestSpec`] and report what happened
 //! into an [`Exchange`]. The runner owns timing of the schedule, timeouts and cancellation; a
-//! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat and completions, streamed or
-//! not) and the closure backend of [`crate::measure`] (any async call timed in-process).
-//! Later: embeddings, image models, generic JSON.
+//! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat, completions and Responses,
+//! streamed or not; embeddings and rerank, items counted) and the closure backend of
+//! [`crate::measure`] (any async call timed in-process). Later: image models, generic JSON.
 
 pub mod discovery;
 pub mod openai;

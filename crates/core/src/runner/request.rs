@@ -179,7 +179,7 @@ pub(crate) fn finalize(
         expected_input_tokens: spec.expected_input_tokens,
         output_tokens,
         output_tokens_source: output_source,
-        requested_output_tokens: spec.max_output_tokens,
+        requested_output_tokens: spec.max_output_tokens.filter(|_| !exchange.untokenized),
         tokenizer_output_tokens: output.tokenizer,
         chunks: times.chunks,
         items: exchange.choices.max(spec.items()),

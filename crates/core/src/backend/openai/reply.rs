@@ -34,6 +34,8 @@ pub(super) struct Limits {
     pub(super) max_body_bytes: usize,
     /// The body is a Responses API answer (typed events, a `response` object).
     pub(super) responses: bool,
+    /// The body is an encoder answer, for a request of this many inputs.
+    pub(super) encoder: Option<(super::encoder::Encoder, usize)>,
 }
 
 /// Reads up to `limit` bytes; `Ok((bytes, true))` when the body ended within the limit.
@@ -475,6 +477,9 @@ pub(super) async fn read_whole(
     };
     if limits.responses {
         return super::responses::record_whole(&bytes, Instant::now(), exchange);
+    }
+    if let Some((encoder, sent)) = limits.encoder {
+        return super::encoder::record_whole(&bytes, Instant::now(), exchange, encoder, sent);
     }
     record_whole(&bytes, Instant::now(), exchange)
 }
