@@ -145,3 +145,107 @@ fn sweep_over_embedding_batch_sizes_grows_inputs_per_second() {
     assert!(items(1) > 4.0 * items(0), "{} vs {}", items(1), items(0));
     assert_eq!(report["sweep"]["dimension"], "batch");
 }
+
+/// A loopback server answering every request with `body` after `delay_ms` (keep-alive).
+fn json_server(body: &'static str, delay_ms: u64) -> String {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut writer = stream;
+                loop {
+                    let mut length = 0;
+                    let mut line = String::new();
+                    loop {
+                        line.clear();
+                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                            return;
+                        }
+                        let lower = line.to_ascii_lowercase();
+                        if let Some(value) = lower.strip_prefix("content-length:") {
+                            length = value.trim().parse().unwrap();
+                        }
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut request = vec![0; length];
+                    reader.read_exact(&mut request).unwrap();
+                    std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+                    let response = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    if writer.write_all(response.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    format!("http://{address}/v2/models/m/infer")
+}
+
+#[test]
+fn http_api_sends_the_template_and_counts_items_by_json_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template.json");
+    std::fs::write(
+        &template,
+        r#"{"inputs": [{"name": "text", "data": "{{prompts}}"}]}"#,
+    )
+    .unwrap();
+    let url = json_server(r#"{"outputs": [{"data": [1, 2, 3, 4, 5, 6]}]}"#, 30);
+    let template = template.display().to_string();
+    let run = |path: &str| {
+        goodput()
+            .args(["run", "--api", "http", "--target", &url, "--json"])
+            .args(["--request-template", &template, "--items-path", path])
+            .args(["--batch-size", "6", "--concurrency", "1", "--requests", "5"])
+            .args(["--warmup", "0"])
+            .output()
+            .unwrap()
+    };
+    let output = run("$.outputs[0].data[*]");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    validate_against_schema(&report);
+    assert_eq!(report["run"]["api"], "http");
+    let step = &report["steps"][0];
+    assert_eq!(step["requests"]["completed"], 5);
+    let t = &step["throughput"];
+    let ratio = t["items_per_sec"].as_f64().unwrap() / t["requests_per_sec"].as_f64().unwrap();
+    assert!((ratio - 6.0).abs() < 1e-9, "{t}");
+    // The server sleeps 30 ms before every answer.
+    assert!(step["latency_ms"]["e2e"]["min"].as_f64().unwrap() >= 30.0);
+    // A path the reply does not have: every request fails as `protocol`, none counts zero.
+    let output = run("$.predictions[*]");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        report["steps"][0]["requests"]["failed_by_kind"]["protocol"],
+        5
+    );
+    // A template that does not parse, a path that does not: refused before the run.
+    std::fs::write(dir.path().join("bad.json"), r#"{"a": "{{promt}}"}"#).unwrap();
+    let bad = dir.path().join("bad.json").display().to_string();
+    for (template, path, message) in [
+        (bad.as_str(), "$.a", "unknown placeholder"),
+        (template.as_str(), "outputs", "must start with `$`"),
+    ] {
+        let refused = goodput()
+            .args(["run", "--api", "http", "--target", &url])
+            .args(["--request-template", template, "--items-path", path])
+            .output()
+            .unwrap();
+        assert_eq!(refused.status.code(), Some(2));
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(message), "{stderr}");
+    }
+}

@@ -163,3 +163,53 @@ async fn embeddings_run_against_the_simulator_counts_items() {
         assert_eq!(step.goodput.attained_fraction, Some(1.0));
     }
 }
+
+/// `--api http`: the template rendered on the wire (typed and spliced placeholders), the
+/// items counted by the path, and a path that finds nothing or a body that is not JSON as
+/// protocol failures.
+#[tokio::test]
+async fn templated_json_api_renders_the_body_and_counts_items_by_path() {
+    use goodput_core::backend::template::{
+        ItemsPath, RequestTemplate, TemplateBackend, TemplateConfig,
+    };
+    use goodput_core::http::{HttpClient, HttpConfig, Target};
+
+    let reply = r#"{"outputs": [{"scores": [0.1, 0.9]}, {"scores": [0.3, 0.7]}, {"scores": [0.5, 0.5]}], "usage": {"input_tokens": 9}}"#;
+    let server = server(reply, Duration::from_millis(20)).await;
+    let backend = |path: &str| {
+        let template = RequestTemplate::parse(
+            r#"{"instances": "{{prompts}}", "note": "batch of {{batch_size}} #{{index}}"}"#,
+        )
+        .unwrap();
+        let config = TemplateConfig {
+            template,
+            items: Some(ItemsPath::parse(path).unwrap()),
+            headers: Vec::new(),
+            api_key: None,
+            max_body_bytes: 1 << 20,
+        };
+        let url = format!("{}/predict?v=2", server.url().trim_end_matches("/v1"));
+        let client = HttpClient::tcp(Target::parse(&url).unwrap(), HttpConfig::default());
+        TemplateBackend::new(config, client).unwrap()
+    };
+    let exchange = send(&backend("$.outputs[*]"), &spec(batch(3))).await;
+    assert_eq!(exchange.failure, None);
+    assert_eq!(exchange.choices, 3);
+    assert_eq!(exchange.usage.unwrap().prompt_tokens, 9);
+    let request = &server.state.requests()[0];
+    assert!(
+        request.head.starts_with("POST /predict?v=2 "),
+        "{}",
+        request.head
+    );
+    let body = request.json();
+    assert_eq!(body["instances"].as_array().unwrap().len(), 3);
+    assert_eq!(body["note"], json!("batch of 3 #0"));
+    let nothing = send(&backend("$.predictions[*]"), &spec(batch(3))).await;
+    let failure = nothing.failure.unwrap();
+    assert_eq!(failure.kind, OutcomeKind::Protocol);
+    assert!(
+        failure.message.contains("`$.predictions[*]` found nothing"),
+        "{failure:?}"
+    );
+}

@@ -14,6 +14,7 @@ use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
 use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
+use goodput_core::backend::template::{TemplateBackend, TemplateConfig};
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
@@ -116,16 +117,12 @@ impl Session {
         let target =
             Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
         let client = HttpClient::tcp(target, HttpConfig::default());
-        let model = match args.model.clone().or_else(|| endpoint.model.clone()) {
-            Some(model) => model,
-            None => first_model(&client).await?,
-        };
+        let model = model_name(&args, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
         let openai = openai_config(&args, model.clone())?;
         let streamed = openai.stream;
         let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
-        let backend =
-            Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
+        let backend = backend(&args, openai, client)?;
         let mut run_info = run_info(
             &args,
             &config,
@@ -384,6 +381,9 @@ pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint
     if args.api == ApiArg::Responses {
         bail!("--api responses needs --target: the embedded simulator serves chat and completions");
     }
+    if args.api == ApiArg::Http {
+        bail!("--api http needs --target: the URL every templated request is POSTed to");
+    }
     let config = crate::embedded_sim::embedded_sim_config(args, seed)?;
     let time_scale = config.time_scale;
     let label = describe_simulator(&config);
@@ -420,6 +420,34 @@ pub(crate) fn describe_simulator(config: &SimConfig) -> String {
     }
 }
 
+/// The model to name: `--model`, the simulator's, else the first the target lists (`--api
+/// http` lists nothing: its template names the model, if any).
+async fn model_name(args: &RunArgs, endpoint: &Endpoint, client: &HttpClient) -> Result<String> {
+    match args.model.clone().or_else(|| endpoint.model.clone()) {
+        Some(model) => Ok(model),
+        None if args.api == ApiArg::Http => Ok(String::new()),
+        None => first_model(client).await,
+    }
+}
+
+/// The backend of `--api`: a JSON template (`http`) or an OpenAI-compatible API.
+fn backend(args: &RunArgs, openai: OpenAiConfig, client: HttpClient) -> Result<Arc<dyn Backend>> {
+    if let Some((template, items)) = args.template()? {
+        let config = TemplateConfig {
+            template,
+            items,
+            headers: openai.headers,
+            api_key: openai.api_key,
+            max_body_bytes: openai.max_body_bytes,
+        };
+        let backend = TemplateBackend::new(config, client).context("backend configuration")?;
+        return Ok(Arc::new(backend));
+    }
+    Ok(Arc::new(
+        OpenAiBackend::new(openai, client).context("backend configuration")?,
+    ))
+}
+
 pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {
     let models = list_models(client, Duration::from_secs(10)).await?;
     Ok(models.into_iter().next().unwrap_or_default())
@@ -450,7 +478,7 @@ pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfi
     Ok(OpenAiConfig {
         api: args.api.kind(),
         model,
-        stream: !args.no_stream && args.api.kind().streams(),
+        stream: !args.no_stream && args.api.streams(),
         include_usage: true,
         continuous_usage: !args.no_continuous_usage,
         ignore_eos: !args.no_ignore_eos,
@@ -484,11 +512,7 @@ pub(crate) fn run_info(
         seed: config.seed,
         target: endpoint.label.clone(),
         api: args.api.name().into(),
-        item_unit: if args.batch_size.is_some() || !args.api.kind().streams() {
-            args.api.kind().item_unit().into()
-        } else {
-            "items".into()
-        },
+        item_unit: args.item_unit().into(),
         model: model.to_string(),
         stream: streamed,
         workload: {

@@ -42,6 +42,13 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
             ),
         ),
         (
+            "template",
+            write(
+                "template.json",
+                r#"{"model": "m", "messages": [{"role": "user", "content": "{{prompt}}"}], "max_tokens": "{{max_tokens}}", "stream": false}"#,
+            ),
+        ),
+        (
             "gate",
             write("gate.toml", "conditions = [\"ttft.p99 < 0ms\"]\n"),
         ),

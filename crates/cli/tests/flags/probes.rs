@@ -172,6 +172,25 @@ fn request_probes() -> Vec<Probe> {
             At("/wire"),
         )
         .against(&["--api", "completions"]),
+        probe(
+            "--request-template",
+            &["--api", "http", "--request-template", "{template}"],
+            At("/wire"),
+        ),
+        // A path the reply does not have: every request fails instead of counting 1 item.
+        probe(
+            "--items-path",
+            &[
+                "--api",
+                "http",
+                "--request-template",
+                "{template}",
+                "--items-path",
+                "$.nothing[*]",
+            ],
+            super::Expect::Changes,
+        )
+        .against(&["--api", "http", "--request-template", "{template}"]),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(

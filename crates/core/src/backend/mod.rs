@@ -2,11 +2,13 @@
 //! into an [`Exchange`]. The runner owns timing of the schedule, timeouts and cancellation; a
 //! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat, completions and Responses,
 //! streamed or not; embeddings and rerank, items counted) and the closure backend of
-//! [`crate::measure`] (any async call timed in-process). Later: image models, generic JSON.
+//! [`crate::measure`] (any async call timed in-process), and [`template::TemplateBackend`]
+//! (any JSON API from a body template, items counted by a JSONPath).
 
 pub mod discovery;
 pub mod openai;
 pub mod sse;
+pub mod template;
 
 use std::fmt;
 use std::future::Future;

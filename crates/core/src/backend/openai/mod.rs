@@ -14,7 +14,7 @@
 //! of the [`Exchange`], failure messages and `Debug` output.
 
 mod encoder;
-mod reply;
+pub(crate) mod reply;
 mod responses;
 
 use std::fmt;

@@ -39,7 +39,7 @@ pub(super) struct Limits {
 }
 
 /// Reads up to `limit` bytes; `Ok((bytes, true))` when the body ended within the limit.
-async fn read_limited(
+pub(crate) async fn read_limited(
     body: &mut ResponseBody,
     limit: usize,
     activity: &Activity,
@@ -60,7 +60,7 @@ async fn read_limited(
 }
 
 /// A non-2xx reply: always a [`Failure::http`] with the server's message.
-pub(super) async fn read_error(
+pub(crate) async fn read_error(
     status: StatusCode,
     headers: &HeaderMap,
     mut body: ResponseBody,
