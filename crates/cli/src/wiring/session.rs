@@ -13,8 +13,7 @@ use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
-use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
-use goodput_core::backend::template::{TemplateBackend, TemplateConfig};
+use goodput_core::backend::openai::OpenAiConfig;
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
@@ -117,12 +116,12 @@ impl Session {
         let target =
             Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
         let client = HttpClient::tcp(target, HttpConfig::default());
-        let model = model_name(&args, &endpoint, &client).await?;
+        let model = super::backend::model_name(&args, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
         let openai = openai_config(&args, model.clone())?;
         let streamed = openai.stream;
         let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
-        let backend = backend(&args, openai, client)?;
+        let backend = super::backend::backend(&args, openai, client)?;
         let mut run_info = run_info(
             &args,
             &config,
@@ -418,34 +417,6 @@ pub(crate) fn describe_simulator(config: &SimConfig) -> String {
             f.ttft, f.itl, f.slots
         ),
     }
-}
-
-/// The model to name: `--model`, the simulator's, else the first the target lists (`--api
-/// http` lists nothing: its template names the model, if any).
-async fn model_name(args: &RunArgs, endpoint: &Endpoint, client: &HttpClient) -> Result<String> {
-    match args.model.clone().or_else(|| endpoint.model.clone()) {
-        Some(model) => Ok(model),
-        None if args.api == ApiArg::Http => Ok(String::new()),
-        None => first_model(client).await,
-    }
-}
-
-/// The backend of `--api`: a JSON template (`http`) or an OpenAI-compatible API.
-fn backend(args: &RunArgs, openai: OpenAiConfig, client: HttpClient) -> Result<Arc<dyn Backend>> {
-    if let Some((template, items)) = args.template()? {
-        let config = TemplateConfig {
-            template,
-            items,
-            headers: openai.headers,
-            api_key: openai.api_key,
-            max_body_bytes: openai.max_body_bytes,
-        };
-        let backend = TemplateBackend::new(config, client).context("backend configuration")?;
-        return Ok(Arc::new(backend));
-    }
-    Ok(Arc::new(
-        OpenAiBackend::new(openai, client).context("backend configuration")?,
-    ))
 }
 
 pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {
