@@ -48,7 +48,7 @@ pub(crate) fn render(report: &Report, details: bool) -> String {
     if report.steps.len() > 1 || report.sweep.is_some() || report.capacity.is_some() {
         super::steps::render_overview(&mut out, report);
         if let Some(sweep) = &report.sweep {
-            super::steps::render_sweep(&mut out, sweep);
+            super::steps::render_sweep(&mut out, sweep, &report.run.item_unit);
         }
         if let Some(capacity) = &report.capacity {
             super::steps::render_capacity(&mut out, capacity);
