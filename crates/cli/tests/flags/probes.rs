@@ -159,6 +159,16 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
     probes
 }
 
+/// `--api http` with the fixture template, POSTed to the capture server's chat endpoint.
+const HTTP_API: [&str; 6] = [
+    "--api",
+    "http",
+    "--request-template",
+    "{template}",
+    "--target",
+    "{url}/chat/completions",
+];
+
 /// The target and the shape of every request.
 fn request_probes() -> Vec<Probe> {
     vec![
@@ -172,25 +182,20 @@ fn request_probes() -> Vec<Probe> {
             At("/wire"),
         )
         .against(&["--api", "completions"]),
-        probe(
-            "--request-template",
-            &["--api", "http", "--request-template", "{template}"],
-            At("/wire"),
-        ),
-        // A path the reply does not have: every request fails instead of counting 1 item.
+        probe("--request-template", &HTTP_API, At("/wire")).without(&["--target"]),
+        // The reply's `usage.completion_tokens` (the template's max_tokens) as the items count,
+        // instead of one input per request.
         probe(
             "--items-path",
             &[
-                "--api",
-                "http",
-                "--request-template",
-                "{template}",
-                "--items-path",
-                "$.nothing[*]",
-            ],
+                &HTTP_API[..],
+                &["--items-path", "$.usage.completion_tokens"],
+            ]
+            .concat(),
             super::Expect::Changes,
         )
-        .against(&["--api", "http", "--request-template", "{template}"]),
+        .without(&["--target"])
+        .against(&HTTP_API),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(
