@@ -489,6 +489,9 @@ pub(crate) fn run_info(
         workload: {
             let mut described = workload.describe();
             described.insert("counting_tokenizer".into(), args.tokenizer.clone().into());
+            if let Some(path) = &args.items_path {
+                described.insert("items_path".into(), path.clone().into());
+            }
             described
         },
         slo: config.slo.as_ref().map(ToString::to_string),
