@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use goodput_core::backend::openai::ApiKind;
+use goodput_core::backend::template::{ItemsPath, RequestTemplate};
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::Slo;
 use goodput_core::profile::{ProfileFile, parse_phases, total_duration};
@@ -12,6 +14,9 @@ use goodput_core::units::parse_duration;
 
 /// The SLO applied when none is given: MLPerf Inference's llama3.1-8b Server-scenario limits.
 pub(crate) const DEFAULT_SLO: &str = "ttft=2s,tpot=100ms";
+/// The SLO applied to the encoder APIs (embeddings, rerank) when none is given: their answers
+/// are one body, so only the end-to-end latency applies.
+pub(crate) const ENCODER_DEFAULT_SLO: &str = "e2e=2s";
 
 /// Which OpenAI API to call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -23,6 +28,53 @@ pub(crate) enum ApiArg {
     /// `/v1/responses` (OpenAI Responses API; needs --target: the embedded simulator does not
     /// serve it).
     Responses,
+    /// `/v1/embeddings`: one vector per input (--batch-size inputs per request); items/s.
+    Embeddings,
+    /// `/v1/rerank`: a query against documents (--batch-size documents per request);
+    /// documents/s.
+    Rerank,
+    /// Any JSON API: a --request-template body POSTed to --target as given, items counted by
+    /// --items-path.
+    Http,
+}
+
+impl ApiArg {
+    /// The OpenAI API (`http` keeps the chat settings, used only for headers: its backend
+    /// sends the template).
+    pub(crate) fn kind(self) -> ApiKind {
+        match self {
+            ApiArg::Chat | ApiArg::Http => ApiKind::Chat,
+            ApiArg::Completions => ApiKind::Completions,
+            ApiArg::Responses => ApiKind::Responses,
+            ApiArg::Embeddings => ApiKind::Embeddings,
+            ApiArg::Rerank => ApiKind::Rerank,
+        }
+    }
+
+    /// The name in reports (`run.api`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ApiArg::Chat => "chat",
+            ApiArg::Completions => "completions",
+            ApiArg::Responses => "responses",
+            ApiArg::Embeddings => "embeddings",
+            ApiArg::Rerank => "rerank",
+            ApiArg::Http => "http",
+        }
+    }
+
+    /// Whether answers can be streamed (encoders and templated JSON answer in one body).
+    pub(crate) fn streams(self) -> bool {
+        self != ApiArg::Http && self.kind().streams()
+    }
+
+    /// Whether a request can carry several inputs (--batch-size, --batch-steps).
+    pub(crate) fn batches(self) -> bool {
+        matches!(
+            self,
+            ApiArg::Completions | ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Http
+        )
+    }
 }
 
 /// Open-loop arrival process.
@@ -53,6 +105,18 @@ pub(crate) struct RunArgs {
     /// Ask for whole answers instead of streams (TTFT, TPOT and ITL are then not measured).
     #[arg(long, help_heading = "Target")]
     pub(crate) no_stream: bool,
+    /// Inputs per request: a list of N prompts (--api completions), N inputs (embeddings) or
+    /// N documents (rerank); throughput is then also counted in items/s.
+    #[arg(long, value_name = "N", help_heading = "Target")]
+    pub(crate) batch_size: Option<u32>,
+    /// --api http: the JSON body of every request; string values may hold {{prompt}},
+    /// {{prompts}}, {{index}}, {{batch_size}}, {{input_tokens}}, {{max_tokens}}.
+    #[arg(long, value_name = "FILE", help_heading = "Target")]
+    pub(crate) request_template: Option<PathBuf>,
+    /// --api http: where the reply's items are, a JSONPath such as `$.data[*]` (default: a
+    /// request counts the inputs it sent).
+    #[arg(long, value_name = "JSONPATH", help_heading = "Target")]
+    pub(crate) items_path: Option<String>,
     /// Extra request header, repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", help_heading = "Target")]
     pub(crate) headers: Vec<String>,
@@ -225,6 +289,69 @@ pub(crate) fn parse_slo(text: &str) -> Result<Option<Slo>> {
 }
 
 impl RunArgs {
+    /// `--slo` as given; its default for the encoder APIs is [`ENCODER_DEFAULT_SLO`] (their
+    /// answers have no first token).
+    pub(crate) fn slo_text(&self) -> &str {
+        let encoder = !self.api.streams();
+        if encoder && self.slo == DEFAULT_SLO {
+            ENCODER_DEFAULT_SLO
+        } else {
+            &self.slo
+        }
+    }
+
+    /// What one item is in reports: `inputs`, `documents`, `prompts` (batched completions) or
+    /// `items`.
+    pub(crate) fn item_unit(&self) -> &'static str {
+        match self.api {
+            ApiArg::Embeddings | ApiArg::Rerank => self.api.kind().item_unit(),
+            ApiArg::Completions if self.batch_size.is_some() => "prompts",
+            _ => "items",
+        }
+    }
+
+    /// `--api http`'s template and items path, read and checked (`None` for the other APIs).
+    pub(crate) fn template(&self) -> Result<Option<(RequestTemplate, Option<ItemsPath>)>> {
+        let http = self.api == ApiArg::Http;
+        if !http && (self.request_template.is_some() || self.items_path.is_some()) {
+            bail!("--request-template and --items-path go with --api http");
+        }
+        if !http {
+            return Ok(None);
+        }
+        let Some(path) = &self.request_template else {
+            bail!("--api http needs --request-template FILE (the JSON body of every request)");
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--request-template: cannot read {}", path.display()))?;
+        let template = RequestTemplate::parse(&text)
+            .with_context(|| format!("--request-template {}", path.display()))?;
+        let items = self
+            .items_path
+            .as_deref()
+            .map(ItemsPath::parse)
+            .transpose()
+            .context("--items-path")?;
+        Ok(Some((template, items)))
+    }
+
+    /// `--batch-size`, checked against the API: `None` for one input per request.
+    pub(crate) fn batch(&self) -> Result<Option<u32>> {
+        match self.batch_size {
+            None => Ok(None),
+            Some(0) => bail!("--batch-size must be at least 1"),
+            Some(_) if !self.api.batches() => bail!(
+                "--batch-size sends several inputs per request: use --api completions, \
+                 embeddings or rerank (the {} API takes one conversation)",
+                self.api.name()
+            ),
+            Some(_) if self.workload.trace.is_some() => {
+                bail!("--batch-size cannot batch a --trace replay (its requests are the trace's)")
+            }
+            Some(n) => Ok(Some(n)),
+        }
+    }
+
     /// The load: closed loop with --concurrency, else open loop (default 10/s).
     fn load(&self) -> Result<LoadSpec> {
         if let Some(concurrency) = self.concurrency {
@@ -297,6 +424,7 @@ impl RunArgs {
 
     /// The validated run configuration (`seed` already chosen).
     pub(crate) fn run_config(&self, seed: u64) -> Result<RunConfig> {
+        self.template()?;
         let load = self.load()?;
         let duration = match (&load, self.requests, self.duration) {
             (LoadSpec::Profile { .. }, _, Some(_)) => {
@@ -313,7 +441,7 @@ impl RunArgs {
             warmup: parse_warmup(&self.warmup)?,
             request_timeout: self.request_timeout,
             no_progress_timeout: self.no_progress_timeout,
-            slo: parse_slo(&self.slo)?,
+            slo: parse_slo(self.slo_text())?,
             seed,
             window: self.window,
             time_scale: self.time_scale.unwrap_or(1.0),

@@ -61,7 +61,7 @@ pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result
 
 /// The probe criteria from --slo, --attainment and --confidence.
 pub(crate) fn criteria(args: &CapacityArgs) -> Result<Criteria> {
-    let slo = parse_slo(&args.run.slo)?.context(
+    let slo = parse_slo(args.run.slo_text())?.context(
         "--slo none: a capacity search needs latency targets, e.g. --slo ttft=500ms,tpot=50ms",
     )?;
     Ok(Criteria {

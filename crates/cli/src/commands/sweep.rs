@@ -12,7 +12,6 @@ use goodput_core::report::StepReport;
 use goodput_core::runner::EndReason;
 use goodput_core::workload::Workload;
 
-use crate::args::run::ApiArg;
 use crate::args::sweep::SweepArgs;
 use crate::wiring::session::Session;
 
@@ -20,8 +19,14 @@ use crate::wiring::session::Session;
 pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let (dimension, levels) = args.levels()?;
     let knee_min_gain = args.knee_gain()?;
-    if dimension == SweepDimension::Batch && args.run.api != ApiArg::Completions {
-        bail!("--batch-steps sends a list of prompts per request: add --api completions");
+    if dimension == SweepDimension::Batch && !args.run.api.batches() {
+        bail!(
+            "--batch-steps sends several inputs per request: add --api completions, embeddings \
+             or rerank"
+        );
+    }
+    if dimension == SweepDimension::Batch && args.run.batch_size.is_some() {
+        bail!("--batch-steps sets the batch size of every step: drop --batch-size");
     }
     args.run.reporting.refuse_no_live("sweep")?;
     if args.run.workload.trace.is_some() {
@@ -121,9 +126,10 @@ pub(crate) fn level_config(
 
 pub(crate) fn print_result(index: usize, levels: usize, step: &StepReport) {
     eprintln!(
-        "step {}/{levels}: {:.2} req/s, {:.1} output tok/s, E2E p50 {}",
+        "step {}/{levels}: {:.2} req/s, {:.1} items/s, {:.1} output tok/s, E2E p50 {}",
         index + 1,
         step.throughput.requests_per_sec,
+        step.throughput.items_per_sec,
         step.throughput.output_tokens_per_sec,
         step.latency_ms
             .e2e

@@ -15,9 +15,10 @@ pub(crate) fn summary(report: &Report) -> String {
     heading(&mut out, report);
     let _ = writeln!(
         out,
-        "| step | load | window s | offered req/s | req/s | input tok/s | output tok/s | goodput req/s | SLO met | completed | failed | queue |"
+        "| step | load | window s | offered req/s | req/s | {}/s | input tok/s | output tok/s | goodput req/s | SLO met | completed | failed | queue |",
+        report.run.item_unit
     );
-    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    let _ = writeln!(out, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
     for (i, step) in report.steps.iter().enumerate() {
         step_row(&mut out, i, step);
     }
@@ -37,6 +38,7 @@ pub(crate) fn summary(report: &Report) -> String {
             ("TPOT", &l.tpot),
             ("ITL", &l.itl),
             ("E2E", &l.e2e),
+            ("E2E per item", &l.e2e_per_item),
         ] {
             latency_row(&mut out, i, name, stats);
         }
@@ -170,10 +172,11 @@ fn step_row(out: &mut String, i: usize, step: &StepReport) {
     };
     let _ = writeln!(
         out,
-        "| {i} | {load} | {:.1} | {} | {:.2} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
+        "| {i} | {load} | {:.1} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {} | {} | {} | {} | {} |",
         step.duration_secs,
         cell(t.offered_requests_per_sec, 2),
         t.requests_per_sec,
+        t.items_per_sec,
         t.input_tokens_per_sec,
         t.output_tokens_per_sec,
         cell(g.requests_per_sec, 2),

@@ -28,6 +28,12 @@ pub(crate) fn featured_step(report: &Report) -> Option<usize> {
 
 /// One row per step.
 pub(crate) fn render_overview(out: &mut String, report: &Report) {
+    let batches = report
+        .sweep
+        .as_ref()
+        .filter(|sweep| sweep.dimension == SweepDimension::Batch);
+    let unit = &report.run.item_unit;
+    let items = batches.is_some() || unit != "items";
     let _ = writeln!(
         out,
         "\n{:>4}  {:<28}{:>9}{:>9}{:>11}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}{:>9}  queue",
@@ -35,7 +41,11 @@ pub(crate) fn render_overview(out: &mut String, report: &Report) {
         "load",
         "offered",
         "req/s",
-        "out tok/s",
+        if items {
+            format!("{unit}/s")
+        } else {
+            "out tok/s".to_string()
+        },
         "TTFT p50",
         "TTFT p99",
         "TPOT p99",
@@ -45,7 +55,8 @@ pub(crate) fn render_overview(out: &mut String, report: &Report) {
         "srv wait",
     );
     for (index, step) in report.steps.iter().enumerate() {
-        let _ = writeln!(out, "{}", overview_row(index, step));
+        let batch = batches.and_then(|sweep| sweep.loads.get(index));
+        let _ = writeln!(out, "{}", overview_row(index, step, items, batch));
     }
     let _ = writeln!(
         out,
@@ -53,18 +64,28 @@ pub(crate) fn render_overview(out: &mut String, report: &Report) {
     );
 }
 
-fn overview_row(index: usize, step: &StepReport) -> String {
+/// A step's row: items/s instead of output tokens/s when `items`, its batch size in a batch
+/// sweep.
+fn overview_row(index: usize, step: &StepReport, items: bool, batch: Option<&f64>) -> String {
     let l = &step.latency_ms;
+    let load = match batch {
+        Some(batch) => format!("batch {batch} · {}", short_load(&step.load)),
+        None => short_load(&step.load),
+    };
     let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
     format!(
         "{:>4}  {:<28}{:>9}{:>9.2}{:>11.1}{:>10}{:>10}{:>10}{:>10}{:>10}{:>8}{:>9}  {}",
         index + 1,
-        short_load(&step.load),
+        load,
         step.throughput
             .offered_requests_per_sec
             .map_or("-".to_string(), |offered| format!("{offered:.2}")),
         step.throughput.requests_per_sec,
-        step.throughput.output_tokens_per_sec,
+        if items {
+            step.throughput.items_per_sec
+        } else {
+            step.throughput.output_tokens_per_sec
+        },
         ms(l.ttft.p50),
         ms(l.ttft.p99),
         ms(l.tpot.p99),
@@ -91,11 +112,12 @@ fn short_load(load: &LoadReport) -> String {
 }
 
 /// The sweep's knee.
-pub(crate) fn render_sweep(out: &mut String, sweep: &SweepReport) {
+pub(crate) fn render_sweep(out: &mut String, sweep: &SweepReport, item_unit: &str) {
+    let batch = format!("{item_unit} per request");
     let unit = match sweep.dimension {
         SweepDimension::Concurrency => "concurrency",
         SweepDimension::Rate => "req/s",
-        SweepDimension::Batch => "prompts per request",
+        SweepDimension::Batch => batch.as_str(),
     };
     match &sweep.knee {
         Some(knee) => {

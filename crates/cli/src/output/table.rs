@@ -48,7 +48,7 @@ pub(crate) fn render(report: &Report, details: bool) -> String {
     if report.steps.len() > 1 || report.sweep.is_some() || report.capacity.is_some() {
         super::steps::render_overview(&mut out, report);
         if let Some(sweep) = &report.sweep {
-            super::steps::render_sweep(&mut out, sweep);
+            super::steps::render_sweep(&mut out, sweep, &report.run.item_unit);
         }
         if let Some(capacity) = &report.capacity {
             super::steps::render_capacity(&mut out, capacity);
@@ -61,11 +61,16 @@ pub(crate) fn render(report: &Report, details: bool) -> String {
                 "\nStep {} in detail (every step is in report.json)",
                 index + 1
             );
-            render_step(&mut out, &report.steps[index], details);
+            render_step(
+                &mut out,
+                &report.steps[index],
+                &report.run.item_unit,
+                details,
+            );
         }
     } else {
         for step in &report.steps {
-            render_step(&mut out, step, details);
+            render_step(&mut out, step, &report.run.item_unit, details);
         }
     }
     super::client::render(&mut out, report.client.as_ref());
@@ -117,7 +122,7 @@ pub(crate) fn describe_load(load: &LoadReport) -> String {
     }
 }
 
-fn render_step(out: &mut String, step: &StepReport, details: bool) {
+fn render_step(out: &mut String, step: &StepReport, unit: &str, details: bool) {
     let r = &step.requests;
     let _ = writeln!(
         out,
@@ -137,6 +142,7 @@ fn render_step(out: &mut String, step: &StepReport, details: bool) {
     );
     super::failures::render(out, step);
     render_throughput(out, step);
+    render_items(out, step, unit);
     render_latency(out, step, details);
     if details {
         super::channels::render(out, step);
@@ -182,6 +188,25 @@ fn render_throughput(out: &mut String, step: &StepReport) {
         "  per request: input {} tokens, output {} tokens (mean)",
         fmt_opt(tokens.input_per_request.mean, 0),
         fmt_opt(tokens.output_per_request.mean, 0)
+    );
+}
+
+/// Items (inputs, documents, prompts of a batch) per second and the latency per item, when a
+/// request carries more than one item or the API counts items (embeddings, rerank).
+fn render_items(out: &mut String, step: &StepReport, unit: &str) {
+    let t = &step.throughput;
+    let batched = (t.items_per_sec - t.requests_per_sec).abs() > 1e-9;
+    if unit == "items" && !batched {
+        return;
+    }
+    let per_item = &step.latency_ms.e2e_per_item;
+    let _ = writeln!(
+        out,
+        "Items: {:.2} {unit}/s · {:.2} {unit} per request · E2E per item p50 {} ms, p99 {} ms",
+        t.items_per_sec,
+        t.items_per_sec / t.requests_per_sec.max(f64::MIN_POSITIVE),
+        fmt_opt(per_item.p50, 2),
+        fmt_opt(per_item.p99, 2)
     );
 }
 

@@ -155,6 +155,7 @@ fn run_info(
         slo: config.slo.as_ref().map(ToString::to_string),
         window_secs: config.window.as_secs_f64(),
         time_scale: 1.0,
+        item_unit: "items".into(),
         end_reason: "completed".into(),
         tags: args.run.tags()?.into_iter().collect(),
         client_host: Some(goodput_core::observe::environment::HostInfo::collect()),

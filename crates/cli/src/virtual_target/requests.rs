@@ -14,7 +14,7 @@ use goodput_sim::SimConfig;
 use goodput_sim::config::AgentConfig;
 use goodput_sim::http::frontend::Api;
 
-use crate::args::run::RunArgs;
+use crate::args::run::{ApiArg, RunArgs};
 use crate::wiring::session::openai_config;
 use crate::wiring::workload::prepare_offline;
 
@@ -61,6 +61,11 @@ impl VirtualRequests {
         model: String,
         config: &mut RunConfig,
     ) -> Result<VirtualRequests> {
+        if args.api == ApiArg::Http {
+            bail!(
+                "--api http POSTs to --target; in virtual time use --api chat or --api completions"
+            );
+        }
         let openai = openai_config(args, model)?;
         let api = match openai.api {
             ApiKind::Chat => Api::Chat,
@@ -68,6 +73,11 @@ impl VirtualRequests {
             ApiKind::Responses => bail!(
                 "--api responses: the simulator serves chat and completions; use --api chat or \
                  --api completions in virtual time"
+            ),
+            ApiKind::Embeddings | ApiKind::Rerank => bail!(
+                "--api {}: in virtual time the simulator drives chat and completions; run \
+                 encoders live against the embedded simulator (drop --virtual-time)",
+                openai.api.endpoint().trim_start_matches("v1/")
             ),
         };
         let built = prepare_offline(args, seed, config).await?;

@@ -4,6 +4,7 @@
 //! ([`run_extras`]) — the server's side of a run ([`server_side`]) and the coordination of
 //! sharded runs ([`sharded`]).
 
+pub(crate) mod backend;
 pub(crate) mod gate;
 pub(crate) mod inputs;
 pub(crate) mod run_extras;

@@ -13,7 +13,7 @@ use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
-use goodput_core::backend::openai::{ApiKind, OpenAiBackend, OpenAiConfig};
+use goodput_core::backend::openai::OpenAiConfig;
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
@@ -128,16 +128,12 @@ impl Session {
         let target =
             Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
         let client = HttpClient::tcp(target, HttpConfig::default());
-        let model = match args.model.clone().or_else(|| endpoint.model.clone()) {
-            Some(model) => model,
-            None => first_model(&client).await?,
-        };
+        let model = super::backend::model_name(&args, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
         let openai = openai_config(&args, model.clone())?;
         let streamed = openai.stream;
         let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
-        let backend =
-            Arc::new(OpenAiBackend::new(openai, client).context("backend configuration")?);
+        let backend = super::backend::backend(&args, openai, client)?;
         let mut run_info = run_info(
             &args,
             &config,
@@ -396,6 +392,9 @@ pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint
     if args.api == ApiArg::Responses {
         bail!("--api responses needs --target: the embedded simulator serves chat and completions");
     }
+    if args.api == ApiArg::Http {
+        bail!("--api http needs --target: the URL every templated request is POSTed to");
+    }
     let config = crate::embedded_sim::embedded_sim_config(args, seed)?;
     let time_scale = config.time_scale;
     let label = crate::embedded_sim::describe_simulator(&config);
@@ -441,13 +440,9 @@ pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfi
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(OpenAiConfig {
-        api: match args.api {
-            ApiArg::Chat => ApiKind::Chat,
-            ApiArg::Completions => ApiKind::Completions,
-            ApiArg::Responses => ApiKind::Responses,
-        },
+        api: args.api.kind(),
         model,
-        stream: !args.no_stream,
+        stream: !args.no_stream && args.api.streams(),
         include_usage: true,
         continuous_usage: !args.no_continuous_usage,
         ignore_eos: !args.no_ignore_eos,
@@ -480,16 +475,16 @@ pub(crate) fn run_info(
         command_line: redact_command_line(&command_line),
         seed: config.seed,
         target: endpoint.label.clone(),
-        api: match args.api {
-            ApiArg::Chat => "chat".into(),
-            ApiArg::Completions => "completions".into(),
-            ApiArg::Responses => "responses".into(),
-        },
+        api: args.api.name().into(),
+        item_unit: args.item_unit().into(),
         model: model.to_string(),
         stream: streamed,
         workload: {
             let mut described = workload.describe();
             described.insert("counting_tokenizer".into(), args.tokenizer.clone().into());
+            if let Some(path) = &args.items_path {
+                described.insert("items_path".into(), path.clone().into());
+            }
             described
         },
         slo: config.slo.as_ref().map(ToString::to_string),

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result, bail};
 use goodput_core::backend::openai::OpenAiConfig;
 use goodput_core::config::{LoadSpec, RunConfig};
+use goodput_core::decide::sweep::BatchedWorkload;
 use goodput_core::http::HttpClient;
 use goodput_core::metrics::LengthBuckets;
 use goodput_core::tokens::{Tiktoken, TokenCounter, counter_by_name};
@@ -77,8 +78,7 @@ pub(crate) async fn prepare(
         headers: request_headers(openai)?,
     };
     let built = build(args, seed, Some(target)).await?;
-    adjust_config(args, &built, config)?;
-    Ok(built)
+    finish(args, built, config)
 }
 
 /// Builds the workload of `args` with no server to ask (virtual time): `--tokenizer server`
@@ -89,7 +89,19 @@ pub(crate) async fn prepare_offline(
     config: &mut RunConfig,
 ) -> Result<BuiltWorkload> {
     let built = build(args, seed, None).await?;
+    finish(args, built, config)
+}
+
+/// Adjusts `config` to the workload (trace replay) and batches it (`--batch-size`: each request
+/// carries `batch` consecutive inputs of the workload).
+fn finish(args: &RunArgs, mut built: BuiltWorkload, config: &mut RunConfig) -> Result<BuiltWorkload> {
     adjust_config(args, &built, config)?;
+    if let Some(batch) = args.batch()? {
+        built.workload = Arc::new(BatchedWorkload {
+            inner: Arc::clone(&built.workload),
+            batch,
+        });
+    }
     Ok(built)
 }
 

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 
 use crate::support::{goodput, ok};
 
+/// The `--api http` request template (a chat body the capture server answers).
+const TEMPLATE: &str = r#"{"model": "m", "messages": [{"role": "user", "content": "{{prompt}}"}], "max_tokens": "{{max_tokens}}", "stream": false}"#;
+
 /// Fixture files the probes name, written once per test.
 pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
@@ -41,6 +44,7 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
                 r#"{"engine": {"kind": "batching", "gpu": "a100-80g", "max_num_seqs": 8}, "prompt_tokenizer": "words"}"#,
             ),
         ),
+        ("template", write("template.json", TEMPLATE)),
         (
             "gate",
             write("gate.toml", "conditions = [\"ttft.p99 < 0ms\"]\n"),

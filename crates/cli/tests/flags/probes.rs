@@ -159,6 +159,16 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
     probes
 }
 
+/// `--api http` with the fixture template, POSTed to the capture server's chat endpoint.
+const HTTP_API: [&str; 6] = [
+    "--api",
+    "http",
+    "--request-template",
+    "{template}",
+    "--target",
+    "{url}/chat/completions",
+];
+
 /// The target and the shape of every request.
 fn request_probes() -> Vec<Probe> {
     vec![
@@ -166,6 +176,26 @@ fn request_probes() -> Vec<Probe> {
         probe("--api", &["--api", "completions"], At("/wire")),
         probe("--model", &["--model", "other"], At("/wire")),
         probe("--no-stream", &["--no-stream"], At("/wire")),
+        probe(
+            "--batch-size",
+            &["--api", "completions", "--batch-size", "2"],
+            At("/wire"),
+        )
+        .against(&["--api", "completions"]),
+        probe("--request-template", &HTTP_API, At("/wire")).without(&["--target"]),
+        // The reply's `usage.completion_tokens` (the template's max_tokens) as the items count,
+        // instead of one input per request.
+        probe(
+            "--items-path",
+            &[
+                &HTTP_API[..],
+                &["--items-path", "$.usage.completion_tokens"],
+            ]
+            .concat(),
+            super::Expect::Changes,
+        )
+        .without(&["--target"])
+        .against(&HTTP_API),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(

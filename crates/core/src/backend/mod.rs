@@ -1,12 +1,14 @@
 //! The backend seam: anything that can execute one [`RequestSpec`] and report what happened
 //! into an [`Exchange`]. The runner owns timing of the schedule, timeouts and cancellation; a
-//! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat and completions, streamed or
-//! not) and the closure backend of [`crate::measure`] (any async call timed in-process).
-//! Later: embeddings, image models, generic JSON.
+//! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat, completions and Responses,
+//! streamed or not; embeddings and rerank, items counted) and the closure backend of
+//! [`crate::measure`] (any async call timed in-process), and [`template::TemplateBackend`]
+//! (any JSON API from a body template, items counted by a JSONPath).
 
 pub mod discovery;
 pub mod openai;
 pub mod sse;
+pub mod template;
 
 use std::fmt;
 use std::future::Future;

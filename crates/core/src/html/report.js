@@ -76,6 +76,7 @@ function glance(report, index) {
   cards(box, [
     { label: "throughput", value: fmt(t.requests_per_sec, 2) + " req/s", note: isNum(t.offered_requests_per_sec) ? "offered " + fmt(t.offered_requests_per_sec, 2) + " req/s" : "closed loop" },
     { label: "output tokens", value: fmt(t.output_tokens_per_sec, 1) + " tok/s", note: "input " + fmt(t.input_tokens_per_sec, 1) + " tok/s" },
+    { label: "items", value: fmt(t.items_per_sec, 2) + " " + ((report.run && report.run.item_unit) || "items") + "/s", note: "E2E per item p50 " + ms(get(l, "e2e_per_item.p50")) },
     { label: "goodput", value: g.slo ? fmt(g.requests_per_sec, 2) + " req/s" : "no SLO", note: g.slo ? pct(g.attained_fraction) + " met SLO " + g.slo : "give --slo to measure it" },
     { label: "TTFT p50 / p99", value: ms(get(l, "ttft.p50")), note: "p99 " + ms(get(l, "ttft.p99")) },
     { label: "TPOT p50 / p99", value: ms(get(l, "tpot.p50")), note: "p99 " + ms(get(l, "tpot.p99")) },
@@ -106,7 +107,7 @@ function stepsTable(report) {
 
 function latencyTable(st) {
   var box = section("Latency percentiles", "latency", "Milliseconds from the scheduled send (so client-side queueing counts), and from the actual send for comparison.");
-  var names = [["ttft", "TTFT"], ["tpot", "TPOT"], ["itl", "ITL"], ["e2e", "E2E"], ["dispatch_lag", "dispatch lag"], ["client_queue_wait", "client queue"]];
+  var names = [["ttft", "TTFT"], ["tpot", "TPOT"], ["itl", "ITL"], ["e2e", "E2E"], ["e2e_per_item", "E2E per item"], ["dispatch_lag", "dispatch lag"], ["client_queue_wait", "client queue"]];
   var rows = names.map(function (n) {
     var x = (st.latency_ms || {})[n[0]] || {};
     return [n[1], x.p50, x.p90, x.p99, x.p999, x.max, x.count];

@@ -54,6 +54,8 @@ pub struct Target {
     port: u16,
     authority: String,
     api_root: String,
+    /// The URL's path exactly as given (`--api http` posts to it).
+    path: String,
     query: Option<String>,
 }
 
@@ -98,6 +100,7 @@ impl Target {
             port,
             authority: authority.as_str().to_string(),
             api_root: api_root(uri.path()),
+            path: uri.path().to_string(),
             query: uri
                 .query()
                 .filter(|query| !query.is_empty())
@@ -142,6 +145,23 @@ impl Target {
         let path_and_query =
             PathAndQuery::try_from(text).unwrap_or_else(|_| PathAndQuery::from_static("/"));
         Uri::from(path_and_query)
+    }
+
+    /// The origin-form request target of the URL exactly as given: its path (`/` when it has
+    /// none) and query.
+    pub fn exact(&self) -> Uri {
+        let root = if self.path.is_empty() {
+            "/"
+        } else {
+            &self.path
+        };
+        let text = match &self.query {
+            Some(query) => format!("{root}?{query}"),
+            None => root.to_string(),
+        };
+        PathAndQuery::try_from(text)
+            .map(Uri::from)
+            .unwrap_or_else(|_| Uri::from_static("/"))
     }
 
     /// The full URL of an endpoint, for people (no query string).

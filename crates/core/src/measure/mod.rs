@@ -211,6 +211,7 @@ fn run_info(
         slo: config.slo.as_ref().map(ToString::to_string),
         window_secs: config.window.as_secs_f64(),
         time_scale: config.time_scale,
+        item_unit: "items".into(),
         end_reason: "running".into(),
         tags: spec.tags.clone(),
         client_host: Some(crate::observe::environment::HostInfo::collect()),

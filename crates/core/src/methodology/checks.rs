@@ -165,6 +165,7 @@ mod tests {
             slo: None,
             window_secs: 1.0,
             time_scale: 1.0,
+            item_unit: "items".into(),
             end_reason: "completed".into(),
             tags: tags
                 .iter()

@@ -456,6 +456,11 @@ impl RequestRecord {
         Some(micros(self.last_token_us?.saturating_sub(self.sent_us?)))
     }
 
+    /// E2E per item: `e2e / items` (a batch's latency shared by its items).
+    pub fn e2e_per_item(&self) -> Option<Duration> {
+        self.e2e().map(|e2e| e2e / self.items.max(1))
+    }
+
     /// TPOT: `(last_token − first_token) / (output_tokens − 1)`; needs two or more tokens.
     pub fn tpot(&self) -> Option<Duration> {
         let (first, last) = (self.first_token_us?, self.last_token_us?);

@@ -62,6 +62,10 @@ fn one() -> f64 {
     1.0
 }
 
+fn items() -> String {
+    "items".into()
+}
+
 impl Report {
     /// A report of `steps`, without sweep or capacity sections.
     pub fn new(
@@ -106,7 +110,8 @@ pub struct RunInfo {
     pub seed: u64,
     /// Target URL (credentials redacted), or `embedded-simulator`.
     pub target: String,
-    /// `chat` or `completions`.
+    /// `chat`, `completions`, `responses`, `embeddings` or `rerank` (`virtual` for virtual-time
+    /// capacity).
     pub api: String,
     /// Model name sent.
     pub model: String,
@@ -122,6 +127,10 @@ pub struct RunInfo {
     /// target's time.
     #[serde(default = "one")]
     pub time_scale: f64,
+    /// What one item of `throughput.items_per_sec` is: `inputs` (embeddings), `documents`
+    /// (rerank), `prompts` (completions), `items` otherwise.
+    #[serde(default = "items")]
+    pub item_unit: String,
     /// Why the run ended: `completed`, `interrupted`, `no_progress`.
     pub end_reason: String,
     /// User tags (`--tag key=value`).
@@ -265,6 +274,10 @@ pub struct LatencyReport {
     pub itl: LatencyStats,
     /// End to end (to the last generated token).
     pub e2e: LatencyStats,
+    /// End to end divided by the request's items (one sample per request): the latency each
+    /// input of a batch costs (embeddings, rerank, batched prompts).
+    #[serde(default)]
+    pub e2e_per_item: LatencyStats,
     /// Sent − scheduled (client queueing included).
     pub dispatch_lag: LatencyStats,
     /// Time waiting for the client-side concurrency cap (`--max-concurrency`).

@@ -179,7 +179,7 @@ pub(crate) fn finalize(
         expected_input_tokens: spec.expected_input_tokens,
         output_tokens,
         output_tokens_source: output_source,
-        requested_output_tokens: spec.max_output_tokens,
+        requested_output_tokens: spec.max_output_tokens.filter(|_| !exchange.untokenized),
         tokenizer_output_tokens: output.tokenizer,
         chunks: times.chunks,
         items: exchange.choices.max(spec.items()),
@@ -249,7 +249,7 @@ struct OutputCount {
 }
 
 impl OutputCount {
-    /// Usage first; else the tokenizer over the text; else the number of output chunks.
+    /// Usage first; else the tokenizer over the text; else (text) the number of output chunks.
     fn of(exchange: &Exchange, counter: &dyn TokenCounter) -> OutputCount {
         let text_complete = exchange.text.len() as u64 == exchange.text_bytes
             && exchange.tool_text.len() as u64 == exchange.tool_text_bytes;
@@ -258,6 +258,11 @@ impl OutputCount {
         let (tokens, source) = match (exchange.usage, tokenizer) {
             (Some(usage), _) => (usage.completion_tokens, TokenSource::Usage),
             (None, Some(counted)) => (counted, TokenSource::Tokenizer),
+            // Untokenized output (a templated JSON reply): what its chunk said, never a guess.
+            (None, None) if exchange.untokenized => {
+                let last = exchange.chunks.last().and_then(|c| c.cumulative_tokens);
+                (last.unwrap_or(0), TokenSource::None)
+            }
             (None, None) => (exchange.chunks.len() as u64, TokenSource::None),
         };
         OutputCount {

@@ -192,6 +192,18 @@ impl LlamaServer {
         get(&self.address(), path).unwrap_or_else(|| panic!("GET {path} failed"))
     }
 
+    /// `POST path` with a JSON `body` on the server (a raw request, independent of goodput's
+    /// client): status and body.
+    pub fn post(&self, path: &str, body: &str) -> (u16, String) {
+        let address = self.address();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        exchange(&address, &request).unwrap_or_else(|| panic!("POST {path} failed"))
+    }
+
     /// The value of the unlabelled `llamacpp:<name>` sample of `/metrics` (read here to check
     /// goodput's counts against the server's own; goodput's scraper is tested elsewhere).
     pub fn metric(&self, name: &str) -> f64 {
@@ -214,11 +226,16 @@ impl Drop for LlamaServer {
 
 /// A one-shot `GET` over a fresh connection (`Connection: close`).
 fn get(address: &str, path: &str) -> Option<(u16, String)> {
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
+    exchange(address, &request)
+}
+
+/// Sends `request` over a fresh connection and reads the whole response: status and body.
+fn exchange(address: &str, request: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(address).ok()?;
     stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(60)))
         .ok()?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n");
     stream.write_all(request.as_bytes()).ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;

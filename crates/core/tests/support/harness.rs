@@ -55,7 +55,7 @@ pub(crate) fn text_spec() -> RequestSpec {
     spec(RequestInput::Text("Say hello".into()))
 }
 
-pub(crate) async fn send(backend: &OpenAiBackend, spec: &RequestSpec) -> Exchange {
+pub(crate) async fn send(backend: &dyn Backend, spec: &RequestSpec) -> Exchange {
     let mut exchange = Exchange::default();
     let activity = Activity::default();
     tokio::time::timeout(

@@ -1,7 +1,7 @@
 //! The simulator's OpenAI-compatible HTTP server (hyper 1, HTTP/1.1 with keep-alive):
-//! `POST /v1/chat/completions`, `POST /v1/completions`, `GET /v1/models`, `GET /health`,
-//! `GET /metrics` and `POST /tokenize` (vLLM's shape), answering from the engine run by
-//! [`crate::driver`].
+//! `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/embeddings`,
+//! `POST /v1/rerank`, `GET /v1/models`, `GET /health`, `GET /metrics` and `POST /tokenize`
+//! (vLLM's shape), answering from the engine run by [`crate::driver`].
 //!
 //! Wire behaviour follows vLLM: streamed chat answers start with a role-only chunk at the first
 //! token, then one content chunk per engine token event (several tokens per chunk with
@@ -14,6 +14,7 @@
 mod answer;
 mod body;
 mod channels;
+mod encode;
 mod faults;
 pub mod frontend;
 mod request;

@@ -21,6 +21,7 @@ use super::ServerState;
 use super::answer::{Answer, to_json};
 use super::body::{ConnectionAbort, SimBody};
 use super::channels::AnswerChannels;
+use super::encode::Route;
 use super::faults::{Fault, PendingFault};
 use super::request::{Dialect, InvalidRequest, Plan, PromptContext, parse_chat, parse_completion};
 use super::stream::{Exchange, collect_answer, start_stream};
@@ -48,6 +49,8 @@ enum Endpoint {
     Health,
     Metrics,
     Tokenize,
+    Embeddings,
+    Rerank,
 }
 
 impl Endpoint {
@@ -59,13 +62,19 @@ impl Endpoint {
             "/health" => Some(Endpoint::Health),
             "/metrics" => Some(Endpoint::Metrics),
             "/tokenize" => Some(Endpoint::Tokenize),
+            "/v1/embeddings" => Some(Endpoint::Embeddings),
+            "/v1/rerank" | "/rerank" => Some(Endpoint::Rerank),
             _ => None,
         }
     }
 
     fn method(self) -> Method {
         match self {
-            Endpoint::ChatCompletions | Endpoint::Completions | Endpoint::Tokenize => Method::POST,
+            Endpoint::ChatCompletions
+            | Endpoint::Completions
+            | Endpoint::Tokenize
+            | Endpoint::Embeddings
+            | Endpoint::Rerank => Method::POST,
             Endpoint::Models | Endpoint::Health | Endpoint::Metrics => Method::GET,
         }
     }
@@ -73,9 +82,11 @@ impl Endpoint {
     /// The `Allow` header of the endpoint.
     fn allow(self) -> HeaderValue {
         match self {
-            Endpoint::ChatCompletions | Endpoint::Completions | Endpoint::Tokenize => {
-                HeaderValue::from_static("POST")
-            }
+            Endpoint::ChatCompletions
+            | Endpoint::Completions
+            | Endpoint::Tokenize
+            | Endpoint::Embeddings
+            | Endpoint::Rerank => HeaderValue::from_static("POST"),
             Endpoint::Models | Endpoint::Health | Endpoint::Metrics => {
                 HeaderValue::from_static("GET")
             }
@@ -131,6 +142,20 @@ async fn route(
         Endpoint::Health => Ok(Response::new(SimBody::empty())),
         Endpoint::Metrics => Ok(metrics(state)),
         Endpoint::Tokenize => Ok(tokenize(state, request).await),
+        Endpoint::Embeddings => Ok(encode(state, request, Route::Embeddings).await),
+        Endpoint::Rerank => Ok(encode(state, request, Route::Rerank).await),
+    }
+}
+
+/// `POST /v1/embeddings` and `POST /v1/rerank` (see `encode.rs`).
+async fn encode(
+    state: &ServerState,
+    request: Request<Incoming>,
+    route: Route,
+) -> Response<SimBody> {
+    match read_body(request).await {
+        Ok(body) => super::encode::answer(state, route, &body).await,
+        Err(response) => response,
     }
 }
 
@@ -261,7 +286,7 @@ async fn stall_before_response(state: &ServerState) -> Result<Response<SimBody>,
 }
 
 /// The response of an injected HTTP 500, 429 or 400 (other faults strike mid-answer).
-fn injected_refusal(state: &ServerState, fault: Fault) -> Option<Response<SimBody>> {
+pub(super) fn injected_refusal(state: &ServerState, fault: Fault) -> Option<Response<SimBody>> {
     let response = match fault {
         Fault::Http500 => {
             let message = "injected fault: internal server error";
@@ -298,7 +323,7 @@ fn injected_refusal(state: &ServerState, fault: Fault) -> Option<Response<SimBod
 
 /// 429 for a full queue (with `Retry-After` in whole real seconds, at least 1), 400 for a
 /// request the engine cannot serve, 503 when the engine is gone.
-fn submit_error_response(error: &SubmitError, clock: SimClock) -> Response<SimBody> {
+pub(super) fn submit_error_response(error: &SubmitError, clock: SimClock) -> Response<SimBody> {
     let message = error.to_string();
     match error {
         SubmitError::Rejected(Rejection::QueueFull { retry_after, .. }) => {

@@ -1,6 +1,7 @@
 //! [`OpenAiBackend`]: OpenAI-compatible `/v1/chat/completions` and `/v1/completions`,
-//! streamed (SSE) or not, against vLLM, SGLang, TGI, llama.cpp and anything alike. This file
-//! builds requests and sorts replies; `reply` reads bodies into the [`Exchange`].
+//! streamed (SSE) or not, against vLLM, SGLang, TGI, llama.cpp and anything alike, and the
+//! encoder APIs `/v1/embeddings` and `/v1/rerank` (`encoder`: one JSON body, items counted).
+//! This file builds requests and sorts replies; `reply` reads bodies into the [`Exchange`].
 //!
 //! Body: `model` (omitted when empty), `messages` or `prompt`, `max_tokens`, `stream`,
 //! `stream_options` (only when usage is asked for: `include_usage`, plus
@@ -12,7 +13,8 @@
 //! The API key is sent as `authorization: Bearer …` (a sensitive header value) and is kept out
 //! of the [`Exchange`], failure messages and `Debug` output.
 
-mod reply;
+mod encoder;
+pub(crate) mod reply;
 mod responses;
 
 use std::fmt;
@@ -39,6 +41,10 @@ pub enum ApiKind {
     Completions,
     /// `/v1/responses` (the OpenAI Responses API).
     Responses,
+    /// `/v1/embeddings`: one vector per input, never streamed.
+    Embeddings,
+    /// `/v1/rerank`: a query scored against documents, never streamed.
+    Rerank,
 }
 
 impl ApiKind {
@@ -48,6 +54,33 @@ impl ApiKind {
             ApiKind::Chat => "chat/completions",
             ApiKind::Completions => "completions",
             ApiKind::Responses => "responses",
+            ApiKind::Embeddings => "embeddings",
+            ApiKind::Rerank => "rerank",
+        }
+    }
+
+    /// The encoder API this is, if any (answers are one JSON body of items, never streamed).
+    fn encoder(self) -> Option<encoder::Encoder> {
+        match self {
+            ApiKind::Embeddings => Some(encoder::Encoder::Embeddings),
+            ApiKind::Rerank => Some(encoder::Encoder::Rerank),
+            ApiKind::Chat | ApiKind::Completions | ApiKind::Responses => None,
+        }
+    }
+
+    /// Whether answers can be streamed (the encoder APIs answer in one body).
+    pub fn streams(self) -> bool {
+        self.encoder().is_none()
+    }
+
+    /// What one item of a batch is called in reports: `inputs` (embeddings), `documents`
+    /// (rerank), `prompts` (completions), else `items`.
+    pub fn item_unit(self) -> &'static str {
+        match self {
+            ApiKind::Embeddings => "inputs",
+            ApiKind::Rerank => "documents",
+            ApiKind::Completions => "prompts",
+            ApiKind::Chat | ApiKind::Responses => "items",
         }
     }
 }
@@ -172,7 +205,7 @@ impl OpenAiBackend {
         }
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if config.stream {
+        if config.stream && config.api.streams() {
             headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
         }
         if let Some(key) = config.api_key.as_deref().filter(|key| !key.is_empty()) {
@@ -243,9 +276,16 @@ impl OpenAiBackend {
             max_line_bytes: self.config.max_line_bytes,
             max_body_bytes: self.config.max_body_bytes,
             responses: self.config.api == ApiKind::Responses,
+            encoder: self
+                .config
+                .api
+                .encoder()
+                .map(|kind| (kind, encoder::inputs(&spec.input))),
         };
         let outcome = if !parts.status.is_success() {
             reply::read_error(parts.status, &parts.headers, body, activity).await
+        } else if limits.encoder.is_some() {
+            reply::read_whole(body, exchange, activity, limits).await
         } else if is_streamed(self.config.stream, &parts.headers) {
             reply::read_stream(body, exchange, activity, limits).await
         } else {
@@ -299,11 +339,18 @@ pub fn request_body(
     if !config.model.is_empty() {
         body.insert("model".into(), Value::String(config.model.clone()));
     }
+    if let Some(encoder) = config.api.encoder() {
+        encoder::insert_input(&mut body, encoder, &spec.input)?;
+        for (key, value) in &config.extra_body {
+            body.insert(key.clone(), value.clone());
+        }
+        return Ok(body);
+    }
     insert_input(&mut body, config.api, &spec.input)?;
     if let Some(max) = spec.max_output_tokens {
         let key = match config.api {
             ApiKind::Responses => "max_output_tokens",
-            ApiKind::Chat | ApiKind::Completions => "max_tokens",
+            _ => "max_tokens",
         };
         body.insert(key.into(), json!(max));
         if config.ignore_eos {
@@ -371,6 +418,9 @@ fn insert_input(
             return Err(invalid(
                 "a batch of prompts needs the completions API; the Responses API takes one input",
             ));
+        }
+        (ApiKind::Embeddings | ApiKind::Rerank, _) => {
+            return Err(invalid("the encoder APIs build their own bodies"));
         }
     }
     Ok(())

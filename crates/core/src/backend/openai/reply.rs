@@ -34,10 +34,12 @@ pub(super) struct Limits {
     pub(super) max_body_bytes: usize,
     /// The body is a Responses API answer (typed events, a `response` object).
     pub(super) responses: bool,
+    /// The body is an encoder answer, for a request of this many inputs.
+    pub(super) encoder: Option<(super::encoder::Encoder, usize)>,
 }
 
 /// Reads up to `limit` bytes; `Ok((bytes, true))` when the body ended within the limit.
-async fn read_limited(
+pub(crate) async fn read_limited(
     body: &mut ResponseBody,
     limit: usize,
     activity: &Activity,
@@ -58,7 +60,7 @@ async fn read_limited(
 }
 
 /// A non-2xx reply: always a [`Failure::http`] with the server's message.
-pub(super) async fn read_error(
+pub(crate) async fn read_error(
     status: StatusCode,
     headers: &HeaderMap,
     mut body: ResponseBody,
@@ -487,6 +489,9 @@ pub(super) async fn read_whole(
     };
     if limits.responses {
         return super::responses::record_whole(&bytes, Instant::now(), exchange);
+    }
+    if let Some((encoder, sent)) = limits.encoder {
+        return super::encoder::record_whole(&bytes, Instant::now(), exchange, encoder, sent);
     }
     record_whole(&bytes, Instant::now(), exchange)
 }

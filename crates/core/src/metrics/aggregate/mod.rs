@@ -42,6 +42,7 @@ struct Latencies {
     itl: LatencyHistogram,
     e2e: LatencyHistogram,
     e2e_from_send: LatencyHistogram,
+    e2e_per_item: LatencyHistogram,
     dispatch_lag: LatencyHistogram,
     client_queue_wait: LatencyHistogram,
 }
@@ -257,6 +258,7 @@ impl StepAggregator {
             (&mut l.tpot, record.tpot()),
             (&mut l.e2e, record.e2e()),
             (&mut l.e2e_from_send, record.e2e_from_send()),
+            (&mut l.e2e_per_item, record.e2e_per_item()),
         ];
         for (histogram, value) in pairs {
             if let Some(value) = value {
@@ -431,6 +433,7 @@ impl StepAggregator {
             tpot: latency_stats(&l.tpot),
             itl: latency_stats(&l.itl),
             e2e: latency_stats(&l.e2e),
+            e2e_per_item: latency_stats(&l.e2e_per_item),
             dispatch_lag: latency_stats(&l.dispatch_lag),
             client_queue_wait: latency_stats(&l.client_queue_wait),
         }

@@ -1,0 +1,49 @@
+//! The backend of `--api` (an OpenAI-compatible API, or a JSON template for `http`) and the
+//! model name it sends.
+
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use goodput_core::backend::Backend;
+use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
+use goodput_core::backend::template::{TemplateBackend, TemplateConfig};
+use goodput_core::http::HttpClient;
+
+use super::session::{Endpoint, first_model};
+use crate::args::run::{ApiArg, RunArgs};
+
+/// The model to name: `--model`, the simulator's, else the first the target lists (`--api
+/// http` lists nothing: its template names the model, if any).
+pub(crate) async fn model_name(
+    args: &RunArgs,
+    endpoint: &Endpoint,
+    client: &HttpClient,
+) -> Result<String> {
+    match args.model.clone().or_else(|| endpoint.model.clone()) {
+        Some(model) => Ok(model),
+        None if args.api == ApiArg::Http => Ok(String::new()),
+        None => first_model(client).await,
+    }
+}
+
+/// The backend of `--api`: a JSON template (`http`) or an OpenAI-compatible API.
+pub(crate) fn backend(
+    args: &RunArgs,
+    openai: OpenAiConfig,
+    client: HttpClient,
+) -> Result<Arc<dyn Backend>> {
+    if let Some((template, items)) = args.template()? {
+        let config = TemplateConfig {
+            template,
+            items,
+            headers: openai.headers,
+            api_key: openai.api_key,
+            max_body_bytes: openai.max_body_bytes,
+        };
+        let backend = TemplateBackend::new(config, client).context("backend configuration")?;
+        return Ok(Arc::new(backend));
+    }
+    Ok(Arc::new(
+        OpenAiBackend::new(openai, client).context("backend configuration")?,
+    ))
+}
