@@ -15,6 +15,7 @@
 //! The simulator never depends on `goodput-core`; both share `goodput-protocol`.
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod config;
 pub mod driver;
 pub mod engine;
