@@ -3,6 +3,7 @@
 //! (including `sharded`, the shard coordination of `run`, `sweep` and `capacity`); the
 //! virtual-time paths of `capacity` and `plan` in [`crate::virtual_target`].
 
+pub(crate) mod calibrate;
 pub(crate) mod capacity;
 pub(crate) mod compare;
 pub(crate) mod gate;

@@ -4,6 +4,7 @@
 //! ([`compare`], [`significance`]), and the dotted paths that name a report's figures
 //! ([`report_path`]).
 
+pub mod calibrate;
 pub mod capacity;
 pub mod compare;
 pub mod gate;

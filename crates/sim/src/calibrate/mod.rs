@@ -240,6 +240,27 @@ pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
     probes
 }
 
+/// A held-out workload for `calibrate --check`, none of its shapes probed by [`plan`]: the
+/// slots filled with prompts four times the sweep's and with answers four times the sweep's,
+/// then twice the slots (queueing) at the sweep's own lengths.
+pub fn held_out(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
+    let ctx = facts.context_per_slot.max(64);
+    let prompt = 64.min(ctx / 8).max(8);
+    let answer = (ctx / 8).clamp(8, 48) / 2;
+    let slots = facts.slots.max(1);
+    let shape = |concurrency: u32, prompt_tokens: u32, output_tokens: u32| ProbeShape {
+        concurrency,
+        prompt_tokens,
+        output_tokens,
+        requests: requests.max(1) * concurrency,
+    };
+    vec![
+        shape(slots, prompt * 4, answer),
+        shape(slots, prompt, answer * 4),
+        shape(slots * 2, prompt, answer),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
