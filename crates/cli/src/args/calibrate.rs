@@ -17,7 +17,12 @@ pub(crate) struct CalibrateArgs {
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub(crate) budget: Duration,
     /// Where the fitted simulator configuration (TOML) is written.
-    #[arg(long, value_name = "FILE", default_value = "calibrated.toml", conflicts_with = "check")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "calibrated.toml",
+        conflicts_with = "check"
+    )]
     pub(crate) out: PathBuf,
     /// Instead of fitting: replay a held-out workload on the server and in virtual time with
     /// this configuration, and print predicted against measured.

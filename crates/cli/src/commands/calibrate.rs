@@ -13,8 +13,7 @@ use goodput_core::decide::calibrate::{
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{
-    Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, fit, held_out, plan,
-    predict,
+    Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, fit, held_out, plan, predict,
 };
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
@@ -28,7 +27,8 @@ const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `goodput calibrate`.
 pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
-    let target = Target::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
+    let target =
+        Target::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
     let client = HttpClient::tcp(target, HttpConfig::default());
     let model = list_models(&client, FACTS_TIMEOUT)
         .await
@@ -76,9 +76,13 @@ async fn check(
     server: &ServerFacts,
     path: &std::path::Path,
 ) -> Result<ExitCode> {
-    let config = SimConfig::from_file(path).with_context(|| format!("--check {}", path.display()))?;
+    let config =
+        SimConfig::from_file(path).with_context(|| format!("--check {}", path.display()))?;
     let EngineConfig::Batching(engine) = &config.engine else {
-        bail!("--check {}: not a batching-engine configuration", path.display());
+        bail!(
+            "--check {}: not a batching-engine configuration",
+            path.display()
+        );
     };
     let facts = Facts {
         slots: server.slots.unwrap_or(engine.max_num_seqs),

@@ -24,7 +24,9 @@ pub(crate) fn probe_line(index: usize, total: usize, m: &ProbeMeasurement) -> St
 }
 
 fn uncertainty(value: Option<f64>) -> String {
-    value.map_or("undetermined".to_string(), |u| format!("± {:.1} %", u * 100.0))
+    value.map_or("undetermined".to_string(), |u| {
+        format!("± {:.1} %", u * 100.0)
+    })
 }
 
 fn facts_line(server: &ServerFacts) -> String {
@@ -52,7 +54,11 @@ fn facts_line(server: &ServerFacts) -> String {
 pub(crate) fn fit_table(fit: &Fit, server: &ServerFacts) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", facts_line(server));
-    let _ = writeln!(out, "\n{:<20} {:>14}  {:<8} {}", "constant", "value", "unit", "uncertainty");
+    let _ = writeln!(
+        out,
+        "\n{:<20} {:>14}  {:<8} {}",
+        "constant", "value", "unit", "uncertainty"
+    );
     for c in &fit.table {
         let _ = writeln!(
             out,
@@ -96,7 +102,10 @@ pub(crate) fn fit_table(fit: &Fit, server: &ServerFacts) -> String {
 
 /// TOML comments recording where the configuration came from (ignored when it is read).
 pub(crate) fn config_header(target: &str, server: &ServerFacts, fit: &Fit) -> String {
-    let mut out = format!("# goodput calibrate --target {target}\n# {}\n", facts_line(server));
+    let mut out = format!(
+        "# goodput calibrate --target {target}\n# {}\n",
+        facts_line(server)
+    );
     for c in &fit.table {
         let _ = writeln!(
             out,

@@ -70,11 +70,11 @@ pub struct Fit {
 /// Measurements a fit cannot use.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FitError {
-    /// Too few figures for the constants.
-    #[error("{0} measured figures cannot determine 6 constants; probe more shapes")]
+    /// Too few figures to fit anything.
+    #[error("{0} measured figures cannot be fitted; probe more shapes (a longer --budget?)")]
     TooFew(usize),
-    /// A probe's figures are not positive numbers.
-    #[error("probe {0:?}: its TTFT and TPOT must be positive numbers of seconds")]
+    /// A probe's figures are not numbers of seconds.
+    #[error("probe {0:?}: its TTFT must be a positive number of seconds, its TPOT 0 or more")]
     Invalid(ProbeShape),
 }
 
@@ -83,12 +83,16 @@ pub const POOR_RMS: f64 = 0.10;
 /// A constant known to worse than this (relative standard error) is undetermined.
 const UNDETERMINED: f64 = 1.0;
 const ITERATIONS: usize = 60;
+/// Every constant stays within `[1e-6, 1e9]` of its unit (GB/s, GFLOP/s, µs), so no step
+/// of the simulated engine becomes infinite or zero.
+const LOG_BOUNDS: (f64, f64) = (-13.815_510_557_964_274, 20.723_265_836_946_41);
 const DIFF_STEP: f64 = 0.01;
 
-/// The figures one probe contributes: `(metric, measured)` pairs.
+/// The figures one probe contributes: `(metric, measured)` pairs. A TPOT of 0 (every token
+/// of the answer arrived at once) measures nothing and is left out.
 fn figures(probe: &MeasuredProbe) -> Vec<(&'static str, f64)> {
     let mut out = vec![("ttft", probe.ttft)];
-    if probe.shape.output_tokens > 1 {
+    if probe.shape.output_tokens > 1 && probe.tpot > 0.0 {
         out.push(("tpot", probe.tpot));
     }
     out
@@ -151,6 +155,7 @@ fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Vec<f64> {
         .map(|p| p.tpot)
         .filter(|t| *t > 0.0)
         .fold(f64::INFINITY, f64::min);
+    let tpot = if tpot.is_finite() { tpot } else { 0.01 };
     let longest = probes.iter().max_by_key(|p| p.shape.prompt_tokens);
     let gemm = longest.map_or(1e3, |p| {
         model.linear_flops(f64::from(p.shape.prompt_tokens)) / p.ttft / 1e9
@@ -165,19 +170,25 @@ fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Vec<f64> {
         tpot.max(1e-6) * 1e6 * 0.05,
         ttft.max(1e-6) * 1e6 * 0.1,
     ];
-    guess.iter().map(|v| v.max(1e-6).ln()).collect()
+    guess
+        .iter()
+        .map(|v| {
+            let v = if v.is_finite() { *v } else { 1.0 };
+            v.ln().clamp(LOG_BOUNDS.0, LOG_BOUNDS.1)
+        })
+        .collect()
 }
 
 /// Fits the constants of a server with `facts` to `probes`.
 pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
     for probe in probes {
         let ok = |v: f64| v.is_finite() && v > 0.0;
-        if !ok(probe.ttft) || (probe.shape.output_tokens > 1 && !ok(probe.tpot)) {
+        if !ok(probe.ttft) || !(probe.tpot.is_finite() && probe.tpot >= 0.0) {
             return Err(FitError::Invalid(probe.shape));
         }
     }
     let count: usize = probes.iter().map(|p| figures(p).len()).sum();
-    if count < 6 {
+    if count < 2 {
         return Err(FitError::TooFew(count));
     }
     let problem = Problem { facts, probes };
@@ -209,7 +220,7 @@ fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> Vec<f64> {
             let trial: Vec<f64> = log
                 .iter()
                 .zip(&step)
-                .map(|(a, b)| a + b.clamp(-2.0, 2.0))
+                .map(|(a, b)| (a + b.clamp(-2.0, 2.0)).clamp(LOG_BOUNDS.0, LOG_BOUNDS.1))
                 .collect();
             let (trial_r, _) = problem.residuals(&trial);
             let trial_cost = sum_sq(&trial_r);
@@ -292,13 +303,24 @@ fn summarise(problem: &Problem<'_>, log: &[f64]) -> Fit {
         .sum::<f64>()
         / residuals.len().max(1) as f64)
         .sqrt();
-    let problems = problems(&table, &residuals, rms);
+    let mut problems = problems(&table, &residuals, rms);
+    let underdetermined = residuals.len() <= table.len();
+    if underdetermined {
+        problems.insert(
+            0,
+            format!(
+                "only {} measured figures for {} constants: the fit is underdetermined",
+                residuals.len(),
+                table.len()
+            ),
+        );
+    }
     Fit {
         constants,
         table,
         residuals,
         rms_relative_error: rms,
-        poor: rms > POOR_RMS,
+        poor: underdetermined || rms > POOR_RMS,
         problems,
     }
 }
@@ -415,7 +437,12 @@ mod tests {
     #[test]
     fn too_few_or_invalid_measurements_are_refused() {
         let all = measured(&truth(), |_| 1.0);
-        assert!(matches!(fit(&facts(), &all[..2]), Err(FitError::TooFew(4))));
+        assert!(matches!(fit(&facts(), &all[..0]), Err(FitError::TooFew(0))));
+        let few = fit(&facts(), &all[..2]).unwrap();
+        assert!(
+            few.poor && few.problems[0].contains("underdetermined"),
+            "{few:?}"
+        );
         let mut bad = all;
         bad[0].ttft = f64::NAN;
         assert!(matches!(fit(&facts(), &bad), Err(FitError::Invalid(_))));

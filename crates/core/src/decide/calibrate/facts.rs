@@ -68,9 +68,7 @@ fn as_u32(value: &Value) -> Option<u32> {
 /// `GET path` as JSON; `None` on any failure (the figure is then unknown, not an error).
 async fn get_json(client: &HttpClient, path: &str, timeout: Duration) -> Option<Value> {
     let uri: Uri = path.parse().ok()?;
-    let request = http::Request::get(uri)
-        .body(Full::new(Bytes::new()))
-        .ok()?;
+    let request = http::Request::get(uri).body(Full::new(Bytes::new())).ok()?;
     let fetch = async {
         let mut exchange = Exchange::default();
         let mut response = client.send(request, &mut exchange).await.ok()?;

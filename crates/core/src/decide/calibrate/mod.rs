@@ -96,8 +96,8 @@ pub async fn measure(
         ignore_eos: true,
         ..OpenAiConfig::default()
     };
-    let backend = OpenAiBackend::new(openai, client)
-        .map_err(|e| CalibrateError::Backend(e.to_string()))?;
+    let backend =
+        OpenAiBackend::new(openai, client).map_err(|e| CalibrateError::Backend(e.to_string()))?;
     let workload = SyntheticWorkload {
         input_tokens: probe.input_tokens,
         output_tokens: Some(probe.output_tokens),
