@@ -28,6 +28,10 @@ pub(crate) struct CalibrateArgs {
     /// this configuration, and print predicted against measured.
     #[arg(long, value_name = "FILE")]
     pub(crate) check: Option<PathBuf>,
+    /// Seed of the probes' prompts (default: a fresh one each run, so a server that caches
+    /// prompts never answers a probe from an earlier run's cache).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
     /// Print the fit (or the check) as JSON instead of tables.
     #[arg(long)]
     pub(crate) json: bool,

@@ -118,6 +118,11 @@ async fn run_probes(
 ) -> Result<Vec<ProbeMeasurement>> {
     let started = Instant::now();
     let cancel = crate::wiring::session::cancel_on_signal();
+    // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
+    // caching) must not answer a probe from an earlier run's cache.
+    let seed = args
+        .seed
+        .unwrap_or_else(crate::wiring::session::random_seed);
     let mut out = Vec::new();
     for (index, shape) in shapes.iter().enumerate() {
         if started.elapsed() >= args.budget {
@@ -135,7 +140,7 @@ async fn run_probes(
             output_tokens: shape.output_tokens,
             requests: shape.requests,
         };
-        let seed = index as u64 + 1;
+        let seed = seed.wrapping_add(index as u64);
         let measured = measure(client.clone(), model, &probe, seed, cancel.clone()).await?;
         eprintln!("{}", render::probe_line(index, shapes.len(), &measured));
         out.push(measured);

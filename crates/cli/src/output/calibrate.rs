@@ -56,8 +56,8 @@ pub(crate) fn fit_table(fit: &Fit, server: &ServerFacts) -> String {
     let _ = writeln!(out, "{}", facts_line(server));
     let _ = writeln!(
         out,
-        "\n{:<20} {:>14}  {:<8} {}",
-        "constant", "value", "unit", "uncertainty"
+        "\n{:<20} {:>14}  {:<8} uncertainty",
+        "constant", "value", "unit"
     );
     for c in &fit.table {
         let _ = writeln!(

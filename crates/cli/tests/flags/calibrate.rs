@@ -23,6 +23,8 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
             "{url}/v1",
             "--out",
             "{out}/calibrated.toml",
+            "--seed",
+            "7",
         ]),
         probes: vec![
             probe("--target", &["--target", "{url}/other/v1"], At("/wire")),
@@ -31,6 +33,7 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
             probe("--out", &["--out", "{out}/fitted.toml"], At("/files")),
             probe("--check", &["--check", "{batching}"], At("/wire")).without(&["--out"]),
             probe("--json", &["--json"], At("/stdout")),
+            probe("--seed", &["--seed", "8"], At("/wire")),
         ],
         runs: false,
         how: super::How::default(),

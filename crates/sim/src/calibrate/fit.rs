@@ -183,7 +183,7 @@ fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Vec<f64> {
 pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
     for probe in probes {
         let ok = |v: f64| v.is_finite() && v > 0.0;
-        if !ok(probe.ttft) || !(probe.tpot.is_finite() && probe.tpot >= 0.0) {
+        if !(ok(probe.ttft) && probe.tpot.is_finite() && probe.tpot >= 0.0) {
             return Err(FitError::Invalid(probe.shape));
         }
     }

@@ -212,7 +212,8 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
 }
 
 /// The probes a calibration runs, in order: batch-1 decode at a short and a long context,
-/// prefill at three prompt lengths, then a concurrency sweep up to twice the slots (queueing).
+/// prefill at three prompt lengths, a concurrency sweep up to the slots, every slot at a long
+/// context, then twice the slots (queueing).
 /// Lengths are scaled to the slot's context; `requests` of each shape at concurrency 1.
 pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
     let ctx = facts.context_per_slot.max(64);
@@ -236,6 +237,8 @@ pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
         probes.push(shape(concurrency, 64.min(longest), answer));
         concurrency *= 2;
     }
+    // Every slot decoding at a long context: how the KV reads of a batch add up.
+    probes.push(shape(slots, longest / 2, answer));
     probes.push(shape(slots * 2, 64.min(longest), answer));
     probes
 }
