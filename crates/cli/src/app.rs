@@ -19,6 +19,7 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
             Command::Run(args) => commands::run::run(*args, command_line).await,
             Command::Sweep(args) => commands::sweep::run(*args, command_line).await,
             Command::Capacity(args) => commands::capacity::run(*args, command_line).await,
+            Command::Calibrate(args) => commands::calibrate::run(args).await,
             Command::Sim(args) => commands::sim::run(*args).await,
             Command::Report(args) => commands::report::run(args),
             Command::Merge(args) => commands::merge::run(args),

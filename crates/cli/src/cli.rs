@@ -1,4 +1,4 @@
-//! The command line: `goodput run | sweep | capacity | sim | report | merge | compare | gate | history
+//! The command line: `goodput run | sweep | capacity | calibrate | sim | report | merge | compare | gate | history
 //! | plan | monitor`, defined with clap derive. Doc comments are the help text. Values are parsed here; cross-field validation happens when the arguments
 //! are turned into the engine's configuration (see `args`).
 
@@ -34,6 +34,10 @@ pub(crate) enum Command {
     /// bounds and confidence (bracketing, then bisection; each probe long enough to prove
     /// the attainment target).
     Capacity(Box<crate::args::capacity::CapacityArgs>),
+    /// Fit the simulator to a real server from a short profile (decode, prefill, a
+    /// concurrency sweep, its slots), write the configuration; --check compares a held-out
+    /// workload predicted in virtual time with the server.
+    Calibrate(crate::args::calibrate::CalibrateArgs),
     /// Serve the simulated inference engine over an OpenAI-compatible HTTP API, or explain its
     /// derived figures (--explain).
     Sim(Box<SimArgs>),

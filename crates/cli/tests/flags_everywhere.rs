@@ -222,6 +222,11 @@ fn every_subcommand_is_probed() {
 }
 
 #[test]
+fn every_calibrate_flag_is_honoured_or_refused() {
+    check(Sub::Calibrate);
+}
+
+#[test]
 fn every_run_flag_is_honoured_or_refused() {
     check(Sub::Run);
 }

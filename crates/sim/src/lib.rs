@@ -11,10 +11,12 @@
 //! - [`server_metrics`]: the vLLM-named Prometheus metrics served at `/metrics`.
 //! - [`http`]: the OpenAI-compatible HTTP server ([`SimServer`], [`spawn`]).
 //! - [`explain`](mod@explain): the derived figures behind `goodput sim --explain`.
+//! - [`calibrate`]: the engine's constants fitted to a real server's measurements.
 //!
 //! The simulator never depends on `goodput-core`; both share `goodput-protocol`.
 #![deny(missing_docs)]
 
+pub mod calibrate;
 pub mod config;
 pub mod driver;
 pub mod engine;

@@ -2,6 +2,7 @@
 //! step): every cross-field check happens here, with errors that name the flag to fix.
 
 pub(crate) mod analysis;
+pub(crate) mod calibrate;
 pub(crate) mod capacity;
 pub(crate) mod merge;
 pub(crate) mod monitor;

@@ -1,6 +1,7 @@
 //! Exporters: everything they print or write comes from the [`goodput_core::report::Report`].
 
 pub(crate) mod breakdown;
+pub(crate) mod calibrate;
 mod channels;
 mod client;
 pub(crate) mod color;

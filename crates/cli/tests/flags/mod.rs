@@ -3,6 +3,7 @@
 //! files written, `run.json`, the report's sections, the requests on the wire) to compare.
 #![allow(dead_code)]
 
+pub(crate) mod calibrate;
 pub(crate) mod capture;
 pub(crate) mod fixtures;
 pub(crate) mod load;

@@ -18,11 +18,12 @@ pub(crate) enum Sub {
     Sim,
     Monitor,
     Merge,
+    Calibrate,
 }
 
 impl Sub {
     /// Every subcommand under test.
-    pub(crate) const ALL: [Sub; 11] = [
+    pub(crate) const ALL: [Sub; 12] = [
         Sub::Run,
         Sub::Sweep,
         Sub::Capacity,
@@ -34,6 +35,7 @@ impl Sub {
         Sub::Sim,
         Sub::Monitor,
         Sub::Merge,
+        Sub::Calibrate,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -49,6 +51,7 @@ impl Sub {
             Sub::Sim => "sim",
             Sub::Monitor => "monitor",
             Sub::Merge => "merge",
+            Sub::Calibrate => "calibrate",
         }
     }
 }
@@ -99,6 +102,9 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
     }
     if let Some(served) = super::serve::variants(sub) {
         return served;
+    }
+    if let Some(calibrate) = super::calibrate::variants(sub) {
+        return calibrate;
     }
     let load: &[&str] = match sub {
         Sub::Run => &["--requests", "6", "--rate", "50"],

@@ -86,9 +86,10 @@ impl StepCost {
             + self.overhead_secs()
     }
 
-    /// The step's duration as a [`Duration`] (rounded to the nanosecond).
+    /// The step's duration as a [`Duration`] (rounded to the nanosecond; saturating, so
+    /// absurd constants give an absurdly long step rather than a panic).
     pub fn duration(&self) -> Duration {
-        Duration::from_secs_f64(self.total_secs().max(0.0))
+        Duration::try_from_secs_f64(self.total_secs().max(0.0)).unwrap_or(Duration::MAX)
     }
 
     /// Whether the layer GEMMs wait on weight bytes rather than on arithmetic.

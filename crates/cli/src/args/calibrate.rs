@@ -1,0 +1,38 @@
+//! `goodput calibrate` arguments: the server, the probing budget, and where the fitted
+//! simulator configuration goes (or which one to check).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use goodput_core::units::parse_duration;
+
+/// Fit the simulator to a real server, or check a fitted configuration against it.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CalibrateArgs {
+    /// The server's OpenAI-compatible base URL, e.g. http://localhost:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub(crate) target: String,
+    /// Most time spent probing; probes that would start after it are skipped (the fit then
+    /// says whether what was measured suffices).
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    pub(crate) budget: Duration,
+    /// Where the fitted simulator configuration (TOML) is written.
+    #[arg(
+        long,
+        value_name = "FILE",
+        default_value = "calibrated.toml",
+        conflicts_with = "check"
+    )]
+    pub(crate) out: PathBuf,
+    /// Instead of fitting: replay a held-out workload on the server and in virtual time with
+    /// this configuration, and print predicted against measured.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) check: Option<PathBuf>,
+    /// Seed of the probes' prompts (default: a fresh one each run, so a server that caches
+    /// prompts never answers a probe from an earlier run's cache).
+    #[arg(long)]
+    pub(crate) seed: Option<u64>,
+    /// Print the fit (or the check) as JSON instead of tables.
+    #[arg(long)]
+    pub(crate) json: bool,
+}

@@ -1,0 +1,198 @@
+//! `goodput calibrate`: probes a real server (core's `decide::calibrate`), fits the
+//! simulator's constants to what it measured (`goodput_sim::calibrate`) and writes the
+//! configuration; `--check` replays a held-out workload live and in virtual time.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use goodput_core::backend::discovery::list_models;
+use goodput_core::decide::calibrate::{
+    CalibrationProbe, ProbeMeasurement, ServerFacts, measure, server_facts,
+};
+use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_protocol::hardware::DType;
+use goodput_sim::calibrate::{
+    Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, fit, held_out, plan, predict,
+};
+use goodput_sim::{EngineConfig, SimConfig};
+use serde_json::json;
+
+use crate::args::calibrate::CalibrateArgs;
+use crate::output::calibrate as render;
+
+/// Requests of each shape at concurrency 1 (each concurrency-c probe sends c times as many).
+const REPEATS: u32 = 3;
+const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs `goodput calibrate`.
+pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
+    let target =
+        Target::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
+    let client = HttpClient::tcp(target, HttpConfig::default());
+    let model = list_models(&client, FACTS_TIMEOUT)
+        .await
+        .context("--target")?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let server = server_facts(&client, FACTS_TIMEOUT).await;
+    match &args.check {
+        Some(path) => check(&args, client, &model, &server, path).await,
+        None => calibrate(&args, client, &model, &server).await,
+    }
+}
+
+async fn calibrate(
+    args: &CalibrateArgs,
+    client: HttpClient,
+    model: &str,
+    server: &ServerFacts,
+) -> Result<ExitCode> {
+    let facts = facts(model, server);
+    let shapes = plan(&facts, REPEATS);
+    let measured = run_probes(args, client, model, &shapes).await?;
+    let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
+    let fit = fit(&facts, &probes).context("the fit")?;
+    let config = calibrated_config(&facts, &fit.constants);
+    let text = toml::to_string(&config).context("serialising the configuration")?;
+    let header = render::config_header(&args.target, server, &fit);
+    std::fs::write(&args.out, format!("{header}{text}"))
+        .with_context(|| format!("--out: cannot write {}", args.out.display()))?;
+    if args.json {
+        let value = json!({"facts": server, "fit": fit, "config": args.out});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", render::fit_table(&fit, server));
+        println!("wrote {}", args.out.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn check(
+    args: &CalibrateArgs,
+    client: HttpClient,
+    model: &str,
+    server: &ServerFacts,
+    path: &std::path::Path,
+) -> Result<ExitCode> {
+    let config =
+        SimConfig::from_file(path).with_context(|| format!("--check {}", path.display()))?;
+    let EngineConfig::Batching(engine) = &config.engine else {
+        bail!(
+            "--check {}: not a batching-engine configuration",
+            path.display()
+        );
+    };
+    let facts = Facts {
+        slots: server.slots.unwrap_or(engine.max_num_seqs),
+        context_per_slot: server
+            .context_per_slot
+            .unwrap_or(engine.effective_max_model_len()),
+        ..facts(model, server)
+    };
+    let shapes = held_out(&facts, REPEATS);
+    let measured = run_probes(args, client, model, &shapes).await?;
+    let rows: Vec<(ProbeMeasurement, Predicted)> = measured
+        .iter()
+        .map(|m| (*m, predict(&config, &measured_probe(m).shape)))
+        .collect();
+    if args.json {
+        let value: Vec<_> = rows
+            .iter()
+            .map(|(m, p)| json!({"measured": m, "predicted": p}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", render::check_table(&rows));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs `shapes` in order until the budget is spent.
+async fn run_probes(
+    args: &CalibrateArgs,
+    client: HttpClient,
+    model: &str,
+    shapes: &[ProbeShape],
+) -> Result<Vec<ProbeMeasurement>> {
+    let started = Instant::now();
+    let cancel = crate::wiring::session::cancel_on_signal();
+    // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
+    // caching) must not answer a probe from an earlier run's cache.
+    let seed = args
+        .seed
+        .unwrap_or_else(crate::wiring::session::random_seed);
+    let mut out = Vec::new();
+    for (index, shape) in shapes.iter().enumerate() {
+        if started.elapsed() >= args.budget {
+            eprintln!(
+                "calibrate: budget {:?} spent; {} of {} probes skipped",
+                args.budget,
+                shapes.len() - index,
+                shapes.len()
+            );
+            break;
+        }
+        let probe = CalibrationProbe {
+            concurrency: shape.concurrency,
+            input_tokens: shape.prompt_tokens,
+            output_tokens: shape.output_tokens,
+            requests: shape.requests,
+        };
+        let seed = seed.wrapping_add(index as u64);
+        let measured = measure(client.clone(), model, &probe, seed, cancel.clone()).await?;
+        eprintln!("{}", render::probe_line(index, shapes.len(), &measured));
+        out.push(measured);
+    }
+    Ok(out)
+}
+
+/// The fit's view of a measured probe: the prompt as the server counted it.
+fn measured_probe(m: &ProbeMeasurement) -> MeasuredProbe {
+    MeasuredProbe {
+        shape: ProbeShape {
+            concurrency: m.probe.concurrency,
+            prompt_tokens: m.prompt_tokens.round().max(1.0) as u32,
+            output_tokens: m.probe.output_tokens,
+            requests: m.probe.requests,
+        },
+        ttft: m.ttft,
+        tpot: m.tpot,
+    }
+}
+
+/// The simulator's facts from the server's (defaults for what it did not say).
+fn facts(model: &str, server: &ServerFacts) -> Facts {
+    let defaults = Facts::default();
+    Facts {
+        model_name: model.to_string(),
+        slots: server.slots.unwrap_or(defaults.slots),
+        context_per_slot: server.context_per_slot.unwrap_or(defaults.context_per_slot),
+        batch_tokens: server.batch_tokens.unwrap_or(defaults.batch_tokens),
+        hidden: server.hidden.unwrap_or(defaults.hidden),
+        vocab: server.vocab.unwrap_or(defaults.vocab),
+        params: server.params.unwrap_or(defaults.params),
+        weight_dtype: server
+            .weight_format
+            .as_deref()
+            .and_then(gguf_dtype)
+            .unwrap_or(defaults.weight_dtype),
+        kv_dtype: defaults.kv_dtype,
+    }
+}
+
+/// The weight format of a GGUF `ftype` name (`all F32`, `MOSTLY_F16`, `Q4_0`, …).
+fn gguf_dtype(ftype: &str) -> Option<DType> {
+    let upper = ftype.to_ascii_uppercase();
+    [
+        ("BF16", DType::Bf16),
+        ("F32", DType::Fp32),
+        ("F16", DType::Fp16),
+        ("Q8", DType::Int8),
+        ("Q4", DType::Int4),
+    ]
+    .into_iter()
+    .find(|(name, _)| upper.contains(name))
+    .map(|(_, dtype)| dtype)
+}

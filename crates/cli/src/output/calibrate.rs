@@ -1,0 +1,160 @@
+//! `goodput calibrate` output: a line per probe, the fitted constants with their
+//! uncertainties and residuals, the verdict, the header of the written configuration, and the
+//! check's predicted-against-measured table.
+
+use std::fmt::Write;
+
+use goodput_core::decide::calibrate::{ProbeMeasurement, ServerFacts};
+use goodput_sim::calibrate::{Fit, Predicted};
+
+/// One probe's progress line.
+pub(crate) fn probe_line(index: usize, total: usize, m: &ProbeMeasurement) -> String {
+    format!(
+        "probe {}/{}: concurrency {}, {:.0}-token prompts, {} answer tokens, {} requests → \
+         TTFT p50 {:.1} ms, TPOT p50 {:.2} ms",
+        index + 1,
+        total,
+        m.probe.concurrency,
+        m.prompt_tokens,
+        m.probe.output_tokens,
+        m.probe.requests,
+        m.ttft * 1e3,
+        m.tpot * 1e3
+    )
+}
+
+fn uncertainty(value: Option<f64>) -> String {
+    value.map_or("undetermined".to_string(), |u| {
+        format!("± {:.1} %", u * 100.0)
+    })
+}
+
+fn facts_line(server: &ServerFacts) -> String {
+    let show = |v: Option<u32>| v.map_or("?".to_string(), |v| v.to_string());
+    format!(
+        "server: {} slots, {} tokens of context per slot, width {}, vocabulary {}, {} \
+         parameters, weights {} (from {})",
+        show(server.slots),
+        show(server.context_per_slot),
+        show(server.hidden),
+        show(server.vocab),
+        server
+            .params
+            .map_or("?".to_string(), |p| format!("{:.1} M", p / 1e6)),
+        server.weight_format.as_deref().unwrap_or("?"),
+        if server.sources.is_empty() {
+            "nothing: defaults assumed".to_string()
+        } else {
+            server.sources.join(", ")
+        }
+    )
+}
+
+/// The fit: server facts, constants, residuals, verdict.
+pub(crate) fn fit_table(fit: &Fit, server: &ServerFacts) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", facts_line(server));
+    let _ = writeln!(
+        out,
+        "\n{:<20} {:>14}  {:<8} uncertainty",
+        "constant", "value", "unit"
+    );
+    for c in &fit.table {
+        let _ = writeln!(
+            out,
+            "{:<20} {:>14.3}  {:<8} {}",
+            c.name,
+            c.value,
+            c.unit,
+            uncertainty(c.relative_uncertainty)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<6} {:>4} {:>7} {:>7} {:>12} {:>12} {:>8}",
+        "figure", "conc", "prompt", "answer", "measured ms", "model ms", "error"
+    );
+    for r in &fit.residuals {
+        let _ = writeln!(
+            out,
+            "{:<6} {:>4} {:>7} {:>7} {:>12.2} {:>12.2} {:>7.1}%",
+            r.metric,
+            r.shape.concurrency,
+            r.shape.prompt_tokens,
+            r.shape.output_tokens,
+            r.measured * 1e3,
+            r.predicted * 1e3,
+            r.relative_error * 100.0
+        );
+    }
+    let verdict = if fit.poor { "POOR" } else { "good" };
+    let _ = writeln!(
+        out,
+        "\nfit: {verdict} (RMS error {:.1} % over {} figures)",
+        fit.rms_relative_error * 100.0,
+        fit.residuals.len()
+    );
+    for problem in &fit.problems {
+        let _ = writeln!(out, "  - {problem}");
+    }
+    out
+}
+
+/// TOML comments recording where the configuration came from (ignored when it is read).
+pub(crate) fn config_header(target: &str, server: &ServerFacts, fit: &Fit) -> String {
+    let mut out = format!(
+        "# goodput calibrate --target {target}\n# {}\n",
+        facts_line(server)
+    );
+    for c in &fit.table {
+        let _ = writeln!(
+            out,
+            "# {} = {:.4} {} ({})",
+            c.name,
+            c.value,
+            c.unit,
+            uncertainty(c.relative_uncertainty)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "# fit RMS error {:.1} %{}\n",
+        fit.rms_relative_error * 100.0,
+        if fit.poor { " (POOR)" } else { "" }
+    );
+    out
+}
+
+fn error(predicted: f64, measured: f64) -> String {
+    if measured > 0.0 {
+        format!("{:+.1}%", (predicted / measured - 1.0) * 100.0)
+    } else {
+        "-".to_string()
+    }
+}
+
+/// Predicted against measured for every held-out shape.
+pub(crate) fn check_table(rows: &[(ProbeMeasurement, Predicted)]) -> String {
+    let mut out = String::new();
+    for (m, p) in rows {
+        let _ = writeln!(
+            out,
+            "concurrency {}, {:.0}-token prompts, {} answer tokens, {} requests",
+            m.probe.concurrency, m.prompt_tokens, m.probe.output_tokens, m.probe.requests
+        );
+        let figures = [
+            ("TTFT p50 ms", m.ttft * 1e3, p.ttft * 1e3),
+            ("TPOT p50 ms", m.tpot * 1e3, p.tpot * 1e3),
+            ("E2E p50 ms", m.e2e * 1e3, p.e2e * 1e3),
+            ("requests/s", m.requests_per_sec, p.requests_per_sec),
+        ];
+        for (name, measured, predicted) in figures {
+            let _ = writeln!(
+                out,
+                "  {name:<12} measured {measured:>10.2}  predicted {predicted:>10.2}  {}",
+                error(predicted, measured)
+            );
+        }
+    }
+    out
+}

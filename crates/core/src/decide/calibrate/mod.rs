@@ -1,0 +1,161 @@
+//! The live half of `goodput calibrate`: what the server says about itself
+//! ([`server_facts`]: llama.cpp `/props` and `/v1/models` metadata, where available) and one
+//! probe measured on it ([`measure`]: a closed loop of identical synthetic requests, their
+//! median TTFT, TPOT and E2E as the server counted the prompt). The fit itself is the
+//! simulator's (`goodput_sim::calibrate`), which this crate never sees; the CLI joins them.
+
+mod facts;
+
+pub use facts::{ServerFacts, server_facts};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::backend::openai::{OpenAiBackend, OpenAiConfig};
+use crate::config::{LoadSpec, RunConfig};
+use crate::http::HttpClient;
+use crate::metrics::StepAggregator;
+use crate::report::{LoadReport, StepReport};
+use crate::runner::{EndReason, RecordSink, Runner};
+use crate::tokens::Tiktoken;
+use crate::workload::synthetic::SyntheticWorkload;
+
+/// One probe: `requests` identical requests from `concurrency` closed-loop clients.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CalibrationProbe {
+    /// Clients.
+    pub concurrency: u32,
+    /// Prompt length in `cl100k_base` tokens (the server may count differently).
+    pub input_tokens: u32,
+    /// Answer tokens (EOS ignored).
+    pub output_tokens: u32,
+    /// Requests in all.
+    pub requests: u32,
+}
+
+/// What one probe measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ProbeMeasurement {
+    /// The probe.
+    pub probe: CalibrationProbe,
+    /// Mean prompt tokens as the server counted them (`usage.prompt_tokens`).
+    pub prompt_tokens: f64,
+    /// Median time to first token, seconds.
+    pub ttft: f64,
+    /// Median time per output token after the first, seconds.
+    pub tpot: f64,
+    /// Median end-to-end latency, seconds.
+    pub e2e: f64,
+    /// Requests completed per second.
+    pub requests_per_sec: f64,
+}
+
+/// A probe that measured nothing usable.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    /// The backend could not be configured.
+    #[error("backend configuration: {0}")]
+    Backend(String),
+    /// The run ended early or its requests failed.
+    #[error("probe {probe:?}: {message}")]
+    Probe {
+        /// The probe.
+        probe: CalibrationProbe,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// The run configuration of a probe (no warmup: the medians are over every request).
+pub fn probe_config(probe: &CalibrationProbe, seed: u64) -> RunConfig {
+    RunConfig {
+        load: LoadSpec::Closed {
+            concurrency: probe.concurrency.max(1),
+        },
+        max_requests: Some(u64::from(probe.requests.max(1))),
+        request_timeout: Duration::from_secs(600),
+        seed,
+        ..RunConfig::default()
+    }
+}
+
+/// Runs `probe` against `client`'s target (model `model`, streamed chat completions with
+/// `ignore_eos`) and returns its medians.
+pub async fn measure(
+    client: HttpClient,
+    model: &str,
+    probe: &CalibrationProbe,
+    seed: u64,
+    cancel: CancellationToken,
+) -> Result<ProbeMeasurement, CalibrateError> {
+    let openai = OpenAiConfig {
+        model: model.to_string(),
+        ignore_eos: true,
+        ..OpenAiConfig::default()
+    };
+    let backend =
+        OpenAiBackend::new(openai, client).map_err(|e| CalibrateError::Backend(e.to_string()))?;
+    let workload = SyntheticWorkload {
+        input_tokens: probe.input_tokens,
+        output_tokens: Some(probe.output_tokens),
+        seed,
+    };
+    let config = probe_config(probe, seed);
+    let runner = Runner::new(
+        config.clone(),
+        Arc::new(backend),
+        Arc::new(workload),
+        Arc::new(Tiktoken::cl100k()),
+        true,
+    );
+    let mut aggregator = StepAggregator::new(None, config.window);
+    let outcome = {
+        let mut sinks: [&mut dyn RecordSink; 1] = [&mut aggregator];
+        runner.run(&mut sinks, cancel).await
+    };
+    let step = aggregator.report(LoadReport::from(&config.load));
+    if outcome.end_reason != EndReason::Completed {
+        return Err(CalibrateError::Probe {
+            probe: *probe,
+            message: format!("the run ended early: {}", outcome.end_reason.as_str()),
+        });
+    }
+    summarise(probe, &step)
+}
+
+/// The medians of a probe's step.
+pub fn summarise(
+    probe: &CalibrationProbe,
+    step: &StepReport,
+) -> Result<ProbeMeasurement, CalibrateError> {
+    let failed = |message: String| CalibrateError::Probe {
+        probe: *probe,
+        message,
+    };
+    if step.requests.failed > 0 || step.requests.completed == 0 {
+        return Err(failed(format!(
+            "{} of {} requests failed ({:?})",
+            step.requests.failed, step.requests.sent, step.requests.failed_by_kind
+        )));
+    }
+    let latency = &step.latency_ms;
+    let secs = |v: Option<f64>| v.map(|ms| ms / 1e3);
+    let (Some(ttft), Some(e2e)) = (secs(latency.ttft.p50), secs(latency.e2e.p50)) else {
+        return Err(failed("no TTFT measured (is the answer streamed?)".into()));
+    };
+    Ok(ProbeMeasurement {
+        probe: *probe,
+        prompt_tokens: step
+            .tokens
+            .input_per_request
+            .mean
+            .unwrap_or(f64::from(probe.input_tokens)),
+        ttft,
+        tpot: secs(latency.tpot.p50).unwrap_or(0.0),
+        e2e,
+        requests_per_sec: step.throughput.requests_per_sec,
+    })
+}

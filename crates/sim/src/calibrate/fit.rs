@@ -1,0 +1,450 @@
+//! The fit: Levenberg–Marquardt least squares over the logarithms of the constants, each
+//! residual the log-ratio of a probe's median TTFT or TPOT predicted in virtual time to the one
+//! measured. The simulator itself is the model function, so whatever the engine does (chunked
+//! prompts, weight streaming against arithmetic, queueing for slots) is part of the fit.
+//! Uncertainties come from the Jacobian at the optimum: `cov = s² (JᵀJ)⁻¹`.
+
+use serde::{Deserialize, Serialize};
+
+use super::linalg::{Matrix, inverse, normal_equations, solve};
+use super::{Constants, Facts, ProbeShape, calibrated_config, predict};
+
+/// A probe as measured on the server: medians in seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct MeasuredProbe {
+    /// What was sent.
+    pub shape: ProbeShape,
+    /// Median time to first token.
+    pub ttft: f64,
+    /// Median time per output token after the first.
+    pub tpot: f64,
+}
+
+/// One fitted constant.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConstantFit {
+    /// Name (see [`Constants::NAMES`]).
+    pub name: String,
+    /// Unit.
+    pub unit: String,
+    /// Fitted value.
+    pub value: f64,
+    /// One standard error as a fraction of the value; `None` when the probes do not
+    /// determine it.
+    pub relative_uncertainty: Option<f64>,
+}
+
+/// One measured figure against the fitted model's prediction.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Residual {
+    /// The probe.
+    pub shape: ProbeShape,
+    /// `ttft` or `tpot`.
+    pub metric: String,
+    /// Measured, seconds.
+    pub measured: f64,
+    /// Predicted, seconds.
+    pub predicted: f64,
+    /// `predicted / measured − 1`.
+    pub relative_error: f64,
+}
+
+/// The result of a fit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fit {
+    /// The constants.
+    pub constants: Constants,
+    /// Each constant with its uncertainty.
+    pub table: Vec<ConstantFit>,
+    /// Every residual.
+    pub residuals: Vec<Residual>,
+    /// Root mean square of the relative errors.
+    pub rms_relative_error: f64,
+    /// Whether the fit is poor (RMS relative error above [`POOR_RMS`]).
+    pub poor: bool,
+    /// What is wrong with the fit: why it is poor, which constants the probes leave
+    /// undetermined.
+    pub problems: Vec<String>,
+}
+
+/// Measurements a fit cannot use.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FitError {
+    /// Too few figures to fit anything.
+    #[error("{0} measured figures cannot be fitted; probe more shapes (a longer --budget?)")]
+    TooFew(usize),
+    /// A probe's figures are not numbers of seconds.
+    #[error("probe {0:?}: its TTFT must be a positive number of seconds, its TPOT 0 or more")]
+    Invalid(ProbeShape),
+}
+
+/// A fit whose RMS relative error exceeds this is poor.
+pub const POOR_RMS: f64 = 0.10;
+/// A constant known to worse than this (relative standard error) is undetermined.
+const UNDETERMINED: f64 = 1.0;
+const ITERATIONS: usize = 60;
+/// Every constant stays within `[1e-6, 1e9]` of its unit (GB/s, GFLOP/s, µs), so no step
+/// of the simulated engine becomes infinite or zero.
+const LOG_BOUNDS: (f64, f64) = (-13.815_510_557_964_274, 20.723_265_836_946_41);
+const DIFF_STEP: f64 = 0.01;
+
+/// The figures one probe contributes: `(metric, measured)` pairs. A TPOT of 0 (every token
+/// of the answer arrived at once) measures nothing and is left out.
+fn figures(probe: &MeasuredProbe) -> Vec<(&'static str, f64)> {
+    let mut out = vec![("ttft", probe.ttft)];
+    if probe.shape.output_tokens > 1 && probe.tpot > 0.0 {
+        out.push(("tpot", probe.tpot));
+    }
+    out
+}
+
+struct Problem<'a> {
+    facts: &'a Facts,
+    probes: &'a [MeasuredProbe],
+}
+
+impl Problem<'_> {
+    fn constants(log: &[f64]) -> Constants {
+        let mut v = [0.0; 6];
+        for (slot, value) in v.iter_mut().zip(log) {
+            *slot = value.exp();
+        }
+        Constants::from_vec(v)
+    }
+
+    /// Log-ratios predicted / measured, and the predictions.
+    fn residuals(&self, log: &[f64]) -> (Vec<f64>, Vec<f64>) {
+        let config = calibrated_config(self.facts, &Self::constants(log));
+        let mut residuals = Vec::new();
+        let mut predicted = Vec::new();
+        for probe in self.probes {
+            let p = predict(&config, &probe.shape);
+            for (metric, measured) in figures(probe) {
+                let value = if metric == "ttft" { p.ttft } else { p.tpot };
+                residuals.push((value.max(1e-12) / measured).ln());
+                predicted.push(value);
+            }
+        }
+        (residuals, predicted)
+    }
+
+    fn jacobian(&self, log: &[f64], base: &[f64]) -> Vec<Vec<f64>> {
+        let mut rows = vec![vec![0.0; log.len()]; base.len()];
+        for i in 0..log.len() {
+            let mut moved = log.to_vec();
+            moved[i] += DIFF_STEP;
+            let (shifted, _) = self.residuals(&moved);
+            for (row, (s, b)) in rows.iter_mut().zip(shifted.iter().zip(base)) {
+                row[i] = (s - b) / DIFF_STEP;
+            }
+        }
+        rows
+    }
+}
+
+fn sum_sq(r: &[f64]) -> f64 {
+    r.iter().map(|v| v * v).sum()
+}
+
+/// A starting point from the measurements alone: weights streamed in the fastest batch-1
+/// TPOT, the longest prompt's GEMMs in its TTFT.
+fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Vec<f64> {
+    let model = facts.model();
+    let tpot = probes
+        .iter()
+        .map(|p| p.tpot)
+        .filter(|t| *t > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let tpot = if tpot.is_finite() { tpot } else { 0.01 };
+    let longest = probes.iter().max_by_key(|p| p.shape.prompt_tokens);
+    let gemm = longest.map_or(1e3, |p| {
+        model.linear_flops(f64::from(p.shape.prompt_tokens)) / p.ttft / 1e9
+    });
+    let bandwidth = model.streamed_weight_bytes() / tpot.max(1e-6) / 1e9;
+    let ttft = probes.iter().map(|p| p.ttft).fold(f64::INFINITY, f64::min);
+    let guess = [
+        bandwidth,
+        gemm,
+        gemm,
+        bandwidth,
+        tpot.max(1e-6) * 1e6 * 0.05,
+        ttft.max(1e-6) * 1e6 * 0.1,
+    ];
+    guess
+        .iter()
+        .map(|v| {
+            let v = if v.is_finite() { *v } else { 1.0 };
+            v.ln().clamp(LOG_BOUNDS.0, LOG_BOUNDS.1)
+        })
+        .collect()
+}
+
+/// Fits the constants of a server with `facts` to `probes`.
+pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
+    for probe in probes {
+        let ok = |v: f64| v.is_finite() && v > 0.0;
+        if !(ok(probe.ttft) && probe.tpot.is_finite() && probe.tpot >= 0.0) {
+            return Err(FitError::Invalid(probe.shape));
+        }
+    }
+    let count: usize = probes.iter().map(|p| figures(p).len()).sum();
+    if count < 2 {
+        return Err(FitError::TooFew(count));
+    }
+    let problem = Problem { facts, probes };
+    let log = minimise(&problem, initial(facts, probes));
+    Ok(summarise(&problem, &log))
+}
+
+/// Levenberg–Marquardt from `log`.
+fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> Vec<f64> {
+    let (mut r, _) = problem.residuals(&log);
+    let mut cost = sum_sq(&r);
+    let mut lambda = 1e-2;
+    for _ in 0..ITERATIONS {
+        let jacobian = problem.jacobian(&log, &r);
+        let (jtj, jtr) = normal_equations(&jacobian, &r);
+        let mut improved = false;
+        while lambda < 1e8 {
+            let mut damped = jtj.clone();
+            for (i, row) in damped.iter_mut().enumerate() {
+                row[i] += lambda * (jtj[i][i] + 1e-9);
+            }
+            let minus: Vec<f64> = jtr.iter().map(|v| -v).collect();
+            let Some(step) = solve(&damped, &minus) else {
+                lambda *= 4.0;
+                continue;
+            };
+            // At most a factor e² per constant and iteration: a flat direction must not
+            // throw a constant to infinity.
+            let trial: Vec<f64> = log
+                .iter()
+                .zip(&step)
+                .map(|(a, b)| (a + b.clamp(-2.0, 2.0)).clamp(LOG_BOUNDS.0, LOG_BOUNDS.1))
+                .collect();
+            let (trial_r, _) = problem.residuals(&trial);
+            let trial_cost = sum_sq(&trial_r);
+            if trial_cost < cost {
+                let gain = (cost - trial_cost) / cost.max(1e-300);
+                (log, r, cost) = (trial, trial_r, trial_cost);
+                lambda = (lambda / 3.0).max(1e-9);
+                improved = gain > 1e-7;
+                break;
+            }
+            lambda *= 4.0;
+        }
+        if !improved {
+            break;
+        }
+    }
+    log
+}
+
+/// Relative standard errors of the parameters that the Jacobian determines.
+fn uncertainties(jacobian: &[Vec<f64>], residuals: &[f64]) -> Vec<Option<f64>> {
+    let p = jacobian.first().map_or(0, Vec::len);
+    let n = residuals.len();
+    let (jtj, _) = normal_equations(jacobian, residuals);
+    let largest = (0..p).map(|i| jtj[i][i]).fold(0.0, f64::max);
+    let kept: Vec<usize> = (0..p).filter(|&i| jtj[i][i] > largest * 1e-10).collect();
+    let mut out = vec![None; p];
+    if n <= kept.len() {
+        return out;
+    }
+    let sub: Matrix = kept
+        .iter()
+        .map(|&i| kept.iter().map(|&j| jtj[i][j]).collect())
+        .collect();
+    let Some(cov) = inverse(&sub) else {
+        return out;
+    };
+    let s2 = sum_sq(residuals) / (n - kept.len()) as f64;
+    for (k, &i) in kept.iter().enumerate() {
+        let sd = (s2 * cov[k][k]).max(0.0).sqrt();
+        out[i] = (sd < UNDETERMINED).then_some(sd);
+    }
+    out
+}
+
+fn summarise(problem: &Problem<'_>, log: &[f64]) -> Fit {
+    let constants = Problem::constants(log);
+    let (r, predicted) = problem.residuals(log);
+    let jacobian = problem.jacobian(log, &r);
+    let sds = uncertainties(&jacobian, &r);
+    let table: Vec<ConstantFit> = Constants::NAMES
+        .iter()
+        .zip(constants.to_vec())
+        .zip(&sds)
+        .map(|(((name, unit), value), sd)| ConstantFit {
+            name: (*name).to_string(),
+            unit: (*unit).to_string(),
+            value,
+            relative_uncertainty: *sd,
+        })
+        .collect();
+    let mut residuals = Vec::new();
+    let measured = problem.probes.iter().flat_map(|p| {
+        figures(p)
+            .into_iter()
+            .map(move |(metric, value)| (p.shape, metric, value))
+    });
+    for ((shape, metric, value), predicted) in measured.zip(predicted) {
+        residuals.push(Residual {
+            shape,
+            metric: metric.to_string(),
+            measured: value,
+            predicted,
+            relative_error: predicted / value - 1.0,
+        });
+    }
+    let rms = (residuals
+        .iter()
+        .map(|r| r.relative_error.powi(2))
+        .sum::<f64>()
+        / residuals.len().max(1) as f64)
+        .sqrt();
+    let mut problems = problems(&table, &residuals, rms);
+    let underdetermined = residuals.len() <= table.len();
+    if underdetermined {
+        problems.insert(
+            0,
+            format!(
+                "only {} measured figures for {} constants: the fit is underdetermined",
+                residuals.len(),
+                table.len()
+            ),
+        );
+    }
+    Fit {
+        constants,
+        table,
+        residuals,
+        rms_relative_error: rms,
+        poor: underdetermined || rms > POOR_RMS,
+        problems,
+    }
+}
+
+/// Why a fit is poor: a large RMS error (naming the worst figure) and the constants the probes
+/// leave undetermined.
+fn problems(table: &[ConstantFit], residuals: &[Residual], rms: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    if rms > POOR_RMS
+        && let Some(worst) = residuals
+            .iter()
+            .max_by(|a, b| a.relative_error.abs().total_cmp(&b.relative_error.abs()))
+    {
+        out.push(format!(
+            "RMS error {:.1} % exceeds {:.0} %: worst is {} at concurrency {}, {}-token \
+             prompts, {} answer tokens (measured {:.1} ms, model {:.1} ms) — the server is \
+             noisy (another load on the machine?) or behaves outside the engine's form",
+            rms * 100.0,
+            POOR_RMS * 100.0,
+            worst.metric.to_uppercase(),
+            worst.shape.concurrency,
+            worst.shape.prompt_tokens,
+            worst.shape.output_tokens,
+            worst.measured * 1e3,
+            worst.predicted * 1e3
+        ));
+    }
+    for constant in table.iter().filter(|c| c.relative_uncertainty.is_none()) {
+        out.push(format!(
+            "{} is not determined by the probes (its value barely changes the predictions)",
+            constant.name
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::super::plan;
+    use super::*;
+
+    fn facts() -> Facts {
+        Facts {
+            slots: 4,
+            context_per_slot: 2048,
+            hidden: 512,
+            vocab: 32_000,
+            params: 42_082_816.0,
+            weight_dtype: goodput_protocol::hardware::DType::Fp32,
+            ..Facts::default()
+        }
+    }
+
+    fn truth() -> Constants {
+        Constants {
+            weight_gb_per_sec: 18.0,
+            gemm_gflops: 85.0,
+            attention_gflops: 30.0,
+            kv_gb_per_sec: 1.5,
+            per_sequence_us: 2200.0,
+            frontend_us: 900.0,
+        }
+    }
+
+    /// What the engine with `constants` measures on every probe of the plan, each figure
+    /// scaled by `noise(i)`.
+    fn measured(constants: &Constants, noise: impl Fn(usize) -> f64) -> Vec<MeasuredProbe> {
+        let config = calibrated_config(&facts(), constants);
+        plan(&facts(), 1)
+            .iter()
+            .enumerate()
+            .map(|(i, shape)| {
+                let p = predict(&config, shape);
+                MeasuredProbe {
+                    shape: *shape,
+                    ttft: p.ttft * noise(2 * i),
+                    tpot: p.tpot * noise(2 * i + 1),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_fit_recovers_the_constants_the_measurements_were_made_with() {
+        let fit = fit(&facts(), &measured(&truth(), |_| 1.0)).unwrap();
+        for ((name, _), (got, want)) in Constants::NAMES
+            .iter()
+            .zip(fit.constants.to_vec().iter().zip(truth().to_vec()))
+        {
+            assert!((got / want - 1.0).abs() < 0.03, "{name}: {got} vs {want}");
+        }
+        assert!(fit.rms_relative_error < 0.005, "{fit:?}");
+        assert!(!fit.poor);
+    }
+
+    #[test]
+    fn noisy_measurements_give_uncertainties_and_a_poor_verdict_with_its_reason() {
+        let noisy = measured(&truth(), |i| if i % 3 == 0 { 1.8 } else { 0.6 });
+        let fit = fit(&facts(), &noisy).unwrap();
+        assert!(fit.poor, "{fit:?}");
+        assert!(fit.problems[0].contains("RMS error"), "{:?}", fit.problems);
+        let slight = measured(&truth(), |i| 1.0 + 0.02 * ((i % 3) as f64 - 1.0));
+        let fit = super::fit(&facts(), &slight).unwrap();
+        assert!(!fit.poor, "{fit:?}");
+        let gemm = &fit.table[1];
+        assert!(
+            gemm.relative_uncertainty
+                .is_some_and(|u| u > 0.0 && u < 0.2),
+            "{gemm:?}"
+        );
+    }
+
+    #[test]
+    fn too_few_or_invalid_measurements_are_refused() {
+        let all = measured(&truth(), |_| 1.0);
+        assert!(matches!(fit(&facts(), &all[..0]), Err(FitError::TooFew(0))));
+        let few = fit(&facts(), &all[..2]).unwrap();
+        assert!(
+            few.poor && few.problems[0].contains("underdetermined"),
+            "{few:?}"
+        );
+        let mut bad = all;
+        bad[0].ttft = f64::NAN;
+        assert!(matches!(fit(&facts(), &bad), Err(FitError::Invalid(_))));
+    }
+}
