@@ -19,19 +19,7 @@ use crate::wiring::session::Session;
 pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<ExitCode> {
     let (dimension, levels) = args.levels()?;
     let knee_min_gain = args.knee_gain()?;
-    if dimension == SweepDimension::Batch && !args.run.api.batches() {
-        bail!(
-            "--batch-steps sends several inputs per request: add --api completions, embeddings \
-             or rerank"
-        );
-    }
-    if dimension == SweepDimension::Batch && args.run.batch_size.is_some() {
-        bail!("--batch-steps sets the batch size of every step: drop --batch-size");
-    }
-    args.run.reporting.refuse_no_live("sweep")?;
-    if args.run.workload.trace.is_some() {
-        bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
-    }
+    check(&args, dimension)?;
     let plan = SweepReport {
         dimension,
         loads: levels.clone(),
@@ -78,6 +66,24 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
     let mut report = session.report(steps, outcome.end_reason);
     report.sweep = Some(SweepReport { knee, ..plan });
     session.finish(&report, &outcome)
+}
+
+/// Refuses what a sweep along `dimension` cannot honour.
+fn check(args: &SweepArgs, dimension: SweepDimension) -> Result<()> {
+    if dimension == SweepDimension::Batch && !args.run.api.batches() {
+        bail!(
+            "--batch-steps sends several inputs per request: add --api completions, embeddings \
+             or rerank"
+        );
+    }
+    if dimension == SweepDimension::Batch && args.run.batch_size.is_some() {
+        bail!("--batch-steps sets the batch size of every step: drop --batch-size");
+    }
+    args.run.reporting.refuse_no_live("sweep")?;
+    if args.run.workload.trace.is_some() {
+        bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
+    }
+    Ok(())
 }
 
 /// The configuration (and, for batch sweeps, the workload) of the step at `level`, from the

@@ -94,7 +94,11 @@ pub(crate) async fn prepare_offline(
 
 /// Adjusts `config` to the workload (trace replay) and batches it (`--batch-size`: each request
 /// carries `batch` consecutive inputs of the workload).
-fn finish(args: &RunArgs, mut built: BuiltWorkload, config: &mut RunConfig) -> Result<BuiltWorkload> {
+fn finish(
+    args: &RunArgs,
+    mut built: BuiltWorkload,
+    config: &mut RunConfig,
+) -> Result<BuiltWorkload> {
     adjust_config(args, &built, config)?;
     if let Some(batch) = args.batch()? {
         built.workload = Arc::new(BatchedWorkload {
