@@ -192,6 +192,28 @@ pub(crate) fn observe(
     })
 }
 
+/// What a served simulator answered, request by request but as a set (arrival order
+/// varies): tokens, reasoning tokens, finish reason, tool calls and failure kind, from the
+/// client's journal. Deterministic for a seeded server, unlike anything timed.
+fn answers(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("requests.jsonl")).unwrap_or_default();
+    let answers: BTreeSet<String> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .map(|r| {
+            json!([
+                r["output_tokens"],
+                r["reasoning_tokens"],
+                r["finish_reason"],
+                r["tool_calls"],
+                r["failure"]["kind"]
+            ])
+            .to_string()
+        })
+        .collect();
+    json!(answers)
+}
+
 fn walk(dir: &Path) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -443,7 +465,12 @@ pub(crate) fn run(
             .output()
             .expect("goodput runs"),
     };
-    let observation = observe(&output, out, &server.take(), how.stdout);
+    let mut observation = observe(&output, out, &server.take(), how.stdout);
+    if how.client.is_some()
+        && let Some(object) = observation.as_object_mut()
+    {
+        object.insert("answers".into(), answers(out));
+    }
     // The capture server's (and the embedded simulator's) port changes from run to run, and
     // so does the probe's output directory.
     let text = observation
