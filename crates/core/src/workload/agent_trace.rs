@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::session::MAX_THINK_TIME;
-use super::source::{Collector, Loaded, Place, RecordError, WorkloadFileError, lines, read_file};
+use super::source::{Loaded, Place, RecordError, WorkloadFileError, load_jsonl};
 
 /// One request of a recorded session: a user message or a tool result.
 #[derive(Debug, Clone, PartialEq)]
@@ -54,17 +54,7 @@ pub fn load_agent_trace(
     path: &Path,
     skip_invalid: bool,
 ) -> Result<Loaded<AgentTraceSession>, WorkloadFileError> {
-    let bytes = read_file(path)?;
-    let display = path.display().to_string();
-    let mut collector = Collector::new(&display, skip_invalid);
-    for (line, text) in lines(&bytes) {
-        let place = Place {
-            path: &display,
-            line,
-        };
-        collector.push(parse_agent_session(place, text))?;
-    }
-    collector.finish()
+    load_jsonl(path, skip_invalid, parse_agent_session)
 }
 
 /// Parses one line of an agent trace.

@@ -16,7 +16,9 @@ use std::path::Path;
 use goodput_protocol::ChatMessage;
 use serde_json::Value;
 
-use super::source::{Collector, Loaded, Place, RecordError, WorkloadFileError, lines, read_file};
+use super::source::{
+    Collector, Loaded, Place, RecordError, WorkloadFileError, lines, load_jsonl, read_file,
+};
 
 /// Roles accepted in chat messages.
 const ROLES: [&str; 5] = ["system", "user", "assistant", "developer", "tool"];
@@ -118,17 +120,7 @@ pub fn load_prompts(
     path: &Path,
     skip_invalid: bool,
 ) -> Result<Loaded<PromptRecord>, WorkloadFileError> {
-    let bytes = read_file(path)?;
-    let display = path.display().to_string();
-    let mut collector = Collector::new(&display, skip_invalid);
-    for (line, text) in lines(&bytes) {
-        let place = Place {
-            path: &display,
-            line,
-        };
-        collector.push(parse_prompt_line(place, text))?;
-    }
-    collector.finish()
+    load_jsonl(path, skip_invalid, parse_prompt_line)
 }
 
 /// Parses one line of a prompts file.

@@ -146,6 +146,26 @@ pub(crate) fn read_file(path: &Path) -> Result<Vec<u8>, WorkloadFileError> {
     })
 }
 
+/// Reads a JSONL file, one record per non-blank line parsed by `parse` (bad lines fail the
+/// load, or are counted and skipped with `skip_invalid`).
+pub(crate) fn load_jsonl<T>(
+    path: &Path,
+    skip_invalid: bool,
+    parse: impl Fn(Place<'_>, &[u8]) -> Result<T, RecordError>,
+) -> Result<Loaded<T>, WorkloadFileError> {
+    let bytes = read_file(path)?;
+    let display = path.display().to_string();
+    let mut collector = Collector::new(&display, skip_invalid);
+    for (line, text) in lines(&bytes) {
+        let place = Place {
+            path: &display,
+            line,
+        };
+        collector.push(parse(place, text))?;
+    }
+    collector.finish()
+}
+
 /// Non-blank lines with their 1-based numbers (a trailing `\r` removed).
 pub(crate) fn lines(bytes: &[u8]) -> impl Iterator<Item = (usize, &[u8])> {
     bytes
