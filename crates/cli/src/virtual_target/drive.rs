@@ -23,6 +23,9 @@ use goodput_sim::virtual_time::Simulation;
 use super::VirtualTarget;
 use super::record::{Sent, record};
 
+/// How long a request refused before reaching the engine keeps its closed-loop worker.
+const REFUSAL_ROUND_TRIP: Duration = Duration::from_millis(1);
+
 /// A session between turns.
 struct Playing {
     session: u64,
@@ -217,8 +220,10 @@ impl<'a> VirtualRun<'a> {
     }
 
     fn send_turn(&mut self, scheduled: SimTime, mut playing: Box<Playing>) {
+        // A session without turns ends its worker, as in a live run (no endless loop of
+        // empty sessions).
         let Some(turn) = playing.script.turns.get(playing.next_turn).cloned() else {
-            return self.session_ended(scheduled);
+            return;
         };
         let index = self.next_index;
         if !self.admits(index, scheduled) {
@@ -304,15 +309,16 @@ impl<'a> VirtualRun<'a> {
             self.owner.insert(id, index);
             ids.push(id);
         }
-        let open = ids
+        // A refused engine request never ends: it is not waited for.
+        let refused: Vec<RequestId> = ids
             .iter()
-            .filter(|id| {
-                self.sim
-                    .timeline(**id)
-                    .is_some_and(|t| t.rejected.is_none())
-            })
-            .count();
-        self.remaining.insert(index, open);
+            .copied()
+            .filter(|id| self.sim.timeline(*id).is_none_or(|t| t.rejected.is_some()))
+            .collect();
+        for id in &refused {
+            self.owner.remove(id);
+        }
+        self.remaining.insert(index, ids.len() - refused.len());
         ids
     }
 
@@ -383,13 +389,20 @@ impl<'a> VirtualRun<'a> {
         let timelines: Vec<_> = timelines.iter().collect();
         let mut record = record(&pending.sent, &timelines);
         record.expected_prefix_tokens = self.target.requests.workload.expected_prefix_tokens(index);
+        // A request refused at once frees its worker a round trip later, as over a socket:
+        // a closed loop against a server refusing everything must still advance in time.
         let now = self.sim.now();
+        let free_at = if now <= pending.sent.sent {
+            now + REFUSAL_ROUND_TRIP
+        } else {
+            now
+        };
         match pending.session.take() {
             Some((playing, request)) => {
-                self.turn_ended(&mut record, pending.number, playing, request)
+                self.turn_ended(&mut record, (pending.number, free_at), playing, request)
             }
             None if self.closed => {
-                let _ = self.schedule(now, Job::Worker);
+                let _ = self.schedule(free_at, Job::Worker);
             }
             None => {}
         }
@@ -400,7 +413,7 @@ impl<'a> VirtualRun<'a> {
     fn turn_ended(
         &mut self,
         record: &mut RequestRecord,
-        number: u64,
+        (number, free_at): (u64, SimTime),
         mut playing: Box<Playing>,
         request: TurnRequest,
     ) {
@@ -419,7 +432,7 @@ impl<'a> VirtualRun<'a> {
                     .answered(&request, reply, false, record.output_tokens);
                 let _ = self.schedule(now + think, Job::Turn(playing));
             }
-            _ => self.session_ended(now),
+            _ => self.session_ended(free_at),
         }
     }
 

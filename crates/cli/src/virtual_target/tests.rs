@@ -335,3 +335,29 @@ fn shared_prefixes_hit_the_batching_engines_prefix_cache() {
         assert!((1008..=1040).contains(&cached), "{cached}: {record:?}");
     }
 }
+
+#[test]
+fn a_closed_loop_against_a_server_refusing_at_once_still_ends() {
+    let mut sim = fixed_sim(1);
+    if let EngineConfig::Fixed(fixed) = &mut sim.engine {
+        fixed.max_waiting = 0;
+    }
+    let target = VirtualTarget {
+        sim,
+        requests: VirtualRequests::fixed(10, 11, 0),
+    };
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 3 },
+        duration: Some(Duration::from_secs(1)),
+        max_requests: None,
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let records = target.records(&config);
+    // One slot serves 300 ms requests; the two other workers are refused (429) and retry a
+    // round trip (1 ms) later, for the whole second.
+    let served = records.iter().filter(|r| r.is_ok()).count();
+    let refused = records.iter().filter(|r| r.status == Some(429)).count();
+    assert_eq!(served, 4, "requests started at 0, 300, 600 and 900 ms");
+    assert!((1_900..=2_100).contains(&refused), "{refused} refusals");
+}
