@@ -300,3 +300,55 @@ fn a_virtual_sweep_finds_the_slots_as_its_knee_with_exact_throughput() {
     let again = report(&rebuilt);
     assert_eq!(again["sweep"]["knee"], swept["sweep"]["knee"]);
 }
+
+#[test]
+fn embeddings_in_virtual_time_count_inputs_like_a_live_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = fixed_sim(dir.path(), "fixed", 80, 10);
+    let run_with = |name: &str, virtual_time: bool| {
+        let out = dir.path().join(name);
+        let mut args = vec![
+            "--api",
+            "embeddings",
+            "--batch-size",
+            "4",
+            "--concurrency",
+            "2",
+            "--requests",
+            "40",
+            "--warmup",
+            "0",
+            "--sim-config",
+            sim.to_str().unwrap(),
+        ];
+        if virtual_time {
+            args.push("--virtual-time");
+        }
+        run(&out, &args)
+    };
+    let (live, virtual_run) = (run_with("live", false), run_with("virtual", true));
+    for report in [&live, &virtual_run] {
+        validate_against_schema(report);
+        assert_eq!(report["run"]["item_unit"], "inputs");
+        assert_eq!(report["steps"][0]["requests"]["completed"], 40);
+    }
+    // Each input is a prefill and one token: 80 ms, the four of a request in parallel; two
+    // workers: 2 × 4 inputs per 80 ms = 100 inputs/s, exactly in virtual time.
+    let items = |r: &Value| {
+        r["steps"][0]["throughput"]["items_per_sec"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        (items(&virtual_run) - 100.0).abs() < 1.0,
+        "{}",
+        items(&virtual_run)
+    );
+    assert!(
+        items(&live) <= 100.5 && items(&live) > 60.0,
+        "live {}",
+        items(&live)
+    );
+    let e2e = |r: &Value| r["steps"][0]["latency_ms"]["e2e"]["p50"].as_f64().unwrap();
+    assert!((e2e(&virtual_run) - 80.0).abs() < 1e-6);
+}

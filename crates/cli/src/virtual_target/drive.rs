@@ -258,6 +258,7 @@ impl<'a> VirtualRun<'a> {
             input_tokens: 0,
             stream: self.target.requests.openai.stream,
             cached_details: false,
+            encoder: false,
             cached_tokens: 0,
             invalid: None,
             timed_out: None,
@@ -272,6 +273,7 @@ impl<'a> VirtualRun<'a> {
                     .sum();
                 sent.stream = admission.stream;
                 sent.cached_details = admission.cached_details;
+                sent.encoder = admission.encoder;
                 (self.submit(index, admission.requests), admission.number)
             }
             Err(message) => {

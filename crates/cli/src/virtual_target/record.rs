@@ -26,6 +26,8 @@ pub(super) struct Sent {
     pub(super) stream: bool,
     /// Whether usage reports prefix-cache hits.
     pub(super) cached_details: bool,
+    /// An encoder request (embeddings, rerank): one whole body, no output tokens.
+    pub(super) encoder: bool,
     /// Prompt tokens served from the prefix cache.
     pub(super) cached_tokens: u64,
     /// The server refused the body before any engine saw it (HTTP 400).
@@ -91,6 +93,19 @@ impl Reply {
             _ => last.unwrap_or(sent.sent),
         };
         let output_tokens: u64 = deliveries.iter().map(|(_, n)| u64::from(*n)).sum();
+        if sent.encoder {
+            // The vectors or scores arrive in one body; the one generated token is internal.
+            let chunks = if failed {
+                Vec::new()
+            } else {
+                vec![[micros(end), 0]]
+            };
+            return Reply {
+                chunks,
+                output_tokens: 0,
+                end,
+            };
+        }
         let chunks = if !sent.stream && output_tokens > 0 {
             vec![[micros(end), output_tokens]]
         } else {

@@ -71,14 +71,11 @@ impl VirtualRequests {
             ApiKind::Chat => Api::Chat,
             ApiKind::Completions => Api::Completions,
             ApiKind::Responses => bail!(
-                "--api responses: the simulator serves chat and completions; use --api chat or \
-                 --api completions in virtual time"
+                "--api responses: the simulator serves chat, completions, embeddings and rerank; \
+                 use one of those in virtual time"
             ),
-            ApiKind::Embeddings | ApiKind::Rerank => bail!(
-                "--api {}: in virtual time the simulator drives chat and completions; run \
-                 encoders live against the embedded simulator (drop --virtual-time)",
-                openai.api.endpoint().trim_start_matches("v1/")
-            ),
+            ApiKind::Embeddings => Api::Embeddings,
+            ApiKind::Rerank => Api::Rerank,
         };
         let built = prepare_offline(args, seed, config).await?;
         Ok(VirtualRequests {

@@ -21,7 +21,7 @@ use super::faults::Fault;
 use super::routes::{error_response, injected_refusal, json_response, submit_error_response};
 use crate::driver::RequestUpdate;
 use crate::engine::EngineRequest;
-use crate::text::{block_hashes, derive_seed};
+use crate::text::{Tokenizer, block_hashes, derive_seed};
 
 /// Floats per embedding vector.
 pub(crate) const EMBEDDING_DIM: usize = 16;
@@ -67,9 +67,35 @@ fn texts(value: &Value, param: &'static str) -> Result<Vec<String>, Invalid> {
 }
 
 fn parse(state: &ServerState, route: Route, body: &[u8]) -> Result<Parsed, Invalid> {
+    parse_with(&state.prompt_context.tokenizer, route, body)
+}
+
+/// The token ids of every engine prompt of an encoder request (virtual time's front end
+/// calls this too), or why the body is refused.
+pub(crate) fn prompts(
+    tokenizer: &Tokenizer,
+    route: Route,
+    body: &[u8],
+) -> Result<Vec<Vec<u32>>, String> {
+    parse_with(tokenizer, route, body)
+        .map(|parsed| parsed.prompts)
+        .map_err(|(message, _)| message)
+}
+
+/// The engine request of one encoder prompt: its prefill and one token.
+pub(crate) fn engine_request(ids: &[u32], block_size: Option<u32>) -> EngineRequest {
+    EngineRequest {
+        id: 0,
+        prompt_tokens: u32::try_from(ids.len()).unwrap_or(u32::MAX),
+        block_hashes: block_size.map_or_else(Vec::new, |size| block_hashes(ids, size)),
+        max_output_tokens: 1,
+        stop_after_tokens: 1,
+    }
+}
+
+fn parse_with(tokenizer: &Tokenizer, route: Route, body: &[u8]) -> Result<Parsed, Invalid> {
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| (format!("invalid JSON body: {error}"), "body"))?;
-    let tokenizer = &state.prompt_context.tokenizer;
     match route {
         Route::Embeddings => {
             let input = value.get("input").unwrap_or(&Value::Null);
@@ -183,13 +209,7 @@ async fn prefill(state: &ServerState, prompts: &[Vec<u32>]) -> Result<(), Respon
     let block_size = state.prompt_context.block_size;
     let requests = prompts
         .iter()
-        .map(|ids| EngineRequest {
-            id: 0,
-            prompt_tokens: u32::try_from(ids.len()).unwrap_or(u32::MAX),
-            block_hashes: block_size.map_or_else(Vec::new, |size| block_hashes(ids, size)),
-            max_output_tokens: 1,
-            stop_after_tokens: 1,
-        })
+        .map(|ids| engine_request(ids, block_size))
         .collect();
     let mut events = match state.driver.submit(requests).await {
         Ok(events) => events,

@@ -7,6 +7,7 @@
 use rand::SeedableRng;
 use rand::rngs::Xoshiro256PlusPlus;
 
+use super::encode::{self, Route};
 use super::faults::Fault;
 use super::request::{Plan, PromptContext, parse_chat, parse_completion};
 use super::routes::REQUEST_RNG;
@@ -21,6 +22,10 @@ pub enum Api {
     Chat,
     /// `/v1/completions`.
     Completions,
+    /// `/v1/embeddings` (a prefill and one token per input).
+    Embeddings,
+    /// `/v1/rerank` (a prefill and one token per query–document pair).
+    Rerank,
 }
 
 /// A request the front end accepted: its number (as the server counts requests) and one
@@ -35,6 +40,8 @@ pub struct Admission {
     pub stream: bool,
     /// Whether usage reports prompt tokens served from the prefix cache.
     pub cached_details: bool,
+    /// An encoder request: the answer is one whole body of vectors or scores, no tokens.
+    pub encoder: bool,
 }
 
 /// The simulator's request front end, numbering requests as the HTTP server does.
@@ -73,6 +80,8 @@ impl Frontend {
         let plan: Plan = match api {
             Api::Chat => parse_chat(body, &self.context),
             Api::Completions => parse_completion(body, &self.context),
+            Api::Embeddings => return self.admit_encoder(Route::Embeddings, body),
+            Api::Rerank => return self.admit_encoder(Route::Rerank, body),
         }
         .map_err(|invalid| invalid.message)?;
         let number = self.next;
@@ -87,6 +96,33 @@ impl Frontend {
             requests: plan.engine_requests(&mut rng, self.natural_mean),
             stream: plan.stream,
             cached_details: self.cached_details,
+            encoder: false,
+        })
+    }
+
+    /// An embeddings or rerank body: every input's prefill, as `encode::answer` submits it.
+    fn admit_encoder(&mut self, route: Route, body: &[u8]) -> Result<Admission, String> {
+        let prompts = encode::prompts(&self.context.tokenizer, route, body)?;
+        let number = self.next;
+        self.next += 1;
+        let max_len = self.context.max_model_len.saturating_sub(1) as usize;
+        if let Some(long) = prompts.iter().find(|p| p.len() > max_len) {
+            return Err(format!(
+                "an input of {} tokens exceeds the model's {} tokens",
+                long.len(),
+                self.context.max_model_len
+            ));
+        }
+        let block_size = self.context.block_size;
+        Ok(Admission {
+            number,
+            requests: prompts
+                .iter()
+                .map(|ids| encode::engine_request(ids, block_size))
+                .collect(),
+            stream: false,
+            cached_details: false,
+            encoder: true,
         })
     }
 
@@ -135,6 +171,29 @@ mod tests {
         assert_eq!(admission.number, 0);
         let prompts: Vec<u32> = admission.requests.iter().map(|r| r.prompt_tokens).collect();
         assert_eq!(prompts, [2, 3]);
+    }
+
+    #[test]
+    fn encoder_bodies_prefill_every_input_for_one_token() {
+        let mut frontend = Frontend::new(&words_config());
+        let body = br#"{"input":["a b c","d e"]}"#;
+        let admission = frontend.admit(Api::Embeddings, body).unwrap();
+        assert!(admission.encoder && !admission.stream);
+        let shape: Vec<(u32, u32)> = admission
+            .requests
+            .iter()
+            .map(|r| (r.prompt_tokens, r.output_tokens()))
+            .collect();
+        assert_eq!(shape, [(3, 1), (2, 1)]);
+        let rerank = br#"{"query":"q r","documents":["a b c","d"]}"#;
+        let admission = frontend.admit(Api::Rerank, rerank).unwrap();
+        let prompts: Vec<u32> = admission.requests.iter().map(|r| r.prompt_tokens).collect();
+        assert_eq!(prompts, [5, 3], "query + document");
+        assert!(
+            frontend
+                .admit(Api::Rerank, br#"{"documents":["a"]}"#)
+                .is_err()
+        );
     }
 
     #[test]
