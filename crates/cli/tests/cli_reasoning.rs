@@ -63,6 +63,28 @@ fn an_agentic_run_reports_reasoning_tools_sessions_and_prefix_reuse() {
     assert_exports(&out, step);
 }
 
+/// `v` (already at most one decimal) as the page's `fmt(v, 1)` writes it: no decimal when it
+/// is zero, thousands separated by commas (128 → "128", 1234.5 → "1,234.5").
+fn page_number(v: f64) -> String {
+    let text = format!("{v:.1}");
+    let text = text.strip_suffix(".0").unwrap_or(&text).to_string();
+    let (whole, fraction) = text
+        .split_once('.')
+        .map_or((text.as_str(), None), |(w, f)| (w, Some(f)));
+    let digits: Vec<char> = whole.chars().collect();
+    let mut grouped = String::new();
+    for (i, c) in digits.iter().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) && *c != '-' && digits[i - 1] != '-' {
+            grouped.push(',');
+        }
+        grouped.push(*c);
+    }
+    match fraction {
+        Some(f) => format!("{grouped}.{f}"),
+        None => grouped,
+    }
+}
+
 /// The HTML page (in Chromium), `summary.md`, `summary.csv` and `requests.csv` show the
 /// reasoning, tool-call, session and prefix-reuse figures of `step`.
 fn assert_exports(out: &std::path::Path, step: &Value) {
@@ -71,9 +93,15 @@ fn assert_exports(out: &std::path::Path, step: &Value) {
     let ttfat_p50 = step["reasoning"]["time_to_first_answer_ms"]["p50"]
         .as_f64()
         .unwrap();
+    // The page rounds half away from zero, Rust's formatting to even: accept either neighbour.
+    let ttfat = [(ttfat_p50 * 10.0).floor(), (ttfat_p50 * 10.0).ceil()]
+        .map(|tenths| format!("{} ms", page_number(tenths / 10.0)));
+    assert!(
+        ttfat.iter().any(|needle| dom.contains(needle.as_str())),
+        "report.html lacks {ttfat:?}"
+    );
     for needle in [
         "time to first answer token p50".to_string(),
-        format!("{ttfat_p50:.1} ms"),
         "answers starved by thinking".to_string(),
         "ended in a tool call".to_string(),
         "session duration p50".to_string(),
