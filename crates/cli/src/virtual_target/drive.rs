@@ -54,6 +54,8 @@ struct InFlight {
     session: Option<(Box<Playing>, TurnRequest)>,
     /// The key of its timeout in the due queue.
     deadline: (SimTime, u64),
+    /// Its engine requests still running.
+    remaining: usize,
 }
 
 /// One virtual-time run of `config` against `target`.
@@ -73,8 +75,6 @@ pub(super) struct VirtualRun<'a> {
     cap: Option<usize>,
     in_flight: HashMap<u64, InFlight>,
     owner: HashMap<RequestId, u64>,
-    remaining: HashMap<u64, usize>,
-    cached: HashMap<u64, u64>,
     next_index: u64,
     next_session: u64,
     next_engine_id: RequestId,
@@ -107,8 +107,6 @@ impl<'a> VirtualRun<'a> {
             cap,
             in_flight: HashMap::new(),
             owner: HashMap::new(),
-            remaining: HashMap::new(),
-            cached: HashMap::new(),
             next_index: 0,
             next_session: 0,
             next_engine_id: 0,
@@ -264,7 +262,7 @@ impl<'a> VirtualRun<'a> {
             timed_out: None,
         };
         let index = sent.spec.index;
-        let (engine_ids, number) = match admitted {
+        let (engine_ids, remaining, number) = match admitted {
             Ok(admission) => {
                 sent.input_tokens = admission
                     .requests
@@ -274,11 +272,12 @@ impl<'a> VirtualRun<'a> {
                 sent.stream = admission.stream;
                 sent.cached_details = admission.cached_details;
                 sent.encoder = admission.encoder;
-                (self.submit(index, admission.requests), admission.number)
+                let (ids, open) = self.submit(index, admission.requests);
+                (ids, open, admission.number)
             }
             Err(message) => {
                 sent.invalid = Some(message);
-                (Vec::new(), 0)
+                (Vec::new(), 0, 0)
             }
         };
         let deadline = self.schedule(now + self.config.request_timeout, Job::Deadline(index));
@@ -288,6 +287,7 @@ impl<'a> VirtualRun<'a> {
             number,
             session,
             deadline,
+            remaining,
         };
         self.in_flight.insert(index, pending);
         self.settle(index);
@@ -300,7 +300,13 @@ impl<'a> VirtualRun<'a> {
         self.frontend.admit(requests.api, &bytes)
     }
 
-    fn submit(&mut self, index: u64, requests: Vec<goodput_sim::EngineRequest>) -> Vec<RequestId> {
+    /// Submits a request's engine requests now; returns their ids and how many the engine
+    /// took (a refused one never ends, so it is not waited for).
+    fn submit(
+        &mut self,
+        index: u64,
+        requests: Vec<goodput_sim::EngineRequest>,
+    ) -> (Vec<RequestId>, usize) {
         let now = self.sim.now();
         let mut ids = Vec::with_capacity(requests.len());
         for mut request in requests {
@@ -311,7 +317,6 @@ impl<'a> VirtualRun<'a> {
             self.owner.insert(id, index);
             ids.push(id);
         }
-        // A refused engine request never ends: it is not waited for.
         let refused: Vec<RequestId> = ids
             .iter()
             .copied()
@@ -320,8 +325,8 @@ impl<'a> VirtualRun<'a> {
         for id in &refused {
             self.owner.remove(id);
         }
-        self.remaining.insert(index, ids.len() - refused.len());
-        ids
+        let open = ids.len() - refused.len();
+        (ids, open)
     }
 
     fn advance_engine(&mut self, at: SimTime) {
@@ -332,8 +337,12 @@ impl<'a> VirtualRun<'a> {
                 EngineEvent::Scheduled {
                     id, cached_tokens, ..
                 } => {
-                    if let Some(index) = self.owner.get(&id) {
-                        *self.cached.entry(*index).or_default() += u64::from(cached_tokens);
+                    if let Some(pending) = self
+                        .owner
+                        .get(&id)
+                        .and_then(|index| self.in_flight.get_mut(index))
+                    {
+                        pending.sent.cached_tokens += u64::from(cached_tokens);
                     }
                 }
                 EngineEvent::Tokens {
@@ -351,8 +360,8 @@ impl<'a> VirtualRun<'a> {
         let Some(index) = self.owner.remove(&id) else {
             return;
         };
-        if let Some(left) = self.remaining.get_mut(&index) {
-            *left = left.saturating_sub(1);
+        if let Some(pending) = self.in_flight.get_mut(&index) {
+            pending.remaining = pending.remaining.saturating_sub(1);
         }
         self.settle(index);
     }
@@ -368,21 +377,19 @@ impl<'a> VirtualRun<'a> {
                 self.sim.cancel(id);
             }
         }
-        self.remaining.insert(index, 0);
+        pending.remaining = 0;
         self.settle(index);
     }
 
     /// Ends request `index` if all its engine requests have ended.
     fn settle(&mut self, index: u64) {
-        if self.remaining.get(&index).is_some_and(|left| *left > 0) {
+        if self.in_flight.get(&index).is_none_or(|p| p.remaining > 0) {
             return;
         }
-        self.remaining.remove(&index);
         let Some(mut pending) = self.in_flight.remove(&index) else {
             return;
         };
         self.due.remove(&pending.deadline);
-        pending.sent.cached_tokens = self.cached.remove(&index).unwrap_or(0);
         let timelines: Vec<_> = pending
             .engine_ids
             .iter()
