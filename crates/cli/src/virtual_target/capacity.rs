@@ -19,9 +19,8 @@ use goodput_core::units::rfc3339;
 
 use crate::args::capacity::CapacityArgs;
 use crate::commands::capacity::{completed_outcome, print_probe, probe_plan, search_config};
-use crate::embedded_sim::describe_simulator;
-use crate::virtual_target::requests::check_emulated;
-use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
+use crate::virtual_target::run::simulated;
+use crate::virtual_target::{VirtualTarget, virtual_capacity};
 use crate::wiring::session::{finish, random_seed, tool_info};
 
 /// Runs the search in virtual time and reports it like a live one (without a journal: no
@@ -46,7 +45,8 @@ pub(crate) async fn run(
         time_scale: 1.0,
         ..args.run.run_config(seed)?
     };
-    let (target, label, model) = virtual_target(&args, seed, &mut base).await?;
+    // The report names the simulator's model, whatever --model asks the body to carry.
+    let (target, label, model) = simulated(&args.run, seed, None, &mut base).await?;
     let plan = probe_plan(&args, base.clone(), criteria, measured);
     let mut steps = Vec::new();
     let start = search_start(&args, &target, &base, &mut steps)?;
@@ -82,21 +82,6 @@ pub(crate) async fn run(
         None,
         gate.as_ref(),
     )
-}
-
-/// The embedded simulator as a virtual-time target sent the workload of the flags, its label
-/// for the report and its model name.
-async fn virtual_target(
-    args: &CapacityArgs,
-    seed: u64,
-    base: &mut RunConfig,
-) -> Result<(VirtualTarget, String, String)> {
-    let sim = crate::embedded_sim::embedded_sim_config(&args.run, seed)?;
-    check_emulated(&sim)?;
-    let label = format!("{} in virtual time", describe_simulator(&sim));
-    let model = sim.model_name();
-    let requests = VirtualRequests::from_run(&args.run, seed, model.clone(), base).await?;
-    Ok((VirtualTarget { sim, requests }, label, model))
 }
 
 /// The first load probed: --start, the calibration concurrency, or half the throughput of a

@@ -44,12 +44,7 @@ pub(super) async fn prepare(args: &RunArgs, command_line: Vec<String>) -> Result
     };
     args.summary_format()?;
     let gate = crate::wiring::run_extras::load_gate(args.reporting.gate.as_deref())?;
-    let sim = crate::embedded_sim::embedded_sim_config(args, seed)?;
-    check_emulated(&sim)?;
-    let model = args.model.clone().unwrap_or_else(|| sim.model_name());
-    let label = format!("{} in virtual time", describe_simulator(&sim));
-    let requests = VirtualRequests::from_run(args, seed, model.clone(), &mut config).await?;
-    let target = VirtualTarget { sim, requests };
+    let (target, label, model) = simulated(args, seed, args.model.clone(), &mut config).await?;
     let info = describe(args, &config, &target, label, &model, command_line)?;
     Ok(Prepared {
         config,
@@ -57,6 +52,23 @@ pub(super) async fn prepare(args: &RunArgs, command_line: Vec<String>) -> Result
         target,
         info,
     })
+}
+
+/// The embedded simulator of `args` as a virtual-time target sending `args`' workload to
+/// `model` (default: the simulator's), with its label for the report and the model's name;
+/// `config` is adjusted to the workload (trace replay).
+pub(super) async fn simulated(
+    args: &RunArgs,
+    seed: u64,
+    model: Option<String>,
+    config: &mut RunConfig,
+) -> Result<(VirtualTarget, String, String)> {
+    let sim = crate::embedded_sim::embedded_sim_config(args, seed)?;
+    check_emulated(&sim)?;
+    let model = model.unwrap_or_else(|| sim.model_name());
+    let label = format!("{} in virtual time", describe_simulator(&sim));
+    let requests = VirtualRequests::from_run(args, seed, model.clone(), config).await?;
+    Ok((VirtualTarget { sim, requests }, label, model))
 }
 
 /// Runs `goodput run --virtual-time`.
