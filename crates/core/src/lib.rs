@@ -19,7 +19,7 @@
 //! - [`backend`]: the [`backend::Backend`] seam and the OpenAI-compatible backend (SSE decoder).
 //! - [`html`]: the self-contained HTML report and comparison page (one renderer for the
 //!   command line and the Python package).
-//! - [`http`]: a small HTTP/1.1 client over hyper with a connection pool, TLS and pluggable
+//! - [`http`]: a small purpose-built HTTP/1.1 client with a connection pool, TLS and pluggable
 //!   connectors (TCP, or in-memory for tests).
 //! - [`record`]: [`record::Exchange`] (filled while a request runs) and
 //!   [`record::RequestRecord`] (the journal line every metric is computed from);

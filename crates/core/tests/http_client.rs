@@ -194,7 +194,7 @@ async fn exact_timestamps_under_paused_time() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn request_handed_back_unsent_is_resent_on_a_fresh_connection() {
+async fn idle_connection_closed_by_the_server_is_never_used() {
     let state = State::new(|_, _| ok_stream());
     let first: Slot = Arc::new(Mutex::new(None));
     let client = duplex_client(state.clone(), Some(first.clone()), HttpConfig::default());
@@ -216,12 +216,92 @@ async fn request_handed_back_unsent_is_resent_on_a_fresh_connection() {
     assert_eq!((exchange.failure, exchange.retries), (None, 0));
     tokio::task::yield_now().await;
     settle().await;
-    // The server closes the idle connection just as the next request is handed to it.
+    // The server closes the idle connection just before the next request is written.
     drop(server_end);
     let exchange = send(&backend, &text_spec()).await;
     assert_eq!(exchange.failure, None);
-    assert_eq!((exchange.retries, exchange.reused_connection), (1, false));
-    assert_eq!(client.stats().opened, 2);
+    assert_eq!((exchange.retries, exchange.reused_connection), (0, false));
+    let stats = client.stats();
+    assert_eq!((stats.opened, stats.discarded), (2, 1));
+}
+
+/// A connection that takes no byte: every write fails at once (a socket closed under it).
+struct Unwritable;
+
+impl tokio::io::AsyncRead for Unwritable {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Pending
+    }
+}
+
+impl tokio::io::AsyncWrite for Unwritable {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A client whose first `dead` connections refuse every byte; later ones are served by `state`.
+fn client_with_dead_connections(dead: usize, state: State) -> HttpClient {
+    let opened = Arc::new(Mutex::new(0usize));
+    let connector = FnConnector::new(move || {
+        let (state, opened) = (state.clone(), opened.clone());
+        async move {
+            let n = {
+                let mut opened = opened.lock().unwrap();
+                *opened += 1;
+                *opened
+            };
+            if n <= dead {
+                return Ok(Box::new(Unwritable) as BoxIo);
+            }
+            let (client, mut server) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move { wire_server::serve(&mut server, &state).await });
+            Ok(Box::new(client) as BoxIo)
+        }
+    });
+    let target = Target::parse("http://sim.local/v1").unwrap();
+    HttpClient::new(target, Arc::new(connector), HttpConfig::default())
+}
+
+#[tokio::test(start_paused = true)]
+async fn request_of_which_no_byte_was_written_is_resent_on_a_fresh_connection() {
+    let state = State::new(|_, _| ok_stream());
+    let client = client_with_dead_connections(1, state.clone());
+    let backend = OpenAiBackend::new(config(ApiKind::Chat), client.clone()).unwrap();
+    let exchange = send(&backend, &text_spec()).await;
+    assert_eq!((exchange.failure, exchange.retries), (None, 1));
+    assert_eq!((client.stats().opened, state.requests().len()), (2, 1));
+    // Past the retry budget (2) the request fails as unsent, with no send time.
+    let client = client_with_dead_connections(3, state.clone());
+    let backend = OpenAiBackend::new(config(ApiKind::Chat), client).unwrap();
+    let exchange = send(&backend, &text_spec()).await;
+    let (kind, message) = failure(&exchange);
+    assert_eq!(kind, OutcomeKind::Transport);
+    assert!(
+        message.contains("before the request was sent (2 retries)"),
+        "{message}"
+    );
+    assert_eq!(exchange.sent_at, None);
 }
 
 /// A POST through the client alone (no backend).
@@ -398,4 +478,118 @@ async fn servers_closing_after_every_streamed_answer_without_saying_so_cost_no_r
     }
     assert_eq!(server.state.requests().len(), 20);
     assert_eq!(client.stats().opened, 20);
+}
+
+/// Everything a body carried, and whether the connection went back to the pool.
+async fn body_of(step_writes: Vec<Vec<u8>>, close: bool) -> (Result<Vec<u8>, String>, u64) {
+    let state = State::new(move |_, _| {
+        let mut steps: Vec<Step> = step_writes.iter().cloned().map(Step::Write).collect();
+        if close {
+            steps.push(Step::Close);
+        }
+        steps
+    });
+    let server = TcpServer::start(state).await;
+    let client = HttpClient::tcp(Target::parse(&server.url()).unwrap(), HttpConfig::default());
+    let mut exchange = Exchange::default();
+    let mut response = client.send(post("/x"), &mut exchange).await.unwrap();
+    let mut bytes = Vec::new();
+    while let Some(frame) = response.body_mut().data().await {
+        match frame {
+            Ok(data) => bytes.extend_from_slice(&data),
+            Err(error) => {
+                let failure = goodput_core::http::failure_from_http(&error, false);
+                return (Err(format!("{:?}: {}", failure.kind, failure.message)), 0);
+            }
+        }
+    }
+    (Ok(bytes), client.stats().idle as u64)
+}
+
+#[tokio::test]
+async fn bodies_framed_every_way_are_read_whole_split_anywhere() {
+    let head = |framing: &str| format!("HTTP/1.1 200 OK\r\n{framing}\r\n").into_bytes();
+    let b = |text: &str| text.as_bytes().to_vec();
+    // Content-length, split inside the head and the body.
+    let (body, idle) = body_of(
+        vec![
+            b("HTTP/1.1 200 OK\r\ncontent-le"),
+            b("ngth: 11\r\n\r\nhello"),
+            b(" world"),
+        ],
+        false,
+    )
+    .await;
+    assert_eq!((body.unwrap(), idle), (b("hello world"), 1));
+    // Chunked with an extension, a size line split in two, and trailers.
+    let (body, idle) = body_of(
+        vec![
+            head("transfer-encoding: chunked\r\n"),
+            b("5;ext=1\r\nhel"),
+            b("lo\r\n"),
+            b("1"),
+            b("0\r\n world, goodbye!\r\n0\r\nx-trailer: 1\r\n\r\n"),
+        ],
+        false,
+    )
+    .await;
+    assert_eq!((body.unwrap(), idle), (b("hello world, goodbye!"), 1));
+    // Until close: read to the end, the connection is not kept.
+    let (body, idle) = body_of(vec![head(""), b("all of it")], true).await;
+    assert_eq!((body.unwrap(), idle), (b("all of it"), 0));
+    // A 1xx interim response before the real one.
+    let (body, _) = body_of(
+        vec![
+            b("HTTP/1.1 100 Continue\r\n\r\n"),
+            head("content-length: 2\r\n"),
+            b("ok"),
+        ],
+        false,
+    )
+    .await;
+    assert_eq!(body.unwrap(), b("ok"));
+}
+
+#[tokio::test]
+async fn broken_bodies_are_protocol_or_transport_failures() {
+    let head = |framing: &str| format!("HTTP/1.1 200 OK\r\n{framing}\r\n").into_bytes();
+    let chunked = head("transfer-encoding: chunked\r\n");
+    let (body, _) = body_of(vec![chunked.clone(), b"zz\r\n".to_vec()], false).await;
+    let message = body.unwrap_err();
+    assert!(
+        message.starts_with("Protocol: invalid HTTP response: invalid chunk size"),
+        "{message}"
+    );
+    let (body, _) = body_of(vec![chunked, b"5\r\nhello!!\r\n".to_vec()], false).await;
+    assert!(
+        body.unwrap_err()
+            .contains("chunk data longer than its size")
+    );
+    let (body, _) = body_of(
+        vec![head("content-length: 10\r\n"), b"short".to_vec()],
+        true,
+    )
+    .await;
+    let message = body.unwrap_err();
+    assert!(
+        message.starts_with("Transport: connection closed before a complete response"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_head_that_is_not_http_is_a_protocol_failure() {
+    let state = State::new(|_, _| vec![Step::Write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n".to_vec())]);
+    let server = TcpServer::start(state).await;
+    let client = HttpClient::tcp(Target::parse(&server.url()).unwrap(), HttpConfig::default());
+    let failure = client
+        .send(post("/x"), &mut Exchange::default())
+        .await
+        .unwrap_err();
+    assert_eq!(failure.kind, OutcomeKind::Protocol, "{}", failure.message);
+    assert!(
+        failure.message.starts_with("invalid HTTP response"),
+        "{}",
+        failure.message
+    );
 }

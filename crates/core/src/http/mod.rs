@@ -1,6 +1,8 @@
-//! A small HTTP/1.1 client over hyper, made for measuring: one request per connection at a
-//! time, a bounded pool of idle keep-alive connections, pluggable [`Connector`]s (TCP/TLS, or
-//! in-memory pipes for tests), and exact timestamps written into the [`Exchange`].
+//! A small HTTP/1.1 client made for measuring: one request per connection at a time, written
+//! and read by the request's own task (no connection task, one small read buffer: a waiting
+//! stream costs little and a chunk is timestamped right where it is read), a bounded pool of
+//! idle keep-alive connections, pluggable [`Connector`]s (TCP/TLS, or in-memory pipes for
+//! tests), and exact timestamps written into the [`Exchange`].
 //!
 //! Reliability rules:
 //! - an idle connection is reused only if it is still open, younger than
@@ -11,9 +13,12 @@
 //!   a request sent on it at once would go into a closing socket (and could not be proven
 //!   unsent); by then the server's close has arrived and the connection is dropped unused;
 //! - a request is re-sent (at most [`HttpConfig::max_retries`] times, on a fresh connection)
-//!   only when hyper hands it back unsent, i.e. it provably never reached the server;
+//!   only when not one of its bytes could be written, i.e. it provably never reached the
+//!   server;
 //! - a connection returns to the pool only after its response body was read to the end.
 
+mod body;
+mod conn;
 mod connect;
 mod pool;
 mod target;
@@ -27,18 +32,20 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{HOST, HeaderValue, USER_AGENT};
-use http::{Request, Response, Uri};
-use http_body_util::Full;
-use hyper_util::rt::TokioIo;
+use http::header::{CONTENT_LENGTH, HOST, HeaderValue, USER_AGENT};
+use http::{Method, Request, Response, Uri};
+use http_body_util::{BodyExt, Full};
 use tokio::time::Instant;
 
+pub use body::ResponseBody;
+pub use conn::HttpError;
 pub use connect::{BoxIo, ConnectError, Connector, FnConnector, Io, TcpConnector, TcpOptions};
-pub use pool::{PoolStats, ResponseBody};
+pub use pool::PoolStats;
 pub use target::{Target, TargetError};
 
 use crate::record::{Exchange, Failure, KEPT_HEADERS, OutcomeKind};
-use pool::{Pool, Sender};
+use conn::{Conn, Head};
+use pool::Pool;
 
 /// Client settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,7 +104,7 @@ impl std::fmt::Debug for HttpClient {
 
 /// A connection ready to carry a request.
 struct Checkout {
-    sender: Sender,
+    conn: Conn,
     reused: bool,
 }
 
@@ -141,7 +148,7 @@ impl HttpClient {
 
     /// Sends `request` and waits for the response head, recording into `exchange`:
     /// `reused_connection`, `connect_time`, `retries`, `sent_at` (right before the request is
-    /// handed to the connection), then `response_at`, `status` and kept headers.
+    /// written to the connection), then `response_at`, `status` and kept headers.
     ///
     /// The URI may be origin-form (`/v1/…`) or absolute (only its path and query are used);
     /// `Host` and `User-Agent` are added when missing. Read the returned body to its end for
@@ -152,36 +159,39 @@ impl HttpClient {
         exchange: &mut Exchange,
     ) -> Result<Response<ResponseBody>, Failure> {
         self.prepare(&mut request);
+        let head_request = request.method() == Method::HEAD;
+        let wire = serialize(request).await;
         let mut fresh_only = false;
         loop {
-            let Checkout { mut sender, reused } = self.checkout(fresh_only, exchange).await?;
+            let Checkout { mut conn, reused } = self.checkout(fresh_only, exchange).await?;
             exchange.reused_connection = reused;
             exchange.sent_at = Some(Instant::now());
-            match sender.try_send_request(request).await {
-                Ok(response) => {
-                    self.record_head(&response, exchange);
-                    let pool = self.inner.pool.clone();
-                    return Ok(response.map(|body| ResponseBody::new(body, pool, sender)));
+            match conn.write_all(&wire).await {
+                Ok(()) => {}
+                Err((_, false)) if exchange.retries < self.inner.config.max_retries => {
+                    exchange.retries += 1;
+                    fresh_only = true;
+                    continue;
                 }
-                Err(mut error) => match error.take_message() {
-                    Some(unsent) if exchange.retries < self.inner.config.max_retries => {
-                        exchange.retries += 1;
-                        request = unsent;
-                        fresh_only = true;
-                    }
-                    Some(_) => {
-                        exchange.sent_at = None;
-                        return Err(Failure::new(
-                            OutcomeKind::Transport,
-                            format!(
-                                "connection closed before the request was sent ({} retries)",
-                                exchange.retries
-                            ),
-                        ));
-                    }
-                    None => return Err(failure_from_hyper(error.error(), reused)),
-                },
+                Err((_, false)) => {
+                    exchange.sent_at = None;
+                    return Err(Failure::new(
+                        OutcomeKind::Transport,
+                        format!(
+                            "connection closed before the request was sent ({} retries)",
+                            exchange.retries
+                        ),
+                    ));
+                }
+                Err((error, true)) => {
+                    return Err(failure_from_http(&HttpError::Io(error), reused));
+                }
             }
+            let head = conn
+                .read_head(head_request)
+                .await
+                .map_err(|error| failure_from_http(&error, reused))?;
+            return Ok(self.respond(conn, head, exchange));
         }
     }
 
@@ -199,24 +209,16 @@ impl HttpClient {
         }
     }
 
-    /// A pooled connection that is open and ready, else a new one.
+    /// A pooled connection that is open and quiet, else a new one.
     async fn checkout(
         &self,
         fresh_only: bool,
         exchange: &mut Exchange,
     ) -> Result<Checkout, Failure> {
         let pool = &self.inner.pool;
-        let mut pooled = if fresh_only { None } else { pool.take() };
-        while let Some(mut sender) = pooled {
-            if sender.ready().await.is_ok() {
-                pool.reused.fetch_add(1, Ordering::Relaxed);
-                return Ok(Checkout {
-                    sender,
-                    reused: true,
-                });
-            }
-            pool.note_discarded(1);
-            pooled = pool.take();
+        if !fresh_only && let Some(conn) = pool.take() {
+            pool.reused.fetch_add(1, Ordering::Relaxed);
+            return Ok(Checkout { conn, reused: true });
         }
         let started = Instant::now();
         let io = self
@@ -225,72 +227,87 @@ impl HttpClient {
             .connect(&self.inner.target)
             .await
             .map_err(|error| Failure::new(OutcomeKind::Transport, error.to_string()))?;
-        let (sender, connection) = hyper::client::conn::http1::Builder::new()
-            .handshake(TokioIo::new(io))
-            .await
-            .map_err(|error| failure_from_hyper(&error, false))?;
-        tokio::spawn(async move {
-            // The connection's errors reach the request or body that was using it.
-            let _ = connection.await;
-        });
         exchange.connect_time = Some(started.elapsed());
         pool.opened.fetch_add(1, Ordering::Relaxed);
         Ok(Checkout {
-            sender,
+            conn: Conn::new(io),
             reused: false,
         })
     }
 
-    fn record_head<B>(&self, response: &Response<B>, exchange: &mut Exchange) {
+    /// Records the head into `exchange` and wraps the body.
+    fn respond(&self, conn: Conn, head: Head, exchange: &mut Exchange) -> Response<ResponseBody> {
         exchange.response_at = Some(Instant::now());
-        exchange.status = Some(response.status().as_u16());
+        exchange.status = Some(head.status.as_u16());
         exchange.headers.clear();
         for name in KEPT_HEADERS {
-            if let Some(value) = response.headers().get(name) {
+            if let Some(value) = head.headers.get(name) {
                 let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
                 exchange.headers.push((name.to_string(), value));
             }
         }
+        let pool = self.inner.pool.clone();
+        let body = ResponseBody::new(conn, head.framing, head.keep_alive, pool);
+        let mut response = Response::new(body);
+        *response.status_mut() = head.status;
+        *response.version_mut() = head.version;
+        *response.headers_mut() = head.headers;
+        response
     }
 }
 
-/// Classifies a hyper error: unparsable responses are [`OutcomeKind::Protocol`], everything
+/// The request as bytes on the wire: request line, headers, `content-length`, body.
+async fn serialize(request: Request<Full<Bytes>>) -> Vec<u8> {
+    let (parts, body) = request.into_parts();
+    let body = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(never) => match never {},
+    };
+    let target = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut wire = Vec::with_capacity(256 + body.len());
+    wire.extend_from_slice(parts.method.as_str().as_bytes());
+    wire.push(b' ');
+    wire.extend_from_slice(target.as_bytes());
+    wire.extend_from_slice(b" HTTP/1.1\r\n");
+    for (name, value) in &parts.headers {
+        wire.extend_from_slice(name.as_str().as_bytes());
+        wire.extend_from_slice(b": ");
+        wire.extend_from_slice(value.as_bytes());
+        wire.extend_from_slice(b"\r\n");
+    }
+    let bodiless = matches!(parts.method, Method::GET | Method::HEAD) && body.is_empty();
+    if !parts.headers.contains_key(CONTENT_LENGTH) && !bodiless {
+        wire.extend_from_slice(format!("content-length: {}\r\n", body.len()).as_bytes());
+    }
+    wire.extend_from_slice(b"\r\n");
+    wire.extend_from_slice(&body);
+    wire
+}
+
+/// Classifies a client error: unparsable responses are [`OutcomeKind::Protocol`], everything
 /// else [`OutcomeKind::Transport`], with a message saying what happened.
-pub fn failure_from_hyper(error: &hyper::Error, reused: bool) -> Failure {
+pub fn failure_from_http(error: &HttpError, reused: bool) -> Failure {
     let on = if reused {
         " (on a reused keep-alive connection)"
     } else {
         ""
     };
-    if error.is_parse() || error.is_parse_status() || error.is_parse_too_large() {
-        return Failure::new(
-            OutcomeKind::Protocol,
-            format!("invalid HTTP response: {}", chain(error)),
-        );
-    }
-    let what = match io_kind(error) {
-        Some(io::ErrorKind::ConnectionReset) => "connection reset by the server".to_string(),
-        Some(io::ErrorKind::BrokenPipe) => {
-            "connection closed by the server while sending".to_string()
-        }
-        _ if error.is_incomplete_message() => {
-            "connection closed before a complete response".to_string()
-        }
-        _ if error.is_timeout() => format!("timed out: {}", chain(error)),
-        _ => chain(error),
+    let what = match error {
+        HttpError::Parse(_) => return Failure::new(OutcomeKind::Protocol, error.to_string()),
+        HttpError::Incomplete => error.to_string(),
+        HttpError::Io(io_error) => match io_error.kind() {
+            io::ErrorKind::ConnectionReset => "connection reset by the server".to_string(),
+            io::ErrorKind::BrokenPipe => {
+                "connection closed by the server while sending".to_string()
+            }
+            io::ErrorKind::UnexpectedEof => {
+                "connection closed before a complete response".to_string()
+            }
+            io::ErrorKind::TimedOut => format!("timed out: {}", chain(io_error)),
+            _ => chain(io_error),
+        },
     };
     Failure::new(OutcomeKind::Transport, format!("{what}{on}"))
-}
-
-fn io_kind(error: &hyper::Error) -> Option<io::ErrorKind> {
-    let mut source = error.source();
-    while let Some(current) = source {
-        if let Some(io_error) = current.downcast_ref::<io::Error>() {
-            return Some(io_error.kind());
-        }
-        source = current.source();
-    }
-    None
 }
 
 /// An error and its sources joined with `: `.

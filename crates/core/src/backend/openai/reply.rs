@@ -13,7 +13,7 @@ use tokio::time::{Duration, Instant};
 
 use crate::backend::Activity;
 use crate::backend::sse::{SseDecoder, SseError, SseEvent};
-use crate::http::{ResponseBody, failure_from_hyper};
+use crate::http::{HttpError, ResponseBody, failure_from_http};
 use crate::record::{Exchange, Failure, OutcomeKind, OutputParts};
 
 /// Most bytes of an error body read.
@@ -43,7 +43,7 @@ pub(crate) async fn read_limited(
     body: &mut ResponseBody,
     limit: usize,
     activity: &Activity,
-) -> Result<(Vec<u8>, bool), (Vec<u8>, hyper::Error)> {
+) -> Result<(Vec<u8>, bool), (Vec<u8>, HttpError)> {
     let mut bytes = Vec::new();
     while let Some(frame) = body.data().await {
         activity.bump();
@@ -362,7 +362,7 @@ pub(super) async fn read_stream(
                 }
             }
             Some(Err(error)) => {
-                let cause = failure_from_hyper(&error, false);
+                let cause = failure_from_http(&error, false);
                 return Err(Failure::new(
                     cause.kind,
                     format!(
@@ -478,7 +478,7 @@ pub(super) async fn read_whole(
             ));
         }
         Err((bytes, error)) => {
-            let cause = failure_from_hyper(&error, false);
+            let cause = failure_from_http(&error, false);
             let message = format!(
                 "connection closed after {} body bytes: {}",
                 bytes.len(),

@@ -264,7 +264,7 @@ impl TemplateBackend {
                 return exchange.fail(Failure::new(OutcomeKind::Protocol, message));
             }
             Err((bytes, error)) => {
-                let cause = crate::http::failure_from_hyper(&error, false);
+                let cause = crate::http::failure_from_http(&error, false);
                 let message = format!(
                     "connection closed after {} body bytes: {}",
                     bytes.len(),

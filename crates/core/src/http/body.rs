@@ -1,0 +1,289 @@
+//! [`ResponseBody`]: a response body read by the request's own task straight from its
+//! connection (content-length, chunked or until close), handing the connection back to the
+//! pool only once the body was read to the end (a connection whose response was abandoned
+//! midway is closed instead, since HTTP/1.1 cannot reuse it).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use memchr::memchr;
+
+use super::conn::{Conn, Framing, HttpError};
+use super::pool::Pool;
+
+/// Longest chunk-size or trailer line accepted.
+const MAX_LINE: usize = 4096;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    /// `content-length` bytes still to come.
+    Length(u64),
+    /// A chunk-size line is next.
+    ChunkSize,
+    /// Bytes of the current chunk still to come.
+    ChunkData(u64),
+    /// The CRLF closing a chunk's data.
+    ChunkEnd,
+    /// Trailer lines up to an empty one.
+    Trailers,
+    /// Everything until the server closes.
+    UntilClose,
+    /// The body ended.
+    Done,
+    /// The connection failed; nothing more can be read.
+    Failed,
+}
+
+/// A response body from [`super::HttpClient`]. Read it to the end and its connection is
+/// reused; drop it early and the connection is closed.
+pub struct ResponseBody {
+    conn: Option<Conn>,
+    state: State,
+    keep_alive: bool,
+    pool: Arc<Pool>,
+}
+
+impl std::fmt::Debug for ResponseBody {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseBody")
+            .field("state", &self.state)
+            .field("pooled", &(self.keep_alive && self.conn.is_some()))
+            .finish()
+    }
+}
+
+impl ResponseBody {
+    pub(super) fn new(conn: Conn, framing: Framing, keep_alive: bool, pool: Arc<Pool>) -> Self {
+        let state = match framing {
+            Framing::Empty | Framing::Length(0) => State::Done,
+            Framing::Length(n) => State::Length(n),
+            Framing::Chunked => State::ChunkSize,
+            Framing::Close => State::UntilClose,
+        };
+        let mut body = ResponseBody {
+            conn: Some(conn),
+            state,
+            keep_alive,
+            pool,
+        };
+        if state == State::Done {
+            body.release();
+        }
+        body
+    }
+
+    /// Whether the body was read to its end.
+    pub fn is_end_stream(&self) -> bool {
+        self.state == State::Done
+    }
+
+    fn release(&mut self) {
+        if let Some(conn) = self.conn.take()
+            && self.keep_alive
+            && conn.buf.is_empty()
+        {
+            self.pool.put(conn);
+        }
+    }
+
+    fn fail(&mut self, error: HttpError) -> Option<Result<Bytes, HttpError>> {
+        self.state = State::Failed;
+        self.conn = None;
+        Some(Err(error))
+    }
+
+    /// The next piece of the body as it arrives; `None` at the end (trailers are skipped).
+    /// Cancel-safe: bytes read before a cancellation stay buffered for the next call.
+    pub async fn data(&mut self) -> Option<Result<Bytes, HttpError>> {
+        if matches!(self.state, State::Done | State::Failed) {
+            return None;
+        }
+        loop {
+            match self.decode() {
+                Ok(Step::Data(bytes)) => return Some(Ok(bytes)),
+                Ok(Step::Again) => continue,
+                Ok(Step::End) => {
+                    self.state = State::Done;
+                    self.release();
+                    return None;
+                }
+                Ok(Step::Read) => {}
+                Err(error) => return self.fail(error),
+            }
+            let conn = self.conn.as_mut()?;
+            match conn.fill().await {
+                Ok(0) if self.state == State::UntilClose => {
+                    self.state = State::Done;
+                    self.conn = None;
+                    return None;
+                }
+                Ok(0) => return self.fail(HttpError::Incomplete),
+                Ok(_) => {}
+                Err(error) => return self.fail(HttpError::Io(error)),
+            }
+        }
+    }
+
+    /// One decoding step over what is buffered.
+    fn decode(&mut self) -> Result<Step, HttpError> {
+        // Only a finished or failed body has given its connection up.
+        let Some(conn) = self.conn.as_mut() else {
+            return Ok(Step::End);
+        };
+        let buf = &mut conn.buf;
+        match self.state {
+            State::Done | State::Failed => Ok(Step::End),
+            State::Length(remaining) | State::ChunkData(remaining) => {
+                if buf.is_empty() {
+                    return Ok(Step::Read);
+                }
+                let take = remaining.min(buf.len() as u64);
+                let data = buf.split_to(take as usize).freeze();
+                let left = remaining - take;
+                self.state = match (self.state, left) {
+                    (State::Length(_), 0) => State::Done,
+                    (State::Length(_), n) => State::Length(n),
+                    (_, 0) => State::ChunkEnd,
+                    (_, n) => State::ChunkData(n),
+                };
+                if self.state == State::Done {
+                    self.release();
+                }
+                Ok(Step::Data(data))
+            }
+            State::UntilClose if buf.is_empty() => Ok(Step::Read),
+            State::UntilClose => Ok(Step::Data(buf.split().freeze())),
+            State::ChunkSize => {
+                let Some(line) = take_line(buf)? else {
+                    return Ok(Step::Read);
+                };
+                let size = chunk_size(&line)?;
+                self.state = if size == 0 {
+                    State::Trailers
+                } else {
+                    State::ChunkData(size)
+                };
+                Ok(Step::Again)
+            }
+            State::ChunkEnd => match take_line(buf)? {
+                None => Ok(Step::Read),
+                Some(line) if line.is_empty() => {
+                    self.state = State::ChunkSize;
+                    Ok(Step::Again)
+                }
+                Some(_) => Err(HttpError::Parse("chunk data longer than its size".into())),
+            },
+            State::Trailers => match take_line(buf)? {
+                None => Ok(Step::Read),
+                Some(line) if line.is_empty() => Ok(Step::End),
+                Some(_) => Ok(Step::Again),
+            },
+        }
+    }
+
+    /// Reads and discards the rest of the body, up to `max_bytes`; `true` when it ended (and
+    /// the connection went back to the pool). Cancel-safe.
+    pub async fn drain(&mut self, max_bytes: usize) -> bool {
+        let mut seen = 0usize;
+        while let Some(frame) = self.data().await {
+            match frame {
+                Ok(data) => seen += data.len(),
+                Err(_) => return false,
+            }
+            if seen > max_bytes {
+                return false;
+            }
+        }
+        self.state == State::Done
+    }
+
+    /// Finishes the body so the connection can be reused, for bodies whose content no longer
+    /// matters (e.g. whatever follows an SSE `[DONE]`): waits up to `inline` here (the end
+    /// normally follows at once), then keeps draining in a background task for up to
+    /// `background`; gives up (closing the connection) past `max_bytes`.
+    pub async fn finish(mut self, max_bytes: usize, inline: Duration, background: Duration) {
+        if self.conn.is_none() || !self.keep_alive {
+            return;
+        }
+        if tokio::time::timeout(inline, self.drain(max_bytes))
+            .await
+            .is_err()
+        {
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(background, self.drain(max_bytes)).await;
+            });
+        }
+    }
+}
+
+/// What one decoding step found.
+enum Step {
+    Data(Bytes),
+    /// State advanced; decode again.
+    Again,
+    /// More bytes are needed.
+    Read,
+    End,
+}
+
+/// A CRLF-terminated line at the start of `buf` (without its CRLF), removed from `buf`.
+fn take_line(buf: &mut bytes::BytesMut) -> Result<Option<Bytes>, HttpError> {
+    match memchr(b'\n', buf) {
+        Some(end) => {
+            let mut line = buf.split_to(end + 1).freeze();
+            line.truncate(end.saturating_sub(usize::from(end > 0 && line[end - 1] == b'\r')));
+            Ok(Some(line))
+        }
+        None if buf.len() > MAX_LINE => Err(HttpError::Parse("chunk line too long".into())),
+        None => Ok(None),
+    }
+}
+
+/// The size in a chunk-size line (`1a;ext=1`).
+fn chunk_size(line: &[u8]) -> Result<u64, HttpError> {
+    let digits = line.split(|&b| b == b';').next().unwrap_or(&[]);
+    let text = std::str::from_utf8(digits).unwrap_or("").trim();
+    if text.is_empty() || text.len() > 15 {
+        return Err(HttpError::Parse(format!(
+            "invalid chunk size `{}`",
+            String::from_utf8_lossy(line)
+        )));
+    }
+    u64::from_str_radix(text, 16).map_err(|_| {
+        HttpError::Parse(format!(
+            "invalid chunk size `{}`",
+            String::from_utf8_lossy(line)
+        ))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_sizes_parse_with_extensions_and_refuse_garbage() {
+        assert_eq!(chunk_size(b"1a").ok(), Some(26));
+        assert_eq!(chunk_size(b"FF;name=value").ok(), Some(255));
+        assert_eq!(chunk_size(b"0").ok(), Some(0));
+        for bad in [&b""[..], b"zz", b"-1", b"1234567890abcdef0"] {
+            assert!(chunk_size(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn lines_end_at_crlf_or_lf() {
+        let mut buf = bytes::BytesMut::from(&b"5\r\nabc\nrest"[..]);
+        assert_eq!(
+            take_line(&mut buf).ok().flatten().as_deref(),
+            Some(&b"5"[..])
+        );
+        assert_eq!(
+            take_line(&mut buf).ok().flatten().as_deref(),
+            Some(&b"abc"[..])
+        );
+        assert!(matches!(take_line(&mut buf), Ok(None)));
+        assert_eq!(&buf[..], b"rest");
+    }
+}
