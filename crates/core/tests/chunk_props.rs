@@ -148,7 +148,7 @@ proptest! {
         prop_assert_eq!(exchange.finish_reason.as_deref(), Some("stop"));
         if continuous {
             let cumulative: Vec<Option<u64>> =
-                exchange.chunks.iter().map(|c| c.cumulative_tokens).collect();
+                exchange.chunks.iter().map(|c| c.cumulative_tokens()).collect();
             let expected: Vec<Option<u64>> = (1..=texts.len() as u64).map(Some).collect();
             prop_assert_eq!(cumulative, expected);
         }

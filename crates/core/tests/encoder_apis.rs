@@ -63,7 +63,7 @@ async fn embeddings_send_an_input_array_and_count_the_vectors_returned() {
     assert_eq!(exchange.usage.unwrap().prompt_tokens, 23);
     // One output event, when the body ended: after the server's own delay.
     assert_eq!(exchange.chunks.len(), 1);
-    assert!(exchange.chunks[0].at.duration_since(started) >= delay);
+    assert!(exchange.chunks[0].at().duration_since(started) >= delay);
     let request = &server.state.requests()[0];
     assert!(
         request.head.starts_with("POST /v1/embeddings "),

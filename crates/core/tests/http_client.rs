@@ -185,7 +185,7 @@ async fn exact_timestamps_under_paused_time() {
         assert_eq!(exchange.sent_at, Some(*t0));
         assert_eq!(exchange.response_at, Some(*t0 + ms(100)));
         assert_eq!(exchange.first_event_at, Some(*t0 + ms(150)));
-        let times: Vec<_> = exchange.chunks.iter().map(|c| c.at - *t0).collect();
+        let times: Vec<_> = exchange.chunks.iter().map(|c| c.at() - *t0).collect();
         assert_eq!(times, [ms(200), ms(220)]);
         assert_eq!(exchange.reused_connection, n == 1);
         assert_eq!(exchange.connect_time, (n == 0).then_some(Duration::ZERO));

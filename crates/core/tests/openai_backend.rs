@@ -47,7 +47,9 @@ async fn vllm_chat_role_chunk_is_not_a_token_and_request_is_well_formed() {
         (Some(200), "Hello!", 1)
     );
     assert_eq!(exchange.chunks.len(), 2);
-    assert!(exchange.first_event_at.unwrap() + Duration::from_millis(30) <= exchange.chunks[0].at);
+    assert!(
+        exchange.first_event_at.unwrap() + Duration::from_millis(30) <= exchange.chunks[0].at()
+    );
     assert!(exchange.sent_at.unwrap() <= exchange.response_at.unwrap());
     assert_eq!(exchange.usage.unwrap().completion_tokens, 2);
     assert_eq!(exchange.finish_reason.as_deref(), Some("stop"));
@@ -116,7 +118,7 @@ async fn vllm_completions_with_null_usage_and_prompt_shapes() {
         exchange
             .chunks
             .iter()
-            .map(|c| c.cumulative_tokens)
+            .map(|c| c.cumulative_tokens())
             .collect::<Vec<_>>(),
         [None, None]
     );
@@ -181,7 +183,7 @@ async fn tgi_role_on_every_delta_keep_alives_and_no_space() {
         "the EOS chunk with empty content is not output"
     );
     assert_eq!(exchange.finish_reason.as_deref(), Some("length"));
-    assert_eq!(exchange.first_event_at, Some(exchange.chunks[0].at));
+    assert_eq!(exchange.first_event_at, Some(exchange.chunks[0].at()));
 }
 
 #[tokio::test]
@@ -273,7 +275,7 @@ async fn multi_token_chunks_continuous_usage_and_several_choices() {
     let arrivals: Vec<_> = exchange
         .chunks
         .iter()
-        .map(|c| (c.text_bytes, c.cumulative_tokens))
+        .map(|c| (c.text_bytes, c.cumulative_tokens()))
         .collect();
     assert_eq!(arrivals, [(3, Some(5)), (2, Some(5)), (1, Some(6))]);
     assert_eq!(exchange.usage.unwrap().completion_tokens, 6);
@@ -499,7 +501,7 @@ async fn non_streaming_chat_and_completions() {
             (None, text, choices)
         );
         assert_eq!(exchange.chunks.len(), 1);
-        assert_eq!(exchange.chunks[0].cumulative_tokens, Some(2));
+        assert_eq!(exchange.chunks[0].cumulative_tokens(), Some(2));
         assert!(exchange.first_event_at.is_none());
         let request = &state.requests()[0];
         assert_eq!(request.header("accept"), None);

@@ -10,7 +10,10 @@ use goodput_protocol::stream::ServerTimings;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+mod chunk;
 pub mod think;
+
+pub use chunk::ChunkArrival;
 
 use self::think::ThinkTags;
 
@@ -104,30 +107,6 @@ impl Failure {
             status: Some(status),
             message: message.into(),
         }
-    }
-}
-
-/// One streamed chunk that carried generated output.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ChunkArrival {
-    /// When the chunk's last byte was decoded.
-    pub at: Instant,
-    /// Bytes of generated text it carried (its slice of [`Exchange::text`]).
-    pub text_bytes: u32,
-    /// Cumulative `usage.completion_tokens` sent with the chunk (continuous usage), if any.
-    pub cumulative_tokens: Option<u64>,
-    /// Of `text_bytes`, the reasoning text (the start of the chunk's slice).
-    pub reasoning_bytes: u32,
-    /// Bytes of tool-call text (function names and argument pieces, in [`Exchange::tool_text`]).
-    pub tool_bytes: u32,
-    /// The chunk carried a tool-call delta.
-    pub tool_call: bool,
-}
-
-impl ChunkArrival {
-    /// Whether the chunk carried answer output: answer text or a tool-call delta.
-    pub fn has_answer(&self) -> bool {
-        self.text_bytes > self.reasoning_bytes || self.tool_call
     }
 }
 
@@ -247,14 +226,11 @@ impl Exchange {
             }
         }
         let bytes = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        self.chunks.push(ChunkArrival {
-            at,
-            text_bytes: bytes(reasoning_bytes + split.answer.len()),
-            cumulative_tokens,
-            reasoning_bytes: bytes(reasoning_bytes),
-            tool_bytes: bytes(parts.tool.len()),
-            tool_call: !parts.tool_calls.is_empty(),
-        });
+        let chunk = ChunkArrival::new(at, bytes(reasoning_bytes + split.answer.len()))
+            .with_cumulative(cumulative_tokens)
+            .with_reasoning(bytes(reasoning_bytes))
+            .with_tool(bytes(parts.tool.len()), !parts.tool_calls.is_empty());
+        self.chunks.push(chunk);
     }
 
     /// Marks the request failed unless an earlier failure is already recorded.

@@ -31,7 +31,7 @@ pub(super) fn chunk_pieces(exchange: &Exchange) -> Option<Vec<Pieces<'_>>> {
             };
             let reasoning_end = cut(&exchange.text, text_at, chunk.reasoning_bytes);
             let text_end = cut(&exchange.text, text_at, chunk.text_bytes);
-            let tool_end = cut(&exchange.tool_text, tool_at, chunk.tool_bytes);
+            let tool_end = cut(&exchange.tool_text, tool_at, chunk.tool_bytes());
             let pieces = Pieces {
                 reasoning: exchange.text.get(text_at..reasoning_end).unwrap_or(""),
                 answer: exchange.text.get(reasoning_end..text_end).unwrap_or(""),
@@ -75,7 +75,7 @@ pub(super) fn split(
         (None, false) => (None, None),
     };
     let ended_in_tool_call = exchange.finish_reason.as_deref() == Some("tool_calls")
-        || exchange.chunks.last().is_some_and(|c| c.tool_call);
+        || exchange.chunks.last().is_some_and(|c| c.tool_call());
     Channels {
         reasoning_tokens,
         reasoning_source,
@@ -94,7 +94,7 @@ fn chunk_channels(
     let present = [
         chunk.reasoning_bytes > 0,
         chunk.text_bytes > chunk.reasoning_bytes,
-        chunk.tool_bytes > 0 || chunk.tool_call,
+        chunk.tool_bytes() > 0 || chunk.tool_call(),
     ];
     match present.iter().filter(|p| **p).count() {
         0 => [0, tokens, 0],
@@ -107,7 +107,7 @@ fn chunk_channels(
                 None => [
                     chunk.reasoning_bytes,
                     chunk.text_bytes - chunk.reasoning_bytes,
-                    chunk.tool_bytes,
+                    chunk.tool_bytes(),
                 ]
                 .map(u64::from),
             };

@@ -224,17 +224,21 @@ impl ChunkTimes {
             .chunks
             .iter()
             .zip(chunk_tokens)
-            .map(|(c, &n)| [us(c.at), n])
+            .map(|(c, &n)| [us(c.at()), n])
             .collect();
         let streamed = ctx.streamed;
         let first_at = |wanted: fn(&ChunkArrival) -> bool| {
-            let at = exchange.chunks.iter().find(|c| wanted(c)).map(|c| us(c.at));
+            let at = exchange
+                .chunks
+                .iter()
+                .find(|c| wanted(c))
+                .map(|c| us(c.at()));
             at.filter(|_| streamed)
         };
         ChunkTimes {
             first_token_us: chunks.first().map(|c| c[0]).filter(|_| streamed),
             first_answer_us: first_at(ChunkArrival::has_answer),
-            first_tool_call_us: first_at(|c| c.tool_call),
+            first_tool_call_us: first_at(|c| c.tool_call()),
             chunks,
         }
     }
@@ -260,7 +264,7 @@ impl OutputCount {
             (None, Some(counted)) => (counted, TokenSource::Tokenizer),
             // Untokenized output (a templated JSON reply): what its chunk said, never a guess.
             (None, None) if exchange.untokenized => {
-                let last = exchange.chunks.last().and_then(|c| c.cumulative_tokens);
+                let last = exchange.chunks.last().and_then(|c| c.cumulative_tokens());
                 (last.unwrap_or(0), TokenSource::None)
             }
             (None, None) => (exchange.chunks.len() as u64, TokenSource::None),
@@ -283,12 +287,12 @@ fn chunk_token_counts(exchange: &Exchange, total: u64, counter: &dyn TokenCounte
     if chunks.is_empty() {
         return Vec::new();
     }
-    if chunks.iter().all(|c| c.cumulative_tokens.is_some()) {
+    if chunks.iter().all(|c| c.cumulative_tokens().is_some()) {
         let mut previous = 0;
         let mut counts: Vec<u64> = chunks
             .iter()
             .map(|c| {
-                let cumulative = c.cumulative_tokens.unwrap_or(previous).max(previous);
+                let cumulative = c.cumulative_tokens().unwrap_or(previous).max(previous);
                 let delta = cumulative - previous;
                 previous = cumulative;
                 delta
@@ -313,7 +317,7 @@ fn chunk_token_counts(exchange: &Exchange, total: u64, counter: &dyn TokenCounte
             .collect(),
         None => chunks
             .iter()
-            .map(|c| u64::from(c.text_bytes) + u64::from(c.tool_bytes))
+            .map(|c| u64::from(c.text_bytes) + u64::from(c.tool_bytes()))
             .collect(),
     };
     apportion(total, &weights)
@@ -389,14 +393,8 @@ mod tests {
     #[test]
     fn one_chunk_per_token_is_taken_as_is() {
         let mut e = exchange(&[(" x", None), (" y", None)]);
-        e.chunks.push(ChunkArrival {
-            at: Instant::now(),
-            text_bytes: 0,
-            cumulative_tokens: None,
-            reasoning_bytes: 0,
-            tool_bytes: 0,
-            tool_call: true,
-        });
+        e.chunks
+            .push(ChunkArrival::new(Instant::now(), 0).with_tool(0, true));
         assert_eq!(
             chunk_token_counts(&e, 3, &Tiktoken::cl100k()),
             vec![1, 1, 1]

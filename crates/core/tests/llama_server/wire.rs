@@ -94,7 +94,7 @@ async fn the_role_only_first_chat_chunk_is_not_the_first_token() {
     assert!(exchange.failure.is_none(), "{:?}", exchange.failure);
     let sent = exchange.sent_at.unwrap();
     let first_event = exchange.first_event_at.unwrap();
-    let first_token = exchange.chunks[0].at;
+    let first_token = exchange.chunks[0].at();
     let prompt_ms = exchange.server_timings.unwrap().prompt_ms.unwrap();
     let ttft = ms(first_token - sent);
     let role = ms(first_event - sent);
