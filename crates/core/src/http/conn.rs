@@ -14,9 +14,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
 
 use super::connect::BoxIo;
 
-/// First read size; doubled (up to [`MAX_READ`]) whenever a read fills what was free.
-const FIRST_READ: usize = 1024;
-const MAX_READ: usize = 64 * 1024;
+/// First read size. A read that fills what was free doubles the next one (up to
+/// [`MAX_READ`]: large bodies take few reads); one that takes less than a quarter halves it
+/// again, and an empty buffer grown past twice the read size is let go, so a stream that
+/// caught up after a backlog goes back to holding a few hundred bytes between chunks.
+const FIRST_READ: usize = 512;
+const MAX_READ: usize = 16 * 1024;
 /// Largest response head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 const MAX_HEADERS: usize = 96;
@@ -104,14 +107,19 @@ impl Conn {
 
     /// Reads more bytes into the buffer; `Ok(0)` at the end of the stream.
     pub(super) async fn fill(&mut self) -> io::Result<usize> {
+        if self.buf.is_empty() && self.buf.capacity() > 2 * self.next_read {
+            self.buf = BytesMut::new();
+        }
         let free = self.buf.capacity() - self.buf.len();
         if free < self.next_read / 2 {
             self.buf.reserve(self.next_read);
         }
         let free = self.buf.capacity() - self.buf.len();
         let read = self.io.read_buf(&mut self.buf).await?;
-        if read == free && self.next_read < MAX_READ {
-            self.next_read *= 2;
+        if read == free {
+            self.next_read = (self.next_read * 2).min(MAX_READ);
+        } else if read < self.next_read / 4 {
+            self.next_read = (self.next_read / 2).max(FIRST_READ);
         }
         Ok(read)
     }

@@ -282,11 +282,17 @@ impl OpenAiBackend {
                 .encoder()
                 .map(|kind| (kind, encoder::inputs(&spec.input))),
         };
-        let outcome = if !parts.status.is_success() {
-            reply::read_error(parts.status, &parts.headers, body, activity).await
-        } else if limits.encoder.is_some() {
-            reply::read_whole(body, exchange, activity, limits).await
-        } else if is_streamed(self.config.stream, &parts.headers) {
+        if !parts.status.is_success() {
+            let outcome = reply::read_error(parts.status, &parts.headers, body, activity).await;
+            if let Err(failure) = outcome {
+                self.fail(exchange, failure);
+            }
+            return;
+        }
+        let streamed = limits.encoder.is_none() && is_streamed(self.config.stream, &parts.headers);
+        // The headers are not kept while the body streams (memory per stream in flight).
+        drop(parts);
+        let outcome = if streamed {
             reply::read_stream(body, exchange, activity, limits).await
         } else {
             reply::read_whole(body, exchange, activity, limits).await
