@@ -8,6 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release -p goodput
+# The independent server for the fidelity scenario (its own small crate, outside the workspace).
+cargo build --release --manifest-path bench/exact-server/Cargo.toml
 target_dir="${CARGO_TARGET_DIR:-target}"
 export GOODPUT_BIN="${GOODPUT_BIN:-$target_dir/release/goodput}"
 hard=$(ulimit -Hn)

@@ -44,6 +44,13 @@ impl ThinkTags {
         if text.is_empty() {
             return split;
         }
+        // Every tag begins with `<`: without one, neither a tag nor the start of one is here
+        // (the common case, one token per chunk, with no search and no copy).
+        if !text.contains('<') && !self.carry.contains('<') {
+            self.carry.clear();
+            self.push(&mut split, text, 0, text.len());
+            return split;
+        }
         let joined = format!("{}{text}", self.carry);
         let offset = self.carry.len();
         let mut position = 0;
