@@ -11,6 +11,8 @@ Scenarios (docs/performance.md explains each and records the results):
   fidelity TTFT and ITL against an independent server's own timing at 64, 256, 1,024 and
            4,096 streams (bench/exact-server), throughput against the ideal
   peers    vLLM `bench serve`, GuideLLM, AIPerf, inference-benchmarker when on PATH
+  peer_streams  the same peers and goodput at 64, 256 and 1,024 streams against the exact
+           server's own timing (bench/peer_streams.py)
 
 Every figure is stored with the machine's load (`/proc/loadavg`) when it was measured. Usage:
   bench/run.sh [--quick] [--only rate,streams,...] [--out bench/results/NAME.json]
@@ -159,11 +161,13 @@ def rate_ladder(quick):
     """Highest constant-arrival rate whose dispatch lag p99 is below 1 ms, and below 2 ms
     (median over `REPEATS` runs: the tail is set by a handful of stalls when the machine
     preempts the client, so single runs are noisy), with no failures and the asked rate
-    realised. Whole (non-streamed) answers, as the targets are stated."""
+    realised. Whole (non-streamed) answers, as the targets are stated, from the exact server
+    (whose own cost per request is a fraction of the simulator's, leaving the shared cores to
+    the client)."""
     rates = [2000, 5000] if quick else [500, 1000, 2000, 3000, 4000, 5000, 6000]
     duration, warmup = ("5s", "1s") if quick else ("10s", "2s")
     rows, best, best2, misses = [], None, None, 0
-    with Sim(20, 5) as sim:
+    with Exact(20, 5, 16) as sim:
         for rate in rates:
             runs = []
             for _ in range(1 if quick else REPEATS):
@@ -326,6 +330,14 @@ def peers(quick):
     return peer_runner.run_all(Sim, quick, run_goodput, wait_for_quiet)
 
 
+def peer_streams(quick):
+    """Peers and goodput at 64/256/1,024 closed-loop streams (see bench/peer_streams.py)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import peer_streams as runner  # noqa: E402
+
+    return runner.run_all(Exact, run_goodput, wait_for_quiet, [64, 1024] if quick else None)
+
+
 def micro(quick):
     """The divan micro-benchmarks (SSE decode, chunk parse, histograms, aggregator)."""
     env = dict(os.environ)
@@ -336,7 +348,8 @@ def micro(quick):
 
 
 SCENARIOS = {"micro": micro, "rate": rate_ladder, "streams": streams, "chunks": chunks,
-             "itl": itl_error, "fidelity": fidelity, "peers": peers}
+             "itl": itl_error, "fidelity": fidelity, "peers": peers,
+             "peer_streams": peer_streams}
 
 
 def main():
