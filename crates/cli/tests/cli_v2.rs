@@ -2,7 +2,7 @@
 //! that checks every request's path and tensor and answers after a fixed 30 ms (rows, refusals
 //! with 400 `{"error"}`, short answers), and against the embedded simulator live and in
 //! virtual time (items = batch rows, `sweep --batch-steps`); flags refused where they make no
-//! sense.
+//! sense. Also `--api rerank --query` (the same server answers rerank bodies).
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -51,12 +51,16 @@ fn v2_server(max_batch: u64, short: bool) -> (String, Seen) {
                     reader.read_exact(&mut request).unwrap();
                     let body: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
                     let rows = body["inputs"][0]["shape"][0].as_u64().unwrap_or(0);
+                    let documents = body["documents"].as_array().map(Vec::len);
                     if length > 0 {
                         // POSTs only (goodput also scrapes GET /metrics).
                         log.lock().unwrap().push((path, body));
                     }
                     std::thread::sleep(std::time::Duration::from_millis(30));
-                    let (status, answer) = answer(rows, max_batch, short);
+                    let (status, answer) = match documents {
+                        Some(documents) => ("200 OK", rerank_answer(documents)),
+                        None => answer(rows, max_batch, short),
+                    };
                     let answer = answer.to_string();
                     let response = format!(
                         "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
@@ -82,6 +86,14 @@ fn answer(rows: u64, max_batch: u64, short: bool) -> (&'static str, Value) {
     let data = vec![0.5; rows as usize * 2];
     let output = json!({"name": "p", "shape": [rows, 2], "datatype": "FP32", "data": data});
     ("200 OK", json!({"model_name": "m", "outputs": [output]}))
+}
+
+/// A rerank answer scoring `documents` documents.
+fn rerank_answer(documents: usize) -> Value {
+    let results: Vec<Value> = (0..documents)
+        .map(|index| json!({"index": index, "relevance_score": 0.5}))
+        .collect();
+    json!({ "results": results })
 }
 
 fn run_json(args: &[&str]) -> (std::process::Output, Value) {
@@ -361,4 +373,50 @@ fn sweep_over_v2_batch_sizes() {
         t["items_per_sec"].as_f64().unwrap() / t["requests_per_sec"].as_f64().unwrap()
     };
     assert_eq!((per_request(0), per_request(1)), (1.0, 8.0));
+}
+
+#[test]
+fn rerank_sends_the_query_given() {
+    let (url, seen) = v2_server(8, false);
+    let target = format!("{url}/v1");
+    let (output, report) = run_json(&[
+        "--api",
+        "rerank",
+        "--target",
+        &target,
+        "--model",
+        "m",
+        "--requests",
+        "3",
+        "--batch-size",
+        "5",
+        "--query",
+        "which cat sat",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(report["steps"][0]["requests"]["completed"], 3);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 3);
+    for (path, body) in seen.iter() {
+        assert_eq!(path, "/v1/rerank");
+        assert_eq!(body["query"], "which cat sat");
+        assert_eq!(body["documents"].as_array().unwrap().len(), 5);
+    }
+    let refused = goodput()
+        .args([
+            "run",
+            "--api",
+            "embeddings",
+            "--query",
+            "x",
+            "--requests",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
 }

@@ -123,6 +123,10 @@ pub(crate) struct RunArgs {
     pub(crate) items_path: Option<String>,
     #[command(flatten)]
     pub(crate) tensors: crate::args::tensor::TensorArgs,
+    /// --api rerank: the query every request ranks its documents against (default: the first
+    /// 16 words of the batch's first prompt).
+    #[arg(long, value_name = "TEXT", help_heading = "Target")]
+    pub(crate) query: Option<String>,
     /// Extra request header, repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", help_heading = "Target")]
     pub(crate) headers: Vec<String>,
@@ -340,6 +344,20 @@ impl RunArgs {
             .transpose()
             .context("--items-path")?;
         Ok(Some((template, items)))
+    }
+
+    /// `--query`, checked: rerank only, not empty.
+    pub(crate) fn rerank_query(&self) -> Result<Option<String>> {
+        match &self.query {
+            Some(_) if self.api != ApiArg::Rerank => {
+                bail!(
+                    "--query is the query of --api rerank (the {} API has none)",
+                    self.api.name()
+                )
+            }
+            Some(query) if query.trim().is_empty() => bail!("--query must not be empty"),
+            query => Ok(query.clone()),
+        }
     }
 
     /// `--batch-size`, checked against the API: `None` for one input per request.

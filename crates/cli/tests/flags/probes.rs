@@ -203,6 +203,19 @@ fn tensor_probes() -> Vec<Probe> {
             At("/wire"),
         )
         .against(&["--api", "v2"]),
+        probe(
+            "--query",
+            &[
+                "--api",
+                "rerank",
+                "--batch-size",
+                "2",
+                "--query",
+                "which cat",
+            ],
+            At("/wire"),
+        )
+        .against(&["--api", "rerank", "--batch-size", "2"]),
     ]
 }
 
