@@ -1,9 +1,11 @@
 //! goodput against a real KServe v2 (Open Inference Protocol) server: the PyPI `kserve`
 //! package's ModelServer with a NumPy model (`scripts/kserve-numpy-model.py`), started here on
 //! a loopback port. Built only with `--features kserve`; `scripts/kserve-server.sh env` sets
-//! the variables, and the test fails — never skips — when they are missing. `--api http` sends
-//! batches of texts as a BYTES tensor; goodput's requests and items are checked against the
-//! server's own counts (`request_predict_seconds_count` of its `/metrics`, the output shape).
+//! the variables, and the test fails — never skips — when they are missing. `--api v2` sends
+//! generated FP32 tensors (and a shape the model rejects, counted as failures with the
+//! server's message); `--api http` sends batches of texts as a BYTES tensor through a
+//! template. goodput's requests and items are checked against the server's own counts
+//! (`request_predict_seconds_count` of its `/metrics`, the output shape).
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -87,6 +89,81 @@ fn predicted(port: u16) -> (f64, f64) {
         value("request_predict_seconds_count"),
         value("request_predict_seconds_sum"),
     )
+}
+
+/// Runs goodput with `args` (split at spaces); its report.json.
+fn run(dir: &std::path::Path, name: &str, args: &str) -> (std::process::Output, serde_json::Value) {
+    let out = dir.join(name);
+    let output = goodput()
+        .args([
+            "run",
+            "--quiet",
+            "--warmup",
+            "0",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(args.split(' '))
+        .output()
+        .unwrap();
+    let report = read_json(&out.join("report.json"));
+    (output, report)
+}
+
+#[test]
+fn kserve_v2_api_rows_and_requests_match_the_server() {
+    let server = start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let (before, before_secs) = predicted(server.port);
+    let args = format!(
+        "--api v2 --target {url} --model linear --tensor-shape 8x16 --concurrency 2 --requests 40"
+    );
+    let (output, report) = run(dir.path(), "fp32", &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let step = &report["steps"][0];
+    assert_eq!(step["requests"]["completed"], 40, "{}", step["requests"]);
+    assert_eq!(report["run"]["item_unit"], "rows");
+    let (after, after_secs) = predicted(server.port);
+    // The server predicted exactly the requests goodput sent; each answered 8 rows.
+    assert_eq!(after - before, 40.0);
+    let t = &step["throughput"];
+    let ratio = t["items_per_sec"].as_f64().unwrap() / t["requests_per_sec"].as_f64().unwrap();
+    assert!((ratio - 8.0).abs() < 1e-9, "{t}");
+    let predict_ms = (after_secs - before_secs) / 40.0 * 1e3;
+    let e2e_ms = step["latency_ms"]["e2e"]["mean"].as_f64().unwrap();
+    assert!(
+        e2e_ms >= predict_ms,
+        "E2E {e2e_ms} ms < predict {predict_ms} ms"
+    );
+}
+
+#[test]
+fn kserve_v2_refuses_a_shape_the_model_rejects() {
+    let server = start();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("http://127.0.0.1:{}", server.port);
+    let (before, _) = predicted(server.port);
+    // 32 features for a model of 16: the server refuses every request; each is a counted
+    // failure carrying the server's message, never a success with zero rows.
+    let args = format!(
+        "--api v2 --target {url} --model linear --tensor-shape 4x32 --concurrency 1 --requests 3"
+    );
+    let (_, report) = run(dir.path(), "rejected", &args);
+    let requests = &report["steps"][0]["requests"];
+    assert_eq!(requests["failed"], 3, "{requests}");
+    assert_eq!(requests["completed"], 0, "{requests}");
+    let example = requests["failure_examples"]["http"].as_str().unwrap();
+    assert!(example.contains("matmul"), "{example}");
+    assert_eq!(
+        predicted(server.port).0 - before,
+        3.0,
+        "the server saw all three"
+    );
 }
 
 #[test]

@@ -14,4 +14,5 @@ pub(crate) mod shard;
 pub(crate) mod sim;
 pub(crate) mod sim_deploy;
 pub(crate) mod sweep;
+pub(crate) mod tensor;
 pub(crate) mod workload;

@@ -36,6 +36,9 @@ pub(crate) enum ApiArg {
     /// Any JSON API: a --request-template body POSTed to --target as given, items counted by
     /// --items-path.
     Http,
+    /// KServe v2 / Open Inference Protocol: `/v2/models/{model}/infer` below --target, tensors
+    /// generated to --tensor-shape or read from --tensor-file; items = batch rows.
+    V2,
 }
 
 impl ApiArg {
@@ -43,7 +46,7 @@ impl ApiArg {
     /// sends the template).
     pub(crate) fn kind(self) -> ApiKind {
         match self {
-            ApiArg::Chat | ApiArg::Http => ApiKind::Chat,
+            ApiArg::Chat | ApiArg::Http | ApiArg::V2 => ApiKind::Chat,
             ApiArg::Completions => ApiKind::Completions,
             ApiArg::Responses => ApiKind::Responses,
             ApiArg::Embeddings => ApiKind::Embeddings,
@@ -60,19 +63,20 @@ impl ApiArg {
             ApiArg::Embeddings => "embeddings",
             ApiArg::Rerank => "rerank",
             ApiArg::Http => "http",
+            ApiArg::V2 => "v2",
         }
     }
 
     /// Whether answers can be streamed (encoders and templated JSON answer in one body).
     pub(crate) fn streams(self) -> bool {
-        self != ApiArg::Http && self.kind().streams()
+        !matches!(self, ApiArg::Http | ApiArg::V2) && self.kind().streams()
     }
 
     /// Whether a request can carry several inputs (--batch-size, --batch-steps).
     pub(crate) fn batches(self) -> bool {
         matches!(
             self,
-            ApiArg::Completions | ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Http
+            ApiArg::Completions | ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Http | ApiArg::V2
         )
     }
 }
@@ -117,6 +121,12 @@ pub(crate) struct RunArgs {
     /// request counts the inputs it sent).
     #[arg(long, value_name = "JSONPATH", help_heading = "Target")]
     pub(crate) items_path: Option<String>,
+    #[command(flatten)]
+    pub(crate) tensors: crate::args::tensor::TensorArgs,
+    /// --api rerank: the query every request ranks its documents against (default: the first
+    /// 16 words of the batch's first prompt).
+    #[arg(long, value_name = "TEXT", help_heading = "Target")]
+    pub(crate) query: Option<String>,
     /// Extra request header, repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", help_heading = "Target")]
     pub(crate) headers: Vec<String>,
@@ -300,12 +310,13 @@ impl RunArgs {
         }
     }
 
-    /// What one item is in reports: `inputs`, `documents`, `prompts` (batched completions) or
-    /// `items`.
+    /// What one item is in reports: `inputs`, `documents`, `prompts` (batched completions),
+    /// `rows` (v2 batch rows) or `items`.
     pub(crate) fn item_unit(&self) -> &'static str {
         match self.api {
             ApiArg::Embeddings | ApiArg::Rerank => self.api.kind().item_unit(),
             ApiArg::Completions if self.batch_size.is_some() => "prompts",
+            ApiArg::V2 => "rows",
             _ => "items",
         }
     }
@@ -335,6 +346,20 @@ impl RunArgs {
         Ok(Some((template, items)))
     }
 
+    /// `--query`, checked: rerank only, not empty.
+    pub(crate) fn rerank_query(&self) -> Result<Option<String>> {
+        match &self.query {
+            Some(_) if self.api != ApiArg::Rerank => {
+                bail!(
+                    "--query is the query of --api rerank (the {} API has none)",
+                    self.api.name()
+                )
+            }
+            Some(query) if query.trim().is_empty() => bail!("--query must not be empty"),
+            query => Ok(query.clone()),
+        }
+    }
+
     /// `--batch-size`, checked against the API: `None` for one input per request.
     pub(crate) fn batch(&self) -> Result<Option<u32>> {
         match self.batch_size {
@@ -342,7 +367,7 @@ impl RunArgs {
             Some(0) => bail!("--batch-size must be at least 1"),
             Some(_) if !self.api.batches() => bail!(
                 "--batch-size sends several inputs per request: use --api completions, \
-                 embeddings or rerank (the {} API takes one conversation)",
+                 embeddings, rerank, http or v2 (the {} API takes one conversation)",
                 self.api.name()
             ),
             Some(_) if self.workload.trace.is_some() => {
@@ -425,6 +450,8 @@ impl RunArgs {
     /// The validated run configuration (`seed` already chosen).
     pub(crate) fn run_config(&self, seed: u64) -> Result<RunConfig> {
         self.template()?;
+        self.tensors
+            .source(self.api == ApiArg::V2, self.batch_size)?;
         let load = self.load()?;
         let duration = match (&load, self.requests, self.duration) {
             (LoadSpec::Profile { .. }, _, Some(_)) => {

@@ -72,9 +72,12 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
 fn check(args: &SweepArgs, dimension: SweepDimension) -> Result<()> {
     if dimension == SweepDimension::Batch && !args.run.api.batches() {
         bail!(
-            "--batch-steps sends several inputs per request: add --api completions, embeddings \
-             or rerank"
+            "--batch-steps sends several inputs per request: add --api completions, embeddings, \
+             rerank, http or v2"
         );
+    }
+    if dimension == SweepDimension::Batch && args.run.tensors.tensor_file.is_some() {
+        bail!("--batch-steps generates batches: --tensor-file requests carry their own");
     }
     if dimension == SweepDimension::Batch && args.run.batch_size.is_some() {
         bail!("--batch-steps sets the batch size of every step: drop --batch-size");

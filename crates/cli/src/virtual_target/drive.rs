@@ -295,8 +295,15 @@ impl<'a> VirtualRun<'a> {
 
     fn admit(&mut self, spec: &RequestSpec) -> Result<Admission, String> {
         let requests = &self.target.requests;
-        let body = request_body(&requests.openai, spec).map_err(|failure| failure.message)?;
-        let bytes = serde_json::to_vec(&body).map_err(|e| e.to_string())?;
+        let bytes = match &requests.tensors {
+            Some(tensors) => serde_json::to_vec(&tensors.body(spec).0),
+            None => {
+                let body =
+                    request_body(&requests.openai, spec).map_err(|failure| failure.message)?;
+                serde_json::to_vec(&body)
+            }
+        }
+        .map_err(|e| e.to_string())?;
         self.frontend.admit(requests.api, &bytes)
     }
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use goodput_core::backend::openai::{ApiKind, OpenAiConfig};
+use goodput_core::backend::v2::TensorSource;
 use goodput_core::config::RunConfig;
 use goodput_core::metrics::LengthBuckets;
 use goodput_core::workload::{GeneratedWorkload, LengthDistribution, PromptVocabulary, Workload};
@@ -29,6 +30,8 @@ pub(crate) struct VirtualRequests {
     pub(crate) api: Api,
     /// How the report splits requests by prompt length.
     pub(crate) buckets: LengthBuckets,
+    /// `--api v2`: the tensors each body carries (the endpoint is then [`Api::V2`]).
+    pub(crate) tensors: Option<Arc<TensorSource>>,
 }
 
 impl VirtualRequests {
@@ -50,6 +53,7 @@ impl VirtualRequests {
             },
             api: Api::Chat,
             buckets: LengthBuckets::default(),
+            tensors: None,
         }
     }
 
@@ -67,7 +71,12 @@ impl VirtualRequests {
             );
         }
         let openai = openai_config(args, model)?;
+        let tensors = args
+            .tensors
+            .source(args.api == ApiArg::V2, args.batch_size)?
+            .map(Arc::new);
         let api = match openai.api {
+            _ if tensors.is_some() => Api::V2,
             ApiKind::Chat => Api::Chat,
             ApiKind::Completions => Api::Completions,
             ApiKind::Responses => bail!(
@@ -83,6 +92,7 @@ impl VirtualRequests {
             openai,
             api,
             buckets: built.buckets,
+            tensors,
         })
     }
 }

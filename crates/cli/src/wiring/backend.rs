@@ -1,12 +1,13 @@
-//! The backend of `--api` (an OpenAI-compatible API, or a JSON template for `http`) and the
-//! model name it sends.
+//! The backend of `--api` (an OpenAI-compatible API, a JSON template for `http`, KServe v2
+//! tensors for `v2`) and the model name it sends.
 
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use goodput_core::backend::Backend;
 use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
 use goodput_core::backend::template::{TemplateBackend, TemplateConfig};
+use goodput_core::backend::v2::{V2Backend, V2Config};
 use goodput_core::http::HttpClient;
 
 use super::session::{Endpoint, first_model};
@@ -22,11 +23,15 @@ pub(crate) async fn model_name(
     match args.model.clone().or_else(|| endpoint.model.clone()) {
         Some(model) => Ok(model),
         None if args.api == ApiArg::Http => Ok(String::new()),
+        None if args.api == ApiArg::V2 => {
+            bail!("--api v2 needs --model: the model of /v2/models/{{model}}/infer")
+        }
         None => first_model(client).await,
     }
 }
 
-/// The backend of `--api`: a JSON template (`http`) or an OpenAI-compatible API.
+/// The backend of `--api`: a JSON template (`http`), KServe v2 tensors (`v2`) or an
+/// OpenAI-compatible API.
 pub(crate) fn backend(
     args: &RunArgs,
     openai: OpenAiConfig,
@@ -41,6 +46,20 @@ pub(crate) fn backend(
             max_body_bytes: openai.max_body_bytes,
         };
         let backend = TemplateBackend::new(config, client).context("backend configuration")?;
+        return Ok(Arc::new(backend));
+    }
+    if let Some(source) = args
+        .tensors
+        .source(args.api == ApiArg::V2, args.batch_size)?
+    {
+        let config = V2Config {
+            model: openai.model,
+            source,
+            headers: openai.headers,
+            api_key: openai.api_key,
+            max_body_bytes: openai.max_body_bytes,
+        };
+        let backend = V2Backend::new(config, client).context("backend configuration")?;
         return Ok(Arc::new(backend));
     }
     Ok(Arc::new(

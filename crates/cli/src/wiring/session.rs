@@ -418,13 +418,16 @@ pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {
 }
 
 pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfig> {
-    let extra_body = match &args.extra_body {
+    let mut extra_body = match &args.extra_body {
         None => serde_json::Map::new(),
         Some(text) => match serde_json::from_str(text).context("--extra-body: not valid JSON")? {
             serde_json::Value::Object(map) => map,
             _ => bail!("--extra-body: must be a JSON object, e.g. '{{\"temperature\": 0}}'"),
         },
     };
+    if let Some(query) = args.rerank_query()? {
+        extra_body.insert("query".into(), serde_json::Value::String(query));
+    }
     let headers = args
         .headers
         .iter()

@@ -10,6 +10,13 @@ use crate::support::{goodput, ok};
 /// The `--api http` request template (a chat body the capture server answers).
 const TEMPLATE: &str = r#"{"model": "m", "messages": [{"role": "user", "content": "{{prompt}}"}], "max_tokens": "{{max_tokens}}", "stream": false}"#;
 
+/// The `--tensor-file` of `--api v2`: one request of two rows.
+const TENSORS: &str =
+    r#"{"inputs": [{"name": "x", "shape": [2, 2], "datatype": "INT64", "data": [1, 2, 3, 4]}]}"#;
+
+/// A gate no run passes.
+const GATE: &str = "conditions = [\"ttft.p99 < 0ms\"]\n";
+
 /// Fixture files the probes name, written once per test.
 pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
     let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../samples");
@@ -45,10 +52,8 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
             ),
         ),
         ("template", write("template.json", TEMPLATE)),
-        (
-            "gate",
-            write("gate.toml", "conditions = [\"ttft.p99 < 0ms\"]\n"),
-        ),
+        ("tensors", write("tensors.jsonl", TENSORS)),
+        ("gate", write("gate.toml", GATE)),
         ("store", dir.join("history.db")),
         (
             "failing",

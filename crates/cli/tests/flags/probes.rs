@@ -157,6 +157,7 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
 /// Flags whose effect is on the requests sent, or on the client's bookkeeping.
 fn wire_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = request_probes();
+    probes.extend(tensor_probes());
     probes.extend(session_and_dataset_probes());
     probes.extend(replay_probes(sub));
     probes.extend(output_probes());
@@ -174,6 +175,49 @@ const HTTP_API: [&str; 6] = [
     "--target",
     "{url}/chat/completions",
 ];
+
+/// `--api v2`'s tensors, each against a plain `--api v2` run.
+fn tensor_probes() -> Vec<Probe> {
+    vec![
+        probe(
+            "--tensor-shape",
+            &["--api", "v2", "--tensor-shape", "2x3"],
+            At("/wire"),
+        )
+        .against(&["--api", "v2"]),
+        probe(
+            "--tensor-dtype",
+            &["--api", "v2", "--tensor-dtype", "INT64"],
+            At("/wire"),
+        )
+        .against(&["--api", "v2"]),
+        probe(
+            "--tensor-name",
+            &["--api", "v2", "--tensor-name", "pixels"],
+            At("/wire"),
+        )
+        .against(&["--api", "v2"]),
+        probe(
+            "--tensor-file",
+            &["--api", "v2", "--tensor-file", "{tensors}"],
+            At("/wire"),
+        )
+        .against(&["--api", "v2"]),
+        probe(
+            "--query",
+            &[
+                "--api",
+                "rerank",
+                "--batch-size",
+                "2",
+                "--query",
+                "which cat",
+            ],
+            At("/wire"),
+        )
+        .against(&["--api", "rerank", "--batch-size", "2"]),
+    ]
+}
 
 /// The target and the shape of every request.
 fn request_probes() -> Vec<Probe> {

@@ -3,12 +3,14 @@
 //! backend owns the wire. Today: [`openai::OpenAiBackend`] (chat, completions and Responses,
 //! streamed or not; embeddings and rerank, items counted) and the closure backend of
 //! [`crate::measure`] (any async call timed in-process), and [`template::TemplateBackend`]
-//! (any JSON API from a body template, items counted by a JSONPath).
+//! (any JSON API from a body template, items counted by a JSONPath), and [`v2::V2Backend`]
+//! (KServe v2 / Open Inference Protocol tensors, items = batch rows).
 
 pub mod discovery;
 pub mod openai;
 pub mod sse;
 pub mod template;
+pub mod v2;
 
 use std::fmt;
 use std::future::Future;

@@ -35,6 +35,8 @@ pub(crate) enum Route {
     Embeddings,
     /// `/v1/rerank`.
     Rerank,
+    /// `/v2/models/{model}/infer` (KServe v2; see `infer.rs`).
+    V2,
 }
 
 /// A parsed encoder request: the token ids of every engine prompt.
@@ -97,6 +99,11 @@ fn parse_with(tokenizer: &Tokenizer, route: Route, body: &[u8]) -> Result<Parsed
     let value: Value = serde_json::from_slice(body)
         .map_err(|error| (format!("invalid JSON body: {error}"), "body"))?;
     match route {
+        Route::V2 => Ok(Parsed {
+            prompts: super::infer::prompts(tokenizer, &value).map_err(|m| (m, "inputs"))?,
+            top_n: None,
+            documents: None,
+        }),
         Route::Embeddings => {
             let input = value.get("input").unwrap_or(&Value::Null);
             let prompts = match input {
@@ -163,12 +170,7 @@ pub(crate) async fn answer(state: &ServerState, route: Route, body: &[u8]) -> Re
         Ok(parsed) => parsed,
         Err((message, param)) => {
             state.driver.record_rejection("invalid_request");
-            return error_response(
-                StatusCode::BAD_REQUEST,
-                "invalid_request_error",
-                &message,
-                Some(param),
-            );
+            return refuse(route, &message, Some(param));
         }
     };
     let number = state.next_request_number();
@@ -186,12 +188,7 @@ pub(crate) async fn answer(state: &ServerState, route: Route, body: &[u8]) -> Re
             long.len(),
             state.prompt_context.max_model_len
         );
-        return error_response(
-            StatusCode::BAD_REQUEST,
-            "invalid_request_error",
-            &message,
-            None,
-        );
+        return refuse(route, &message, None);
     }
     if let Err(response) = prefill(state, &parsed.prompts).await {
         return response;
@@ -200,8 +197,22 @@ pub(crate) async fn answer(state: &ServerState, route: Route, body: &[u8]) -> Re
     let body = match route {
         Route::Embeddings => embeddings_body(state, &parsed, prompt_tokens),
         Route::Rerank => rerank_body(state, &parsed, prompt_tokens, number),
+        Route::V2 => super::infer::body(state, &parsed.prompts, number),
     };
     json_response(StatusCode::OK, body)
+}
+
+/// A 400 for a body the route refuses: the OpenAI error object, or v2's `{"error": …}`.
+fn refuse(route: Route, message: &str, param: Option<&str>) -> Response<SimBody> {
+    match route {
+        Route::V2 => json_response(StatusCode::BAD_REQUEST, super::infer::error_body(message)),
+        _ => error_response(
+            StatusCode::BAD_REQUEST,
+            "invalid_request_error",
+            message,
+            param,
+        ),
+    }
 }
 
 /// Runs every prompt's prefill (one generated token each) through the engine.

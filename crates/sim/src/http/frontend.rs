@@ -26,6 +26,8 @@ pub enum Api {
     Embeddings,
     /// `/v1/rerank` (a prefill and one token per query–document pair).
     Rerank,
+    /// KServe v2 `/v2/models/{model}/infer` (a prefill and one token per batch row).
+    V2,
 }
 
 /// A request the front end accepted: its number (as the server counts requests) and one
@@ -82,6 +84,7 @@ impl Frontend {
             Api::Completions => parse_completion(body, &self.context),
             Api::Embeddings => return self.admit_encoder(Route::Embeddings, body),
             Api::Rerank => return self.admit_encoder(Route::Rerank, body),
+            Api::V2 => return self.admit_encoder(Route::V2, body),
         }
         .map_err(|invalid| invalid.message)?;
         let number = self.next;
@@ -100,7 +103,7 @@ impl Frontend {
         })
     }
 
-    /// An embeddings or rerank body: every input's prefill, as `encode::answer` submits it.
+    /// An embeddings, rerank or v2 infer body: every input's prefill, as `encode::answer` submits it.
     fn admit_encoder(&mut self, route: Route, body: &[u8]) -> Result<Admission, String> {
         let prompts = encode::prompts(&self.context.tokenizer, route, body)?;
         let number = self.next;

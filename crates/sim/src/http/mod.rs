@@ -1,6 +1,7 @@
 //! The simulator's OpenAI-compatible HTTP server (hyper 1, HTTP/1.1 with keep-alive):
 //! `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/embeddings`,
-//! `POST /v1/rerank`, `GET /v1/models`, `GET /health`, `GET /metrics` and `POST /tokenize`
+//! `POST /v1/rerank`, KServe v2's `POST /v2/models/{model}/infer` (and its metadata and health
+//! routes), `GET /v1/models`, `GET /health`, `GET /metrics` and `POST /tokenize`
 //! (vLLM's shape), answering from the engine run by [`crate::driver`].
 //!
 //! Wire behaviour follows vLLM: streamed chat answers start with a role-only chunk at the first
@@ -17,6 +18,7 @@ mod channels;
 mod encode;
 mod faults;
 pub mod frontend;
+mod infer;
 mod request;
 mod routes;
 mod stream;

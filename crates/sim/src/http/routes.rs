@@ -110,6 +110,9 @@ async fn route(
     state: &ServerState,
     request: Request<Incoming>,
 ) -> Result<Response<SimBody>, ConnectionAbort> {
+    if request.uri().path().starts_with("/v2/") {
+        return Ok(super::infer::route(state, request).await);
+    }
     let Some(endpoint) = Endpoint::from_path(request.uri().path()) else {
         let message = format!("no route for {} {}", request.method(), request.uri().path());
         return Ok(error_response(
@@ -355,7 +358,7 @@ pub(super) fn submit_error_response(error: &SubmitError, clock: SimClock) -> Res
 }
 
 /// The whole request body, or the error response to send instead (413 beyond the limit).
-async fn read_body(request: Request<Incoming>) -> Result<Bytes, Response<SimBody>> {
+pub(super) async fn read_body(request: Request<Incoming>) -> Result<Bytes, Response<SimBody>> {
     let too_large = || {
         let message = format!("the request body exceeds {MAX_BODY_BYTES} bytes");
         error_response(

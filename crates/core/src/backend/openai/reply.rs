@@ -97,7 +97,7 @@ pub(crate) async fn read_error(
 /// The message of an error payload, whatever its shape: `{"error": {"message", "type"}}`,
 /// `{"error": "text", "error_type"}`, `{"object": "error", "message"}`, `{"detail": …}`,
 /// `{"code", "message", "type"}` (llama.cpp), a plain string, or else the JSON itself.
-pub(super) fn error_text(value: &Value) -> String {
+pub(crate) fn error_text(value: &Value) -> String {
     let Value::Object(map) = value else {
         return value
             .as_str()

@@ -1,0 +1,268 @@
+//! [`V2Backend`]: the KServe v2 / Open Inference Protocol (`--api v2`; Triton, KServe, Seldon
+//! MLServer): `POST {root}/v2/models/{model}/infer` with `{"inputs": [{"name", "shape",
+//! "datatype", "data"}]}`, tensors generated to a shape or read from a workload file (see
+//! [`tensor`]). The items of a request are the batch rows the server returned — the first
+//! dimension of its first output — which must equal the rows sent: a mismatch, or an answer
+//! without outputs, fails the request as `protocol` with the server's words; a refusal (a
+//! 400 `{"error": …}` for a shape the model rejects) is an `http_4xx` failure with its message.
+
+pub mod tensor;
+
+use std::fmt;
+
+use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::uri::PathAndQuery;
+use http::{HeaderMap, Method, Request, Uri};
+use http_body_util::Full;
+use serde_json::Value;
+use tokio::time::Instant;
+
+pub use self::tensor::{DataType, TensorError, TensorSource, TensorSpec, parse_shape};
+use super::openai::reply::{self, error_text};
+use super::{Activity, Backend, BoxFuture, RequestSpec};
+use crate::http::HttpClient;
+use crate::record::{Exchange, Failure, OutcomeKind};
+
+/// A configuration that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum V2Error {
+    /// The model name cannot be part of a URL path.
+    #[error("the model name {0:?} cannot be sent in /v2/models/{{model}}/infer")]
+    Model(String),
+    /// The API key cannot be a header.
+    #[error("the API key contains characters not allowed in an HTTP header")]
+    InvalidApiKey,
+}
+
+/// How to talk to a v2 server.
+#[derive(Clone)]
+pub struct V2Config {
+    /// The model (`/v2/models/{model}/infer`).
+    pub model: String,
+    /// Where each request's tensors come from.
+    pub source: TensorSource,
+    /// Extra request headers.
+    pub headers: Vec<(HeaderName, HeaderValue)>,
+    /// API key, sent as a bearer token.
+    pub api_key: Option<String>,
+    /// Longest reply body accepted.
+    pub max_body_bytes: usize,
+}
+
+impl fmt::Debug for V2Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("V2Config")
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The path of the infer endpoint below a target whose path is `root` (a trailing `/v1`, as
+/// the embedded simulator's URL has, is dropped: v2 lives beside it).
+pub fn infer_path(root: &str, model: &str) -> String {
+    let root = root.trim_end_matches('/');
+    let root = root.strip_suffix("/v1").unwrap_or(root);
+    format!("{root}/v2/models/{model}/infer")
+}
+
+/// The KServe v2 backend.
+#[derive(Debug)]
+pub struct V2Backend {
+    config: V2Config,
+    client: HttpClient,
+    uri: Uri,
+    headers: HeaderMap,
+}
+
+impl V2Backend {
+    /// A backend POSTing to `{target}/v2/models/{model}/infer`.
+    pub fn new(config: V2Config, client: HttpClient) -> Result<Self, V2Error> {
+        let valid = !config.model.is_empty()
+            && config
+                .model
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.~".contains(c));
+        if !valid {
+            return Err(V2Error::Model(config.model));
+        }
+        let exact = client.target().exact();
+        let mut path = infer_path(exact.path(), &config.model);
+        if let Some(query) = exact.query() {
+            path = format!("{path}?{query}");
+        }
+        let uri = PathAndQuery::try_from(path)
+            .map(Uri::from)
+            .map_err(|_| V2Error::Model(config.model.clone()))?;
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(key) = config.api_key.as_deref().filter(|key| !key.is_empty()) {
+            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
+                .map_err(|_| V2Error::InvalidApiKey)?;
+            value.set_sensitive(true);
+            headers.insert(AUTHORIZATION, value);
+        }
+        for (name, value) in &config.headers {
+            headers.insert(name.clone(), value.clone());
+        }
+        Ok(V2Backend {
+            config,
+            client,
+            uri,
+            headers,
+        })
+    }
+
+    async fn run(&self, spec: &RequestSpec, exchange: &mut Exchange, activity: &Activity) {
+        let (body, rows) = self.config.source.body(spec);
+        let body = match serde_json::to_vec(&body) {
+            Ok(body) => body,
+            Err(error) => {
+                return exchange.fail(Failure::new(OutcomeKind::Invalid, error.to_string()));
+            }
+        };
+        let mut request = Request::new(Full::new(Bytes::from(body)));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = self.uri.clone();
+        *request.headers_mut() = self.headers.clone();
+        let response = match self.client.send(request, exchange).await {
+            Ok(response) => response,
+            Err(failure) => return exchange.fail(failure),
+        };
+        activity.bump();
+        let (parts, mut body) = response.into_parts();
+        if !parts.status.is_success() {
+            if let Err(failure) =
+                reply::read_error(parts.status, &parts.headers, body, activity).await
+            {
+                exchange.fail(failure);
+            }
+            return;
+        }
+        let limit = self.config.max_body_bytes;
+        let bytes = match reply::read_limited(&mut body, limit, activity).await {
+            Ok((bytes, true)) => bytes,
+            Ok((_, false)) => {
+                let message = format!("response body exceeds {limit} bytes");
+                return exchange.fail(Failure::new(OutcomeKind::Protocol, message));
+            }
+            Err((bytes, error)) => {
+                let cause = crate::http::failure_from_hyper(&error, false);
+                let message = format!(
+                    "connection closed after {} body bytes: {}",
+                    bytes.len(),
+                    cause.message
+                );
+                return exchange.fail(Failure::new(cause.kind, message));
+            }
+        };
+        if let Err(failure) = record(&bytes, Instant::now(), rows, exchange) {
+            exchange.fail(failure);
+        }
+    }
+}
+
+fn protocol(message: impl Into<String>) -> Failure {
+    Failure::new(OutcomeKind::Protocol, message)
+}
+
+/// Records a whole v2 answer that arrived at `now` for a request of `sent` rows: the items
+/// are the rows of its first output, which must be `sent`.
+pub fn record(
+    bytes: &[u8],
+    now: Instant,
+    sent: u64,
+    exchange: &mut Exchange,
+) -> Result<(), Failure> {
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|error| protocol(format!("invalid JSON response body: {error}")))?;
+    if value.get("error").is_some_and(|error| !error.is_null()) {
+        return Err(Failure::new(
+            OutcomeKind::StreamError,
+            format!("server error: {}", error_text(&value)),
+        ));
+    }
+    let start = || {
+        String::from_utf8_lossy(bytes)
+            .chars()
+            .take(120)
+            .collect::<String>()
+    };
+    let Some(first) = value
+        .get("outputs")
+        .and_then(Value::as_array)
+        .and_then(|outputs| outputs.first())
+    else {
+        return Err(protocol(format!(
+            "the response has no `outputs` (body starts: {:?})",
+            start()
+        )));
+    };
+    let rows = first
+        .get("shape")
+        .and_then(Value::as_array)
+        .and_then(|shape| shape.first())
+        .and_then(Value::as_u64)
+        .ok_or_else(|| {
+            protocol(format!(
+                "the first output has no shape (body starts: {:?})",
+                start()
+            ))
+        })?;
+    if rows != sent {
+        return Err(protocol(format!(
+            "the server returned {rows} rows for {sent} sent (output shape {})",
+            first
+                .get("shape")
+                .map_or_else(String::new, Value::to_string)
+        )));
+    }
+    exchange.choices = u32::try_from(rows).unwrap_or(u32::MAX);
+    exchange.untokenized = true;
+    exchange.push_output(now, "", Some(0));
+    Ok(())
+}
+
+impl Backend for V2Backend {
+    fn send<'a>(
+        &'a self,
+        request: &'a RequestSpec,
+        exchange: &'a mut Exchange,
+        activity: &'a Activity,
+    ) -> BoxFuture<'a, ()> {
+        Box::pin(self.run(request, exchange, activity))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn recorded(body: &str, sent: u64) -> Result<Exchange, Failure> {
+        let mut exchange = Exchange::default();
+        record(body.as_bytes(), Instant::now(), sent, &mut exchange)?;
+        Ok(exchange)
+    }
+
+    #[test]
+    fn rows_of_the_first_output_are_the_items() {
+        let body = r#"{"model_name":"m","outputs":[{"name":"p","shape":[4,2],"datatype":"FP32","data":[0,0,0,0,0,0,0,0]}]}"#;
+        assert_eq!(recorded(body, 4).unwrap().choices, 4);
+        let short = recorded(body, 8).unwrap_err();
+        assert_eq!(short.kind, OutcomeKind::Protocol);
+        assert!(short.message.contains("4 rows for 8 sent"), "{short:?}");
+        let error = recorded(r#"{"error":"bad shape"}"#, 1).unwrap_err();
+        assert!(error.message.contains("bad shape"), "{error:?}");
+        let none = recorded(r#"{"outputs":[]}"#, 1).unwrap_err();
+        assert!(none.message.contains("no `outputs`"), "{none:?}");
+    }
+
+    #[test]
+    fn infer_paths() {
+        assert_eq!(infer_path("/", "m"), "/v2/models/m/infer");
+        assert_eq!(infer_path("/v1", "m"), "/v2/models/m/infer");
+        assert_eq!(infer_path("/kserve/", "m"), "/kserve/v2/models/m/infer");
+    }
+}
