@@ -21,9 +21,10 @@ ensure_venv() {
         log "creating $VENV"
         python3 -m venv "$VENV" || { log "python3 -m venv failed; install python3-venv"; exit 1; }
     fi
-    if ! "$VENV/bin/python" -c 'import kserve, numpy' 2>/dev/null; then
-        log "installing kserve numpy into $VENV"
-        "$VENV/bin/pip" install -q kserve numpy >&2
+    # Pinned: the versions the tests were written against (a new release must not break CI).
+    if ! "$VENV/bin/python" -c 'import kserve, numpy, importlib.metadata as m; assert m.version("kserve") == "0.21.0"' 2>/dev/null; then
+        log "installing kserve 0.21.0 and numpy into $VENV"
+        "$VENV/bin/pip" install -q "kserve==0.21.0" "numpy>=2,<3" >&2
     fi
 }
 

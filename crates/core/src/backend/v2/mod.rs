@@ -148,7 +148,7 @@ impl V2Backend {
                 return exchange.fail(Failure::new(OutcomeKind::Protocol, message));
             }
             Err((bytes, error)) => {
-                let cause = crate::http::failure_from_hyper(&error, false);
+                let cause = crate::http::failure_from_http(&error, false);
                 let message = format!(
                     "connection closed after {} body bytes: {}",
                     bytes.len(),
