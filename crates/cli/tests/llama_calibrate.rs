@@ -167,9 +167,12 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
             medians(&simulated, input, output, half),
         );
         let capacity_error = error(predicted, measured);
+        let median_errors =
+            [0, 1, 2].map(|i| format!("{:+.1} %", error(at_half.1[i], at_half.0[i]) * 100.0));
         eprintln!(
             "{name}: SLO e2e {slo:.0} ms; capacity measured {measured}, predicted {predicted} \
-             ({:+.1} %); at concurrency {half}: measured {:?} ms, predicted {:?} ms",
+             ({:+.1} %); at concurrency {half}: measured {:?} ms, predicted {:?} ms \
+             (TTFT, TPOT, E2E {median_errors:?})",
             capacity_error * 100.0,
             at_half.0,
             at_half.1

@@ -10,7 +10,7 @@ mod linalg;
 mod predict;
 
 pub use fit::{ConstantFit, Fit, FitError, MeasuredProbe, POOR_RMS, Residual, fit};
-pub use predict::{Predicted, ProbeShape, predict};
+pub use predict::{Predicted, ProbeShape, Tail, predict};
 
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
