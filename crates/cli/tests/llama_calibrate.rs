@@ -132,6 +132,26 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
     config
 }
 
+/// Prints one held-out shape's figures and their errors (docs/validation.md records them).
+fn print_figures(
+    name: &str,
+    slo: f64,
+    (measured, predicted): (f64, f64),
+    half: f64,
+    at_half: &([f64; 3], [f64; 3]),
+) {
+    let median_errors =
+        [0, 1, 2].map(|i| format!("{:+.1} %", error(at_half.1[i], at_half.0[i]) * 100.0));
+    eprintln!(
+        "{name}: SLO e2e {slo:.0} ms; capacity measured {measured}, predicted {predicted} \
+         ({:+.1} %); at concurrency {half}: measured {:?} ms, predicted {:?} ms \
+         (TTFT, TPOT, E2E {median_errors:?})",
+        error(predicted, measured) * 100.0,
+        at_half.0,
+        at_half.1
+    );
+}
+
 #[test]
 fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     // One thread: a spinning second thread makes a shared 2-core machine's timings erratic.
@@ -167,13 +187,7 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
             medians(&simulated, input, output, half),
         );
         let capacity_error = error(predicted, measured);
-        eprintln!(
-            "{name}: SLO e2e {slo:.0} ms; capacity measured {measured}, predicted {predicted} \
-             ({:+.1} %); at concurrency {half}: measured {:?} ms, predicted {:?} ms",
-            capacity_error * 100.0,
-            at_half.0,
-            at_half.1
-        );
+        print_figures(name, slo, (measured, predicted), half, &at_half);
         if !within(predicted, measured, CAPACITY_FACTOR) {
             failures.push(format!("{name}: capacity {:+.1} %", capacity_error * 100.0));
         }

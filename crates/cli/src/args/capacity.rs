@@ -68,7 +68,8 @@ pub(crate) struct CapacityArgs {
     /// Measured requests per probe (default: enough to prove a miss rate of half the budget).
     #[arg(long, help_heading = "Capacity search")]
     pub(crate) probe_requests: Option<u64>,
-    /// Warmup before each probe (at least 20 requests).
+    /// Warmup before each rate probe (at least 20 requests); a concurrency probe warms up with
+    /// two requests per client instead.
     #[arg(long, default_value = "10s", value_parser = parse_duration, help_heading = "Capacity search")]
     pub(crate) probe_warmup: Duration,
     /// Shortest measurement of a rate probe, so the stability test can see a trend.

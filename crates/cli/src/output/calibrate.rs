@@ -142,12 +142,20 @@ pub(crate) fn check_table(rows: &[(ProbeMeasurement, Predicted)]) -> String {
             "concurrency {}, {:.0}-token prompts, {} answer tokens, {} requests",
             m.probe.concurrency, m.prompt_tokens, m.probe.output_tokens, m.probe.requests
         );
-        let figures = [
-            ("TTFT p50 ms", m.ttft * 1e3, p.ttft * 1e3),
-            ("TPOT p50 ms", m.tpot * 1e3, p.tpot * 1e3),
-            ("E2E p50 ms", m.e2e * 1e3, p.e2e * 1e3),
-            ("requests/s", m.requests_per_sec, p.requests_per_sec),
-        ];
+        let mut figures = Vec::new();
+        let medians = [m.ttft, m.tpot, m.e2e]
+            .into_iter()
+            .zip([p.ttft, p.tpot, p.e2e]);
+        for ((name, (m50, p50)), (mt, pt)) in ["TTFT", "TPOT", "E2E"]
+            .into_iter()
+            .zip(medians)
+            .zip(m.tails.iter().zip(&p.tails))
+        {
+            figures.push((format!("{name} p50 ms"), m50 * 1e3, p50 * 1e3));
+            figures.push((format!("{name} p95 ms"), mt.p95 * 1e3, pt.p95 * 1e3));
+            figures.push((format!("{name} p99 ms"), mt.p99 * 1e3, pt.p99 * 1e3));
+        }
+        figures.push(("requests/s".into(), m.requests_per_sec, p.requests_per_sec));
         for (name, measured, predicted) in figures {
             let _ = writeln!(
                 out,

@@ -10,12 +10,14 @@ mod linalg;
 mod predict;
 
 pub use fit::{ConstantFit, Fit, FitError, MeasuredProbe, POOR_RMS, Residual, fit};
-pub use predict::{Predicted, ProbeShape, predict};
+pub use predict::{Predicted, ProbeShape, Tail, predict};
 
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
-use crate::config::{BatchingConfig, EngineConfig, EnginePolicy, SimConfig, StepOverheads};
+use crate::config::{
+    BatchingConfig, EngineConfig, EnginePolicy, Roofline, SimConfig, StepOverheads,
+};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
@@ -203,6 +205,7 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
             frontend_us: constants.frontend_us,
         }),
         speculative: None,
+        roofline: Roofline::Sum,
     };
     SimConfig {
         engine: EngineConfig::Batching(engine),

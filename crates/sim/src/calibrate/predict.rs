@@ -23,6 +23,15 @@ pub struct ProbeShape {
     pub requests: u32,
 }
 
+/// The tail of one latency distribution, seconds (0 for no values).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Tail {
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
 /// What a client would measure: medians over the requests, seconds, and the throughput.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 pub struct Predicted {
@@ -34,6 +43,8 @@ pub struct Predicted {
     pub e2e: f64,
     /// Requests completed per second over the whole probe.
     pub requests_per_sec: f64,
+    /// TTFT, TPOT and E2E tails, in that order.
+    pub tails: [Tail; 3],
 }
 
 /// Replays `shape` on the engine of `config` in virtual time.
@@ -79,19 +90,50 @@ fn ends(event: &EngineEvent) -> bool {
 }
 
 fn summarise(timelines: &[RequestTimeline], end: Duration) -> Predicted {
-    let pick = |f: &dyn Fn(&RequestTimeline) -> Option<Duration>| {
-        median(timelines.iter().filter_map(f).map(|d| d.as_secs_f64()))
+    let values = |f: fn(&RequestTimeline) -> Option<Duration>| -> Vec<f64> {
+        timelines
+            .iter()
+            .filter_map(f)
+            .map(|d| d.as_secs_f64())
+            .collect()
+    };
+    let pick = |f| median(values(f).into_iter());
+    let tail = |f| {
+        let v = values(f);
+        Tail {
+            p95: percentile(&v, 0.95),
+            p99: percentile(&v, 0.99),
+        }
     };
     let done = timelines.iter().filter(|t| t.finished.is_some()).count();
     Predicted {
-        ttft: pick(&RequestTimeline::ttft),
-        tpot: pick(&RequestTimeline::tpot),
-        e2e: pick(&RequestTimeline::e2e),
+        ttft: pick(RequestTimeline::ttft),
+        tpot: pick(RequestTimeline::tpot),
+        e2e: pick(RequestTimeline::e2e),
+        tails: [
+            tail(RequestTimeline::ttft),
+            tail(RequestTimeline::tpot),
+            tail(RequestTimeline::e2e),
+        ],
         requests_per_sec: if end.is_zero() {
             0.0
         } else {
             done as f64 / end.as_secs_f64()
         },
+    }
+}
+
+/// The `q` quantile by linear interpolation between closest ranks; 0 for no values.
+pub(crate) fn percentile(values: &[f64], q: f64) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    match sorted.len() {
+        0 => 0.0,
+        n => {
+            let rank = q.clamp(0.0, 1.0) * (n - 1) as f64;
+            let (low, high) = (rank.floor() as usize, rank.ceil() as usize);
+            sorted[low] + (sorted[high] - sorted[low]) * (rank - low as f64)
+        }
     }
 }
 
@@ -104,5 +146,19 @@ pub(crate) fn median(values: impl Iterator<Item = f64>) -> f64 {
         0 => 0.0,
         _ if n % 2 == 1 => sorted[n / 2],
         _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_interpolate_between_ranks() {
+        let values: Vec<f64> = (1..=11).map(f64::from).collect();
+        assert_eq!(percentile(&values, 0.5), 6.0);
+        assert!((percentile(&values, 0.95) - 10.5).abs() < 1e-12);
+        assert_eq!(percentile(&values, 1.0), 11.0);
+        assert_eq!(percentile(&[], 0.99), 0.0);
     }
 }

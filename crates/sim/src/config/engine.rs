@@ -6,7 +6,7 @@ use std::time::Duration;
 use goodput_protocol::hardware::{Deployment, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
-use super::policy::{EnginePolicy, StepOverheads};
+use super::policy::{EnginePolicy, Roofline, StepOverheads};
 use super::{ConfigError, duration_ms, gpu_ref, model_ref, preset_gpu, preset_model};
 
 /// A continuous-batching engine (vLLM, SGLang or TensorRT-LLM style) on modelled hardware.
@@ -47,6 +47,8 @@ pub struct BatchingConfig {
     pub overheads: Option<StepOverheads>,
     /// Speculative decoding (off when absent).
     pub speculative: Option<SpeculativeConfig>,
+    /// How a step's weight reads and arithmetic combine (`max`: a GPU; `sum`: a CPU server).
+    pub roofline: Roofline,
 }
 
 impl Default for BatchingConfig {
@@ -68,6 +70,7 @@ impl Default for BatchingConfig {
             policy: EnginePolicy::Vllm,
             overheads: None,
             speculative: None,
+            roofline: Roofline::Max,
         }
     }
 }

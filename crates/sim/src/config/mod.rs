@@ -10,7 +10,7 @@ mod policy;
 pub use agent::{AgentConfig, ReasoningFormat};
 pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig};
 pub use faults::FaultConfig;
-pub use policy::{EnginePolicy, StepOverheads};
+pub use policy::{EnginePolicy, Roofline, StepOverheads};
 
 pub use crate::engine::replicas::Routing;
 

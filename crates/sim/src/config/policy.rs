@@ -112,6 +112,19 @@ impl EnginePolicy {
     }
 }
 
+/// How a step's weight reads and its arithmetic combine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Roofline {
+    /// The larger of the two: a GPU's GEMM kernels stream the weights while the tensor cores
+    /// compute, so decode is bandwidth-bound until the batch reaches the ridge point.
+    #[default]
+    Max,
+    /// Their sum: one pass over the weights plus the arithmetic of every token in the step
+    /// (a CPU server such as llama.cpp, whose threads do not hide one behind the other).
+    Sum,
+}
+
 /// Costs beyond the kernels' arithmetic and bytes (CPU scheduling, kernel launches, sampling,
 /// the HTTP frontend).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

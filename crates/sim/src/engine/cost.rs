@@ -12,6 +12,9 @@
 //! overhead  = per_step + per_layer · layers + per_sequence · sequences + per_prefill (if any prompt)
 //! step      = linear + logits + attn_pre + attn_dec + comm + draft + overhead
 //! ```
+//! With `roofline = "sum"` (a CPU server) every `max(compute, bytes)` above is a sum instead:
+//! one pass over the weights plus the arithmetic of every token in the step, whatever mix of
+//! prompt and decode tokens the step carries (llama.cpp runs them as one batch).
 //! N is every token computed in the step, S the sequences that sample a token (decodes and
 //! prompts whose last chunk runs), `_w` the weight precision. Each operator is its own kernel,
 //! so only a GEMM overlaps its own weight reads with its FLOPs; a prompt chunk's FLOPs do not
@@ -22,7 +25,7 @@ use std::time::Duration;
 
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 
-use crate::config::{BatchingConfig, StepOverheads};
+use crate::config::{BatchingConfig, Roofline, StepOverheads};
 
 /// One sequence's share of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,12 +65,18 @@ pub struct StepCost {
     pub sequence_secs: f64,
     /// Extra cost of a step that carries prompt tokens (no full CUDA graph).
     pub prefill_overhead_secs: f64,
+    /// Whether weight reads and arithmetic add up (`roofline = "sum"`) rather than overlap.
+    pub summed: bool,
 }
 
 impl StepCost {
     /// The layer GEMMs: their FLOPs and their weight reads overlap.
     pub fn linear_secs(&self) -> f64 {
-        self.linear_compute_secs.max(self.linear_memory_secs)
+        if self.summed {
+            self.linear_compute_secs + self.linear_memory_secs
+        } else {
+            self.linear_compute_secs.max(self.linear_memory_secs)
+        }
     }
 
     /// Every fixed cost: per step, per layer, per sequence, per prefill.
@@ -106,6 +115,7 @@ pub struct StepCostModel {
     tensor_parallel: f64,
     overheads: StepOverheads,
     draft_factor: f64,
+    summed: bool,
 }
 
 /// Token sums of a batch.
@@ -132,6 +142,16 @@ impl StepCostModel {
             tensor_parallel: f64::from(config.tensor_parallel.max(1)),
             overheads: config.effective_overheads(),
             draft_factor,
+            summed: config.roofline == Roofline::Sum,
+        }
+    }
+
+    /// The roofline of one operator: the larger of its arithmetic and its bytes, or their sum.
+    fn roof(&self, compute_secs: f64, memory_secs: f64) -> f64 {
+        if self.summed {
+            compute_secs + memory_secs
+        } else {
+            compute_secs.max(memory_secs)
         }
     }
 
@@ -174,14 +194,17 @@ impl StepCostModel {
         let kv_read = self.gpu.kv_read_bandwidth() * tp;
         let kv = self.model.kv_bytes_per_token();
         let logits_secs = if t.sampled > 0.0 {
-            (self.model.logits_flops(t.sampled) / gemm)
-                .max(self.model.logits_weight_bytes() / stream)
+            self.roof(
+                self.model.logits_flops(t.sampled) / gemm,
+                self.model.logits_weight_bytes() / stream,
+            )
         } else {
             0.0
         };
-        let prefill_attention_secs = (t.prefill_attention_flops
-            / (self.gpu.attention_flops() * tp))
-            .max(t.prefill_context * kv / kv_read);
+        let prefill_attention_secs = self.roof(
+            t.prefill_attention_flops / (self.gpu.attention_flops() * tp),
+            t.prefill_context * kv / kv_read,
+        );
         let decode_attention_secs = (t.decode_kv_tokens + t.prefill_tokens) * kv / kv_read;
         let mut cost = StepCost {
             linear_compute_secs: self.model.layer_linear_flops(t.tokens) / gemm,
@@ -190,6 +213,7 @@ impl StepCostModel {
             prefill_attention_secs,
             decode_attention_secs,
             comm_secs: self.all_reduce_secs(t.tokens),
+            summed: self.summed,
             ..StepCost::default()
         };
         if drafting {
@@ -353,5 +377,40 @@ mod tests {
         let wider = StepCostModel::new(&config).cost(&decode_batch(1, 1024), false);
         assert!(wider.linear_memory_secs < cost.linear_memory_secs);
         assert!(wider.comm_secs > cost.comm_secs);
+    }
+
+    #[test]
+    fn a_summed_roofline_charges_a_mixed_step_one_weight_pass_and_every_tokens_arithmetic() {
+        let config = BatchingConfig {
+            roofline: Roofline::Sum,
+            overheads: Some(StepOverheads {
+                per_step_us: 0.0,
+                per_layer_us: 0.0,
+                per_sequence_us: 0.0,
+                per_prefill_us: 0.0,
+                frontend_us: 0.0,
+            }),
+            ..BatchingConfig::default()
+        };
+        let model = StepCostModel::new(&config);
+        let decodes = decode_batch(3, 0);
+        let mut mixed = decodes.clone();
+        mixed.push(prompt(256));
+        let (d, p, m) = (
+            model.cost(&decodes, false),
+            model.cost(&[prompt(256)], false),
+            model.cost(&mixed, false),
+        );
+        // Weights once, whatever the mix; arithmetic of all 259 tokens.
+        assert_eq!(m.linear_memory_secs, p.linear_memory_secs);
+        let expected = d.linear_compute_secs + p.linear_compute_secs;
+        assert!((m.linear_compute_secs - expected).abs() < 1e-12 * expected.max(1.0));
+        assert!((m.linear_secs() - (m.linear_compute_secs + m.linear_memory_secs)).abs() < 1e-15);
+        // The mixed step costs less than a prompt step and a decode step one after the other.
+        let apart = d.total_secs() + p.total_secs();
+        assert!(m.total_secs() < apart - 0.9 * d.linear_memory_secs, "{m:?}");
+        // The GPU default still overlaps them.
+        let gpu = StepCostModel::new(&BatchingConfig::default()).cost(&decodes, false);
+        assert!(!gpu.summed && gpu.linear_secs() == gpu.linear_memory_secs);
     }
 }

@@ -36,6 +36,15 @@ pub struct CalibrationProbe {
     pub requests: u32,
 }
 
+/// The tail of one latency distribution, seconds (0 when not measured).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Tail {
+    /// 95th percentile.
+    pub p95: f64,
+    /// 99th percentile.
+    pub p99: f64,
+}
+
 /// What one probe measured.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct ProbeMeasurement {
@@ -51,6 +60,8 @@ pub struct ProbeMeasurement {
     pub e2e: f64,
     /// Requests completed per second.
     pub requests_per_sec: f64,
+    /// TTFT, TPOT and E2E tails, in that order.
+    pub tails: [Tail; 3],
 }
 
 /// A probe that measured nothing usable.
@@ -157,5 +168,9 @@ pub fn summarise(
         tpot: secs(latency.tpot.p50).unwrap_or(0.0),
         e2e,
         requests_per_sec: step.throughput.requests_per_sec,
+        tails: [&latency.ttft, &latency.tpot, &latency.e2e].map(|stats| Tail {
+            p95: secs(stats.p95).unwrap_or(0.0),
+            p99: secs(stats.p99).unwrap_or(0.0),
+        }),
     })
 }

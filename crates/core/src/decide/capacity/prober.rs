@@ -31,7 +31,7 @@ pub struct ProbePlan {
     pub max_concurrency: Option<u32>,
     /// Measured requests per probe.
     pub measured_requests: u64,
-    /// Warmup before each probe, in target time (at least 20 requests).
+    /// Warmup before each rate probe, in target time (at least 20 requests).
     pub warmup: Duration,
     /// Shortest measurement of a rate probe, in target time: long enough for the stability
     /// test to see a trend (at least `measured_requests` are measured either way).
@@ -61,7 +61,8 @@ pub struct Prober {
 /// in `run.json`'s capacity plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ProbeTiming {
-    /// Warmup before each probe (at least 20 requests).
+    /// Warmup before each rate probe (at least 20 requests; a concurrency probe warms up with
+    /// two requests per client).
     #[serde(with = "crate::units::serde_ms")]
     pub warmup: Duration,
     /// Shortest measurement of a rate probe.
@@ -131,15 +132,18 @@ impl ProbePlan {
                     arrival: self.arrival,
                     max_concurrency: self.max_concurrency,
                 };
+                // An arrival process needs a few tens of arrivals to show its queue.
                 let warmup = (load * self.warmup.as_secs_f64()).ceil() as u64;
-                (spec, warmup)
+                (spec, warmup.max(20))
             }
             Dimension::Concurrency => {
+                // A closed loop is in its steady state once every client has sent two
+                // requests: twenty more only lengthen every probe (a slow server's probes at
+                // concurrency 2 took a minute each).
                 let concurrency = load.round().max(1.0) as u32;
                 (LoadSpec::Closed { concurrency }, 2 * u64::from(concurrency))
             }
         };
-        let warmup_requests = warmup_requests.max(20);
         let measured = match self.dimension {
             Dimension::Rate => self
                 .measured_requests
