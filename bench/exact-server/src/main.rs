@@ -131,6 +131,7 @@ async fn connection(mut stream: TcpStream, config: Config, stats: Shared) {
                 respond(&mut stream, "200 OK", "{}").await
             }
             "/v1/models" => respond(&mut stream, "200 OK", MODELS).await,
+            "/health" | "/v1/health" => respond(&mut stream, "200 OK", "{}").await,
             p if p.ends_with("/chat/completions") || p.ends_with("/completions") => {
                 let chat = p.ends_with("/chat/completions");
                 answer(&mut stream, &body, chat, read_at, config, &stats).await
