@@ -47,9 +47,8 @@ async fn vllm_chat_role_chunk_is_not_a_token_and_request_is_well_formed() {
         (Some(200), "Hello!", 1)
     );
     assert_eq!(exchange.chunks.len(), 2);
-    assert!(
-        exchange.first_event_at.unwrap() + Duration::from_millis(30) <= exchange.chunks[0].at()
-    );
+    let first = exchange.chunks[0].at();
+    assert!(exchange.first_event_at.unwrap() + Duration::from_millis(30) <= first);
     assert!(exchange.sent_at.unwrap() <= exchange.response_at.unwrap());
     assert_eq!(exchange.usage.unwrap().completion_tokens, 2);
     assert_eq!(exchange.finish_reason.as_deref(), Some("stop"));
@@ -114,14 +113,12 @@ async fn vllm_completions_with_null_usage_and_prompt_shapes() {
         (exchange.failure.clone(), exchange.text.as_str()),
         (None, " Hello!")
     );
-    assert_eq!(
-        exchange
-            .chunks
-            .iter()
-            .map(|c| c.cumulative_tokens())
-            .collect::<Vec<_>>(),
-        [None, None]
-    );
+    let usage: Vec<_> = exchange
+        .chunks
+        .iter()
+        .map(|c| c.cumulative_tokens())
+        .collect();
+    assert_eq!(usage, [None, None]);
     assert_eq!(exchange.finish_reason.as_deref(), Some("length"));
     let messages = vec![
         ChatMessage::new("system", "Be brief."),
