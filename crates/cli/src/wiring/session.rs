@@ -30,6 +30,7 @@ use goodput_core::workload::Workload;
 use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
+use crate::args::http_stream::StreamFormatArg;
 use crate::args::run::{ApiArg, RunArgs};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED};
 use crate::output;
@@ -417,6 +418,21 @@ pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {
     Ok(models.into_iter().next().unwrap_or_default())
 }
 
+/// `--stream-format` and `--tokens-path` in `run.workload`, saying when chunks carry no tokens.
+fn describe_http_stream(args: &RunArgs, described: &mut BTreeMap<String, serde_json::Value>) {
+    let format = match args.http_stream.stream_format {
+        None | Some(StreamFormatArg::None) => return,
+        Some(StreamFormatArg::Sse) => "sse",
+        Some(StreamFormatArg::Chunked) => "chunked",
+    };
+    described.insert("stream_format".into(), format.into());
+    let tokens =
+        args.http_stream.tokens_path.clone().unwrap_or_else(|| {
+            "none: chunk times only (TTFT), no token counts, no ITL or TPOT".into()
+        });
+    described.insert("tokens_path".into(), tokens.into());
+}
+
 pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfig> {
     let mut extra_body = match &args.extra_body {
         None => serde_json::Map::new(),
@@ -445,7 +461,12 @@ pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfi
     Ok(OpenAiConfig {
         api: args.api.kind(),
         model,
-        stream: !args.no_stream && args.api.streams(),
+        stream: !args.no_stream
+            && (args.api.streams()
+                || args
+                    .http_stream
+                    .stream_format
+                    .is_some_and(|f| f != StreamFormatArg::None)),
         include_usage: true,
         continuous_usage: !args.no_continuous_usage,
         ignore_eos: !args.no_ignore_eos,
@@ -488,6 +509,7 @@ pub(crate) fn run_info(
             if let Some(path) = &args.items_path {
                 described.insert("items_path".into(), path.clone().into());
             }
+            describe_http_stream(args, &mut described);
             described
         },
         slo: config.slo.as_ref().map(ToString::to_string),

@@ -246,6 +246,26 @@ fn request_probes() -> Vec<Probe> {
         )
         .without(&["--target"])
         .against(&HTTP_API),
+        // The capture server answers one JSON body: read as SSE it has no event, so every
+        // request fails (and run.json says `stream: true`).
+        probe(
+            "--stream-format",
+            &[&HTTP_API[..], &["--stream-format", "sse"]].concat(),
+            super::Expect::Changes,
+        )
+        .without(&["--target"])
+        .against(&HTTP_API),
+        probe(
+            "--tokens-path",
+            &[
+                &HTTP_API[..],
+                &["--stream-format", "sse", "--tokens-path", "$.t"],
+            ]
+            .concat(),
+            At("/run_json"),
+        )
+        .against(&[&HTTP_API[..], &["--stream-format", "sse"]].concat())
+        .without(&["--target"]),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(
