@@ -1,6 +1,8 @@
 //! `--api http` streaming arguments: `--stream-format sse|chunked|none` and `--tokens-path`;
 //! refused with any other API.
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use goodput_core::backend::template::{ItemsPath, StreamFormat};
@@ -32,6 +34,21 @@ pub(crate) struct HttpStreamArgs {
 }
 
 impl HttpStreamArgs {
+    /// `--stream-format` and `--tokens-path` in `run.workload`, saying when chunks carry no
+    /// tokens.
+    pub(crate) fn describe(&self, described: &mut BTreeMap<String, serde_json::Value>) {
+        let format = match self.stream_format {
+            None | Some(StreamFormatArg::None) => return,
+            Some(StreamFormatArg::Sse) => "sse",
+            Some(StreamFormatArg::Chunked) => "chunked",
+        };
+        described.insert("stream_format".into(), format.into());
+        let tokens = self.tokens_path.clone().unwrap_or_else(|| {
+            "none: chunk times only (TTFT), no token counts, no ITL or TPOT".into()
+        });
+        described.insert("tokens_path".into(), tokens.into());
+    }
+
     /// The stream format and tokens path, checked: `--api http` only (`http`), `--tokens-path`
     /// with `sse` only, not with `--no-stream`.
     pub(crate) fn checked(

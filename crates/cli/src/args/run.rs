@@ -137,6 +137,8 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) http_stream: crate::args::http_stream::HttpStreamArgs,
     #[command(flatten)]
+    pub(crate) images: crate::args::image::ImageArgs,
+    #[command(flatten)]
     pub(crate) tensors: crate::args::tensor::TensorArgs,
     /// --api rerank: the query every request ranks its documents against (default: the first
     /// 16 words of the batch's first prompt).
@@ -472,6 +474,7 @@ impl RunArgs {
     /// The validated run configuration (`seed` already chosen).
     pub(crate) fn run_config(&self, seed: u64) -> Result<RunConfig> {
         self.template()?;
+        self.images.images(self.api == ApiArg::Chat, seed)?;
         self.tensors
             .source(self.api == ApiArg::V2, self.batch_size)?;
         let load = self.load()?;

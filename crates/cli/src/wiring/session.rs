@@ -133,7 +133,9 @@ impl Session {
         let served_models = super::run_extras::served_models(&client).await;
         let openai = openai_config(&args, model.clone())?;
         let streamed = openai.stream;
-        let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
+        let mut built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
+        let chat = args.api == ApiArg::Chat;
+        built.workload = args.images.wrap(chat, seed, built.workload)?;
         let backend = super::backend::backend(&args, openai, client)?;
         let mut run_info = run_info(
             &args,
@@ -418,21 +420,6 @@ pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {
     Ok(models.into_iter().next().unwrap_or_default())
 }
 
-/// `--stream-format` and `--tokens-path` in `run.workload`, saying when chunks carry no tokens.
-fn describe_http_stream(args: &RunArgs, described: &mut BTreeMap<String, serde_json::Value>) {
-    let format = match args.http_stream.stream_format {
-        None | Some(StreamFormatArg::None) => return,
-        Some(StreamFormatArg::Sse) => "sse",
-        Some(StreamFormatArg::Chunked) => "chunked",
-    };
-    described.insert("stream_format".into(), format.into());
-    let tokens =
-        args.http_stream.tokens_path.clone().unwrap_or_else(|| {
-            "none: chunk times only (TTFT), no token counts, no ITL or TPOT".into()
-        });
-    described.insert("tokens_path".into(), tokens.into());
-}
-
 pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfig> {
     let mut extra_body = match &args.extra_body {
         None => serde_json::Map::new(),
@@ -509,7 +496,7 @@ pub(crate) fn run_info(
             if let Some(path) = &args.items_path {
                 described.insert("items_path".into(), path.clone().into());
             }
-            describe_http_stream(args, &mut described);
+            args.http_stream.describe(&mut described);
             described
         },
         slo: config.slo.as_ref().map(ToString::to_string),

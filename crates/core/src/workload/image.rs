@@ -3,9 +3,14 @@
 //! height read from a PNG or JPEG file's header, and the `data:` URL an OpenAI `image_url`
 //! content part carries.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
-use goodput_protocol::chat::{ContentPart, ImageUrl, MessageContent};
+use goodput_protocol::chat::{ChatMessage, ContentPart, ImageUrl, MessageContent};
+
+use super::{Workload, session};
+use crate::backend::{RequestInput, RequestSpec};
 
 /// An image size, `WxH`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -201,21 +206,138 @@ pub fn data_url(bytes: &[u8], mime: &str) -> String {
     out
 }
 
-/// A user message's content: `text`, then one `image_url` part per image (`(bytes, mime)`).
-pub fn content_with_images(text: &str, images: &[(Vec<u8>, &str)]) -> MessageContent {
+/// One image to send.
+#[derive(Clone)]
+pub struct Image {
+    /// Its size.
+    pub size: Resolution,
+    /// `image/png` or `image/jpeg`.
+    pub mime: &'static str,
+    /// The file's bytes.
+    pub bytes: Arc<[u8]>,
+}
+
+impl fmt::Debug for Image {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Image({} {}, {} bytes)",
+            self.size,
+            self.mime,
+            self.bytes.len()
+        )
+    }
+}
+
+impl Image {
+    /// A generated PNG of `size` (`seed` varies its pixels).
+    pub fn generated(size: Resolution, seed: u64) -> Image {
+        Image {
+            size,
+            mime: "image/png",
+            bytes: png(size, seed).into(),
+        }
+    }
+
+    /// A PNG or JPEG file's bytes; `None` when its header is neither.
+    pub fn from_file(bytes: Vec<u8>) -> Option<Image> {
+        let (size, mime) = dimensions(&bytes)?;
+        Some(Image {
+            size,
+            mime,
+            bytes: bytes.into(),
+        })
+    }
+}
+
+/// A user message's content: `text`, then one `image_url` part per image.
+pub fn content_with_images(text: &str, images: &[&Image]) -> MessageContent {
     let mut parts = vec![ContentPart {
         kind: "text".into(),
         text: Some(text.to_string()),
         image_url: None,
     }];
-    parts.extend(images.iter().map(|(bytes, mime)| ContentPart {
+    parts.extend(images.iter().map(|image| ContentPart {
         kind: "image_url".into(),
         text: None,
         image_url: Some(ImageUrl {
-            url: data_url(bytes, mime),
+            url: data_url(&image.bytes, image.mime),
         }),
     }));
     MessageContent::Parts(parts)
+}
+
+/// A chat workload whose every request also carries `per_request` images, taken in turn from
+/// `images` (request `i` the images `i·n … i·n + n − 1`, wrapping), as `image_url` parts of
+/// its last user message.
+#[derive(Debug)]
+pub struct WithImages {
+    inner: Arc<dyn Workload>,
+    images: Vec<Image>,
+    per_request: u32,
+}
+
+impl WithImages {
+    /// `inner`'s requests with images; `None` without images or with zero per request.
+    pub fn new(inner: Arc<dyn Workload>, images: Vec<Image>, per_request: u32) -> Option<Self> {
+        (!images.is_empty() && per_request > 0).then_some(WithImages {
+            inner,
+            images,
+            per_request,
+        })
+    }
+
+    fn chosen(&self, index: u64) -> Vec<&Image> {
+        let n = u64::from(self.per_request);
+        let len = self.images.len() as u64;
+        (0..n)
+            .map(|k| &self.images[((index.wrapping_mul(n) + k) % len) as usize])
+            .collect()
+    }
+}
+
+impl Workload for WithImages {
+    fn request(&self, index: u64) -> RequestSpec {
+        let mut spec = self.inner.request(index);
+        let images = self.chosen(index);
+        spec.input = match spec.input {
+            RequestInput::Text(text) => {
+                let mut message = ChatMessage::new("user", "");
+                message.content = content_with_images(&text, &images);
+                RequestInput::Messages(vec![message])
+            }
+            RequestInput::Messages(mut messages) => {
+                if let Some(last) = messages.iter_mut().rev().find(|m| m.role == "user") {
+                    last.content = content_with_images(&last.content.text(), &images);
+                }
+                RequestInput::Messages(messages)
+            }
+            other => other,
+        };
+        spec
+    }
+
+    fn describe(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut described = self.inner.describe();
+        let mut sizes: Vec<String> = self.images.iter().map(|i| i.size.to_string()).collect();
+        sizes.dedup();
+        described.insert("image_resolutions".into(), sizes.join(",").into());
+        described.insert("images".into(), self.images.len().into());
+        described.insert("images_per_request".into(), self.per_request.into());
+        described
+    }
+
+    fn arrival_offsets(&self) -> Option<Arc<[std::time::Duration]>> {
+        self.inner.arrival_offsets()
+    }
+
+    fn expected_prefix_tokens(&self, index: u64) -> Option<u64> {
+        self.inner.expected_prefix_tokens(index)
+    }
+
+    fn conversations(&self) -> Option<&dyn session::Conversations> {
+        self.inner.conversations()
+    }
 }
 
 #[cfg(test)]
@@ -267,10 +389,14 @@ mod tests {
 
     #[test]
     fn content_parts_are_openai_image_url_parts() {
-        let png = png(Resolution::parse("2x2").unwrap(), 0);
-        let content = content_with_images("what is this?", &[(png.clone(), "image/png")]);
+        let image = Image::generated(Resolution::parse("2x2").unwrap(), 0);
+        let png = image.bytes.to_vec();
+        let content = content_with_images("what is this?", &[&image]);
         let json = serde_json::to_value(&content).unwrap();
-        assert_eq!(json[0], serde_json::json!({"type": "text", "text": "what is this?"}));
+        assert_eq!(
+            json[0],
+            serde_json::json!({"type": "text", "text": "what is this?"})
+        );
         assert_eq!(json[1]["type"], "image_url");
         assert_eq!(json[1]["image_url"]["url"], data_url(&png, "image/png"));
         assert_eq!(content.text(), "what is this?");
