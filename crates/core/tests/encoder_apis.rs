@@ -184,6 +184,8 @@ async fn templated_json_api_renders_the_body_and_counts_items_by_path() {
         let config = TemplateConfig {
             template,
             items: Some(ItemsPath::parse(path).unwrap()),
+            stream: goodput_core::backend::template::StreamFormat::None,
+            tokens: None,
             headers: Vec::new(),
             api_key: None,
             max_body_bytes: 1 << 20,

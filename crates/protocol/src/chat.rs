@@ -159,6 +159,16 @@ pub struct ContentPart {
     /// The text of a `text` part.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
+    /// The image of an `image_url` part.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_url: Option<ImageUrl>,
+}
+
+/// The image of an `image_url` content part: an `https:` or `data:` URL.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageUrl {
+    /// The URL, e.g. `data:image/png;base64,…`.
+    pub url: String,
 }
 
 /// A complete (non-streamed) chat answer.

@@ -22,6 +22,7 @@ pub mod driver;
 pub mod engine;
 pub mod explain;
 pub mod http;
+pub mod image;
 mod pieces;
 pub mod server_metrics;
 pub mod text;

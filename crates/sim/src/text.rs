@@ -45,6 +45,8 @@ const MARK_START: u32 = u32::MAX;
 const MARK_SEPARATOR: u32 = u32::MAX - 1;
 const MARK_END: u32 = u32::MAX - 2;
 const MARK_ASSISTANT: u32 = u32::MAX - 3;
+/// The top of the ids of image tokens (below the markers).
+const MARK_IMAGE: u32 = u32::MAX - 16;
 
 const FNV64_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 const FNV64_PRIME: u64 = 0x0000_0100_0000_01b3;
@@ -108,6 +110,16 @@ impl Tokenizer {
             ids.extend(self.encode(&message.role));
             ids.push(MARK_SEPARATOR);
             ids.extend(self.encode(&message.content.text()));
+            for (i, tokens) in crate::image::content_image_tokens(&message.content)
+                .into_iter()
+                .enumerate()
+            {
+                // Image tokens: ids of their own, the same for the same image position and size.
+                let seed = fnv1a_32(&[i as u8, (tokens & 0xFF) as u8, (tokens >> 8) as u8]);
+                ids.extend(
+                    (0..tokens).map(|k| MARK_IMAGE - (seed.wrapping_add(k as u32) % (1 << 20))),
+                );
+            }
             ids.push(MARK_END);
         }
         ids.extend([MARK_START, MARK_ASSISTANT, MARK_SEPARATOR]);

@@ -4,6 +4,8 @@
 pub(crate) mod analysis;
 pub(crate) mod calibrate;
 pub(crate) mod capacity;
+pub(crate) mod http_stream;
+pub(crate) mod image;
 pub(crate) mod merge;
 pub(crate) mod monitor;
 pub(crate) mod plan;

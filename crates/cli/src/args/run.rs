@@ -6,7 +6,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use goodput_core::backend::openai::ApiKind;
-use goodput_core::backend::template::{ItemsPath, RequestTemplate};
+use goodput_core::backend::template::{ItemsPath, RequestTemplate, StreamFormat};
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::Slo;
 use goodput_core::profile::{ProfileFile, parse_phases, total_duration};
@@ -93,6 +93,19 @@ pub(crate) enum ArrivalArg {
     Gamma,
 }
 
+/// `--api http`'s request template and how its replies are read.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpTemplate {
+    /// The body template.
+    pub(crate) template: RequestTemplate,
+    /// `--items-path`.
+    pub(crate) items: Option<ItemsPath>,
+    /// `--stream-format`.
+    pub(crate) stream: StreamFormat,
+    /// `--tokens-path`.
+    pub(crate) tokens: Option<ItemsPath>,
+}
+
 /// Benchmark a target under load.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
@@ -121,6 +134,10 @@ pub(crate) struct RunArgs {
     /// request counts the inputs it sent).
     #[arg(long, value_name = "JSONPATH", help_heading = "Target")]
     pub(crate) items_path: Option<String>,
+    #[command(flatten)]
+    pub(crate) http_stream: crate::args::http_stream::HttpStreamArgs,
+    #[command(flatten)]
+    pub(crate) images: crate::args::image::ImageArgs,
     #[command(flatten)]
     pub(crate) tensors: crate::args::tensor::TensorArgs,
     /// --api rerank: the query every request ranks its documents against (default: the first
@@ -321,9 +338,11 @@ impl RunArgs {
         }
     }
 
-    /// `--api http`'s template and items path, read and checked (`None` for the other APIs).
-    pub(crate) fn template(&self) -> Result<Option<(RequestTemplate, Option<ItemsPath>)>> {
+    /// `--api http`'s template, items path and streaming, read and checked (`None` for the
+    /// other APIs).
+    pub(crate) fn template(&self) -> Result<Option<HttpTemplate>> {
         let http = self.api == ApiArg::Http;
+        let (stream, tokens) = self.http_stream.checked(http, self.no_stream)?;
         if !http && (self.request_template.is_some() || self.items_path.is_some()) {
             bail!("--request-template and --items-path go with --api http");
         }
@@ -343,7 +362,12 @@ impl RunArgs {
             .map(ItemsPath::parse)
             .transpose()
             .context("--items-path")?;
-        Ok(Some((template, items)))
+        Ok(Some(HttpTemplate {
+            template,
+            items,
+            stream,
+            tokens,
+        }))
     }
 
     /// `--query`, checked: rerank only, not empty.
@@ -450,6 +474,7 @@ impl RunArgs {
     /// The validated run configuration (`seed` already chosen).
     pub(crate) fn run_config(&self, seed: u64) -> Result<RunConfig> {
         self.template()?;
+        self.images.images(self.api == ApiArg::Chat, seed)?;
         self.tensors
             .source(self.api == ApiArg::V2, self.batch_size)?;
         let load = self.load()?;

@@ -87,8 +87,11 @@ impl VirtualRequests {
             ApiKind::Rerank => Api::Rerank,
         };
         let built = prepare_offline(args, seed, config).await?;
+        let workload = args
+            .images
+            .wrap(args.api == ApiArg::Chat, seed, built.workload)?;
         Ok(VirtualRequests {
-            workload: built.workload,
+            workload,
             openai,
             api,
             buckets: built.buckets,

@@ -37,10 +37,12 @@ pub(crate) fn backend(
     openai: OpenAiConfig,
     client: HttpClient,
 ) -> Result<Arc<dyn Backend>> {
-    if let Some((template, items)) = args.template()? {
+    if let Some(http) = args.template()? {
         let config = TemplateConfig {
-            template,
-            items,
+            template: http.template,
+            items: http.items,
+            stream: http.stream,
+            tokens: http.tokens,
             headers: openai.headers,
             api_key: openai.api_key,
             max_body_bytes: openai.max_body_bytes,

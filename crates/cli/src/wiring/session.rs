@@ -30,6 +30,7 @@ use goodput_core::workload::Workload;
 use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
+use crate::args::http_stream::StreamFormatArg;
 use crate::args::run::{ApiArg, RunArgs};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED};
 use crate::output;
@@ -132,7 +133,9 @@ impl Session {
         let served_models = super::run_extras::served_models(&client).await;
         let openai = openai_config(&args, model.clone())?;
         let streamed = openai.stream;
-        let built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
+        let mut built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
+        let chat = args.api == ApiArg::Chat;
+        built.workload = args.images.wrap(chat, seed, built.workload)?;
         let backend = super::backend::backend(&args, openai, client)?;
         let mut run_info = run_info(
             &args,
@@ -445,7 +448,12 @@ pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfi
     Ok(OpenAiConfig {
         api: args.api.kind(),
         model,
-        stream: !args.no_stream && args.api.streams(),
+        stream: !args.no_stream
+            && (args.api.streams()
+                || args
+                    .http_stream
+                    .stream_format
+                    .is_some_and(|f| f != StreamFormatArg::None)),
         include_usage: true,
         continuous_usage: !args.no_continuous_usage,
         ignore_eos: !args.no_ignore_eos,
@@ -488,6 +496,7 @@ pub(crate) fn run_info(
             if let Some(path) = &args.items_path {
                 described.insert("items_path".into(), path.clone().into());
             }
+            args.http_stream.describe(&mut described);
             described
         },
         slo: config.slo.as_ref().map(ToString::to_string),

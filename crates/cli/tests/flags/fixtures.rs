@@ -52,6 +52,7 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
             ),
         ),
         ("template", write("template.json", TEMPLATE)),
+        ("images", image_dir(dir)),
         ("tensors", write("tensors.jsonl", TENSORS)),
         ("gate", write("gate.toml", GATE)),
         ("store", dir.join("history.db")),
@@ -75,6 +76,16 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
             ),
         ),
     ])
+}
+
+/// A directory holding one 32×16 PNG header (all `--image-dir` reads).
+fn image_dir(dir: &Path) -> PathBuf {
+    let images = dir.join("images");
+    std::fs::create_dir_all(&images).expect("image dir");
+    let mut png = b"\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR".to_vec();
+    png.extend_from_slice(&[0, 0, 0, 32, 0, 0, 0, 16, 8, 2, 0, 0, 0]);
+    std::fs::write(images.join("a.png"), png).expect("write png");
+    images
 }
 
 /// Two small runs of the embedded simulator (`{ra}`, `{rb}`: a different seed, rate and

@@ -158,6 +158,7 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
 fn wire_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = request_probes();
     probes.extend(tensor_probes());
+    probes.extend(http_stream_probes());
     probes.extend(session_and_dataset_probes());
     probes.extend(replay_probes(sub));
     probes.extend(output_probes());
@@ -175,6 +176,44 @@ const HTTP_API: [&str; 6] = [
     "--target",
     "{url}/chat/completions",
 ];
+
+/// `--api http`'s streaming, against plain `--api http` runs; chat images.
+fn http_stream_probes() -> Vec<Probe> {
+    vec![
+        probe(
+            "--image-resolution",
+            &["--image-resolution", "16x16"],
+            At("/wire"),
+        ),
+        probe("--image-dir", &["--image-dir", "{images}"], At("/wire")),
+        probe(
+            "--images-per-request",
+            &["--image-resolution", "16x16", "--images-per-request", "2"],
+            At("/wire"),
+        )
+        .against(&["--image-resolution", "16x16"]),
+        // The capture server answers one JSON body: read as SSE it has no event, so every
+        // request fails (and run.json says `stream: true`).
+        probe(
+            "--stream-format",
+            &[&HTTP_API[..], &["--stream-format", "sse"]].concat(),
+            super::Expect::Changes,
+        )
+        .without(&["--target"])
+        .against(&HTTP_API),
+        probe(
+            "--tokens-path",
+            &[
+                &HTTP_API[..],
+                &["--stream-format", "sse", "--tokens-path", "$.t"],
+            ]
+            .concat(),
+            At("/run_json"),
+        )
+        .against(&[&HTTP_API[..], &["--stream-format", "sse"]].concat())
+        .without(&["--target"]),
+    ]
+}
 
 /// `--api v2`'s tensors, each against a plain `--api v2` run.
 fn tensor_probes() -> Vec<Probe> {

@@ -16,6 +16,7 @@ mod csv;
 pub mod dataset;
 pub mod generated;
 pub mod history;
+pub mod image;
 pub mod lengths;
 pub mod prepared;
 pub mod replay;

@@ -5,9 +5,11 @@
 //! exactly one placeholder takes its typed value (a number, an array); inside longer text the
 //! value is spliced in as text. The reply's items are counted by an [`ItemsPath`]; without one,
 //! a request counts the inputs it sent. Input tokens come from a `usage` object when the reply
-//! has one (`prompt_tokens`, `input_tokens` or `total_tokens`), else from the workload.
+//! has one (`prompt_tokens`, `input_tokens` or `total_tokens`), else from the workload. A
+//! streamed reply ([`StreamFormat`]) is read chunk by chunk (see [`stream`]).
 
 mod path;
+pub mod stream;
 
 use std::fmt;
 
@@ -19,6 +21,7 @@ use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
 pub use self::path::{ItemsPath, PathError};
+pub use self::stream::StreamFormat;
 use super::openai::reply;
 use super::{Activity, Backend, BoxFuture, RequestInput, RequestSpec};
 use crate::http::HttpClient;
@@ -181,6 +184,10 @@ pub struct TemplateConfig {
     pub template: RequestTemplate,
     /// Where the reply's items are; `None`: a request counts the inputs it sent.
     pub items: Option<ItemsPath>,
+    /// How the reply streams.
+    pub stream: StreamFormat,
+    /// Where each SSE event's tokens are; `None`: chunks carry no token count.
+    pub tokens: Option<ItemsPath>,
     /// Extra request headers.
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// API key, sent as a bearer token.
@@ -194,6 +201,8 @@ impl fmt::Debug for TemplateConfig {
         f.debug_struct("TemplateConfig")
             .field("template", &self.template)
             .field("items", &self.items)
+            .field("stream", &self.stream)
+            .field("tokens", &self.tokens)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
             .finish_non_exhaustive()
     }
@@ -257,6 +266,17 @@ impl TemplateBackend {
             return;
         }
         let limit = self.config.max_body_bytes;
+        if self.config.stream != StreamFormat::None {
+            let tokens = self.config.tokens.as_ref();
+            let format = self.config.stream;
+            exchange.untokenized = true;
+            let kept = stream::read(&mut body, format, tokens, limit, activity, exchange).await;
+            let result = kept.and_then(|kept| self.record(&kept, None, spec, exchange));
+            if let Err(failure) = result {
+                exchange.fail(failure);
+            }
+            return;
+        }
         let bytes = match reply::read_limited(&mut body, limit, activity).await {
             Ok((bytes, true)) => bytes,
             Ok((_, false)) => {
@@ -273,16 +293,16 @@ impl TemplateBackend {
                 return exchange.fail(Failure::new(cause.kind, message));
             }
         };
-        if let Err(failure) = self.record(&bytes, Instant::now(), spec, exchange) {
+        if let Err(failure) = self.record(&bytes, Some(Instant::now()), spec, exchange) {
             exchange.fail(failure);
         }
     }
 
-    /// Counts the items of a 2xx reply that arrived at `now`.
+    /// Counts the items of a 2xx reply; a whole one (not streamed) arrived at `whole`.
     fn record(
         &self,
         bytes: &[u8],
-        now: Instant,
+        whole: Option<Instant>,
         spec: &RequestSpec,
         exchange: &mut Exchange,
     ) -> Result<(), Failure> {
@@ -305,7 +325,9 @@ impl TemplateBackend {
         };
         exchange.choices = u32::try_from(items).unwrap_or(u32::MAX);
         exchange.untokenized = true;
-        exchange.push_output(now, "", Some(0));
+        if let Some(now) = whole {
+            exchange.push_output(now, "", Some(0));
+        }
         if let Ok(value) = &parsed {
             let usage = value.get("usage");
             let count = |key: &str| usage.and_then(|u| u.get(key)).and_then(Value::as_u64);

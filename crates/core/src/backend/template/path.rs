@@ -85,16 +85,14 @@ impl ItemsPath {
         })
     }
 
-    /// The items `value` holds at the path: the number of nodes matched when the path has a
-    /// `[*]`; else the length of the array, or the number, it names. `None` when the path
-    /// finds nothing (or a value that is neither).
-    pub fn count(&self, value: &Value) -> Option<u64> {
-        let mut nodes = vec![value];
+    /// The nodes the path matches in `value`, and whether it has a `[*]`.
+    fn nodes<'v>(&self, value: &'v Value) -> (Vec<&'v Value>, bool) {
+        let mut nodes: Vec<&'v Value> = vec![value];
         let mut wildcard = false;
         for segment in &self.segments {
             nodes = nodes
                 .into_iter()
-                .flat_map(|node| -> Vec<&Value> {
+                .flat_map(|node| -> Vec<&'v Value> {
                     match segment {
                         Segment::Key(key) => node.get(key).into_iter().collect(),
                         Segment::Index(i) => node.get(*i).into_iter().collect(),
@@ -108,6 +106,14 @@ impl ItemsPath {
                 .collect();
             wildcard |= *segment == Segment::Wildcard;
         }
+        (nodes, wildcard)
+    }
+
+    /// The items `value` holds at the path: the number of nodes matched when the path has a
+    /// `[*]`; else the length of the array, or the number, it names. `None` when the path
+    /// finds nothing (or a value that is neither).
+    pub fn count(&self, value: &Value) -> Option<u64> {
+        let (nodes, wildcard) = self.nodes(value);
         if wildcard {
             return (!nodes.is_empty()).then_some(nodes.len() as u64);
         }
@@ -115,6 +121,21 @@ impl ItemsPath {
             Value::Array(items) if !items.is_empty() => Some(items.len() as u64),
             Value::Number(n) => n.as_u64(),
             _ => None,
+        }
+    }
+
+    /// The tokens of one streamed event: with a `[*]` the nodes matched; else the array found
+    /// counts its length and any other value found (a token object, its id, its text) one.
+    /// `None` when the path finds nothing (or `null`).
+    pub fn tokens(&self, value: &Value) -> Option<u64> {
+        let (nodes, wildcard) = self.nodes(value);
+        if wildcard {
+            return (!nodes.is_empty()).then_some(nodes.len() as u64);
+        }
+        match nodes.first()? {
+            Value::Null => None,
+            Value::Array(items) => Some(items.len() as u64),
+            _ => Some(1),
         }
     }
 }
@@ -151,6 +172,12 @@ mod tests {
         assert_eq!(count("$.missing"), None);
         assert_eq!(count("$.missing[*]"), None);
         assert_eq!(count("$.e"), None);
+        let tokens = |path: &str| ItemsPath::parse(path).unwrap().tokens(&value);
+        assert_eq!(tokens("$.n"), Some(1));
+        assert_eq!(tokens("$.outputs[0]"), Some(1));
+        assert_eq!(tokens("$.outputs[0].data"), Some(3));
+        assert_eq!(tokens("$.e"), Some(0));
+        assert_eq!(tokens("$.missing"), None);
         for bad in ["data", "$.", "$[", "$.a[x]", "$x"] {
             assert!(ItemsPath::parse(bad).is_err(), "{bad}");
         }
