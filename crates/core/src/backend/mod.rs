@@ -8,6 +8,7 @@
 
 pub mod discovery;
 pub mod openai;
+mod post;
 pub mod sse;
 pub mod template;
 pub mod v2;

@@ -10,16 +10,15 @@ pub mod tensor;
 
 use std::fmt;
 
-use bytes::Bytes;
 use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use http::uri::PathAndQuery;
-use http::{HeaderMap, Method, Request, Uri};
-use http_body_util::Full;
+use http::{HeaderMap, Uri};
 use serde_json::Value;
 use tokio::time::Instant;
 
 pub use self::tensor::{DataType, TensorError, TensorSource, TensorSpec, parse_shape};
-use super::openai::reply::{self, error_text};
+use super::openai::reply::error_text;
+use super::post;
 use super::{Activity, Backend, BoxFuture, RequestSpec};
 use crate::http::HttpClient;
 use crate::record::{Exchange, Failure, OutcomeKind};
@@ -116,46 +115,21 @@ impl V2Backend {
 
     async fn run(&self, spec: &RequestSpec, exchange: &mut Exchange, activity: &Activity) {
         let (body, rows) = self.config.source.body(spec);
-        let body = match serde_json::to_vec(&body) {
-            Ok(body) => body,
-            Err(error) => {
-                return exchange.fail(Failure::new(OutcomeKind::Invalid, error.to_string()));
-            }
-        };
-        let mut request = Request::new(Full::new(Bytes::from(body)));
-        *request.method_mut() = Method::POST;
-        *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = self.headers.clone();
-        let response = match self.client.send(request, exchange).await {
-            Ok(response) => response,
-            Err(failure) => return exchange.fail(failure),
-        };
-        activity.bump();
-        let (parts, mut body) = response.into_parts();
-        if !parts.status.is_success() {
-            if let Err(failure) =
-                reply::read_error(parts.status, &parts.headers, body, activity).await
-            {
-                exchange.fail(failure);
-            }
+        let Some(mut body) = post::post_json(
+            &self.client,
+            &self.uri,
+            &self.headers,
+            &body,
+            exchange,
+            activity,
+        )
+        .await
+        else {
             return;
-        }
-        let limit = self.config.max_body_bytes;
-        let bytes = match reply::read_limited(&mut body, limit, activity).await {
-            Ok((bytes, true)) => bytes,
-            Ok((_, false)) => {
-                let message = format!("response body exceeds {limit} bytes");
-                return exchange.fail(Failure::new(OutcomeKind::Protocol, message));
-            }
-            Err((bytes, error)) => {
-                let cause = crate::http::failure_from_http(&error, false);
-                let message = format!(
-                    "connection closed after {} body bytes: {}",
-                    bytes.len(),
-                    cause.message
-                );
-                return exchange.fail(Failure::new(cause.kind, message));
-            }
+        };
+        let bytes = match post::read_whole(&mut body, self.config.max_body_bytes, activity).await {
+            Ok(bytes) => bytes,
+            Err(failure) => return exchange.fail(failure),
         };
         if let Err(failure) = record(&bytes, Instant::now(), rows, exchange) {
             exchange.fail(failure);
