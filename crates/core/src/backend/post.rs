@@ -1,8 +1,9 @@
-//! The plain JSON exchange the non-OpenAI backends share (`--api http`, `--api v2`): POST a
-//! JSON body, turn a non-2xx answer into an `http` failure with the server's message, and read
-//! a whole body within a size limit.
+//! The JSON exchange the backends share: the request headers (JSON, bearer key, the user's
+//! own); and, for the non-OpenAI ones (`--api http`, `--api v2`), a POST whose non-2xx answer
+//! becomes an `http` failure with the server's message, and a whole body read within a limit.
 
 use bytes::Bytes;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
 use http::{HeaderMap, Method, Request, Uri};
 use http_body_util::Full;
 use serde_json::Value;
@@ -11,6 +12,35 @@ use super::Activity;
 use super::openai::reply;
 use crate::http::{HttpClient, ResponseBody, failure_from_http};
 use crate::record::{Exchange, Failure, OutcomeKind};
+
+/// Whether a header carries a credential (never shown, never echoed).
+pub(crate) fn is_secret(name: &HeaderName) -> bool {
+    crate::manifest::SECRET_HEADERS.contains(&name.as_str())
+}
+
+/// `content-type: application/json`, `authorization: Bearer KEY` when a key is given, then the
+/// user's `extra` headers (credentials among them marked sensitive); `None` when the key cannot
+/// be a header value.
+pub(crate) fn json_headers(
+    api_key: Option<&str>,
+    extra: &[(HeaderName, HeaderValue)],
+) -> Option<HeaderMap> {
+    let mut headers = HeaderMap::new();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(key) = api_key.filter(|key| !key.is_empty()) {
+        let mut value = HeaderValue::from_str(&format!("Bearer {key}")).ok()?;
+        value.set_sensitive(true);
+        headers.insert(AUTHORIZATION, value);
+    }
+    for (name, value) in extra {
+        let mut value = value.clone();
+        if is_secret(name) {
+            value.set_sensitive(true);
+        }
+        headers.insert(name.clone(), value);
+    }
+    Some(headers)
+}
 
 /// POSTs `body` to `uri`; the 2xx response's body, or `None` once the failure (unsendable
 /// body, transport, non-2xx with the server's message) is recorded in `exchange`.

@@ -21,7 +21,7 @@ use std::fmt;
 
 use bytes::Bytes;
 use goodput_protocol::ChatMessage;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use http::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Request, Uri};
 use http_body_util::Full;
 use serde_json::{Map, Value, json};
@@ -130,9 +130,7 @@ impl Default for OpenAiConfig {
     }
 }
 
-fn is_secret(name: &HeaderName) -> bool {
-    crate::manifest::SECRET_HEADERS.contains(&name.as_str())
-}
+use super::post::is_secret;
 
 impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -203,23 +201,13 @@ impl OpenAiBackend {
         if config.max_body_bytes == 0 {
             return Err(OpenAiConfigError::ZeroLimit("max_body_bytes"));
         }
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if config.stream && config.api.streams() {
+        let mut headers = super::post::json_headers(config.api_key.as_deref(), &config.headers)
+            .ok_or(OpenAiConfigError::InvalidApiKey)?;
+        if config.stream
+            && config.api.streams()
+            && !config.headers.iter().any(|(name, _)| name == ACCEPT)
+        {
             headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
-        }
-        if let Some(key) = config.api_key.as_deref().filter(|key| !key.is_empty()) {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| OpenAiConfigError::InvalidApiKey)?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        for (name, value) in &config.headers {
-            let mut value = value.clone();
-            if is_secret(name) {
-                value.set_sensitive(true);
-            }
-            headers.insert(name.clone(), value);
         }
         let uri = client.target().endpoint(config.api.endpoint());
         let secrets = headers

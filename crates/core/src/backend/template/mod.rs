@@ -13,7 +13,7 @@ pub mod stream;
 
 use std::fmt;
 
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue};
 use http::{HeaderMap, Uri};
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
@@ -218,17 +218,8 @@ pub struct TemplateBackend {
 impl TemplateBackend {
     /// A backend POSTing to the target URL of `client`, exactly as given.
     pub fn new(config: TemplateConfig, client: HttpClient) -> Result<Self, TemplateError> {
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(key) = config.api_key.as_deref().filter(|key| !key.is_empty()) {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| TemplateError::InvalidApiKey)?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        for (name, value) in &config.headers {
-            headers.insert(name.clone(), value.clone());
-        }
+        let headers = post::json_headers(config.api_key.as_deref(), &config.headers)
+            .ok_or(TemplateError::InvalidApiKey)?;
         let uri = client.target().exact();
         Ok(TemplateBackend {
             config,

@@ -10,7 +10,7 @@ pub mod tensor;
 
 use std::fmt;
 
-use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderName, HeaderValue};
+use http::header::{HeaderName, HeaderValue};
 use http::uri::PathAndQuery;
 use http::{HeaderMap, Uri};
 use serde_json::Value;
@@ -94,17 +94,8 @@ impl V2Backend {
         let uri = PathAndQuery::try_from(path)
             .map(Uri::from)
             .map_err(|_| V2Error::Model(config.model.clone()))?;
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        if let Some(key) = config.api_key.as_deref().filter(|key| !key.is_empty()) {
-            let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                .map_err(|_| V2Error::InvalidApiKey)?;
-            value.set_sensitive(true);
-            headers.insert(AUTHORIZATION, value);
-        }
-        for (name, value) in &config.headers {
-            headers.insert(name.clone(), value.clone());
-        }
+        let headers = post::json_headers(config.api_key.as_deref(), &config.headers)
+            .ok_or(V2Error::InvalidApiKey)?;
         Ok(V2Backend {
             config,
             client,
