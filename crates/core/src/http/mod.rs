@@ -162,12 +162,12 @@ impl HttpClient {
         let head_request = request.method() == Method::HEAD;
         let wire = serialize(request).await;
         let mut fresh_only = false;
-        loop {
+        let (mut conn, reused) = loop {
             let Checkout { mut conn, reused } = self.checkout(fresh_only, exchange).await?;
             exchange.reused_connection = reused;
             exchange.sent_at = Some(Instant::now());
             match conn.write_all(&wire).await {
-                Ok(()) => {}
+                Ok(()) => break (conn, reused),
                 Err((_, false)) if exchange.retries < self.inner.config.max_retries => {
                     exchange.retries += 1;
                     fresh_only = true;
@@ -187,12 +187,14 @@ impl HttpClient {
                     return Err(failure_from_http(&HttpError::Io(error), reused));
                 }
             }
-            let head = conn
-                .read_head(head_request)
-                .await
-                .map_err(|error| failure_from_http(&error, reused))?;
-            return Ok(self.respond(conn, head, exchange));
-        }
+        };
+        // The request is out: its bytes are not kept while the answer is awaited.
+        drop(wire);
+        let head = conn
+            .read_head(head_request)
+            .await
+            .map_err(|error| failure_from_http(&error, reused))?;
+        Ok(self.respond(conn, head, exchange))
     }
 
     fn prepare(&self, request: &mut Request<Full<Bytes>>) {
