@@ -238,6 +238,8 @@ impl tokio::io::AsyncRead for Unwritable {
     }
 }
 
+impl goodput_core::http::Io for Unwritable {}
+
 impl tokio::io::AsyncWrite for Unwritable {
     fn poll_write(
         self: std::pin::Pin<&mut Self>,

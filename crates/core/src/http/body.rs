@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use memchr::memchr;
+use tokio::time::Instant;
 
 use super::conn::{Conn, Framing, HttpError};
 use super::pool::Pool;
@@ -42,6 +43,8 @@ pub struct ResponseBody {
     state: State,
     keep_alive: bool,
     pool: Arc<Pool>,
+    /// When the bytes read last reached this host.
+    received: Option<Instant>,
 }
 
 impl std::fmt::Debug for ResponseBody {
@@ -62,6 +65,7 @@ impl ResponseBody {
             Framing::Close => State::UntilClose,
         };
         let mut body = ResponseBody {
+            received: conn.received,
             conn: Some(conn),
             state,
             keep_alive,
@@ -71,6 +75,13 @@ impl ResponseBody {
             body.release();
         }
         body
+    }
+
+    /// When the bytes [`ResponseBody::data`] returned last reached this host: the kernel's
+    /// receive time where the connection has it (Linux TCP), else when they were read; now if
+    /// nothing was read yet. A chunk's time, whatever the client was busy with meanwhile.
+    pub fn received_at(&self) -> Instant {
+        self.received.unwrap_or_else(Instant::now)
     }
 
     /// Whether the body was read to its end.
@@ -119,7 +130,7 @@ impl ResponseBody {
                     return None;
                 }
                 Ok(0) => return self.fail(HttpError::Incomplete),
-                Ok(_) => {}
+                Ok(_) => self.received = conn.received,
                 Err(error) => return self.fail(HttpError::Io(error)),
             }
         }

@@ -11,6 +11,7 @@ use bytes::BytesMut;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::time::Instant;
 
 use super::connect::BoxIo;
 
@@ -66,6 +67,8 @@ pub(super) struct Conn {
     io: BoxIo,
     pub(super) buf: BytesMut,
     next_read: usize,
+    /// When the bytes of the last read reached this host (see [`Conn::fill`]).
+    pub(super) received: Option<Instant>,
 }
 
 impl Conn {
@@ -74,6 +77,7 @@ impl Conn {
             io,
             buf: BytesMut::new(),
             next_read: FIRST_READ,
+            received: None,
         }
     }
 
@@ -105,7 +109,8 @@ impl Conn {
         self.io.flush().await.map_err(|error| (error, true))
     }
 
-    /// Reads more bytes into the buffer; `Ok(0)` at the end of the stream.
+    /// Reads more bytes into the buffer; `Ok(0)` at the end of the stream. Notes when they
+    /// arrived: the transport's receive time if it has one, else now.
     pub(super) async fn fill(&mut self) -> io::Result<usize> {
         if self.buf.is_empty() && self.buf.capacity() > 2 * self.next_read {
             self.buf = BytesMut::new();
@@ -116,6 +121,9 @@ impl Conn {
         }
         let free = self.buf.capacity() - self.buf.len();
         let read = self.io.read_buf(&mut self.buf).await?;
+        if read > 0 {
+            self.received = Some(self.io.received_at().unwrap_or_else(Instant::now));
+        }
         if read == free {
             self.next_read = (self.next_read * 2).min(MAX_READ);
         } else if read < self.next_read / 4 {

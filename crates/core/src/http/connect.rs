@@ -13,13 +13,27 @@ use futures_util::future::BoxFuture;
 use thiserror::Error;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 use super::target::Target;
 
 /// A bidirectional byte stream a connection runs over.
-pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {}
+pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {
+    /// When the bytes of the last read reached this host, if the transport knows (kernel
+    /// receive timestamps); `None`: the reader takes the time itself when the read returns.
+    fn received_at(&self) -> Option<Instant> {
+        None
+    }
+}
 
-impl<T: AsyncRead + AsyncWrite + Send + Unpin + 'static> Io for T {}
+impl Io for TcpStream {}
+impl Io for tokio::io::DuplexStream {}
+#[cfg(feature = "tls")]
+impl<T: Io> Io for tokio_rustls::client::TlsStream<T> {
+    fn received_at(&self) -> Option<Instant> {
+        self.get_ref().0.received_at()
+    }
+}
 
 /// A boxed [`Io`].
 pub type BoxIo = Box<dyn Io>;
@@ -224,8 +238,18 @@ impl TcpConnector {
 
     async fn open(&self, target: &Target) -> Result<BoxIo, ConnectError> {
         let tcp = self.dial(target).await?;
+        #[cfg(target_os = "linux")]
+        let tcp = match super::stamped::StampedTcp::new(tcp) {
+            Ok(stamped) => return self.secure(target, stamped).await,
+            Err(plain) => plain,
+        };
+        self.secure(target, tcp).await
+    }
+
+    /// `io` as it is for `http://`, inside TLS for `https://`.
+    async fn secure<T: Io>(&self, target: &Target, io: T) -> Result<BoxIo, ConnectError> {
         if !target.is_https() {
-            return Ok(Box::new(tcp));
+            return Ok(Box::new(io));
         }
         #[cfg(feature = "tls")]
         {
@@ -237,12 +261,12 @@ impl TcpConnector {
                 .clone()
                 .map_err(ConnectError::TlsSetup)?;
             Ok(Box::new(
-                super::tls::handshake(config, target.host(), tcp).await?,
+                super::tls::handshake(config, target.host(), io).await?,
             ))
         }
         #[cfg(not(feature = "tls"))]
         {
-            drop(tcp);
+            drop(io);
             Err(ConnectError::TlsUnavailable)
         }
     }

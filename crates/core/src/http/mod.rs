@@ -21,6 +21,8 @@ mod body;
 mod conn;
 mod connect;
 mod pool;
+#[cfg(target_os = "linux")]
+mod stamped;
 mod target;
 #[cfg(feature = "tls")]
 pub mod tls;
@@ -239,7 +241,7 @@ impl HttpClient {
 
     /// Records the head into `exchange` and wraps the body.
     fn respond(&self, conn: Conn, head: Head, exchange: &mut Exchange) -> Response<ResponseBody> {
-        exchange.response_at = Some(Instant::now());
+        exchange.response_at = Some(conn.received.unwrap_or_else(Instant::now));
         exchange.status = Some(head.status.as_u16());
         exchange.headers.clear();
         for name in KEPT_HEADERS {

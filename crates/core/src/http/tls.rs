@@ -4,11 +4,10 @@
 use std::sync::Arc;
 
 use rustls::pki_types::ServerName;
-use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
 
-use super::connect::ConnectError;
+use super::connect::{ConnectError, Io};
 
 /// The default client configuration: Mozilla roots, safe protocol versions, `http/1.1` ALPN.
 pub fn default_client_config() -> Result<Arc<rustls::ClientConfig>, ConnectError> {
@@ -26,11 +25,11 @@ pub fn default_client_config() -> Result<Arc<rustls::ClientConfig>, ConnectError
 }
 
 /// Runs the TLS handshake over an established TCP stream.
-pub(super) async fn handshake(
+pub(super) async fn handshake<T: Io>(
     config: Arc<rustls::ClientConfig>,
     host: &str,
-    tcp: TcpStream,
-) -> Result<TlsStream<TcpStream>, ConnectError> {
+    tcp: T,
+) -> Result<TlsStream<T>, ConnectError> {
     let name = ServerName::try_from(host.to_string()).map_err(|_| ConnectError::Tls {
         host: host.to_string(),
         reason: "invalid server name".into(),

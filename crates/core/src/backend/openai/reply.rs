@@ -341,7 +341,7 @@ pub(super) async fn read_stream(
     };
     loop {
         let frame = body.data().await;
-        let now = Instant::now();
+        let now = body.received_at();
         match frame {
             Some(Ok(bytes)) => {
                 activity.bump();
@@ -487,13 +487,14 @@ pub(super) async fn read_whole(
             return Err(Failure::new(cause.kind, message));
         }
     };
+    let arrived = body.received_at();
     if limits.responses {
-        return super::responses::record_whole(&bytes, Instant::now(), exchange);
+        return super::responses::record_whole(&bytes, arrived, exchange);
     }
     if let Some((encoder, sent)) = limits.encoder {
-        return super::encoder::record_whole(&bytes, Instant::now(), exchange, encoder, sent);
+        return super::encoder::record_whole(&bytes, arrived, exchange, encoder, sent);
     }
-    record_whole(&bytes, Instant::now(), exchange)
+    record_whole(&bytes, arrived, exchange)
 }
 
 /// Records a whole JSON answer that arrived at `now`.

@@ -259,7 +259,7 @@ impl TemplateBackend {
             Ok(bytes) => bytes,
             Err(failure) => return exchange.fail(failure),
         };
-        if let Err(failure) = self.record(&bytes, Some(Instant::now()), spec, exchange) {
+        if let Err(failure) = self.record(&bytes, Some(body.received_at()), spec, exchange) {
             exchange.fail(failure);
         }
     }

@@ -47,7 +47,7 @@ pub(super) async fn read(
     };
     while let Some(piece) = body.data().await {
         activity.bump();
-        let now = Instant::now();
+        let now = body.received_at();
         match piece {
             Ok(bytes) => reader.feed(&bytes, now, exchange)?,
             Err(error) => {
@@ -61,7 +61,7 @@ pub(super) async fn read(
             }
         }
     }
-    reader.finish(Instant::now(), exchange)
+    reader.finish(body.received_at(), exchange)
 }
 
 struct Reader<'a> {

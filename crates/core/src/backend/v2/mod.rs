@@ -122,7 +122,7 @@ impl V2Backend {
             Ok(bytes) => bytes,
             Err(failure) => return exchange.fail(failure),
         };
-        if let Err(failure) = record(&bytes, Instant::now(), rows, exchange) {
+        if let Err(failure) = record(&bytes, body.received_at(), rows, exchange) {
             exchange.fail(failure);
         }
     }
