@@ -11,13 +11,22 @@
 //! arrived in the first `--skip` seconds after the first request are left out, like a client's
 //! warm-up); `POST /reset` clears them.
 //!
+//! On Linux the server also knows when each request *reached* it (the kernel's receive
+//! timestamp of the segment that completed it, `SO_TIMESTAMPNS`), before its own busy loop got
+//! round to reading it: `inbound_ms` is that wait (arrival → read) and
+//! `first_token_from_arrival_ms` the first-token delay a perfect client would measure — the
+//! figure to hold a client to when the server itself is short of CPU.
+//!
 //! Usage: `exact-server --listen 127.0.0.1:8000 --ttft 100 --itl 10 --tokens 64 [--threads 2]
 //! [--skip 3]` (times in milliseconds).
 
+use std::os::fd::AsRawFd;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg, setsockopt, sockopt};
+use nix::sys::time::TimeSpec;
+use tokio::io::{AsyncWriteExt, Interest};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::time::{Instant, sleep_until};
 
@@ -39,6 +48,10 @@ struct Stats {
     gaps_us: Vec<u32>,
     /// Request read → last byte written, µs.
     e2e_us: Vec<u32>,
+    /// Request arrived (kernel) → request read, µs.
+    inbound_us: Vec<u32>,
+    /// Request arrived (kernel) → first token written, µs.
+    first_from_arrival_us: Vec<u32>,
     completed: u64,
     skipped: u64,
 }
@@ -97,6 +110,7 @@ async fn serve(listen: String, config: Config) {
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
                     let _ = stream.set_nodelay(true);
+                    let _ = setsockopt(&stream, sockopt::ReceiveTimestampns, &true);
                     tokio::spawn(connection(stream, config, stats.clone()));
                 }
             }
@@ -108,18 +122,19 @@ async fn serve(listen: String, config: Config) {
 /// One keep-alive connection: requests one after another.
 async fn connection(mut stream: TcpStream, config: Config, stats: Shared) {
     let mut buffer = Vec::with_capacity(4096);
+    let mut arrived = None;
     loop {
-        let Some((head_end, body_len)) = read_head(&mut stream, &mut buffer).await else {
+        let Some((head_end, body_len)) = read_head(&stream, &mut buffer, &mut arrived).await
+        else {
             return;
         };
         while buffer.len() < head_end + body_len {
-            let mut chunk = [0u8; 4096];
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+            if !read_more(&stream, &mut buffer, &mut arrived).await {
+                return;
             }
         }
         let read_at = Instant::now();
+        let arrived_at = arrived.take().unwrap_or(read_at);
         let head = String::from_utf8_lossy(&buffer[..head_end]).into_owned();
         let body = String::from_utf8_lossy(&buffer[head_end..head_end + body_len]).into_owned();
         buffer.drain(..head_end + body_len);
@@ -134,7 +149,8 @@ async fn connection(mut stream: TcpStream, config: Config, stats: Shared) {
             "/health" | "/v1/health" => respond(&mut stream, "200 OK", "{}").await,
             p if p.ends_with("/chat/completions") || p.ends_with("/completions") => {
                 let chat = p.ends_with("/chat/completions");
-                answer(&mut stream, &body, chat, read_at, config, &stats).await
+                let at = At { arrived: arrived_at, read: read_at };
+                answer(&mut stream, &body, chat, at, config, &stats).await
             }
             _ => respond(&mut stream, "404 Not Found", "{\"error\":\"not found\"}").await,
         };
@@ -148,7 +164,11 @@ const MODELS: &str =
     "{\"object\":\"list\",\"data\":[{\"id\":\"exact\",\"object\":\"model\",\"owned_by\":\"bench\"}]}";
 
 /// Reads until a whole request head is buffered; returns its length and the body's length.
-async fn read_head(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<(usize, usize)> {
+async fn read_head(
+    stream: &TcpStream,
+    buffer: &mut Vec<u8>,
+    arrived: &mut Option<Instant>,
+) -> Option<(usize, usize)> {
     loop {
         if let Some(end) = find(buffer, b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();
@@ -159,12 +179,53 @@ async fn read_head(stream: &mut TcpStream, buffer: &mut Vec<u8>) -> Option<(usiz
                 .unwrap_or(0);
             return Some((end + 4, length));
         }
-        let mut chunk = [0u8; 4096];
-        match stream.read(&mut chunk).await {
-            Ok(0) | Err(_) => return None,
-            Ok(n) => buffer.extend_from_slice(&chunk[..n]),
+        if !read_more(stream, buffer, arrived).await {
+            return None;
         }
     }
+}
+
+/// One read into `buffer`, noting when its bytes reached the host (the kernel's stamp, else
+/// now); `false` at the end of the stream or on an error.
+async fn read_more(stream: &TcpStream, buffer: &mut Vec<u8>, arrived: &mut Option<Instant>) -> bool {
+    let mut chunk = [0u8; 4096];
+    let mut control = nix::cmsg_space!(TimeSpec);
+    let fd = stream.as_raw_fd();
+    let read = stream
+        .async_io(Interest::READABLE, || {
+            let mut iov = [std::io::IoSliceMut::new(&mut chunk)];
+            let message = recvmsg::<()>(fd, &mut iov, Some(&mut control), MsgFlags::empty())?;
+            let stamp = message.cmsgs().ok().and_then(|mut cmsgs| {
+                cmsgs.find_map(|cmsg| match cmsg {
+                    ControlMessageOwned::ScmTimestampns(stamp) => Some(stamp),
+                    _ => None,
+                })
+            });
+            Ok((message.bytes, stamp))
+        })
+        .await;
+    match read {
+        Ok((0, _)) | Err(_) => false,
+        Ok((n, stamp)) => {
+            buffer.extend_from_slice(&chunk[..n]);
+            *arrived = Some(stamp.and_then(monotonic).unwrap_or_else(Instant::now));
+            true
+        }
+    }
+}
+
+/// The monotonic instant of a wall-clock kernel stamp, by its age now.
+fn monotonic(stamp: TimeSpec) -> Option<Instant> {
+    let (now, wall) = (Instant::now(), SystemTime::now().duration_since(UNIX_EPOCH).ok()?);
+    let at = Duration::new(stamp.tv_sec().try_into().ok()?, stamp.tv_nsec().try_into().ok()?);
+    now.checked_sub(wall.saturating_sub(at).min(Duration::from_secs(60)))
+}
+
+/// When a request reached the host and when the server had read it.
+#[derive(Clone, Copy)]
+struct At {
+    arrived: Instant,
+    read: Instant,
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
@@ -191,10 +252,11 @@ async fn answer(
     stream: &mut TcpStream,
     body: &str,
     chat: bool,
-    read_at: Instant,
+    at: At,
     config: Config,
     stats: &Shared,
 ) -> bool {
+    let read_at = at.read;
     let tokens = field(body, "max_tokens")
         .or_else(|| field(body, "max_completion_tokens"))
         .and_then(|v| v.parse().ok())
@@ -212,7 +274,7 @@ async fn answer(
         ok
     };
     if ok {
-        timing.finish(read_at, config, stats);
+        timing.finish(at, config, stats);
     }
     ok
 }
@@ -234,8 +296,8 @@ impl Timing {
         self.last = Some(now);
     }
 
-    fn finish(self, read_at: Instant, config: Config, stats: &Shared) {
-        let done = Instant::now();
+    fn finish(self, at: At, config: Config, stats: &Shared) {
+        let (read_at, done) = (at.read, Instant::now());
         let mut stats = lock(stats);
         let first_request = *stats.first_request.get_or_insert(read_at);
         if read_at < first_request + config.skip {
@@ -244,6 +306,8 @@ impl Timing {
         }
         let first = self.first.unwrap_or(done);
         stats.first_token_us.push(micros(first - read_at));
+        stats.inbound_us.push(micros(read_at.saturating_duration_since(at.arrived)));
+        stats.first_from_arrival_us.push(micros(first.saturating_duration_since(at.arrived)));
         stats.e2e_us.push(micros(done - read_at));
         stats.gaps_us.extend(self.gaps_us);
         stats.completed += 1;
@@ -345,9 +409,11 @@ fn report(stats: &Shared) -> String {
     let completed = stats.completed;
     let skipped = stats.skipped;
     format!(
-        "{{\"completed\":{completed},\"skipped\":{skipped},\"first_token_ms\":{},\"itl_ms\":{},\"e2e_ms\":{}}}",
+        "{{\"completed\":{completed},\"skipped\":{skipped},\"first_token_ms\":{},\"itl_ms\":{},\"e2e_ms\":{},\"inbound_ms\":{},\"first_token_from_arrival_ms\":{}}}",
         summary(&mut stats.first_token_us),
         summary(&mut stats.gaps_us),
-        summary(&mut stats.e2e_us)
+        summary(&mut stats.e2e_us),
+        summary(&mut stats.inbound_us),
+        summary(&mut stats.first_from_arrival_us)
     )
 }

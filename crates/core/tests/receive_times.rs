@@ -1,7 +1,9 @@
-//! Chunk times are when the server's bytes reached this host, not when a busy client got round
-//! to reading them: a server on its own thread notes the moments around each write, the client
-//! blocks its only runtime thread while a chunk waits, then reads it. Real loopback TCP (kernel
-//! receive timestamps on Linux); elsewhere only the ordering holds and the test says so.
+//! Wire times against a server on its own thread. Chunk times are when the server's bytes
+//! reached this host, not when a busy client got round to reading them (the server notes the
+//! moments around each write, the client blocks its only runtime thread while a chunk waits,
+//! then reads it; real loopback TCP with kernel receive timestamps on Linux — elsewhere only the
+//! ordering is checked). And a request leaves when `sent_at` says, even from a task that spent
+//! its cooperative budget: it is not put behind other tasks between the stamp and the write.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{Read, Write};
@@ -89,4 +91,74 @@ async fn a_chunk_read_late_keeps_the_time_it_arrived() {
             assert!(read_at.duration_since(received) >= Duration::from_millis(90));
         }
     }
+}
+
+/// Answers `requests` requests on one keep-alive connection (`content-length`, empty JSON),
+/// reporting when each request's last bytes were read — the server thread waits in `read`, so
+/// that is when they arrived.
+fn answer_each(listener: TcpListener, requests: usize, read: mpsc::Sender<std::time::Instant>) {
+    let (mut socket, _) = listener.accept().unwrap();
+    socket.set_nodelay(true).unwrap();
+    let mut buf = [0u8; 4096];
+    for _ in 0..requests {
+        let mut request = Vec::new();
+        while !request.windows(4).any(|w| w == b"\r\n\r\n") {
+            let got = socket.read(&mut buf).unwrap();
+            assert!(got > 0, "the client closed before its request ended");
+            request.extend_from_slice(&buf[..got]);
+        }
+        read.send(std::time::Instant::now()).unwrap();
+        let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}";
+        socket.write_all(answer.as_bytes()).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_task_out_of_budget_still_writes_its_request_when_stamped() {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (read, was_read) = mpsc::channel();
+    let server = std::thread::spawn(move || answer_each(listener, 2, read));
+    let target = Target::parse(&format!("http://{addr}")).unwrap();
+    // Pooled connections are reused at once (the default waits 50 ms for servers that close).
+    let config = HttpConfig {
+        reuse_after: Duration::ZERO,
+        ..HttpConfig::default()
+    };
+    let client = HttpClient::tcp(target, config);
+    let get = || {
+        http::Request::get(format!("http://{addr}/"))
+            .body(Full::new(Bytes::new()))
+            .unwrap()
+    };
+    // The first request leaves a pooled connection, so the second needs no connect.
+    let mut first = Exchange::default();
+    let mut body = client.send(get(), &mut first).await.unwrap().into_body();
+    while body.data().await.is_some() {}
+    was_read.recv().unwrap();
+    // Spend the budget without yielding; a task queued meanwhile holds the thread 200 ms.
+    for _ in 0..10_000 {
+        if !tokio::task::coop::has_budget_remaining() {
+            break;
+        }
+        tokio::task::coop::consume_budget().await;
+    }
+    assert!(
+        !tokio::task::coop::has_budget_remaining(),
+        "the budget is spent"
+    );
+    let hog = tokio::spawn(async { std::thread::sleep(Duration::from_millis(200)) });
+    let mut second = Exchange::default();
+    let response = client.send(get(), &mut second).await.unwrap();
+    assert!(second.reused_connection);
+    let arrived = Instant::from_std(was_read.recv().unwrap());
+    let sent = second.sent_at.unwrap();
+    assert!(
+        arrived.duration_since(sent) < Duration::from_millis(100),
+        "the request reached the server {:?} after sent_at",
+        arrived.duration_since(sent)
+    );
+    drop(response);
+    hog.await.unwrap();
+    server.join().unwrap();
 }

@@ -168,7 +168,11 @@ impl HttpClient {
             let Checkout { mut conn, reused } = self.checkout(fresh_only, exchange).await?;
             exchange.reused_connection = reused;
             exchange.sent_at = Some(Instant::now());
-            match conn.write_all(&wire).await {
+            // Out without yielding: a task whose cooperative budget went on reading its last
+            // answer would otherwise be sent to the back of the run queue between `sent_at`
+            // and the write — milliseconds at a thousand streams, counted as the server's.
+            // One small request is bounded work.
+            match tokio::task::coop::unconstrained(conn.write_all(&wire)).await {
                 Ok(()) => break (conn, reused),
                 Err((_, false)) if exchange.retries < self.inner.config.max_retries => {
                     exchange.retries += 1;
