@@ -36,6 +36,16 @@ pub(super) fn render(out: &mut String, client: Option<&ClientReport>) {
         ms(lag.p99),
         ms(lag.max)
     );
+    if let Some(late) = &client.read_late_ms {
+        let _ = writeln!(
+            out,
+            "  answers read after arriving (worst read per request): p50 {} · p99 {} · max {} ms \
+             — chunk times are the arrivals",
+            ms(late.p50),
+            ms(late.p99),
+            ms(late.max)
+        );
+    }
     let verdict = match &client.reason {
         Some(reason) => {
             format!("NOT TRUSTWORTHY — the client may have been the bottleneck: {reason}")

@@ -45,6 +45,8 @@ pub struct ResponseBody {
     pool: Arc<Pool>,
     /// When the bytes read last reached this host.
     received: Option<Instant>,
+    /// See [`ResponseBody::read_late`].
+    read_late: Option<Duration>,
 }
 
 impl std::fmt::Debug for ResponseBody {
@@ -66,6 +68,7 @@ impl ResponseBody {
         };
         let mut body = ResponseBody {
             received: conn.received,
+            read_late: conn.read_late,
             conn: Some(conn),
             state,
             keep_alive,
@@ -82,6 +85,12 @@ impl ResponseBody {
     /// nothing was read yet. A chunk's time, whatever the client was busy with meanwhile.
     pub fn received_at(&self) -> Instant {
         self.received.unwrap_or_else(Instant::now)
+    }
+
+    /// The longest the bytes of this response waited in the socket, arrived but unread while
+    /// the client was busy elsewhere (kernel receive timestamps; `None` without them).
+    pub fn read_late(&self) -> Option<Duration> {
+        self.read_late
     }
 
     /// Whether the body was read to its end.
@@ -130,7 +139,7 @@ impl ResponseBody {
                     return None;
                 }
                 Ok(0) => return self.fail(HttpError::Incomplete),
-                Ok(_) => self.received = conn.received,
+                Ok(_) => (self.received, self.read_late) = (conn.received, conn.read_late),
                 Err(error) => return self.fail(HttpError::Io(error)),
             }
         }

@@ -6,6 +6,7 @@
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
+use std::time::Duration;
 
 use bytes::BytesMut;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Version};
@@ -69,6 +70,9 @@ pub(super) struct Conn {
     next_read: usize,
     /// When the bytes of the last read reached this host (see [`Conn::fill`]).
     pub(super) received: Option<Instant>,
+    /// The longest a read's bytes waited between arriving (kernel stamp) and being read, since
+    /// the current request was written; `None` without kernel stamps.
+    pub(super) read_late: Option<Duration>,
 }
 
 impl Conn {
@@ -78,6 +82,7 @@ impl Conn {
             buf: BytesMut::new(),
             next_read: FIRST_READ,
             received: None,
+            read_late: None,
         }
     }
 
@@ -122,7 +127,15 @@ impl Conn {
         let free = self.buf.capacity() - self.buf.len();
         let read = self.io.read_buf(&mut self.buf).await?;
         if read > 0 {
-            self.received = Some(self.io.received_at().unwrap_or_else(Instant::now));
+            let now = Instant::now();
+            self.received = Some(match self.io.received_at() {
+                Some(arrived) => {
+                    let late = now.saturating_duration_since(arrived);
+                    self.read_late = Some(self.read_late.map_or(late, |worst| worst.max(late)));
+                    arrived
+                }
+                None => now,
+            });
         }
         if read == free {
             self.next_read = (self.next_read * 2).min(MAX_READ);

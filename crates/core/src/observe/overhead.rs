@@ -47,6 +47,8 @@ fn parse_cpu_ticks(stat: &str) -> Option<u64> {
 #[derive(Debug)]
 pub struct ClientOverhead {
     lag: LatencyHistogram,
+    /// Measured requests' `read_late_us`.
+    read_late: LatencyHistogram,
     started: Option<(Instant, Option<Duration>)>,
     includes_simulator: bool,
     /// Response chunks received by every finished request (warm-up included, as the CPU is).
@@ -58,6 +60,7 @@ impl ClientOverhead {
     pub fn start(includes_simulator: bool) -> Self {
         ClientOverhead {
             lag: LatencyHistogram::new(),
+            read_late: LatencyHistogram::new(),
             started: Some((Instant::now(), process_cpu_time())),
             includes_simulator,
             chunks: 0,
@@ -68,6 +71,7 @@ impl ClientOverhead {
     pub fn from_records_only() -> Self {
         ClientOverhead {
             lag: LatencyHistogram::new(),
+            read_late: LatencyHistogram::new(),
             started: None,
             includes_simulator: false,
             chunks: 0,
@@ -83,6 +87,9 @@ impl ClientOverhead {
         if let Some(sent) = record.sent_us {
             self.lag
                 .record_micros_n(sent.saturating_sub(record.dequeued_us), 1);
+        }
+        if let Some(late) = record.read_late_us {
+            self.read_late.record_micros_n(late, 1);
         }
     }
 
@@ -107,6 +114,7 @@ impl ClientOverhead {
         let reason = verdict(lag.p99, utilization, self.includes_simulator);
         ClientReport {
             dispatch_lag_ms: lag,
+            read_late_ms: (!self.read_late.is_empty()).then(|| latency_stats(&self.read_late)),
             chunks_received: self.chunks,
             cpu_ms_per_1000_chunks: cpu
                 .filter(|_| self.chunks > 0)

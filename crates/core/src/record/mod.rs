@@ -169,6 +169,9 @@ pub struct Exchange {
     pub retries: u32,
     /// Whether a pooled (kept-alive) connection carried the request.
     pub reused_connection: bool,
+    /// The longest the answer's bytes waited in the socket before the client read them
+    /// (kernel receive timestamps; `None` without them).
+    pub read_late: Option<Duration>,
     /// Time to establish a new connection (TCP, and TLS when used), if one was made.
     pub connect_time: Option<Duration>,
     /// Tool-call text received (function names and arguments, up to [`MAX_KEPT_TEXT`] bytes).
@@ -375,6 +378,11 @@ pub struct RequestRecord {
     /// Agentic sessions: this turn fed a tool's result back.
     #[serde(default, skip_serializing_if = "is_false")]
     pub tool_result_turn: bool,
+    /// The longest the answer's bytes waited, arrived but unread, while the client was busy
+    /// elsewhere, µs of real time (kernel receive timestamps; absent without them). Chunk
+    /// times are the arrivals either way; this is how far behind the client read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_late_us: Option<u64>,
 }
 
 /// Where a request's reasoning token count came from.

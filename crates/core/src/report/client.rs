@@ -12,6 +12,13 @@ pub struct ClientReport {
     /// between a request being due (and allowed by any concurrency cap) and its hand-over to
     /// a connection (connecting included).
     pub dispatch_lag_ms: LatencyStats,
+    /// Per measured request, the longest its answer's bytes waited in the socket, arrived but
+    /// unread while the client was busy (`read_late_us`): how far behind the client read.
+    /// Chunk times are the kernel's arrival times, so this lag is not in TTFT or ITL; large
+    /// values mean the client was busy, and socket buffers that fill would slow the server's
+    /// sending. `null` without kernel receive timestamps (not Linux, the in-process simulator).
+    #[serde(default)]
+    pub read_late_ms: Option<LatencyStats>,
     /// Response chunks (SSE events with tokens, or whole bodies) the client received, warm-up
     /// included.
     #[serde(default)]

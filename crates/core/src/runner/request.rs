@@ -205,6 +205,9 @@ pub(crate) fn finalize(
             .map(|details| details.cached_tokens),
         expected_prefix_tokens: None,
         tool_result_turn: false,
+        read_late_us: exchange
+            .read_late
+            .map(|late| u64::try_from(late.as_micros()).unwrap_or(u64::MAX)),
     }
 }
 

@@ -342,6 +342,7 @@ pub(super) async fn read_stream(
     loop {
         let frame = body.data().await;
         let now = body.received_at();
+        exchange.read_late = body.read_late();
         match frame {
             Some(Ok(bytes)) => {
                 activity.bump();
@@ -488,6 +489,7 @@ pub(super) async fn read_whole(
         }
     };
     let arrived = body.received_at();
+    exchange.read_late = body.read_late();
     if limits.responses {
         return super::responses::record_whole(&bytes, arrived, exchange);
     }

@@ -259,6 +259,7 @@ impl TemplateBackend {
             Ok(bytes) => bytes,
             Err(failure) => return exchange.fail(failure),
         };
+        exchange.read_late = body.read_late();
         if let Err(failure) = self.record(&bytes, Some(body.received_at()), spec, exchange) {
             exchange.fail(failure);
         }

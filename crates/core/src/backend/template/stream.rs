@@ -48,6 +48,7 @@ pub(super) async fn read(
     while let Some(piece) = body.data().await {
         activity.bump();
         let now = body.received_at();
+        exchange.read_late = body.read_late();
         match piece {
             Ok(bytes) => reader.feed(&bytes, now, exchange)?,
             Err(error) => {

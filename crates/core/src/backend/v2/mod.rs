@@ -122,6 +122,7 @@ impl V2Backend {
             Ok(bytes) => bytes,
             Err(failure) => return exchange.fail(failure),
         };
+        exchange.read_late = body.read_late();
         if let Err(failure) = record(&bytes, body.received_at(), rows, exchange) {
             exchange.fail(failure);
         }
