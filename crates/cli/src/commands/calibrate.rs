@@ -1,16 +1,23 @@
 //! `goodput calibrate`: probes a real server (core's `decide::calibrate`), fits the
 //! simulator's constants to what it measured (`goodput_sim::calibrate`) and writes the
-//! configuration; `--check` replays a held-out workload live and in virtual time.
+//! configuration; `--check` replays a held-out workload live and in virtual time and, with an
+//! SLO, searches its shapes' capacity on both (core's `decide::calibrate::capacity` live,
+//! `virtual_target::virtual_capacity` on the configuration).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use goodput_core::backend::discovery::list_models;
+use goodput_core::config::RunConfig;
+use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity};
 use goodput_core::decide::calibrate::{
-    CalibrationProbe, ProbeMeasurement, ServerFacts, measure, server_facts,
+    CalibrationProbe, CapacityCheck, CapacityComparison, CheckPlan, ProbeMeasurement, ServerFacts,
+    measure, server_facts,
 };
+use goodput_core::decide::capacity::SearchConfig;
 use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::metrics::Slo;
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{
     Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, fit, held_out, plan, predict,
@@ -19,7 +26,10 @@ use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
 
 use crate::args::calibrate::CalibrateArgs;
+use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_config};
 use crate::output::calibrate as render;
+use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
+use crate::wiring::session::random_seed;
 
 /// Requests of each shape at concurrency 1 (each concurrency-c probe sends c times as many).
 const REPEATS: u32 = 3;
@@ -27,6 +37,7 @@ const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `goodput calibrate`.
 pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
+    let slo = args.slo()?;
     let target =
         Target::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
     let client = HttpClient::tcp(target, HttpConfig::default());
@@ -38,7 +49,7 @@ pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
         .unwrap_or_default();
     let server = server_facts(&client, FACTS_TIMEOUT).await;
     match &args.check {
-        Some(path) => check(&args, client, &model, &server, path).await,
+        Some(path) => check(&args, client, &model, &server, (path, slo)).await,
         None => calibrate(&args, client, &model, &server).await,
     }
 }
@@ -74,8 +85,9 @@ async fn check(
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
-    path: &std::path::Path,
+    (path, slo): (&std::path::Path, Option<Slo>),
 ) -> Result<ExitCode> {
+    let started = Instant::now();
     let config =
         SimConfig::from_file(path).with_context(|| format!("--check {}", path.display()))?;
     let EngineConfig::Batching(engine) = &config.engine else {
@@ -92,21 +104,139 @@ async fn check(
         ..facts(model, server)
     };
     let shapes = held_out(&facts, REPEATS);
-    let measured = run_probes(args, client, model, &shapes).await?;
+    let measured = run_probes(args, client.clone(), model, &shapes).await?;
+    let live = Live {
+        client,
+        model,
+        started,
+    };
+    let capacity = match slo {
+        Some(slo) => search_capacities(args, &live, &config, &measured, (facts.slots, slo)).await?,
+        None => not_searched(
+            "no --slo: capacity is the highest load that meets an SLO; give one (e.g. --slo e2e=2s) to search it on the server and in virtual time",
+        ),
+    };
     let rows: Vec<(ProbeMeasurement, Predicted)> = measured
         .iter()
         .map(|m| (*m, predict(&config, &measured_probe(m).shape)))
         .collect();
     if args.json {
-        let value: Vec<_> = rows
+        let held_out: Vec<_> = rows
             .iter()
             .map(|(m, p)| json!({"measured": m, "predicted": p}))
             .collect();
+        let value = json!({"held_out": held_out, "capacity": capacity});
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", render::check_table(&rows));
+        print!("{}", render::capacity_table(&capacity));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The live server of a check, and when the check started (its budget runs from there).
+struct Live<'a> {
+    client: HttpClient,
+    model: &'a str,
+    started: Instant,
+}
+
+fn not_searched(reason: &str) -> CapacityCheck {
+    CapacityCheck {
+        plan: None,
+        not_searched: Some(reason.to_string()),
+        shapes: Vec::new(),
+    }
+}
+
+/// Searches the capacity of every held-out shape that fills the slots on the server and on
+/// `config` in virtual time, with the same probes; the live searches share what is left of
+/// the budget.
+async fn search_capacities(
+    args: &CalibrateArgs,
+    live: &Live<'_>,
+    config: &SimConfig,
+    held_out: &[ProbeMeasurement],
+    (slots, slo): (u32, Slo),
+) -> Result<CapacityCheck> {
+    let tolerance = args.search.validate()?;
+    let criteria = criteria_with(slo, &args.search);
+    let measured_requests = args.search.measured_requests(&criteria)?;
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let base = RunConfig {
+        seed,
+        request_timeout: Duration::from_secs(600),
+        ..RunConfig::default()
+    };
+    let plan = probe_plan(&args.search, base, criteria.clone(), measured_requests);
+    let given = search_config(
+        &args.search,
+        args.search.start.unwrap_or(0.0),
+        tolerance,
+        None,
+    );
+    let shapes = capacity_shapes(held_out, slots, plan.dimension);
+    let mut check = CapacityCheck {
+        plan: Some(CheckPlan {
+            dimension: plan.dimension,
+            criteria,
+            requests_per_probe: measured_requests,
+            timing: plan.timing(),
+            search: given,
+        }),
+        not_searched: None,
+        shapes: Vec::new(),
+    };
+    let cancel = crate::wiring::session::cancel_on_signal();
+    for (index, (shape, start)) in shapes.iter().enumerate() {
+        let left = args.budget.saturating_sub(live.started.elapsed());
+        let Some(start) = args.search.start.or(*start).filter(|_| !left.is_zero()) else {
+            let why = if left.is_zero() {
+                "the budget was spent"
+            } else {
+                "no request completed on it"
+            };
+            check.not_searched = Some(format!(
+                "{} of {} shapes not searched: {why}",
+                shapes.len() - index,
+                shapes.len()
+            ));
+            break;
+        };
+        let share = left / u32::try_from(shapes.len() - index).unwrap_or(1);
+        let search = search_config(&args.search, start, tolerance, Some(share));
+        eprintln!(
+            "capacity of {}+{} tokens on the server:",
+            shape.input_tokens, shape.output_tokens
+        );
+        let show =
+            |probe: &goodput_core::decide::capacity::Probe| print_probe(probe, plan.dimension);
+        let (measured, _) = live_capacity(
+            live.client.clone(),
+            live.model,
+            *shape,
+            &plan,
+            search,
+            seed,
+            &cancel,
+            show,
+        )
+        .await?;
+        eprintln!("… and in virtual time:");
+        let target = VirtualTarget {
+            sim: config.clone(),
+            requests: VirtualRequests::fixed(shape.input_tokens, shape.output_tokens, seed),
+        };
+        let search = SearchConfig {
+            budget_secs: None,
+            ..search
+        };
+        let (predicted, _) = virtual_capacity(&target, &plan, search, show);
+        check
+            .shapes
+            .push(CapacityComparison::new(*shape, start, measured, predicted));
+    }
+    Ok(check)
 }
 
 /// Runs `shapes` in order until the budget is spent.
