@@ -45,7 +45,7 @@ pub(crate) struct CalibrateArgs {
     /// With --check: latency targets (as `goodput capacity --slo`, e.g. e2e=2s) under which
     /// the capacity of the held-out shapes is searched on the server and on the configuration
     /// in virtual time, and compared; without it (or `none`) capacity is not searched.
-    #[arg(long, requires = "check")]
+    #[arg(long)]
     pub(crate) slo: Option<String>,
     /// How the check's capacity searches probe and judge (as `goodput capacity`'s).
     #[command(flatten)]
@@ -56,9 +56,10 @@ impl CalibrateArgs {
     /// The check's SLO (`None`: capacity is not searched); refuses capacity-search flags
     /// where no capacity is searched.
     pub(crate) fn slo(&self) -> Result<Option<Slo>> {
-        let slo = match &self.slo {
-            Some(text) => parse_slo(text)?,
-            None => None,
+        let slo = match (&self.slo, &self.check) {
+            (Some(_), None) => bail!("--slo: capacity is searched in a check: give --check FILE"),
+            (Some(text), Some(_)) => parse_slo(text)?,
+            (None, _) => None,
         };
         if slo.is_none() && self.search != SearchArgs::defaults()? {
             bail!(
