@@ -185,7 +185,8 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
         "--extra-body",
         r#"{"cache_prompt": false}"#,
     ]);
-    let simulated = strings(&["--sim-config", config.to_str().unwrap()]);
+    // The calibrated configuration in virtual time (as `--check` runs it): seconds of CPU.
+    let simulated = strings(&["--virtual-time", "--sim-config", config.to_str().unwrap()]);
     // The held-out shapes `--check` searches (every slot busy: 4 slots, 1024 tokens each).
     let shapes = [
         ("4x prompt", PROMPT * 4, ANSWER),
