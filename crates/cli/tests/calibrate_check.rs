@@ -60,6 +60,40 @@ fn check(sim: &Sim, config: &Path, extra: &[&str]) -> std::process::Output {
         .unwrap())
 }
 
+/// Both capacities of every shape within one step, the error and the resolution as
+/// documented, and at least one search bracketed (not stopped at --max-load).
+fn assert_within_one_step(capacity: &Value) {
+    let shapes = capacity["shapes"].as_array().unwrap();
+    assert_eq!(
+        shapes.len(),
+        2,
+        "the 4x prompt and 4x answer shapes: {capacity}"
+    );
+    let mut bracketed = 0;
+    for shape in shapes {
+        let measured = shape["measured"]["lower_bound"].as_f64().unwrap();
+        let predicted = shape["predicted"]["lower_bound"].as_f64().unwrap();
+        assert!(
+            (predicted - measured).abs() <= 1.0,
+            "more than one step apart: {shape}"
+        );
+        let error = shape["error"].as_f64().unwrap();
+        assert!(
+            (error - (predicted / measured - 1.0)).abs() < 1e-9,
+            "{shape}"
+        );
+        if let Some(upper) = shape["measured"]["upper_bound"].as_f64() {
+            bracketed += 1;
+            let resolution = shape["measured_resolution"].as_f64().unwrap();
+            assert!(
+                (resolution - (upper - measured) / measured).abs() < 1e-9,
+                "{shape}"
+            );
+        }
+    }
+    assert!(bracketed > 0, "no search found an upper bound: {capacity}");
+}
+
 #[test]
 fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step() {
     let dir = tempfile::tempdir().unwrap();
@@ -104,35 +138,7 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
     let capacity = &searched["capacity"];
     assert!(capacity["not_searched"].is_null(), "{capacity}");
     assert_eq!(capacity["plan"]["dimension"], "concurrency");
-    let shapes = capacity["shapes"].as_array().unwrap();
-    assert_eq!(
-        shapes.len(),
-        2,
-        "the 4x prompt and 4x answer shapes: {capacity}"
-    );
-    let mut bracketed = 0;
-    for shape in shapes {
-        let measured = shape["measured"]["lower_bound"].as_f64().unwrap();
-        let predicted = shape["predicted"]["lower_bound"].as_f64().unwrap();
-        assert!(
-            (predicted - measured).abs() <= 1.0,
-            "more than one step apart: {shape}"
-        );
-        let error = shape["error"].as_f64().unwrap();
-        assert!(
-            (error - (predicted / measured - 1.0)).abs() < 1e-9,
-            "{shape}"
-        );
-        if let Some(upper) = shape["measured"]["upper_bound"].as_f64() {
-            bracketed += 1;
-            let resolution = shape["measured_resolution"].as_f64().unwrap();
-            assert!(
-                (resolution - (upper - measured) / measured).abs() < 1e-9,
-                "{shape}"
-            );
-        }
-    }
-    assert!(bracketed > 0, "no search found an upper bound: {capacity}");
+    assert_within_one_step(capacity);
 
     let text = check(&sim, &config, &[]);
     let text = String::from_utf8_lossy(&text.stdout);

@@ -169,6 +169,45 @@ fn print_figures(
     );
 }
 
+/// One shape's capacity comparison and its medians at half the measured capacity, live and
+/// on the calibrated configuration: the figures printed, what is outside the bounds returned.
+fn judge(
+    name: &str,
+    (input, output): (u32, u32),
+    capacity: &Value,
+    (live, simulated): (&[String], &[String]),
+    slo: f64,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let measured = capacity["measured"]["lower_bound"].as_f64().unwrap_or(0.0);
+    let predicted = capacity["predicted"]["lower_bound"].as_f64().unwrap_or(0.0);
+    let half = (measured / 2.0).round().max(1.0);
+    let at_half = (
+        medians(live, input, output, half),
+        medians(simulated, input, output, half),
+    );
+    print_figures(name, slo, capacity, half, &at_half);
+    if !within(predicted, measured, CAPACITY_FACTOR) {
+        failures.push(format!(
+            "{name}: capacity {predicted} predicted, {measured} measured"
+        ));
+    }
+    let factors = [LATENCY_FACTOR, LATENCY_FACTOR, CAPACITY_FACTOR];
+    for ((metric, factor), (m, p)) in ["TTFT", "TPOT", "E2E"]
+        .iter()
+        .zip(factors)
+        .zip(at_half.0.iter().zip(at_half.1))
+    {
+        if !within(p, *m, factor) {
+            failures.push(format!(
+                "{name}: {metric} p50 {:+.1} %",
+                error(p, *m) * 100.0
+            ));
+        }
+    }
+    failures
+}
+
 #[test]
 fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     // One thread: a spinning second thread makes a shared 2-core machine's timings erratic.
@@ -177,8 +216,9 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     let server = LlamaServer::start(&options);
     let dir = tempfile::tempdir().unwrap();
     let config = calibrate(&server, dir.path());
-    // llama.cpp reuses a slot's cached prompt when a request repeats one (every capacity probe
-    // sends the same seeded prompts); the simulator models no such cache, so it is off.
+    // llama.cpp reuses a slot's cached prompt when a request repeats one (the runs here repeat
+    // seeded prompts; `--check`'s capacity probes send fresh ones); the simulator models no
+    // such cache, so it is off.
     let live = strings(&[
         "--target",
         &server.url(),
@@ -207,32 +247,13 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
             (Some(u64::from(input)), Some(u64::from(output))),
             "{capacity}"
         );
-        let measured = capacity["measured"]["lower_bound"].as_f64().unwrap_or(0.0);
-        let predicted = capacity["predicted"]["lower_bound"].as_f64().unwrap_or(0.0);
-        let half = (measured / 2.0).round().max(1.0);
-        let at_half = (
-            medians(&live, input, output, half),
-            medians(&simulated, input, output, half),
-        );
-        print_figures(name, slo, capacity, half, &at_half);
-        if !within(predicted, measured, CAPACITY_FACTOR) {
-            failures.push(format!(
-                "{name}: capacity {predicted} predicted, {measured} measured"
-            ));
-        }
-        let factors = [LATENCY_FACTOR, LATENCY_FACTOR, CAPACITY_FACTOR];
-        for ((metric, factor), (m, p)) in ["TTFT", "TPOT", "E2E"]
-            .iter()
-            .zip(factors)
-            .zip(at_half.0.iter().zip(at_half.1))
-        {
-            if !within(p, *m, factor) {
-                failures.push(format!(
-                    "{name}: {metric} p50 {:+.1} %",
-                    error(p, *m) * 100.0
-                ));
-            }
-        }
+        failures.extend(judge(
+            name,
+            (input, output),
+            capacity,
+            (&live, &simulated),
+            slo,
+        ));
     }
     assert!(failures.is_empty(), "outside the tolerances: {failures:?}");
 }

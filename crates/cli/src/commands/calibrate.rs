@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use goodput_core::backend::discovery::list_models;
 use goodput_core::config::RunConfig;
+use goodput_core::decide::calibrate::CapacityShape;
 use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity};
 use goodput_core::decide::calibrate::{
     CalibrationProbe, CapacityCheck, CapacityComparison, CheckPlan, ProbeMeasurement, ServerFacts,
     measure, server_facts,
 };
-use goodput_core::decide::capacity::SearchConfig;
+use goodput_core::decide::capacity::{Probe, ProbePlan, SearchConfig};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::metrics::Slo;
 use goodput_protocol::hardware::DType;
@@ -24,6 +25,7 @@ use goodput_sim::calibrate::{
 };
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::args::calibrate::CalibrateArgs;
 use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_config};
@@ -62,7 +64,8 @@ async fn calibrate(
 ) -> Result<ExitCode> {
     let facts = facts(model, server);
     let shapes = plan(&facts, REPEATS);
-    let measured = run_probes(args, client, model, &shapes).await?;
+    let cancel = crate::wiring::session::cancel_on_signal();
+    let measured = run_probes(args, client, model, &shapes, &cancel).await?;
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
     let fit = fit(&facts, &probes).context("the fit")?;
     let config = calibrated_config(&facts, &fit.constants);
@@ -104,11 +107,13 @@ async fn check(
         ..facts(model, server)
     };
     let shapes = held_out(&facts, REPEATS);
-    let measured = run_probes(args, client.clone(), model, &shapes).await?;
+    let cancel = crate::wiring::session::cancel_on_signal();
+    let measured = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
     let live = Live {
         client,
         model,
         started,
+        cancel,
     };
     let capacity = match slo {
         Some(slo) => search_capacities(args, &live, &config, &measured, (facts.slots, slo)).await?,
@@ -139,6 +144,8 @@ struct Live<'a> {
     client: HttpClient,
     model: &'a str,
     started: Instant,
+    /// Cancelled by Ctrl-C.
+    cancel: CancellationToken,
 }
 
 fn not_searched(reason: &str) -> CapacityCheck {
@@ -169,74 +176,84 @@ async fn search_capacities(
         ..RunConfig::default()
     };
     let plan = probe_plan(&args.search, base, criteria.clone(), measured_requests);
-    let given = search_config(
-        &args.search,
-        args.search.start.unwrap_or(0.0),
-        tolerance,
-        None,
-    );
-    let shapes = capacity_shapes(held_out, slots, plan.dimension);
+    let given = args.search.start.unwrap_or(0.0);
     let mut check = CapacityCheck {
         plan: Some(CheckPlan {
             dimension: plan.dimension,
             criteria,
             requests_per_probe: measured_requests,
             timing: plan.timing(),
-            search: given,
+            search: search_config(&args.search, given, tolerance, None),
         }),
         not_searched: None,
         shapes: Vec::new(),
     };
-    let cancel = crate::wiring::session::cancel_on_signal();
+    let shapes = capacity_shapes(held_out, slots, plan.dimension);
+    let mut skipped = Vec::new();
     for (index, (shape, start)) in shapes.iter().enumerate() {
         let left = args.budget.saturating_sub(live.started.elapsed());
-        let Some(start) = args.search.start.or(*start).filter(|_| !left.is_zero()) else {
-            let why = if left.is_zero() {
-                "the budget was spent"
-            } else {
-                "no request completed on it"
-            };
-            check.not_searched = Some(format!(
-                "{} of {} shapes not searched: {why}",
-                shapes.len() - index,
-                shapes.len()
-            ));
-            break;
+        let name = format!("{}+{} tokens", shape.input_tokens, shape.output_tokens);
+        let Some(start) = args.search.start.or(*start) else {
+            skipped.push(format!("{name}: no request completed on it"));
+            continue;
         };
+        if left.is_zero() {
+            skipped.push(format!("{name}: the budget was spent"));
+            continue;
+        }
         let share = left / u32::try_from(shapes.len() - index).unwrap_or(1);
         let search = search_config(&args.search, start, tolerance, Some(share));
-        eprintln!(
-            "capacity of {}+{} tokens on the server:",
-            shape.input_tokens, shape.output_tokens
-        );
-        let show =
-            |probe: &goodput_core::decide::capacity::Probe| print_probe(probe, plan.dimension);
-        let (measured, _) = live_capacity(
-            live.client.clone(),
-            live.model,
-            *shape,
-            &plan,
-            search,
+        let both = Both {
+            live,
+            config,
+            plan: &plan,
             seed,
-            &cancel,
-            show,
-        )
-        .await?;
+        };
+        check
+            .shapes
+            .push(both.compare(*shape, start, search).await?);
+    }
+    if !skipped.is_empty() {
+        check.not_searched = Some(format!("not searched: {}", skipped.join("; ")));
+    }
+    Ok(check)
+}
+
+/// One capacity search on the server and the same on the configuration in virtual time.
+struct Both<'a> {
+    live: &'a Live<'a>,
+    config: &'a SimConfig,
+    plan: &'a ProbePlan,
+    seed: u64,
+}
+
+impl Both<'_> {
+    async fn compare(
+        &self,
+        shape: CapacityShape,
+        start: f64,
+        search: SearchConfig,
+    ) -> Result<CapacityComparison> {
+        let (plan, seed) = (self.plan, self.seed);
+        let show = |probe: &Probe| print_probe(probe, plan.dimension);
+        let (input, output) = (shape.input_tokens, shape.output_tokens);
+        eprintln!("capacity of {input}+{output} tokens on the server:");
+        let live = self.live;
+        let server = (live.client.clone(), live.model);
+        let (measured, _) =
+            live_capacity(server, shape, plan, search, seed, &live.cancel, show).await?;
         eprintln!("… and in virtual time:");
         let target = VirtualTarget {
-            sim: config.clone(),
-            requests: VirtualRequests::fixed(shape.input_tokens, shape.output_tokens, seed),
+            sim: self.config.clone(),
+            requests: VirtualRequests::fixed(input, output, seed),
         };
-        let search = SearchConfig {
+        let unbudgeted = SearchConfig {
             budget_secs: None,
             ..search
         };
-        let (predicted, _) = virtual_capacity(&target, &plan, search, show);
-        check
-            .shapes
-            .push(CapacityComparison::new(*shape, start, measured, predicted));
+        let (predicted, _) = virtual_capacity(&target, plan, unbudgeted, show);
+        Ok(CapacityComparison::new(shape, start, measured, predicted))
     }
-    Ok(check)
 }
 
 /// Runs `shapes` in order until the budget is spent.
@@ -245,9 +262,9 @@ async fn run_probes(
     client: HttpClient,
     model: &str,
     shapes: &[ProbeShape],
+    cancel: &CancellationToken,
 ) -> Result<Vec<ProbeMeasurement>> {
     let started = Instant::now();
-    let cancel = crate::wiring::session::cancel_on_signal();
     // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
     // caching) must not answer a probe from an earlier run's cache.
     let seed = args

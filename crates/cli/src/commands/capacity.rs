@@ -128,6 +128,12 @@ pub(crate) fn print_probe(probe: &Probe, dimension: Dimension) {
     );
 }
 
+/// The live search's bounds (its start is settled after the calibration run).
+fn live_bounds(args: &CapacityArgs, tolerance: f64) -> SearchConfig {
+    let start = args.search.start.unwrap_or(args.search.min_load);
+    search_config(&args.search, start, tolerance, args.budget)
+}
+
 async fn live(
     args: CapacityArgs,
     criteria: Criteria,
@@ -138,12 +144,7 @@ async fn live(
     let dimension = args.dimension();
     let accelerators = args.run.server_side.accelerators;
     let quiet = args.run.quiet;
-    let bounds = search_config(
-        &args.search,
-        args.search.start.unwrap_or(args.search.min_load),
-        tolerance,
-        args.budget,
-    );
+    let bounds = live_bounds(&args, tolerance);
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
     let base = args.run.run_config(0)?;

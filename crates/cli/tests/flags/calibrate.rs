@@ -50,40 +50,43 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
     ])
 }
 
+/// A check with a small concurrency search (the capture server answers at once).
+const CHECK: [&str; 28] = [
+    "calibrate",
+    "--target",
+    "{url}/v1",
+    "--check",
+    "{batching}",
+    "--seed",
+    "7",
+    "--json",
+    "--slo",
+    "e2e=10s",
+    "--dimension",
+    "concurrency",
+    "--start",
+    "1",
+    "--max-load",
+    "2",
+    "--max-probes",
+    "3",
+    "--probe-requests",
+    "2",
+    "--attainment",
+    "0.5",
+    "--confidence",
+    "0.5",
+    "--probe-warmup",
+    "0s",
+    "--probe-min-duration",
+    "100ms",
+];
+
 /// `--check` with a capacity search: its plan (JSON) shows every search flag. The capture
 /// server answers at once, so both searches end at --max-load.
 fn check() -> Variant {
     Variant {
-        base: args(&[
-            "calibrate",
-            "--target",
-            "{url}/v1",
-            "--check",
-            "{batching}",
-            "--seed",
-            "7",
-            "--json",
-            "--slo",
-            "e2e=10s",
-            "--dimension",
-            "concurrency",
-            "--start",
-            "1",
-            "--max-load",
-            "2",
-            "--max-probes",
-            "3",
-            "--probe-requests",
-            "2",
-            "--attainment",
-            "0.5",
-            "--confidence",
-            "0.5",
-            "--probe-warmup",
-            "0s",
-            "--probe-min-duration",
-            "100ms",
-        ]),
+        base: args(&CHECK),
         probes: vec![
             probe("--slo", &["--slo", "e2e=5s"], At("/stdout_text")),
             probe("--slo", &["--slo", "none"], Refused("--slo")),

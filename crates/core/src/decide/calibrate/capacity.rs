@@ -72,14 +72,13 @@ pub fn capacity_shapes(
         .collect()
 }
 
-/// Searches the capacity of `client`'s target (model `model`, streamed chat completions with
-/// `ignore_eos`) for `shape`, probes shaped by `plan`. Every probe run sends prompts of its
+/// Searches the capacity of `server` (a client of its target and the model: streamed chat
+/// completions with `ignore_eos`) for `shape`, probes shaped by `plan`. Every probe run sends prompts of its
 /// own seed (from `seed`), so a server that caches prompts (llama.cpp slots, vLLM prefix
 /// caching) never answers one from an earlier probe — the calibrated simulator models no
 /// cache. `on_probe` sees each judged probe.
 pub async fn live_capacity(
-    client: HttpClient,
-    model: &str,
+    (client, model): (HttpClient, &str),
     shape: CapacityShape,
     plan: &ProbePlan,
     search: SearchConfig,
