@@ -176,8 +176,9 @@ fn load(value: Option<f64>, dimension: Dimension) -> String {
     }
 }
 
-fn percent(value: Option<f64>) -> String {
-    value.map_or("-".to_string(), |v| format!("{:.1}%", v * 100.0))
+/// A search's resolution; "open" when it found no bracket (no failing load above its answer).
+fn resolution(value: Option<f64>) -> String {
+    value.map_or("open".to_string(), |v| format!("{:.1}%", v * 100.0))
 }
 
 /// The check's capacity rows: measured against predicted under the SLO, the error, and each
@@ -210,10 +211,10 @@ pub(crate) fn capacity_table(check: &CapacityCheck) -> String {
             c.shape.output_tokens,
             load(c.measured.lower_bound, dimension),
             c.measured.conclusion,
-            percent(c.measured_resolution),
+            resolution(c.measured_resolution),
             load(c.predicted.lower_bound, dimension),
             c.predicted.conclusion,
-            percent(c.predicted_resolution),
+            resolution(c.predicted_resolution),
             c.error
                 .map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0))
         );
