@@ -1,7 +1,8 @@
 //! `goodput calibrate` against the real llama.cpp server: calibrate on the default probe plan,
-//! then for two held-out shapes — prompts four times longer, answers four times longer — predict
-//! the capacity under an SLO in virtual time and compare it with a live `goodput capacity`,
-//! and compare TTFT, TPOT and E2E medians at half that load. The figures are printed (see
+//! then `goodput calibrate --check --slo` searches the capacity of two held-out shapes —
+//! prompts four times longer, answers four times longer — on the server and in virtual time
+//! on the calibrated configuration, and the TTFT, TPOT and E2E medians at half the measured
+//! capacity are compared (live against the calibrated simulator). The figures are printed (see
 //! docs/validation.md). On a 2-core machine shared with compilers the server's speed drifts by
 //! tens of per cent between the calibration and the comparison, so the bounds judged here are
 //! the ones such a machine can keep (capacity and E2E within a factor of 2, TTFT and TPOT
@@ -21,9 +22,10 @@ use serde_json::Value;
 use server::{LlamaServer, Model, Options};
 use support::goodput;
 
-/// The held-out base shape; the plan never probes it or its fourfold variants.
+/// The held-out base shape of `--check` (`goodput_sim::calibrate::held_out` at 1,024 tokens
+/// of context per slot); the plan never probes it or its fourfold variants.
 const PROMPT: u32 = 64;
-const ANSWER: u32 = 16;
+const ANSWER: u32 = 24;
 /// Requests of every capacity probe and of every half-load run.
 const REQUESTS: &str = "8";
 /// Largest factor between predicted and measured capacity and E2E median.
@@ -61,30 +63,35 @@ fn shape(target: &[String], input: u32, output: u32) -> Vec<String> {
     args
 }
 
-/// The highest concurrency whose median E2E meets `slo_ms`.
-fn capacity(target: &[String], input: u32, output: u32, slo_ms: f64) -> f64 {
-    let mut args = strings(&["capacity"]);
-    args.extend(shape(target, input, output));
-    args.extend(strings(&[
-        "--dimension",
-        "concurrency",
+/// `goodput calibrate --check` with a capacity search under `slo_ms` (median E2E, by
+/// concurrency): its capacity comparisons, one per held-out shape that fills the slots.
+fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64) -> Vec<Value> {
+    let report = json_of(&strings(&[
+        "calibrate",
+        "--target",
+        &server.url(),
+        "--check",
+        config.to_str().unwrap(),
+        "--budget",
+        "4m",
+        "--json",
         "--slo",
         &format!("e2e={slo_ms:.0}ms"),
+        "--dimension",
+        "concurrency",
         "--attainment",
         "0.5",
         "--confidence",
         "0.5",
         "--probe-requests",
         REQUESTS,
-        "--start",
-        "4",
         "--max-load",
         "16",
     ]));
-    let report = json_of(&args);
-    report["capacity"]["max_sustainable_concurrency"]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no capacity: {}", report["capacity"]))
+    let capacity = &report["capacity"];
+    eprintln!("check: held-out medians {}", report["held_out"]);
+    assert!(capacity["not_searched"].is_null(), "{capacity}");
+    capacity["shapes"].as_array().unwrap().clone()
 }
 
 /// TTFT, TPOT and E2E medians (ms) of a closed-loop run at `concurrency`.
@@ -136,20 +143,69 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
 fn print_figures(
     name: &str,
     slo: f64,
-    (measured, predicted): (f64, f64),
+    capacity: &Value,
     half: f64,
     at_half: &([f64; 3], [f64; 3]),
 ) {
     let median_errors =
         [0, 1, 2].map(|i| format!("{:+.1} %", error(at_half.1[i], at_half.0[i]) * 100.0));
+    let percent = |v: &Value| {
+        v.as_f64()
+            .map_or("-".to_string(), |v| format!("{:+.1} %", v * 100.0))
+    };
     eprintln!(
-        "{name}: SLO e2e {slo:.0} ms; capacity measured {measured}, predicted {predicted} \
-         ({:+.1} %); at concurrency {half}: measured {:?} ms, predicted {:?} ms \
-         (TTFT, TPOT, E2E {median_errors:?})",
-        error(predicted, measured) * 100.0,
+        "{name}: SLO e2e {slo:.0} ms; capacity measured {} ({}, resolution {}), predicted {} \
+         ({}, resolution {}), error {}; at concurrency {half}: measured {:?} ms, predicted \
+         {:?} ms (TTFT, TPOT, E2E {median_errors:?})",
+        capacity["measured"]["lower_bound"],
+        capacity["measured"]["conclusion"],
+        percent(&capacity["measured_resolution"]),
+        capacity["predicted"]["lower_bound"],
+        capacity["predicted"]["conclusion"],
+        percent(&capacity["predicted_resolution"]),
+        percent(&capacity["error"]),
         at_half.0,
         at_half.1
     );
+}
+
+/// One shape's capacity comparison and its medians at half the measured capacity, live and
+/// on the calibrated configuration: the figures printed, what is outside the bounds returned.
+fn judge(
+    name: &str,
+    (input, output): (u32, u32),
+    capacity: &Value,
+    (live, simulated): (&[String], &[String]),
+    slo: f64,
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    let measured = capacity["measured"]["lower_bound"].as_f64().unwrap_or(0.0);
+    let predicted = capacity["predicted"]["lower_bound"].as_f64().unwrap_or(0.0);
+    let half = (measured / 2.0).round().max(1.0);
+    let at_half = (
+        medians(live, input, output, half),
+        medians(simulated, input, output, half),
+    );
+    print_figures(name, slo, capacity, half, &at_half);
+    if !within(predicted, measured, CAPACITY_FACTOR) {
+        failures.push(format!(
+            "{name}: capacity {predicted} predicted, {measured} measured"
+        ));
+    }
+    let factors = [LATENCY_FACTOR, LATENCY_FACTOR, CAPACITY_FACTOR];
+    for ((metric, factor), (m, p)) in ["TTFT", "TPOT", "E2E"]
+        .iter()
+        .zip(factors)
+        .zip(at_half.0.iter().zip(at_half.1))
+    {
+        if !within(p, *m, factor) {
+            failures.push(format!(
+                "{name}: {metric} p50 {:+.1} %",
+                error(p, *m) * 100.0
+            ));
+        }
+    }
+    failures
 }
 
 #[test]
@@ -160,50 +216,44 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     let server = LlamaServer::start(&options);
     let dir = tempfile::tempdir().unwrap();
     let config = calibrate(&server, dir.path());
-    // llama.cpp reuses a slot's cached prompt when a request repeats one (every capacity probe
-    // sends the same seeded prompts); the simulator models no such cache, so it is off.
+    // llama.cpp reuses a slot's cached prompt when a request repeats one (the runs here repeat
+    // seeded prompts; `--check`'s capacity probes send fresh ones); the simulator models no
+    // such cache, so it is off.
     let live = strings(&[
         "--target",
         &server.url(),
         "--extra-body",
         r#"{"cache_prompt": false}"#,
     ]);
-    let simulated = strings(&["--sim-config", config.to_str().unwrap()]);
-    let mut failures = Vec::new();
-    for (name, input, output) in [
+    // The calibrated configuration in virtual time (as `--check` runs it): seconds of CPU.
+    let simulated = strings(&["--virtual-time", "--sim-config", config.to_str().unwrap()]);
+    // The held-out shapes `--check` searches (every slot busy: 4 slots, 1024 tokens each).
+    let shapes = [
         ("4x prompt", PROMPT * 4, ANSWER),
         ("4x answer", PROMPT, ANSWER * 4),
-    ] {
-        // The SLO scales with the server: three times one request's median E2E alone.
-        let alone = medians(&live, input, output, 1.0)[2];
-        let slo = 3.0 * alone;
-        let mut virtual_args = vec!["--virtual-time".to_string()];
-        virtual_args.extend(simulated.clone());
-        let predicted = capacity(&virtual_args, input, output, slo);
-        let measured = capacity(&live, input, output, slo);
-        let half = (measured / 2.0).round().max(1.0);
-        let at_half = (
-            medians(&live, input, output, half),
-            medians(&simulated, input, output, half),
+    ];
+    // One SLO for both: three times the slower shape's median E2E alone.
+    let alone = shapes.map(|(_, input, output)| medians(&live, input, output, 1.0)[2]);
+    let slo = 3.0 * alone[0].max(alone[1]);
+    let capacities = check_capacity(&server, &config, slo);
+    assert_eq!(capacities.len(), shapes.len(), "{capacities:?}");
+    let mut failures = Vec::new();
+    for ((name, input, output), capacity) in shapes.into_iter().zip(&capacities) {
+        assert_eq!(
+            (
+                capacity["shape"]["input_tokens"].as_u64(),
+                capacity["shape"]["output_tokens"].as_u64()
+            ),
+            (Some(u64::from(input)), Some(u64::from(output))),
+            "{capacity}"
         );
-        let capacity_error = error(predicted, measured);
-        print_figures(name, slo, (measured, predicted), half, &at_half);
-        if !within(predicted, measured, CAPACITY_FACTOR) {
-            failures.push(format!("{name}: capacity {:+.1} %", capacity_error * 100.0));
-        }
-        let factors = [LATENCY_FACTOR, LATENCY_FACTOR, CAPACITY_FACTOR];
-        for ((metric, factor), (m, p)) in ["TTFT", "TPOT", "E2E"]
-            .iter()
-            .zip(factors)
-            .zip(at_half.0.iter().zip(at_half.1))
-        {
-            if !within(p, *m, factor) {
-                failures.push(format!(
-                    "{name}: {metric} p50 {:+.1} %",
-                    error(p, *m) * 100.0
-                ));
-            }
-        }
+        failures.extend(judge(
+            name,
+            (input, output),
+            capacity,
+            (&live, &simulated),
+            slo,
+        ));
     }
     assert!(failures.is_empty(), "outside the tolerances: {failures:?}");
 }

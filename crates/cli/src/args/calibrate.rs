@@ -1,10 +1,17 @@
 //! `goodput calibrate` arguments: the server, the probing budget, and where the fitted
-//! simulator configuration goes (or which one to check).
+//! simulator configuration goes (or which one to check, with the SLO and search flags of the
+//! check's capacity comparison).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
+use anyhow::{Result, bail};
 use goodput_core::units::parse_duration;
+
+use goodput_core::metrics::Slo;
+
+use crate::args::capacity::SearchArgs;
+use crate::args::run::parse_slo;
 
 /// Fit the simulator to a real server, or check a fitted configuration against it.
 #[derive(Debug, clap::Args)]
@@ -35,4 +42,31 @@ pub(crate) struct CalibrateArgs {
     /// Print the fit (or the check) as JSON instead of tables.
     #[arg(long)]
     pub(crate) json: bool,
+    /// With --check: latency targets (as `goodput capacity --slo`, e.g. e2e=2s) under which
+    /// the capacity of the held-out shapes is searched on the server and on the configuration
+    /// in virtual time, and compared; without it (or `none`) capacity is not searched.
+    #[arg(long)]
+    pub(crate) slo: Option<String>,
+    /// How the check's capacity searches probe and judge (as `goodput capacity`'s).
+    #[command(flatten)]
+    pub(crate) search: SearchArgs,
+}
+
+impl CalibrateArgs {
+    /// The check's SLO (`None`: capacity is not searched); refuses capacity-search flags
+    /// where no capacity is searched.
+    pub(crate) fn slo(&self) -> Result<Option<Slo>> {
+        let slo = match (&self.slo, &self.check) {
+            (Some(_), None) => bail!("--slo: capacity is searched in a check: give --check FILE"),
+            (Some(text), Some(_)) => parse_slo(text)?,
+            (None, _) => None,
+        };
+        if slo.is_none() && self.search != SearchArgs::defaults()? {
+            bail!(
+                "the capacity search flags (--dimension, --start, --tolerance, --attainment, …) \
+                 shape --check's capacity search: give --check and --slo"
+            );
+        }
+        Ok(slo)
+    }
 }

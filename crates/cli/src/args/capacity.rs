@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Result, bail};
 use clap::ValueEnum;
-use goodput_core::decide::capacity::Dimension;
+use goodput_core::decide::capacity::early_stopping::probe_requests;
+use goodput_core::decide::capacity::{Criteria, Dimension};
 use goodput_core::units::parse_duration;
 
 use crate::args::plan::parse_percent;
@@ -26,6 +27,19 @@ pub(crate) enum DimensionArg {
 pub(crate) struct CapacityArgs {
     #[command(flatten)]
     pub(crate) run: RunArgs,
+    #[command(flatten)]
+    pub(crate) search: SearchArgs,
+    /// Most target time the whole search may spend probing, e.g. 30m (default: no limit). A
+    /// probe is not started, nor an undecided one extended, past it; the report says which
+    /// loads stayed undecided.
+    #[arg(long, value_parser = parse_duration, help_heading = "Capacity search")]
+    pub(crate) budget: Option<Duration>,
+}
+
+/// How a capacity search probes and judges (shared by `goodput capacity` and
+/// `goodput calibrate --check`).
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub(crate) struct SearchArgs {
     /// What to search.
     #[arg(long, value_enum, default_value_t, help_heading = "Capacity search")]
     pub(crate) dimension: DimensionArg,
@@ -78,14 +92,9 @@ pub(crate) struct CapacityArgs {
     /// Longest a probe may run.
     #[arg(long, default_value = "10m", value_parser = parse_duration, help_heading = "Capacity search")]
     pub(crate) max_probe_duration: Duration,
-    /// Most target time the whole search may spend probing, e.g. 30m (default: no limit). A
-    /// probe is not started, nor an undecided one extended, past it; the report says which
-    /// loads stayed undecided.
-    #[arg(long, value_parser = parse_duration, help_heading = "Capacity search")]
-    pub(crate) budget: Option<Duration>,
 }
 
-impl CapacityArgs {
+impl SearchArgs {
     /// The dimension.
     pub(crate) fn dimension(&self) -> Dimension {
         match self.dimension {
@@ -120,6 +129,39 @@ impl CapacityArgs {
         if self.max_probes == 0 {
             bail!("--max-probes: at least 1");
         }
+        Ok(tolerance)
+    }
+
+    /// Measured requests per probe: --probe-requests, or enough to prove a miss rate of half
+    /// the budget under `criteria`.
+    pub(crate) fn measured_requests(&self, criteria: &Criteria) -> Result<u64> {
+        let measured = self
+            .probe_requests
+            .unwrap_or_else(|| probe_requests(criteria.attainment, criteria.confidence));
+        if measured == 0 {
+            bail!("--probe-requests: at least 1");
+        }
+        Ok(measured)
+    }
+
+    /// The flags' defaults (what `--help` shows).
+    pub(crate) fn defaults() -> Result<SearchArgs> {
+        use clap::{Args, FromArgMatches};
+        let command = SearchArgs::augment_args(clap::Command::new("defaults"));
+        let matches = command.try_get_matches_from(["defaults"])?;
+        Ok(SearchArgs::from_arg_matches(&matches)?)
+    }
+}
+
+impl CapacityArgs {
+    /// The dimension.
+    pub(crate) fn dimension(&self) -> Dimension {
+        self.search.dimension()
+    }
+
+    /// Checks the search and run flags; returns the tolerance as a fraction.
+    pub(crate) fn validate(&self) -> Result<f64> {
+        let tolerance = self.search.validate()?;
         let run = &self.run;
         if run.rate.is_some()
             || run.concurrency.is_some()

@@ -1,25 +1,37 @@
 //! `goodput calibrate`: probes a real server (core's `decide::calibrate`), fits the
 //! simulator's constants to what it measured (`goodput_sim::calibrate`) and writes the
-//! configuration; `--check` replays a held-out workload live and in virtual time.
+//! configuration; `--check` replays a held-out workload live and in virtual time and, with an
+//! SLO, searches its shapes' capacity on both (core's `decide::calibrate::capacity` live,
+//! `virtual_target::virtual_capacity` on the configuration).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use goodput_core::backend::discovery::list_models;
+use goodput_core::config::RunConfig;
+use goodput_core::decide::calibrate::CapacityShape;
+use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity};
 use goodput_core::decide::calibrate::{
-    CalibrationProbe, ProbeMeasurement, ServerFacts, measure, server_facts,
+    CalibrationProbe, CapacityCheck, CapacityComparison, CheckPlan, ProbeMeasurement, ServerFacts,
+    measure, server_facts,
 };
+use goodput_core::decide::capacity::{Probe, ProbePlan, SearchConfig};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::metrics::Slo;
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{
     Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, fit, held_out, plan, predict,
 };
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use crate::args::calibrate::CalibrateArgs;
+use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_config};
 use crate::output::calibrate as render;
+use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
+use crate::wiring::session::random_seed;
 
 /// Requests of each shape at concurrency 1 (each concurrency-c probe sends c times as many).
 const REPEATS: u32 = 3;
@@ -27,6 +39,7 @@ const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `goodput calibrate`.
 pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
+    let slo = args.slo()?;
     let target =
         Target::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
     let client = HttpClient::tcp(target, HttpConfig::default());
@@ -38,7 +51,7 @@ pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
         .unwrap_or_default();
     let server = server_facts(&client, FACTS_TIMEOUT).await;
     match &args.check {
-        Some(path) => check(&args, client, &model, &server, path).await,
+        Some(path) => check(&args, client, &model, &server, (path, slo)).await,
         None => calibrate(&args, client, &model, &server).await,
     }
 }
@@ -51,7 +64,8 @@ async fn calibrate(
 ) -> Result<ExitCode> {
     let facts = facts(model, server);
     let shapes = plan(&facts, REPEATS);
-    let measured = run_probes(args, client, model, &shapes).await?;
+    let cancel = crate::wiring::session::cancel_on_signal();
+    let measured = run_probes(args, client, model, &shapes, &cancel).await?;
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
     let fit = fit(&facts, &probes).context("the fit")?;
     let config = calibrated_config(&facts, &fit.constants);
@@ -74,8 +88,9 @@ async fn check(
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
-    path: &std::path::Path,
+    (path, slo): (&std::path::Path, Option<Slo>),
 ) -> Result<ExitCode> {
+    let started = Instant::now();
     let config =
         SimConfig::from_file(path).with_context(|| format!("--check {}", path.display()))?;
     let EngineConfig::Batching(engine) = &config.engine else {
@@ -92,21 +107,153 @@ async fn check(
         ..facts(model, server)
     };
     let shapes = held_out(&facts, REPEATS);
-    let measured = run_probes(args, client, model, &shapes).await?;
+    let cancel = crate::wiring::session::cancel_on_signal();
+    let measured = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
+    let live = Live {
+        client,
+        model,
+        started,
+        cancel,
+    };
+    let capacity = match slo {
+        Some(slo) => search_capacities(args, &live, &config, &measured, (facts.slots, slo)).await?,
+        None => not_searched(
+            "no --slo: capacity is the highest load that meets an SLO; give one (e.g. --slo e2e=2s) to search it on the server and in virtual time",
+        ),
+    };
     let rows: Vec<(ProbeMeasurement, Predicted)> = measured
         .iter()
         .map(|m| (*m, predict(&config, &measured_probe(m).shape)))
         .collect();
     if args.json {
-        let value: Vec<_> = rows
+        let held_out: Vec<_> = rows
             .iter()
             .map(|(m, p)| json!({"measured": m, "predicted": p}))
             .collect();
+        let value = json!({"held_out": held_out, "capacity": capacity});
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", render::check_table(&rows));
+        print!("{}", render::capacity_table(&capacity));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The live server of a check, and when the check started (its budget runs from there).
+struct Live<'a> {
+    client: HttpClient,
+    model: &'a str,
+    started: Instant,
+    /// Cancelled by Ctrl-C.
+    cancel: CancellationToken,
+}
+
+fn not_searched(reason: &str) -> CapacityCheck {
+    CapacityCheck {
+        plan: None,
+        not_searched: Some(reason.to_string()),
+        shapes: Vec::new(),
+    }
+}
+
+/// Searches the capacity of every held-out shape that fills the slots on the server and on
+/// `config` in virtual time, with the same probes; the live searches share what is left of
+/// the budget.
+async fn search_capacities(
+    args: &CalibrateArgs,
+    live: &Live<'_>,
+    config: &SimConfig,
+    held_out: &[ProbeMeasurement],
+    (slots, slo): (u32, Slo),
+) -> Result<CapacityCheck> {
+    let tolerance = args.search.validate()?;
+    let criteria = criteria_with(slo, &args.search);
+    let measured_requests = args.search.measured_requests(&criteria)?;
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let base = RunConfig {
+        seed,
+        request_timeout: Duration::from_secs(600),
+        ..RunConfig::default()
+    };
+    let plan = probe_plan(&args.search, base, criteria.clone(), measured_requests);
+    let given = args.search.start.unwrap_or(0.0);
+    let mut check = CapacityCheck {
+        plan: Some(CheckPlan {
+            dimension: plan.dimension,
+            criteria,
+            requests_per_probe: measured_requests,
+            timing: plan.timing(),
+            search: search_config(&args.search, given, tolerance, None),
+        }),
+        not_searched: None,
+        shapes: Vec::new(),
+    };
+    let shapes = capacity_shapes(held_out, slots, plan.dimension);
+    let mut skipped = Vec::new();
+    for (index, (shape, start)) in shapes.iter().enumerate() {
+        let left = args.budget.saturating_sub(live.started.elapsed());
+        let name = format!("{}+{} tokens", shape.input_tokens, shape.output_tokens);
+        let Some(start) = args.search.start.or(*start) else {
+            skipped.push(format!("{name}: no request completed on it"));
+            continue;
+        };
+        if left.is_zero() {
+            skipped.push(format!("{name}: the budget was spent"));
+            continue;
+        }
+        let share = left / u32::try_from(shapes.len() - index).unwrap_or(1);
+        let search = search_config(&args.search, start, tolerance, Some(share));
+        let both = Both {
+            live,
+            config,
+            plan: &plan,
+            seed,
+        };
+        check
+            .shapes
+            .push(both.compare(*shape, start, search).await?);
+    }
+    if !skipped.is_empty() {
+        check.not_searched = Some(format!("not searched: {}", skipped.join("; ")));
+    }
+    Ok(check)
+}
+
+/// One capacity search on the server and the same on the configuration in virtual time.
+struct Both<'a> {
+    live: &'a Live<'a>,
+    config: &'a SimConfig,
+    plan: &'a ProbePlan,
+    seed: u64,
+}
+
+impl Both<'_> {
+    async fn compare(
+        &self,
+        shape: CapacityShape,
+        start: f64,
+        search: SearchConfig,
+    ) -> Result<CapacityComparison> {
+        let (plan, seed) = (self.plan, self.seed);
+        let show = |probe: &Probe| print_probe(probe, plan.dimension);
+        let (input, output) = (shape.input_tokens, shape.output_tokens);
+        eprintln!("capacity of {input}+{output} tokens on the server:");
+        let live = self.live;
+        let server = (live.client.clone(), live.model);
+        let (measured, _) =
+            live_capacity(server, shape, plan, search, seed, &live.cancel, show).await?;
+        eprintln!("… and in virtual time:");
+        let target = VirtualTarget {
+            sim: self.config.clone(),
+            requests: VirtualRequests::fixed(input, output, seed),
+        };
+        let unbudgeted = SearchConfig {
+            budget_secs: None,
+            ..search
+        };
+        let (predicted, _) = virtual_capacity(&target, plan, unbudgeted, show);
+        Ok(CapacityComparison::new(shape, start, measured, predicted))
+    }
 }
 
 /// Runs `shapes` in order until the budget is spent.
@@ -115,9 +262,9 @@ async fn run_probes(
     client: HttpClient,
     model: &str,
     shapes: &[ProbeShape],
+    cancel: &CancellationToken,
 ) -> Result<Vec<ProbeMeasurement>> {
     let started = Instant::now();
-    let cancel = crate::wiring::session::cancel_on_signal();
     // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
     // caching) must not answer a probe from an earlier run's cache.
     let seed = args

@@ -12,14 +12,14 @@ use goodput_core::decide::capacity::calibration::{
     CALIBRATION_CONCURRENCY, CALIBRATION_REQUESTS, calibrated_start, calibration_config,
     drop_calibration_warnings,
 };
-use goodput_core::decide::capacity::early_stopping::probe_requests;
 use goodput_core::decide::capacity::{
     CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, ProbeTiming, SearchConfig,
     find_capacity,
 };
+use goodput_core::metrics::Slo;
 use goodput_core::runner::{EndReason, RunOutcome};
 
-use crate::args::capacity::CapacityArgs;
+use crate::args::capacity::{CapacityArgs, SearchArgs};
 use crate::args::run::parse_slo;
 use crate::wiring::session::{Session, StepRun};
 
@@ -28,12 +28,7 @@ pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result
     let tolerance = args.validate()?;
     crate::wiring::sharded::check_capacity(&args)?;
     let criteria = criteria(&args)?;
-    let measured = args
-        .probe_requests
-        .unwrap_or_else(|| probe_requests(criteria.attainment, criteria.confidence));
-    if measured == 0 {
-        bail!("--probe-requests: at least 1");
-    }
+    let measured = args.search.measured_requests(&criteria)?;
     if !args.run.quiet {
         eprintln!(
             "capacity search: {} at {:.1} % attainment, {:.0} % confidence: {measured} measured \
@@ -64,15 +59,25 @@ pub(crate) fn criteria(args: &CapacityArgs) -> Result<Criteria> {
     let slo = parse_slo(args.run.slo_text())?.context(
         "--slo none: a capacity search needs latency targets, e.g. --slo ttft=500ms,tpot=50ms",
     )?;
-    Ok(Criteria {
-        slo,
-        attainment: args.attainment,
-        confidence: args.confidence,
-    })
+    Ok(criteria_with(slo, &args.search))
 }
 
-/// The search bounds and tolerance.
-pub(crate) fn search_config(args: &CapacityArgs, start: f64, tolerance: f64) -> SearchConfig {
+/// The probe criteria: `slo` at --attainment and --confidence.
+pub(crate) fn criteria_with(slo: Slo, search: &SearchArgs) -> Criteria {
+    Criteria {
+        slo,
+        attainment: search.attainment,
+        confidence: search.confidence,
+    }
+}
+
+/// The search bounds and tolerance, and at most `budget` of target time.
+pub(crate) fn search_config(
+    args: &SearchArgs,
+    start: f64,
+    tolerance: f64,
+    budget: Option<Duration>,
+) -> SearchConfig {
     let integer = args.dimension() == Dimension::Concurrency;
     let min = if integer {
         args.min_load.max(1.0)
@@ -86,7 +91,7 @@ pub(crate) fn search_config(args: &CapacityArgs, start: f64, tolerance: f64) -> 
         tolerance,
         max_probes: args.max_probes,
         integer,
-        budget_secs: args.budget.map(|b| b.as_secs_f64()),
+        budget_secs: budget.map(|b| b.as_secs_f64()),
     }
 }
 
@@ -94,7 +99,7 @@ pub(crate) fn search_config(args: &CapacityArgs, start: f64, tolerance: f64) -> 
 /// --max-concurrency; timing from --probe-warmup, --probe-min-duration and
 /// --max-probe-duration).
 pub(crate) fn probe_plan(
-    args: &CapacityArgs,
+    args: &SearchArgs,
     base: RunConfig,
     criteria: Criteria,
     measured: u64,
@@ -123,6 +128,12 @@ pub(crate) fn print_probe(probe: &Probe, dimension: Dimension) {
     );
 }
 
+/// The live search's bounds (its start is settled after the calibration run).
+fn live_bounds(args: &CapacityArgs, tolerance: f64) -> SearchConfig {
+    let start = args.search.start.unwrap_or(args.search.min_load);
+    search_config(&args.search, start, tolerance, args.budget)
+}
+
 async fn live(
     args: CapacityArgs,
     criteria: Criteria,
@@ -133,18 +144,18 @@ async fn live(
     let dimension = args.dimension();
     let accelerators = args.run.server_side.accelerators;
     let quiet = args.run.quiet;
-    let bounds = search_config(&args, args.start.unwrap_or(args.min_load), tolerance);
+    let bounds = live_bounds(&args, tolerance);
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
     let base = args.run.run_config(0)?;
-    let plan = probe_plan(&args, base, criteria.clone(), measured);
+    let plan = probe_plan(&args.search, base, criteria.clone(), measured);
     let mut session = Session::open(args.run, command_line).await?.coordinated();
     let plan = ProbePlan {
         base: session.config.clone(),
         ..plan
     };
     let mut steps = Vec::new();
-    let start = match (args.start, dimension) {
+    let start = match (args.search.start, dimension) {
         (Some(start), _) => start,
         (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
         (None, Dimension::Rate) => match calibrate_start(&mut session, &plan, &mut steps).await? {

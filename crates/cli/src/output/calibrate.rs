@@ -1,10 +1,11 @@
 //! `goodput calibrate` output: a line per probe, the fitted constants with their
 //! uncertainties and residuals, the verdict, the header of the written configuration, and the
-//! check's predicted-against-measured table.
+//! check's predicted-against-measured table with its capacity rows.
 
 use std::fmt::Write;
 
-use goodput_core::decide::calibrate::{ProbeMeasurement, ServerFacts};
+use goodput_core::decide::calibrate::{CapacityCheck, ProbeMeasurement, ServerFacts};
+use goodput_core::decide::capacity::Dimension;
 use goodput_sim::calibrate::{Fit, Predicted};
 
 /// One probe's progress line.
@@ -163,6 +164,63 @@ pub(crate) fn check_table(rows: &[(ProbeMeasurement, Predicted)]) -> String {
                 error(predicted, measured)
             );
         }
+    }
+    out
+}
+
+fn load(value: Option<f64>, dimension: Dimension) -> String {
+    match (value, dimension) {
+        (None, _) => "none".to_string(),
+        (Some(v), Dimension::Concurrency) => format!("{v:.0} concurrent"),
+        (Some(v), Dimension::Rate) => format!("{v:.3} req/s"),
+    }
+}
+
+/// A search's resolution; "open" when it found no bracket (no failing load above its answer).
+fn resolution(value: Option<f64>) -> String {
+    value.map_or("open".to_string(), |v| format!("{:.1}%", v * 100.0))
+}
+
+/// The check's capacity rows: measured against predicted under the SLO, the error, and each
+/// search's resolution (the relative width of its final bracket: an error below it cannot be
+/// told from zero).
+pub(crate) fn capacity_table(check: &CapacityCheck) -> String {
+    let mut out = String::new();
+    if let Some(plan) = &check.plan {
+        let _ = writeln!(
+            out,
+            "capacity under {} ({:.0} % attainment, {:.0} % confidence, {} requests a probe, {} \
+             search):",
+            plan.criteria.slo,
+            plan.criteria.attainment * 100.0,
+            plan.criteria.confidence * 100.0,
+            plan.requests_per_probe,
+            match plan.dimension {
+                Dimension::Rate => "rate",
+                Dimension::Concurrency => "concurrency",
+            }
+        );
+    }
+    for c in &check.shapes {
+        let dimension = c.measured.dimension;
+        let _ = writeln!(
+            out,
+            "  {}-token prompts, {} answer tokens: measured {} ({:?}, resolution {}), predicted \
+             {} ({:?}, resolution {}), error {}",
+            c.shape.input_tokens,
+            c.shape.output_tokens,
+            load(c.measured.lower_bound, dimension),
+            c.measured.conclusion,
+            resolution(c.measured_resolution),
+            load(c.predicted.lower_bound, dimension),
+            c.predicted.conclusion,
+            resolution(c.predicted_resolution),
+            c.error
+                .map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0))
+        );
+    }
+    if let Some(reason) = &check.not_searched {
+        let _ = writeln!(out, "capacity: {reason}");
     }
     out
 }

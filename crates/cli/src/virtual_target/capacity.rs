@@ -47,10 +47,10 @@ pub(crate) async fn run(
     };
     // The report names the simulator's model, whatever --model asks the body to carry.
     let (target, label, model) = simulated(&args.run, seed, None, &mut base).await?;
-    let plan = probe_plan(&args, base.clone(), criteria, measured);
+    let plan = probe_plan(&args.search, base.clone(), criteria, measured);
     let mut steps = Vec::new();
     let start = search_start(&args, &target, &base, &mut steps)?;
-    let search = search_config(&args, start, tolerance);
+    let search = search_config(&args.search, start, tolerance, args.budget);
     let quiet = args.run.quiet;
     let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
         if !quiet {
@@ -92,7 +92,7 @@ fn search_start(
     base: &RunConfig,
     steps: &mut Vec<StepReport>,
 ) -> Result<f64> {
-    Ok(match (args.start, args.dimension()) {
+    Ok(match (args.search.start, args.dimension()) {
         (Some(start), _) => start,
         (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
         (None, Dimension::Rate) => {

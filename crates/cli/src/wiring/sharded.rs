@@ -108,7 +108,8 @@ pub(crate) fn check_capacity(args: &CapacityArgs) -> Result<()> {
     if args.run.virtual_time {
         bail!("--virtual-time runs the whole search in this process: drop --shards");
     }
-    if args.dimension == DimensionArg::Concurrency && args.min_load < f64::from(count) {
+    let search = &args.search;
+    if search.dimension == DimensionArg::Concurrency && search.min_load < f64::from(count) {
         bail!(
             "--dimension concurrency with --shards {count}: set --min-load to at least {count} \
              (every shard needs a worker)"

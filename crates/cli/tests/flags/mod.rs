@@ -33,6 +33,8 @@ pub(crate) enum Stdout {
     Whole,
     /// Its first line (a watch's header).
     FirstLine,
+    /// The value at this JSON pointer of stdout (the deterministic part of a JSON answer).
+    Pointer(&'static str),
 }
 
 /// How a variant's commands run and what is observed of them.
@@ -180,6 +182,9 @@ pub(crate) fn observe(
             Stdout::Kind => None,
             Stdout::Whole => Some(stdout.to_string()),
             Stdout::FirstLine => Some(stdout.lines().next().unwrap_or("").to_string()),
+            Stdout::Pointer(pointer) => serde_json::from_str::<Value>(&stdout)
+                .ok()
+                .and_then(|v| v.pointer(pointer).map(Value::to_string)),
         },
         "stderr": if says_something { "text" } else { "empty" },
         "files": files,

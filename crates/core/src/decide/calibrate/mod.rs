@@ -3,9 +3,12 @@
 //! probe measured on it ([`measure`]: a closed loop of identical synthetic requests, their
 //! median TTFT, TPOT and E2E as the server counted the prompt). The fit itself is the
 //! simulator's (`goodput_sim::calibrate`), which this crate never sees; the CLI joins them.
+//! [`capacity`] is the live half of `--check`'s capacity comparison.
 
+pub mod capacity;
 mod facts;
 
+pub use capacity::{CapacityCheck, CapacityComparison, CapacityShape, CheckPlan};
 pub use facts::{ServerFacts, server_facts};
 
 use std::sync::Arc;

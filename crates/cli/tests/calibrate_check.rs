@@ -1,0 +1,149 @@
+//! `goodput calibrate --check` against the simulator it checks: a batching engine served over
+//! HTTP in real time, checked with its own configuration in virtual time. The held-out
+//! figures and the capacity searched on both sides must then agree; the capacity to within
+//! one step of the search (the engine is the same, only the wire and the real-time clock
+//! differ). Without `--slo` the check says that capacity was not searched, and why.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Stdio};
+
+use serde_json::Value;
+use support::{goodput, ok};
+
+/// Four slots of a small model on a fast accelerator: a request takes tens to hundreds of
+/// milliseconds, and a fifth concurrent request waits for a slot.
+const SIM: &str = r#"{"engine": {"kind": "batching", "model": "llama-3.2-1b", "gpu": "h100",
+    "max_num_seqs": 4, "max_model_len": 2048}, "prompt_tokenizer": "words"}"#;
+
+struct Sim {
+    child: Child,
+    url: String,
+}
+
+impl Sim {
+    fn start(config: &Path) -> Sim {
+        let mut child = goodput()
+            .args(["sim", "--listen", "127.0.0.1:0", "--config"])
+            .arg(config)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let url = line
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Sim { child, url }
+    }
+}
+
+impl Drop for Sim {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn check(sim: &Sim, config: &Path, extra: &[&str]) -> std::process::Output {
+    ok(goodput()
+        .args(["calibrate", "--target", &sim.url, "--seed", "5", "--check"])
+        .arg(config)
+        .args(extra)
+        .output()
+        .unwrap())
+}
+
+/// Both capacities of every shape within one step, the error and the resolution as
+/// documented, and at least one search bracketed (not stopped at --max-load).
+fn assert_within_one_step(capacity: &Value) {
+    let shapes = capacity["shapes"].as_array().unwrap();
+    assert_eq!(
+        shapes.len(),
+        2,
+        "the 4x prompt and 4x answer shapes: {capacity}"
+    );
+    let mut bracketed = 0;
+    for shape in shapes {
+        let measured = shape["measured"]["lower_bound"].as_f64().unwrap();
+        let predicted = shape["predicted"]["lower_bound"].as_f64().unwrap();
+        assert!(
+            (predicted - measured).abs() <= 1.0,
+            "more than one step apart: {shape}"
+        );
+        let error = shape["error"].as_f64().unwrap();
+        assert!(
+            (error - (predicted / measured - 1.0)).abs() < 1e-9,
+            "{shape}"
+        );
+        if let Some(upper) = shape["measured"]["upper_bound"].as_f64() {
+            bracketed += 1;
+            let resolution = shape["measured_resolution"].as_f64().unwrap();
+            assert!(
+                (resolution - (upper - measured) / measured).abs() < 1e-9,
+                "{shape}"
+            );
+        }
+    }
+    assert!(bracketed > 0, "no search found an upper bound: {capacity}");
+}
+
+#[test]
+fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sim.json");
+    std::fs::write(&config, SIM).unwrap();
+    let sim = Sim::start(&config);
+
+    let plain = check(&sim, &config, &["--json"]);
+    let plain: Value = serde_json::from_slice(&plain.stdout).unwrap();
+    let capacity = &plain["capacity"];
+    assert!(
+        capacity["not_searched"].as_str().unwrap().contains("--slo"),
+        "{capacity}"
+    );
+    assert!(capacity["plan"].is_null() && capacity["shapes"].as_array().unwrap().is_empty());
+    // The SLO: 1.6 times the long-answer shape's median E2E with every slot busy, so its
+    // capacity lies between the slots and twice as many.
+    let long_answer = &plain["held_out"][1]["measured"];
+    let e2e_ms = long_answer["e2e"].as_f64().unwrap() * 1e3;
+    let slo = format!("e2e={:.0}ms", 1.6 * e2e_ms);
+
+    let searched = check(
+        &sim,
+        &config,
+        &[
+            "--json",
+            "--slo",
+            &slo,
+            "--dimension",
+            "concurrency",
+            "--max-load",
+            "8",
+            "--attainment",
+            "0.5",
+            "--confidence",
+            "0.5",
+            "--probe-requests",
+            "16",
+        ],
+    );
+    let searched: Value = serde_json::from_slice(&searched.stdout).unwrap();
+    let capacity = &searched["capacity"];
+    assert!(capacity["not_searched"].is_null(), "{capacity}");
+    assert_eq!(capacity["plan"]["dimension"], "concurrency");
+    assert_within_one_step(capacity);
+
+    let text = check(&sim, &config, &[]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("capacity: no --slo"),
+        "the table says capacity was not searched: {text}"
+    );
+}

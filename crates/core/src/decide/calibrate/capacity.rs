@@ -1,0 +1,278 @@
+//! The capacity half of `goodput calibrate --check`: which held-out shapes are searched and
+//! where each search starts ([`capacity_shapes`]), the capacity search run on the live server
+//! ([`live_capacity`]: [`find_capacity`] over [`Prober`] probes, fresh prompts every probe),
+//! and the live verdict beside the one the caller searched on the calibrated simulator in
+//! virtual time, with the error and each search's own resolution ([`CapacityComparison`]).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::{CalibrateError, ProbeMeasurement};
+use crate::backend::Backend;
+use crate::backend::openai::{OpenAiBackend, OpenAiConfig};
+use crate::decide::capacity::calibration::calibrated_start;
+use crate::decide::capacity::{
+    CapacityReport, Criteria, Dimension, MAX_RUNS, Probe, ProbePlan, ProbeTiming, Prober,
+    SearchConfig, find_capacity,
+};
+use crate::http::HttpClient;
+use crate::report::StepReport;
+use crate::tokens::Tiktoken;
+use crate::workload::{GeneratedWorkload, LengthDistribution, PromptVocabulary};
+
+/// The request shape of one capacity search: every request alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CapacityShape {
+    /// Prompt length in `cl100k_base` tokens.
+    pub input_tokens: u32,
+    /// Answer tokens (EOS ignored).
+    pub output_tokens: u32,
+}
+
+impl CapacityShape {
+    /// Synthetic chat prompts of exactly this shape: the workload of both searches (live and
+    /// virtual), so they send the same requests.
+    pub fn workload(&self, seed: u64) -> GeneratedWorkload {
+        GeneratedWorkload {
+            input: LengthDistribution::Fixed(self.input_tokens),
+            output: Some(LengthDistribution::Fixed(self.output_tokens)),
+            prefix: None,
+            vocabulary: Arc::new(PromptVocabulary::cl100k()),
+            seed,
+        }
+    }
+}
+
+/// The shapes whose capacity `--check` searches — the held-out shapes that fill every slot
+/// (prompts four times longer, answers four times longer) — each with where its search
+/// starts: the slots (concurrency) or half the throughput measured on that shape with every
+/// slot busy (rate, as `goodput capacity` starts from half a calibration run's throughput).
+/// Both searches start there, so they probe the same loads until their verdicts differ.
+pub fn capacity_shapes(
+    held_out: &[ProbeMeasurement],
+    slots: u32,
+    dimension: Dimension,
+) -> Vec<(CapacityShape, Option<f64>)> {
+    held_out
+        .iter()
+        .filter(|m| m.probe.concurrency == slots.max(1))
+        .map(|m| {
+            let shape = CapacityShape {
+                input_tokens: m.probe.input_tokens,
+                output_tokens: m.probe.output_tokens,
+            };
+            let start = match dimension {
+                Dimension::Concurrency => Some(f64::from(slots.max(1))),
+                Dimension::Rate => calibrated_start(m.requests_per_sec),
+            };
+            (shape, start)
+        })
+        .collect()
+}
+
+/// Searches the capacity of `server` (a client of its target and the model: streamed chat
+/// completions with `ignore_eos`) for `shape`, probes shaped by `plan`. Every probe run sends prompts of its
+/// own seed (from `seed`), so a server that caches prompts (llama.cpp slots, vLLM prefix
+/// caching) never answers one from an earlier probe — the calibrated simulator models no
+/// cache. `on_probe` sees each judged probe.
+pub async fn live_capacity(
+    (client, model): (HttpClient, &str),
+    shape: CapacityShape,
+    plan: &ProbePlan,
+    search: SearchConfig,
+    seed: u64,
+    cancel: &CancellationToken,
+    on_probe: impl FnMut(&Probe),
+) -> Result<(CapacityReport, Vec<StepReport>), CalibrateError> {
+    let openai = OpenAiConfig {
+        model: model.to_string(),
+        ignore_eos: true,
+        ..OpenAiConfig::default()
+    };
+    let backend: Arc<dyn Backend> = Arc::new(
+        OpenAiBackend::new(openai, client).map_err(|e| CalibrateError::Backend(e.to_string()))?,
+    );
+    let mut prober = Prober {
+        plan: plan.clone(),
+        backend,
+        workload: Arc::new(shape.workload(seed)),
+        counter: Arc::new(Tiktoken::cl100k()),
+        streamed: true,
+    };
+    let probe = async |index: usize, load: f64, run: u32| {
+        let runs = u64::from(MAX_RUNS);
+        let fresh = seed.wrapping_add(1 + index as u64 * runs + u64::from(run));
+        prober.workload = Arc::new(shape.workload(fresh));
+        prober.probe(index, load, run, None, cancel).await
+    };
+    Ok(find_capacity(
+        plan.dimension,
+        search,
+        &plan.criteria,
+        plan.measured_requests,
+        probe,
+        on_probe,
+    )
+    .await)
+}
+
+/// The relative width of a search's final bracket, `(upper − lower) / lower`: the finest
+/// difference it can tell (one step at a concurrency `c` is `1/c`). `None` when the search
+/// found no bracket (no passing load, or none failing above it).
+pub fn resolution(report: &CapacityReport) -> Option<f64> {
+    let lower = report.lower_bound.filter(|l| *l > 0.0)?;
+    Some((report.upper_bound? - lower) / lower)
+}
+
+/// How the check searched (the same for every shape but each search's start).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckPlan {
+    /// What was searched.
+    pub dimension: Dimension,
+    /// What a probe had to show.
+    pub criteria: Criteria,
+    /// Measured requests per probe.
+    pub requests_per_probe: u64,
+    /// How long each probe warmed up and ran.
+    pub timing: ProbeTiming,
+    /// Bounds, tolerance and probes of every search; `start` is the given one, or 0 when each
+    /// shape starts where [`capacity_shapes`] puts it.
+    pub search: SearchConfig,
+}
+
+/// One shape's capacity, measured on the server and predicted in virtual time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityComparison {
+    /// The requests.
+    pub shape: CapacityShape,
+    /// The first load both searches probed.
+    pub start: f64,
+    /// The live search's verdict.
+    pub measured: CapacityReport,
+    /// The virtual-time search's verdict on the calibrated simulator.
+    pub predicted: CapacityReport,
+    /// `predicted / measured − 1` of the capacities (`None` when either found none).
+    pub error: Option<f64>,
+    /// [`resolution`] of the live search.
+    pub measured_resolution: Option<f64>,
+    /// [`resolution`] of the virtual-time search.
+    pub predicted_resolution: Option<f64>,
+}
+
+impl CapacityComparison {
+    /// The two verdicts side by side.
+    pub fn new(
+        shape: CapacityShape,
+        start: f64,
+        measured: CapacityReport,
+        predicted: CapacityReport,
+    ) -> Self {
+        let error = match (measured.lower_bound, predicted.lower_bound) {
+            (Some(m), Some(p)) if m > 0.0 => Some(p / m - 1.0),
+            _ => None,
+        };
+        CapacityComparison {
+            shape,
+            start,
+            measured_resolution: resolution(&measured),
+            predicted_resolution: resolution(&predicted),
+            error,
+            measured,
+            predicted,
+        }
+    }
+}
+
+/// The capacity part of a check: how it searched and each shape's verdicts, or why it did
+/// not search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapacityCheck {
+    /// How it searched (`None` when it did not).
+    pub plan: Option<CheckPlan>,
+    /// Why capacity was not searched, or why a shape was skipped.
+    pub not_searched: Option<String>,
+    /// One entry per searched shape.
+    pub shapes: Vec<CapacityComparison>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decide::calibrate::{CalibrationProbe, Tail};
+
+    fn held_out(concurrency: u32, input: u32, output: u32, rps: f64) -> ProbeMeasurement {
+        ProbeMeasurement {
+            probe: CalibrationProbe {
+                concurrency,
+                input_tokens: input,
+                output_tokens: output,
+                requests: 3 * concurrency,
+            },
+            prompt_tokens: f64::from(input),
+            ttft: 0.1,
+            tpot: 0.01,
+            e2e: 0.5,
+            requests_per_sec: rps,
+            tails: [Tail::default(); 3],
+        }
+    }
+
+    #[test]
+    fn the_shapes_filling_every_slot_are_searched_from_the_slots_or_half_their_throughput() {
+        let measured = [
+            held_out(4, 256, 24, 6.0),
+            held_out(4, 64, 96, 2.0),
+            held_out(8, 64, 24, 9.0),
+        ];
+        let by_rate = capacity_shapes(&measured, 4, Dimension::Rate);
+        let shapes: Vec<_> = by_rate
+            .iter()
+            .map(|(s, _)| (s.input_tokens, s.output_tokens))
+            .collect();
+        assert_eq!(shapes, [(256, 24), (64, 96)]);
+        assert_eq!(by_rate[0].1, Some(3.0));
+        assert_eq!(by_rate[1].1, Some(1.0));
+        let by_concurrency = capacity_shapes(&measured, 4, Dimension::Concurrency);
+        assert!(by_concurrency.iter().all(|(_, start)| *start == Some(4.0)));
+    }
+
+    #[test]
+    fn resolution_is_the_brackets_relative_width() {
+        let report = |lower: Option<f64>, upper: Option<f64>| CapacityReport {
+            dimension: Dimension::Concurrency,
+            max_sustainable_rate_per_sec: None,
+            max_sustainable_concurrency: lower.map(|c| c as u32),
+            lower_bound: lower,
+            upper_bound: upper,
+            undecided_loads: Vec::new(),
+            spent_secs: 0.0,
+            slo: "e2e=1s".into(),
+            attainment_target: 0.5,
+            confidence: 0.5,
+            requests_per_probe: 8,
+            conclusion: crate::decide::capacity::Conclusion::Converged,
+            goodput_at_capacity_per_sec: None,
+            distserve_goodput_per_sec: None,
+            accelerators: None,
+            per_accelerator: None,
+            probes: Vec::new(),
+            first_probe_step: 0,
+        };
+        assert_eq!(resolution(&report(Some(4.0), Some(5.0))), Some(0.25));
+        assert_eq!(resolution(&report(Some(4.0), None)), None);
+        assert_eq!(resolution(&report(None, Some(1.0))), None);
+        let compared = CapacityComparison::new(
+            CapacityShape {
+                input_tokens: 8,
+                output_tokens: 8,
+            },
+            4.0,
+            report(Some(4.0), Some(5.0)),
+            report(Some(5.0), Some(6.0)),
+        );
+        assert_eq!(compared.error, Some(0.25));
+        assert_eq!(compared.predicted_resolution, Some(0.2));
+    }
+}
