@@ -171,6 +171,7 @@ pub(super) fn record(sent: &Sent, timelines: &[&RequestTimeline]) -> RequestReco
         cached_input_tokens: sent.cached_details.then_some(sent.cached_tokens),
         expected_prefix_tokens: None,
         tool_result_turn: false,
+        images: Vec::new(),
     }
 }
 

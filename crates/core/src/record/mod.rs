@@ -16,6 +16,7 @@ pub mod think;
 pub use chunk::ChunkArrival;
 
 use self::think::ThinkTags;
+use crate::workload::image::Resolution;
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -375,6 +376,10 @@ pub struct RequestRecord {
     /// Agentic sessions: this turn fed a tool's result back.
     #[serde(default, skip_serializing_if = "is_false")]
     pub tool_result_turn: bool,
+    /// Vision prompts: the sizes (`WxH`) of the images the request carried, in order — a
+    /// session's turn counts the history's images too, as it re-sends them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Resolution>,
 }
 
 /// Where a request's reasoning token count came from.

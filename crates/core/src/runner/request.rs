@@ -160,7 +160,9 @@ pub(crate) fn finalize(
     let (output_tokens, output_source) = (output.tokens, output.source);
     let chunk_tokens = chunk_token_counts(&exchange, output_tokens, ctx.counter.as_ref());
     let times = ChunkTimes::of(ctx, &exchange, &chunk_tokens);
-    let (input_tokens, input_source) = input_tokens(&exchange, spec, ctx.counter.as_ref());
+    let text_input = ctx.backend.text_input();
+    let (input_tokens, input_source) =
+        input_tokens(&exchange, spec, text_input, ctx.counter.as_ref());
     let channels = channels::split(&exchange, &chunk_tokens, ctx.counter.as_ref());
     let streamed = ctx.streamed;
     RequestRecord {
@@ -176,7 +178,7 @@ pub(crate) fn finalize(
         streamed,
         input_tokens,
         input_tokens_source: input_source,
-        expected_input_tokens: spec.expected_input_tokens,
+        expected_input_tokens: spec.expected_input_tokens.filter(|_| text_input),
         output_tokens,
         output_tokens_source: output_source,
         requested_output_tokens: spec.max_output_tokens.filter(|_| !exchange.untokenized),
@@ -205,6 +207,7 @@ pub(crate) fn finalize(
             .map(|details| details.cached_tokens),
         expected_prefix_tokens: None,
         tool_result_turn: false,
+        images: Vec::new(),
     }
 }
 
@@ -323,14 +326,19 @@ fn chunk_token_counts(exchange: &Exchange, total: u64, counter: &dyn TokenCounte
     apportion(total, &weights)
 }
 
-/// Prompt tokens: the server's usage, else the workload's count, else goodput's tokenizer.
+/// Prompt tokens: the server's usage, else (a text prompt only) the workload's count, else
+/// goodput's tokenizer.
 fn input_tokens(
     exchange: &Exchange,
     spec: &RequestSpec,
+    text_input: bool,
     counter: &dyn TokenCounter,
 ) -> (Option<u64>, TokenSource) {
     if let Some(usage) = exchange.usage {
         return (Some(usage.prompt_tokens), TokenSource::Usage);
+    }
+    if !text_input {
+        return (None, TokenSource::None);
     }
     if let Some(expected) = spec.expected_input_tokens {
         return (Some(expected), TokenSource::Workload);
