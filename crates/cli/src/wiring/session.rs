@@ -498,7 +498,7 @@ pub(crate) fn run_info(
             }
             args.http_stream.describe(&mut described);
             if let Some(note) = args.tensors.input_tokens_note(args.api == ApiArg::V2) {
-                described.insert("input_tokens".into(), note.into());
+                described.insert("tensor_input_tokens".into(), note.into());
             }
             described
         },

@@ -196,7 +196,7 @@ pub enum TensorSource {
     File(Vec<(Value, u64)>),
 }
 
-/// Why a v2 run reports no input tokens (the run's `workload.input_tokens`).
+/// Why a v2 run reports no input tokens (the run's `workload.tensor_input_tokens`).
 pub const NO_INPUT_TOKENS: &str =
     "none: the tensors are not text (only BYTES tensors generated from the prompts carry tokens)";
 
