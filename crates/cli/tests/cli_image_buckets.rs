@@ -118,11 +118,20 @@ fn each_resolution_bucket_reports_its_own_counts_latency_and_throughput() {
         rebuilt(&out)["steps"][0]["image_buckets"],
         step["image_buckets"]
     );
-    // The terminal and summary.md show them.
+    // The terminal, summary.md and report.html show them.
     let terminal = String::from_utf8_lossy(&output.stdout);
     assert!(terminal.contains("By image resolution"), "{terminal}");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("| 0 | 256x256 | 4 | 0 | 4 |"), "{summary}");
+    let dom = support::rendered_dom(&out.join("report.html"));
+    assert!(
+        dom.contains("By image resolution"),
+        "report.html lacks the section"
+    );
+    assert!(
+        dom.contains("256x256 (4 images, "),
+        "report.html lacks the bucket"
+    );
     assert!(seen.lock().unwrap().len() == 8);
 }
 
