@@ -64,31 +64,8 @@ fn each_resolution_bucket_reports_its_own_counts_latency_and_throughput() {
         .map(|b| b["resolution"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["64x64", "256x256"]);
-    let gap = STREAM_GAP.as_secs_f64() * 1e3;
     for (bucket, wait) in buckets.iter().zip([8.0, 128.0]) {
-        assert_eq!(bucket["requests"]["completed"], 4, "{bucket}");
-        assert_eq!(bucket["requests"]["failed"], 0, "{bucket}");
-        assert_eq!(bucket["images"], 4, "{bucket}");
-        let latency = &bucket["latency_ms"];
-        for p in ["p50", "p99"] {
-            let ttft = ms(&latency["ttft"][p]);
-            assert!(
-                (wait..wait + SLACK_MS).contains(&ttft),
-                "TTFT {p}: {latency}"
-            );
-            let e2e = ms(&latency["e2e"][p]);
-            assert!(
-                (wait + gap..wait + gap + SLACK_MS).contains(&e2e),
-                "E2E {p}: {latency}"
-            );
-        }
-        // One image a request: images/s is requests/s.
-        let rate = ms(&bucket["throughput"]["requests_per_sec"]);
-        assert!(rate > 0.0);
-        assert!(
-            (ms(&bucket["images_per_sec"]) - rate).abs() < 1e-9,
-            "{bucket}"
-        );
+        assert_bucket(bucket, wait);
     }
     // The buckets split the step: their throughputs add up to its own.
     let sum: f64 = buckets
@@ -103,11 +80,17 @@ fn each_resolution_bucket_reports_its_own_counts_latency_and_throughput() {
     // Bigger images, later first token: the server's 120 ms difference shows.
     let p50 = |i: usize| ms(&buckets[i]["latency_ms"]["ttft"]["p50"]);
     assert!(p50(1) - p50(0) >= 60.0, "{} vs {}", p50(1), p50(0));
-    // Every record names its image; the journal rebuilds the same buckets.
+    assert_journal_and_exports(&out, step, &output.stdout);
+    assert!(seen.lock().unwrap().len() == 8);
+}
+
+/// Every record names its image (request `i`: size `i mod 2`); the journal rebuilds the same
+/// buckets; the terminal (`stdout`), summary.md and report.html show them.
+fn assert_journal_and_exports(out: &Path, step: &Value, stdout: &[u8]) {
     let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     for line in journal.lines() {
         let record: Value = serde_json::from_str(line).unwrap();
-        let size = if record["index"].as_u64().unwrap() % 2 == 0 {
+        let size = if record["index"].as_u64().unwrap().is_multiple_of(2) {
             "64x64"
         } else {
             "256x256"
@@ -115,11 +98,11 @@ fn each_resolution_bucket_reports_its_own_counts_latency_and_throughput() {
         assert_eq!(record["images"], serde_json::json!([size]), "{record}");
     }
     assert_eq!(
-        rebuilt(&out)["steps"][0]["image_buckets"],
+        rebuilt(out)["steps"][0]["image_buckets"],
         step["image_buckets"]
     );
     // The terminal, summary.md and report.html show them.
-    let terminal = String::from_utf8_lossy(&output.stdout);
+    let terminal = String::from_utf8_lossy(stdout);
     assert!(terminal.contains("By image resolution"), "{terminal}");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("| 0 | 256x256 | 4 | 0 | 4 |"), "{summary}");
@@ -132,7 +115,34 @@ fn each_resolution_bucket_reports_its_own_counts_latency_and_throughput() {
         dom.contains("256x256 (4 images, "),
         "report.html lacks the bucket"
     );
-    assert!(seen.lock().unwrap().len() == 8);
+}
+
+/// A bucket of 4 single-image requests whose first token came `wait` ms after the send.
+fn assert_bucket(bucket: &Value, wait: f64) {
+    let gap = STREAM_GAP.as_secs_f64() * 1e3;
+    assert_eq!(bucket["requests"]["completed"], 4, "{bucket}");
+    assert_eq!(bucket["requests"]["failed"], 0, "{bucket}");
+    assert_eq!(bucket["images"], 4, "{bucket}");
+    let latency = &bucket["latency_ms"];
+    for p in ["p50", "p99"] {
+        let ttft = ms(&latency["ttft"][p]);
+        assert!(
+            (wait..wait + SLACK_MS).contains(&ttft),
+            "TTFT {p}: {latency}"
+        );
+        let e2e = ms(&latency["e2e"][p]);
+        assert!(
+            (wait + gap..wait + gap + SLACK_MS).contains(&e2e),
+            "E2E {p}: {latency}"
+        );
+    }
+    // One image a request: images/s is requests/s.
+    let rate = ms(&bucket["throughput"]["requests_per_sec"]);
+    assert!(rate > 0.0);
+    assert!(
+        (ms(&bucket["images_per_sec"]) - rate).abs() < 1e-9,
+        "{bucket}"
+    );
 }
 
 /// `goodput report DIR --json`.

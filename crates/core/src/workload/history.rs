@@ -64,12 +64,13 @@ impl History {
     ) -> TurnRequest {
         let prefix = self.tokens;
         let tool_result = self.add_turn(turn, turn_index);
-        if !tool_result && !images.is_empty() {
-            if let Some(last) = self.messages.last_mut() {
-                let chosen: Vec<&Image> = images.iter().collect();
-                last.content = content_with_images(&turn.user, &chosen);
-                self.images.extend(images.iter().map(|image| image.size));
-            }
+        if !tool_result
+            && !images.is_empty()
+            && let Some(last) = self.messages.last_mut()
+        {
+            let chosen: Vec<&Image> = images.iter().collect();
+            last.content = content_with_images(&turn.user, &chosen);
+            self.images.extend(images.iter().map(|image| image.size));
         }
         TurnRequest {
             spec: RequestSpec {
