@@ -85,7 +85,7 @@ fn each_resolution_bucket_reports_its_own_counts_latency_and_throughput() {
 }
 
 /// Every record names its image (request `i`: size `i mod 2`); the journal rebuilds the same
-/// buckets; the terminal (`stdout`), summary.md and report.html show them.
+/// buckets; the terminal (`stdout`), summary.md, requests.csv and report.html show them.
 fn assert_journal_and_exports(out: &Path, step: &Value, stdout: &[u8]) {
     let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     for line in journal.lines() {
@@ -101,11 +101,18 @@ fn assert_journal_and_exports(out: &Path, step: &Value, stdout: &[u8]) {
         rebuilt(out)["steps"][0]["image_buckets"],
         step["image_buckets"]
     );
-    // The terminal, summary.md and report.html show them.
+    // The terminal, summary.md, requests.csv and report.html show them.
     let terminal = String::from_utf8_lossy(stdout);
     assert!(terminal.contains("By image resolution"), "{terminal}");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("| 0 | 256x256 | 4 | 0 | 4 |"), "{summary}");
+    let csv = std::fs::read_to_string(out.join("requests.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",images"));
+    assert!(
+        csv.lines()
+            .skip(1)
+            .all(|l| l.ends_with(",64x64") || l.ends_with(",256x256"))
+    );
     let dom = support::rendered_dom(&out.join("report.html"));
     assert!(
         dom.contains("By image resolution"),
