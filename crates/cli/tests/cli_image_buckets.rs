@@ -279,3 +279,48 @@ fn every_turn_of_a_session_carries_its_images() {
     carried.sort_unstable();
     assert_eq!(carried, [(0, 1), (1, 2), (2, 3), (3, 1), (4, 2), (5, 3)]);
 }
+
+/// `(index, images carried, input tokens)` of each record of a virtual-time session run.
+fn virtual_session_records(dir: &Path, extra: &[&str]) -> Vec<(u64, usize, u64)> {
+    let out = dir.join(format!("sessions{}", extra.len()));
+    let output = goodput()
+        .args(["run", "--virtual-time", "--quiet", "--seed", "9", "--out"])
+        .arg(&out)
+        .args([
+            "--turns",
+            "3",
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "4",
+        ])
+        .args(["--concurrency", "1", "--requests", "6", "--warmup", "0"])
+        .args(extra)
+        .output()
+        .unwrap();
+    ok(&output);
+    let journal = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    let mut records: Vec<(u64, usize, u64)> = journal
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .map(|r| {
+            let images = r["images"].as_array().map_or(0, Vec::len);
+            let input = r["input_tokens"].as_u64().unwrap();
+            (r["index"].as_u64().unwrap(), images, input)
+        })
+        .collect();
+    records.sort_unstable();
+    records
+}
+
+#[test]
+fn in_virtual_time_each_turn_pays_for_every_image_it_carries() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = virtual_session_records(dir.path(), &[]);
+    let with = virtual_session_records(dir.path(), &["--image-resolution", "224x224"]);
+    let carried: Vec<usize> = with.iter().map(|r| r.1).collect();
+    assert_eq!(carried, [1, 2, 3, 1, 2, 3]);
+    // Each 224×224 image costs the simulator 64 prompt tokens, history images included.
+    let extra: Vec<u64> = with.iter().zip(&plain).map(|(w, p)| w.2 - p.2).collect();
+    assert_eq!(extra, [64, 128, 192, 64, 128, 192]);
+}
