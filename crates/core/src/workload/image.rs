@@ -33,6 +33,16 @@ impl Resolution {
         u64::from(self.width) * u64::from(self.height)
     }
 
+    /// Reads `WxH` as journaled: any size a file had (files may exceed [`MAX_SIDE`], which
+    /// bounds generated images).
+    pub fn read(text: &str) -> Option<Resolution> {
+        let (w, h) = text.split_once('x')?;
+        Some(Resolution {
+            width: w.parse().ok()?,
+            height: h.parse().ok()?,
+        })
+    }
+
     /// The resolution bucket of a request that carried images of `sizes`: its distinct sizes
     /// from the fewest pixels to the most, joined by `+` (`224x224`, `64x32+224x224`); `None`
     /// without images.
@@ -53,17 +63,8 @@ impl serde::Serialize for Resolution {
 
 impl<'de> serde::Deserialize<'de> for Resolution {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        // Any size a file had (files may exceed [`MAX_SIDE`], which bounds generated images).
         let text = String::deserialize(deserializer)?;
-        let side = |s: &str| s.parse::<u32>().ok();
-        text.split_once('x')
-            .and_then(|(w, h)| {
-                Some(Resolution {
-                    width: side(w)?,
-                    height: side(h)?,
-                })
-            })
-            .ok_or_else(|| serde::de::Error::custom(ResolutionError(text.clone())))
+        Resolution::read(&text).ok_or_else(|| serde::de::Error::custom(ResolutionError(text)))
     }
 }
 

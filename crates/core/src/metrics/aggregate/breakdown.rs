@@ -210,7 +210,7 @@ fn pixels_of(bucket: &str) -> u64 {
     bucket
         .rsplit('+')
         .next()
-        .and_then(|size| Resolution::parse(size).ok())
+        .and_then(Resolution::read)
         .map_or(u64::MAX, Resolution::pixels)
 }
 
