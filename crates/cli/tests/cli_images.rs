@@ -1,108 +1,20 @@
 //! Vision-language chat prompts: `--image-resolution` and `--images-per-request` against a
-//! server written here that decodes every `image_url` part's PNG header; refused elsewhere.
+//! server written in the tests (`support::vision`) that decodes every `image_url` part's PNG
+//! header; refused elsewhere.
 
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use support::goodput;
-
-type Seen = Arc<Mutex<Vec<Vec<(u32, u32)>>>>;
-
-/// A chat server answering whole completions; records each request's image sizes, read
-/// from the PNG header inside each `data:` URL.
-fn server(seen: Seen) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let seen = Arc::clone(&seen);
-            std::thread::spawn(move || serve(stream, &seen));
-        }
-    });
-    format!("http://{address}/v1")
-}
-
-fn serve(stream: std::net::TcpStream, seen: &Seen) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
-    loop {
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let request: serde_json::Value = serde_json::from_slice(&body).unwrap();
-        let mut sizes = Vec::new();
-        for message in request["messages"].as_array().unwrap() {
-            for part in message["content"].as_array().into_iter().flatten() {
-                if part["type"] == "image_url" {
-                    let url = part["image_url"]["url"].as_str().unwrap();
-                    let png = decode(url.strip_prefix("data:image/png;base64,").unwrap());
-                    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
-                    let be = |at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
-                    sizes.push((be(16), be(20)));
-                }
-            }
-        }
-        seen.lock().unwrap().push(sizes);
-        let answer = r#"{"id":"x","object":"chat.completion","created":0,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"a cat"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12}}"#;
-        let response = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-            answer.len()
-        );
-        if writer.write_all(response.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-/// Standard base64, independent of goodput's encoder.
-fn decode(text: &str) -> Vec<u8> {
-    let value = |c: u8| match c {
-        b'A'..=b'Z' => c - b'A',
-        b'a'..=b'z' => c - b'a' + 26,
-        b'0'..=b'9' => c - b'0' + 52,
-        b'+' => 62,
-        _ => 63,
-    };
-    let mut out = Vec::new();
-    for group in text.as_bytes().chunks(4) {
-        let data: Vec<u8> = group
-            .iter()
-            .filter(|&&c| c != b'=')
-            .map(|&c| value(c))
-            .collect();
-        let n = data
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &v)| n | (u32::from(v) << (18 - 6 * i)));
-        for i in 0..data.len().saturating_sub(1) {
-            out.push((n >> (16 - 8 * i)) as u8);
-        }
-    }
-    out
-}
+use support::vision::{Seen, instant, server};
 
 #[test]
 fn chat_prompts_carry_generated_pngs_of_each_resolution() {
     let seen: Seen = Arc::default();
-    let url = server(Arc::clone(&seen));
+    let url = server(Arc::clone(&seen), instant);
     let output = goodput()
         .args([
             "run",
@@ -132,7 +44,12 @@ fn chat_prompts_carry_generated_pngs_of_each_resolution() {
         report["run"]["workload"]["image_resolutions"],
         "224x224,64x32"
     );
-    let seen = seen.lock().unwrap().clone();
+    let seen: Vec<Vec<(u32, u32)>> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|request| request.iter().flat_map(|m| m.1.clone()).collect())
+        .collect();
     assert_eq!(seen.len(), 4);
     // Three images per request, the two sizes in turn.
     let mut all: Vec<(u32, u32)> = seen.iter().flatten().copied().collect();

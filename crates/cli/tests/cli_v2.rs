@@ -218,7 +218,7 @@ fn tensor_files_are_sent_in_turn() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let (output, _) = run_json(&[
+    let (output, report) = run_json(&[
         "--api",
         "v2",
         "--target",
@@ -237,6 +237,7 @@ fn tensor_files_are_sent_in_turn() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    assert_no_input_tokens(&out, &report);
     let records = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
     let mut items: Vec<(u64, u64)> = records
         .lines()
@@ -252,6 +253,46 @@ fn tensor_files_are_sent_in_turn() {
         .map(|(_, body)| body["inputs"][0]["shape"][0].as_u64().unwrap())
         .collect();
     assert_eq!(rows, [2, 5, 2, 5]);
+}
+
+#[test]
+fn bytes_tensors_keep_their_prompts_token_counts() {
+    let (url, seen) = v2_server(8, false);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let (output, report) = run_json(&[
+        "--api",
+        "v2",
+        "--target",
+        &url,
+        "--model",
+        "m",
+        "--requests",
+        "3",
+        "--tensor-dtype",
+        "BYTES",
+        "--tensor-shape",
+        "1",
+        "--input-tokens",
+        "12",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The prompts went as the tensor's strings; their counts are the input tokens.
+    assert!(seen.lock().unwrap()[0].1["inputs"][0]["data"][0].is_string());
+    let records = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    for line in records.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(record["input_tokens"], 12, "{record}");
+        assert_eq!(record["input_tokens_source"], "workload", "{record}");
+    }
+    assert_eq!(report["steps"][0]["tokens"]["input_total"], 36);
+    assert_eq!(report["run"]["workload"].get("tensor_input_tokens"), None);
 }
 
 #[test]
@@ -328,12 +369,31 @@ fn the_simulator_serves_v2_live_and_in_virtual_time() {
         assert!(e2e >= 40.0, "{virtual_time}: {e2e}");
         if virtual_time {
             assert!((e2e - 40.0).abs() < 0.01, "{e2e}");
-            // 3×32×32 = 3072 elements a row: 4 tokens of 768 elements, 4 rows.
-            let records = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
-            let first: Value = serde_json::from_str(records.lines().next().unwrap()).unwrap();
-            assert_eq!(first["input_tokens"], 16, "{first}");
         }
+        // Numeric tensors are not text: no input tokens, live or in virtual time (where the
+        // simulator charges its prefill by elements, a figure no v2 server reports), and the
+        // run says why.
+        assert_no_input_tokens(&out, &report);
     }
+}
+
+/// A v2 run of numeric tensors: every record without input tokens (source `none`), none
+/// in the report, and `run.workload.tensor_input_tokens` saying why.
+fn assert_no_input_tokens(out: &std::path::Path, report: &Value) {
+    let records = std::fs::read_to_string(out.join("requests.jsonl")).unwrap();
+    for line in records.lines() {
+        let record: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(record["input_tokens"], Value::Null, "{record}");
+        assert_eq!(record["input_tokens_source"], "none", "{record}");
+        assert_eq!(record.get("expected_input_tokens"), None, "{record}");
+    }
+    let step = &report["steps"][0];
+    assert_eq!(step["tokens"]["input_total"], 0, "{step}");
+    assert_eq!(step["throughput"]["input_tokens_per_sec"], 0.0, "{step}");
+    let note = report["run"]["workload"]["tensor_input_tokens"]
+        .as_str()
+        .unwrap();
+    assert!(note.contains("not text"), "{note}");
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::backend::v2::{DataType, TensorSource, TensorSpec, parse_shape};
+use goodput_core::backend::v2::{DataType, NO_INPUT_TOKENS, TensorSource, TensorSpec, parse_shape};
 
 /// The tensors of `--api v2`.
 #[derive(Debug, Clone, clap::Args)]
@@ -32,6 +32,17 @@ impl TensorArgs {
             || self.tensor_dtype.is_some()
             || self.tensor_name.is_some()
             || self.tensor_file.is_some()
+    }
+
+    /// Why a `--api v2` run (`v2`) reports no input tokens, when its tensors are not text
+    /// (a `--tensor-file`, or a generated tensor of any datatype but BYTES).
+    pub(crate) fn input_tokens_note(&self, v2: bool) -> Option<&'static str> {
+        let bytes = self.tensor_file.is_none()
+            && self
+                .tensor_dtype
+                .as_deref()
+                .is_some_and(|dtype| dtype.parse::<DataType>().ok() == Some(DataType::Bytes));
+        (v2 && !bytes).then_some(NO_INPUT_TOKENS)
     }
 
     /// The tensors of `--api v2` (`v2`), checked; the flags are refused with other APIs.

@@ -1,9 +1,10 @@
-//! The terminal summary's workload sections: key figures per prompt-length bucket and per turn
-//! index, and what the workload asked for (realised prompt and answer lengths).
+//! The terminal summary's workload sections: key figures per prompt-length bucket, per turn
+//! index and per image-resolution bucket, and what the workload asked for (realised prompt and
+//! answer lengths).
 
 use std::fmt::Write as _;
 
-use goodput_core::report::{CountStats, SliceMetrics, StepReport};
+use goodput_core::report::{CountStats, ImageBucketReport, SliceMetrics, StepReport};
 
 /// Appends the workload sections of `step` to `out`.
 pub(crate) fn render(out: &mut String, step: &StepReport) {
@@ -52,6 +53,46 @@ pub(crate) fn render(out: &mut String, step: &StepReport) {
             "\nWorkload asked: prompts {} tokens · answers {} tokens{sessions}",
             lengths(&w.input_tokens),
             lengths(&w.output_tokens)
+        );
+    }
+}
+
+/// Vision prompts: requests, throughput and latency per resolution bucket (shown without
+/// `--details` too: it is what a vision run is about).
+pub(crate) fn render_images(out: &mut String, buckets: &[ImageBucketReport]) {
+    if buckets.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<26}{:>7}{:>7}{:>8}{:>9}{:>9}{:>10}{:>10}{:>10}{:>10}",
+        "By image resolution",
+        "ok",
+        "failed",
+        "images",
+        "req/s",
+        "img/s",
+        "TTFT p50",
+        "TTFT p99",
+        "E2E p50",
+        "E2E p99"
+    );
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    for b in buckets {
+        let (m, l) = (&b.metrics, &b.metrics.latency_ms);
+        let _ = writeln!(
+            out,
+            "  {:<24}{:>7}{:>7}{:>8}{:>9.2}{:>9.2}{:>10}{:>10}{:>10}{:>10}",
+            b.resolution,
+            m.requests.completed,
+            m.requests.failed,
+            b.images,
+            m.throughput.requests_per_sec,
+            b.images_per_sec,
+            opt(l.ttft.p50),
+            opt(l.ttft.p99),
+            opt(l.e2e.p50),
+            opt(l.e2e.p99)
         );
     }
 }

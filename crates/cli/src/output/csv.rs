@@ -62,7 +62,7 @@ const REQUEST_COLUMNS: &str = "index,phase,outcome,status,scheduled_s,sent_s,fir
 ttft_ms,ttft_from_send_ms,tpot_ms,e2e_ms,e2e_from_send_ms,dispatch_lag_ms,client_queue_wait_ms,\
 input_tokens,output_tokens,requested_output_tokens,chunks,finish_reason,retries,failure,\
 reasoning_tokens,answer_tokens,ttfat_ms,thinking_ms,tool_calls,time_to_first_tool_call_ms,\
-ended_in_tool_call,session,turn,tool_result_turn,expected_prefix_tokens,cached_input_tokens";
+ended_in_tool_call,session,turn,tool_result_turn,expected_prefix_tokens,cached_input_tokens,images";
 
 /// `requests.csv`: one row per request of the journal, in journal order.
 pub(crate) fn requests(records: &[RequestRecord]) -> String {
@@ -118,12 +118,12 @@ pub(crate) fn requests(records: &[RequestRecord]) -> String {
     out
 }
 
-/// The reasoning, tool-call, session and prefix-reuse cells of a request (empty when it had
-/// none of them).
+/// The reasoning, tool-call, session, prefix-reuse and image cells of a request (empty when it
+/// had none of them; images as their sizes separated by spaces).
 fn channel_cells(
     r: &RequestRecord,
     ms: impl Fn(Option<std::time::Duration>) -> String,
-) -> [String; 12] {
+) -> [String; 13] {
     let number = |n: Option<u64>| n.map(|n| n.to_string()).unwrap_or_default();
     let flag = |on: bool| if on { "true" } else { "false" }.to_string();
     let answer = r.reasoning_tokens.map(|_| r.answer_tokens());
@@ -140,6 +140,11 @@ fn channel_cells(
         flag(r.tool_result_turn),
         number(r.expected_prefix_tokens),
         number(r.cached_input_tokens),
+        r.images
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(" "),
     ]
 }
 

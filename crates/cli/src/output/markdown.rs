@@ -1,5 +1,6 @@
 //! `summary.md`: the report's key figures as Markdown tables, for pasting into a review —
-//! reasoning, tool calls, sessions and prefix reuse included when the run had them.
+//! image-resolution buckets, reasoning, tool calls, sessions and prefix reuse included when the
+//! run had them.
 
 use std::fmt::Write as _;
 
@@ -43,6 +44,7 @@ pub(crate) fn summary(report: &Report) -> String {
             latency_row(&mut out, i, name, stats);
         }
     }
+    images(&mut out, report);
     channels(&mut out, report);
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\n**Warnings**\n");
@@ -51,6 +53,41 @@ pub(crate) fn summary(report: &Report) -> String {
         }
     }
     out
+}
+
+/// Vision prompts: one row per step and resolution bucket.
+fn images(out: &mut String, report: &Report) {
+    if report.steps.iter().all(|s| s.image_buckets.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nBy image resolution (latency ms from the scheduled send):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| step | resolution | completed | failed | images | req/s | images/s | TTFT p50 | TTFT p99 | E2E p50 | E2E p99 |"
+    );
+    let _ = writeln!(out, "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for (i, step) in report.steps.iter().enumerate() {
+        for b in &step.image_buckets {
+            let (m, l) = (&b.metrics, &b.metrics.latency_ms);
+            let _ = writeln!(
+                out,
+                "| {i} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |",
+                b.resolution,
+                m.requests.completed,
+                m.requests.failed,
+                b.images,
+                m.throughput.requests_per_sec,
+                b.images_per_sec,
+                cell(l.ttft.p50, 1),
+                cell(l.ttft.p99, 1),
+                cell(l.e2e.p50, 1),
+                cell(l.e2e.p99, 1)
+            );
+        }
+    }
 }
 
 /// Reasoning, tool calls, sessions and prefix reuse: one table each, for the steps that have

@@ -149,6 +149,7 @@ fn render_step(out: &mut String, step: &StepReport, unit: &str, details: bool) {
         super::channels::render_sessions(out, step);
     }
     render_goodput(out, step);
+    super::breakdown::render_images(out, &step.image_buckets);
     if details {
         super::breakdown::render(out, step);
     }

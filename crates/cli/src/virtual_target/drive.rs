@@ -11,7 +11,7 @@ use std::time::Duration;
 use goodput_core::backend::RequestSpec;
 use goodput_core::backend::openai::request_body;
 use goodput_core::config::{LoadSpec, RunConfig};
-use goodput_core::record::{Phase, RequestRecord};
+use goodput_core::record::{Phase, RequestRecord, TokenSource};
 use goodput_core::schedule::{Offsets, open_loop_arrivals};
 use goodput_core::workload::Conversation;
 use goodput_core::workload::history::{History, TurnRequest};
@@ -228,7 +228,10 @@ impl<'a> VirtualRun<'a> {
             return self.stop_arrivals();
         }
         self.next_index += 1;
-        let request = playing.history.request(&turn, playing.next_turn, index);
+        let images = self.target.requests.workload.images(index);
+        let request = playing
+            .history
+            .request(&turn, playing.next_turn, index, &images);
         playing.next_turn += 1;
         let spec = request.spec.clone();
         self.send(scheduled, spec, Some((playing, request)));
@@ -388,6 +391,25 @@ impl<'a> VirtualRun<'a> {
         self.settle(index);
     }
 
+    /// Notes on request `index`'s record what the workload knows of it (as the live runner
+    /// does): the prefix it expects reusable, its images' sizes, and no input tokens for
+    /// tensors that are not text (`--api v2`; the wire carries no usage).
+    fn note_workload(&self, index: u64, record: &mut RequestRecord) {
+        let requests = &self.target.requests;
+        record.expected_prefix_tokens = requests.workload.expected_prefix_tokens(index);
+        record.images = requests
+            .workload
+            .images(index)
+            .iter()
+            .map(|image| image.size)
+            .collect();
+        if requests.tensors.as_ref().is_some_and(|t| !t.carries_text()) {
+            record.input_tokens = None;
+            record.input_tokens_source = TokenSource::None;
+            record.expected_input_tokens = None;
+        }
+    }
+
     /// Ends request `index` if all its engine requests have ended.
     fn settle(&mut self, index: u64) {
         if self.in_flight.get(&index).is_none_or(|p| p.remaining > 0) {
@@ -404,7 +426,7 @@ impl<'a> VirtualRun<'a> {
             .collect();
         let timelines: Vec<_> = timelines.iter().collect();
         let mut record = record(&pending.sent, &timelines);
-        record.expected_prefix_tokens = self.target.requests.workload.expected_prefix_tokens(index);
+        self.note_workload(index, &mut record);
         // A request refused at once frees its worker a round trip later, as over a socket:
         // a closed loop against a server refusing everything must still advance in time.
         let now = self.sim.now();
@@ -436,6 +458,7 @@ impl<'a> VirtualRun<'a> {
         record.session = Some(playing.session);
         record.expected_prefix_tokens = request.expected_prefix_tokens;
         record.tool_result_turn = request.tool_result;
+        record.images.clone_from(&request.images);
         let now = self.sim.now();
         let next = playing.script.turns.get(playing.next_turn);
         match next {

@@ -172,6 +172,7 @@ pub(super) fn record(sent: &Sent, timelines: &[&RequestTimeline]) -> RequestReco
         expected_prefix_tokens: None,
         tool_result_turn: false,
         read_late_us: None,
+        images: Vec::new(),
     }
 }
 

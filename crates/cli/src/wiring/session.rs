@@ -497,6 +497,9 @@ pub(crate) fn run_info(
                 described.insert("items_path".into(), path.clone().into());
             }
             args.http_stream.describe(&mut described);
+            if let Some(note) = args.tensors.input_tokens_note(args.api == ApiArg::V2) {
+                described.insert("tensor_input_tokens".into(), note.into());
+            }
             described
         },
         slo: config.slo.as_ref().map(ToString::to_string),

@@ -93,4 +93,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
         exchange: &'a mut Exchange,
         activity: &'a Activity,
     ) -> BoxFuture<'a, ()>;
+
+    /// Whether a request's prompt is text whose tokens mean something. `false` (numeric
+    /// tensors, `--api v2`): its record carries no input tokens — neither the workload's
+    /// count of the prompt it built nor a tokenizer's, only a count the server reports.
+    fn text_input(&self) -> bool {
+        true
+    }
 }

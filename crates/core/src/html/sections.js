@@ -1,6 +1,6 @@
 // goodput page renderer, part 3: the sections other parts of goodput add to a report
-// (capacity search, sweep, buckets and turns, server metrics, utilisation, the rest), the run
-// metadata, and the report page itself.
+// (capacity search, sweep, buckets, turns and image resolutions, server metrics, utilisation, the
+// rest), the run metadata, and the report page itself.
 
 function capacitySection(report) {
   var c = report.capacity;
@@ -75,6 +75,12 @@ function bucketsSection(st) {
   if (st.turns && st.turns.length) {
     var turns = section("By conversation turn", "turns", "Multi-turn sessions split by turn: whether later turns (longer histories) slow down.");
     slicesTable(turns, st.turns, function (t) { return "turn " + t.turn + (t.and_later ? " and later" : ""); });
+  }
+  if (st.image_buckets && st.image_buckets.length) {
+    var images = section("By image resolution", "images", "Vision prompts split by the sizes of the images a request carried (a mix of sizes is its own bucket): whether bigger images slow the answer.");
+    slicesTable(images, st.image_buckets, function (b) {
+      return b.resolution + " (" + fmt(b.images) + " images, " + fmt(b.images_per_sec, 2) + " images/s)";
+    });
   }
 }
 

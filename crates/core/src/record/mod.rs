@@ -16,6 +16,7 @@ pub mod think;
 pub use chunk::ChunkArrival;
 
 use self::think::ThinkTags;
+use crate::workload::image::Resolution;
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -383,6 +384,10 @@ pub struct RequestRecord {
     /// times are the arrivals either way; this is how far behind the client read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub read_late_us: Option<u64>,
+    /// Vision prompts: the sizes (`WxH`) of the images the request carried, in order — a
+    /// session's turn counts the history's images too, as it re-sends them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Resolution>,
 }
 
 /// Where a request's reasoning token count came from.

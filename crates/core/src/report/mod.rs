@@ -24,7 +24,7 @@ pub mod sweep;
 pub mod windows;
 mod workload;
 
-pub use workload::{BucketReport, SliceMetrics, TurnReport, WorkloadStats};
+pub use workload::{BucketReport, ImageBucketReport, SliceMetrics, TurnReport, WorkloadStats};
 
 /// Version of the report layout; bumped on any breaking change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -416,6 +416,9 @@ pub struct StepReport {
     /// Every metric per turn index (multi-turn sessions; empty otherwise).
     #[serde(default)]
     pub turns: Vec<TurnReport>,
+    /// Every metric per image-resolution bucket (vision prompts; absent without images).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_buckets: Vec<ImageBucketReport>,
     /// What the workload asked for: realised prompt and answer lengths.
     #[serde(default)]
     pub workload_stats: WorkloadStats,

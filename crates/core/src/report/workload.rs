@@ -53,6 +53,22 @@ pub struct TurnReport {
     pub metrics: SliceMetrics,
 }
 
+/// The requests whose images fall in one resolution bucket (vision prompts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageBucketReport {
+    /// The bucket: the distinct sizes of the images a request carried, `WxH`, from the fewest
+    /// pixels to the most, joined by `+` (`224x224`; `64x32+224x224` for a mix).
+    pub resolution: String,
+    /// Images carried by the bucket's measured requests (failed ones included).
+    pub images: u64,
+    /// Images of its completed requests per second of the step's interval: its
+    /// `requests_per_sec` times the mean images per completed request.
+    pub images_per_sec: f64,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub metrics: SliceMetrics,
+}
+
 /// What the workload asked for, over the measured requests (failed ones included).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct WorkloadStats {

@@ -160,9 +160,8 @@ pub(crate) fn finalize(
     let (output_tokens, output_source) = (output.tokens, output.source);
     let chunk_tokens = chunk_token_counts(&exchange, output_tokens, ctx.counter.as_ref());
     let times = ChunkTimes::of(ctx, &exchange, &chunk_tokens);
-    let (input_tokens, input_source) = input_tokens(&exchange, spec, ctx.counter.as_ref());
+    let (input_tokens, input_source, expected_input_tokens) = input_tokens(ctx, &exchange, spec);
     let channels = channels::split(&exchange, &chunk_tokens, ctx.counter.as_ref());
-    let streamed = ctx.streamed;
     RequestRecord {
         index: ticket.index,
         phase: ticket.phase,
@@ -173,10 +172,10 @@ pub(crate) fn finalize(
         first_token_us: times.first_token_us,
         last_token_us: times.chunks.last().map(|c| c[0]),
         end_us: us(end),
-        streamed,
+        streamed: ctx.streamed,
         input_tokens,
         input_tokens_source: input_source,
-        expected_input_tokens: spec.expected_input_tokens,
+        expected_input_tokens,
         output_tokens,
         output_tokens_source: output_source,
         requested_output_tokens: spec.max_output_tokens.filter(|_| !exchange.untokenized),
@@ -208,6 +207,7 @@ pub(crate) fn finalize(
         read_late_us: exchange
             .read_late
             .map(|late| u64::try_from(late.as_micros()).unwrap_or(u64::MAX)),
+        images: Vec::new(),
     }
 }
 
@@ -326,27 +326,40 @@ fn chunk_token_counts(exchange: &Exchange, total: u64, counter: &dyn TokenCounte
     apportion(total, &weights)
 }
 
-/// Prompt tokens: the server's usage, else the workload's count, else goodput's tokenizer.
+/// Prompt tokens and where they came from, and the workload's count: a text prompt's tokens
+/// are the server's usage, else the workload's count, else goodput's tokenizer; a prompt that
+/// is not text ([`Backend::text_input`]) has only the server's usage and no workload count.
 fn input_tokens(
+    ctx: &RequestContext,
     exchange: &Exchange,
     spec: &RequestSpec,
-    counter: &dyn TokenCounter,
-) -> (Option<u64>, TokenSource) {
-    if let Some(usage) = exchange.usage {
-        return (Some(usage.prompt_tokens), TokenSource::Usage);
-    }
-    if let Some(expected) = spec.expected_input_tokens {
-        return (Some(expected), TokenSource::Workload);
-    }
-    let counted = match &spec.input {
+) -> (Option<u64>, TokenSource, Option<u64>) {
+    let text_input = ctx.backend.text_input();
+    let expected = spec.expected_input_tokens.filter(|_| text_input);
+    let (tokens, source) = match exchange.usage {
+        Some(usage) => (Some(usage.prompt_tokens), TokenSource::Usage),
+        None if !text_input => (None, TokenSource::None),
+        None => match expected {
+            Some(expected) => (Some(expected), TokenSource::Workload),
+            None => (
+                Some(count(&spec.input, &*ctx.counter)),
+                TokenSource::Tokenizer,
+            ),
+        },
+    };
+    (tokens, source, expected)
+}
+
+/// goodput's tokenizer over every text of `input`.
+fn count(input: &RequestInput, counter: &dyn TokenCounter) -> u64 {
+    match input {
         RequestInput::Text(text) => counter.count(text),
         RequestInput::Messages(messages) => messages
             .iter()
             .map(|m| counter.count(&m.content.text()))
             .sum(),
         RequestInput::Batch(prompts) => prompts.iter().map(|p| counter.count(p)).sum(),
-    };
-    (Some(counted), TokenSource::Tokenizer)
+    }
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use goodput_protocol::ChatMessage;
 use goodput_protocol::ToolCall;
 use goodput_protocol::chat::FunctionCall;
 
+use super::image::{Image, Resolution, content_with_images};
 use super::session::Turn;
 use crate::backend::{RequestInput, RequestSpec};
 
@@ -18,6 +19,8 @@ pub struct History {
     /// The last reply, not yet in `messages`, and whether it ended in a tool call.
     reply: Option<(String, bool)>,
     session: u64,
+    /// The sizes of the images in `messages` (vision prompts), in order.
+    images: Vec<Resolution>,
 }
 
 /// A turn's request and what the workload knows about it.
@@ -29,6 +32,8 @@ pub struct TurnRequest {
     pub expected_prefix_tokens: Option<u64>,
     /// The turn was sent as a tool's result.
     pub tool_result: bool,
+    /// The sizes of every image the request carries (this turn's and the history's).
+    pub images: Vec<Resolution>,
 }
 
 impl History {
@@ -43,13 +48,30 @@ impl History {
             tokens,
             reply: None,
             session,
+            images: Vec::new(),
         }
     }
 
-    /// The request of turn `turn_index` (`turn`), sent as request `index`.
-    pub fn request(&mut self, turn: &Turn, turn_index: usize, index: u64) -> TurnRequest {
+    /// The request of turn `turn_index` (`turn`), sent as request `index`, its user message
+    /// carrying `images` as `image_url` parts (a tool result carries none: only user
+    /// messages take images). The history keeps them, so later turns re-send them.
+    pub fn request(
+        &mut self,
+        turn: &Turn,
+        turn_index: usize,
+        index: u64,
+        images: &[Image],
+    ) -> TurnRequest {
         let prefix = self.tokens;
         let tool_result = self.add_turn(turn, turn_index);
+        if !tool_result
+            && !images.is_empty()
+            && let Some(last) = self.messages.last_mut()
+        {
+            let chosen: Vec<&Image> = images.iter().collect();
+            last.content = content_with_images(&turn.user, &chosen);
+            self.images.extend(images.iter().map(|image| image.size));
+        }
         TurnRequest {
             spec: RequestSpec {
                 index,
@@ -60,6 +82,7 @@ impl History {
             },
             expected_prefix_tokens: prefix.filter(|tokens| *tokens > 0),
             tool_result,
+            images: self.images.clone(),
         }
     }
 

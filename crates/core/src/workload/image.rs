@@ -27,6 +27,47 @@ impl fmt::Display for Resolution {
     }
 }
 
+impl Resolution {
+    /// Pixels (`width × height`).
+    pub fn pixels(self) -> u64 {
+        u64::from(self.width) * u64::from(self.height)
+    }
+
+    /// Reads `WxH` as journaled: any size a file had (files may exceed [`MAX_SIDE`], which
+    /// bounds generated images).
+    pub fn read(text: &str) -> Option<Resolution> {
+        let (w, h) = text.split_once('x')?;
+        Some(Resolution {
+            width: w.parse().ok()?,
+            height: h.parse().ok()?,
+        })
+    }
+
+    /// The resolution bucket of a request that carried images of `sizes`: its distinct sizes
+    /// from the fewest pixels to the most, joined by `+` (`224x224`, `64x32+224x224`); `None`
+    /// without images.
+    pub fn bucket(sizes: &[Resolution]) -> Option<String> {
+        let mut distinct = sizes.to_vec();
+        distinct.sort_by_key(|size| (size.pixels(), size.width));
+        distinct.dedup();
+        let names: Vec<String> = distinct.iter().map(Resolution::to_string).collect();
+        (!names.is_empty()).then(|| names.join("+"))
+    }
+}
+
+impl serde::Serialize for Resolution {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Resolution {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Resolution::read(&text).ok_or_else(|| serde::de::Error::custom(ResolutionError(text)))
+    }
+}
+
 /// Largest side accepted for a generated image.
 pub const MAX_SIDE: u32 = 8192;
 
@@ -269,7 +310,8 @@ pub fn content_with_images(text: &str, images: &[&Image]) -> MessageContent {
 
 /// A chat workload whose every request also carries `per_request` images, taken in turn from
 /// `images` (request `i` the images `i·n … i·n + n − 1`, wrapping), as `image_url` parts of
-/// its last user message.
+/// its last user message. In multi-turn sessions every user turn carries its own request's
+/// images (and, as a chat client re-sends the history, the earlier turns' images too).
 #[derive(Debug)]
 pub struct WithImages {
     inner: Arc<dyn Workload>,
@@ -338,6 +380,10 @@ impl Workload for WithImages {
     fn conversations(&self) -> Option<&dyn session::Conversations> {
         self.inner.conversations()
     }
+
+    fn images(&self, index: u64) -> Vec<Image> {
+        self.chosen(index).into_iter().cloned().collect()
+    }
 }
 
 #[cfg(test)]
@@ -400,6 +446,24 @@ mod tests {
         assert_eq!(json[1]["type"], "image_url");
         assert_eq!(json[1]["image_url"]["url"], data_url(&png, "image/png"));
         assert_eq!(content.text(), "what is this?");
+    }
+
+    #[test]
+    fn buckets_are_the_distinct_sizes_by_pixels_and_sizes_journal_as_text() {
+        let size = |text: &str| Resolution::parse(text).unwrap();
+        let (small, big) = (size("64x32"), size("224x224"));
+        assert_eq!(Resolution::bucket(&[]), None);
+        assert_eq!(Resolution::bucket(&[big, big]).unwrap(), "224x224");
+        assert_eq!(
+            Resolution::bucket(&[big, small, big]).unwrap(),
+            "64x32+224x224"
+        );
+        let json = serde_json::to_string(&[small, size("8192x1")]).unwrap();
+        assert_eq!(json, r#"["64x32","8192x1"]"#);
+        // A file's size may exceed what a generated image may have; it still reads back.
+        let read: Vec<Resolution> = serde_json::from_str(r#"["64x32","12000x9000"]"#).unwrap();
+        assert_eq!(read[1].pixels(), 108_000_000);
+        assert!(serde_json::from_str::<Resolution>(r#""64""#).is_err());
     }
 
     #[test]

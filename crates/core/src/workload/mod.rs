@@ -56,6 +56,14 @@ pub trait Workload: Send + Sync + fmt::Debug {
         None
     }
 
+    /// Vision prompts: the images request `index` adds to its user message (empty without
+    /// images). Single requests already carry them in [`Workload::request`]; a session's
+    /// turns get them from here (every user turn its own), and the runner journals their
+    /// sizes (`images`) for the per-resolution report.
+    fn images(&self, _index: u64) -> Vec<image::Image> {
+        Vec::new()
+    }
+
     /// Multi-turn: the sessions to play. When `Some`, the schedule starts sessions (an
     /// arrival or a free closed-loop worker starts one) and the runner sends their turns;
     /// [`Workload::request`] is then each session's opening turn.

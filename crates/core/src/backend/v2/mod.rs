@@ -5,6 +5,8 @@
 //! dimension of its first output — which must equal the rows sent: a mismatch, or an answer
 //! without outputs, fails the request as `protocol` with the server's words; a refusal (a
 //! 400 `{"error": …}` for a shape the model rejects) is an `http_4xx` failure with its message.
+//! Numeric tensors and file requests are not text: their records carry no input tokens
+//! ([`Backend::text_input`]); generated `BYTES` tensors keep their prompts' token counts.
 
 pub mod tensor;
 
@@ -16,7 +18,9 @@ use http::{HeaderMap, Uri};
 use serde_json::Value;
 use tokio::time::Instant;
 
-pub use self::tensor::{DataType, TensorError, TensorSource, TensorSpec, parse_shape};
+pub use self::tensor::{
+    DataType, NO_INPUT_TOKENS, TensorError, TensorSource, TensorSpec, parse_shape,
+};
 use super::openai::reply::error_text;
 use super::post;
 use super::{Activity, Backend, BoxFuture, RequestSpec};
@@ -198,6 +202,10 @@ impl Backend for V2Backend {
         activity: &'a Activity,
     ) -> BoxFuture<'a, ()> {
         Box::pin(self.run(request, exchange, activity))
+    }
+
+    fn text_input(&self) -> bool {
+        self.config.source.carries_text()
     }
 }
 

@@ -196,7 +196,18 @@ pub enum TensorSource {
     File(Vec<(Value, u64)>),
 }
 
+/// Why a v2 run reports no input tokens (the run's `workload.tensor_input_tokens`).
+pub const NO_INPUT_TOKENS: &str =
+    "none: the tensors are not text (only BYTES tensors generated from the prompts carry tokens)";
+
 impl TensorSource {
+    /// Whether the tensors carry the workload's prompts as text (generated `BYTES`), so the
+    /// prompts' token counts are the requests' input tokens; numeric tensors and file
+    /// requests carry none.
+    pub fn carries_text(&self) -> bool {
+        matches!(self, TensorSource::Generated(spec) if spec.datatype == DataType::Bytes)
+    }
+
     /// Reads a JSONL file of v2 requests: each line a body `{"inputs": [...]}` (other keys,
     /// such as `parameters`, are sent as they are) or a bare `inputs` array.
     pub fn from_jsonl(text: &str) -> Result<TensorSource, TensorError> {

@@ -1,6 +1,7 @@
-//! The step broken down by workload: one inner aggregator per input-length bucket and per turn
-//! index (each computes every metric exactly as the step does, throughput over the step's
-//! interval), plus the realised statistics of what the workload asked for.
+//! The step broken down by workload: one inner aggregator per input-length bucket, per turn
+//! index and per image-resolution bucket (each computes every metric exactly as the step does,
+//! throughput over the step's interval), plus the realised statistics of what the workload
+//! asked for.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -11,7 +12,8 @@ use crate::metrics::buckets::LengthBuckets;
 use crate::metrics::histogram::CountHistogram;
 use crate::metrics::slo::Slo;
 use crate::record::{Phase, RequestRecord};
-use crate::report::{BucketReport, SliceMetrics, TurnReport, WorkloadStats};
+use crate::report::{BucketReport, ImageBucketReport, SliceMetrics, TurnReport, WorkloadStats};
+use crate::workload::image::Resolution;
 
 /// Turn rows reported one by one; later turns share the last row.
 pub(super) const MAX_TURN_ROWS: u32 = 32;
@@ -24,7 +26,26 @@ pub(super) struct Breakdown {
     window: Duration,
     by_bucket: Vec<StepAggregator>,
     by_turn: BTreeMap<u32, StepAggregator>,
+    by_resolution: BTreeMap<String, ImageSlice>,
     tally: WorkloadTally,
+}
+
+/// The requests of one image-resolution bucket.
+#[derive(Debug, Clone)]
+struct ImageSlice {
+    aggregator: StepAggregator,
+    /// Images of its measured requests.
+    images: u64,
+    /// Images of its completed measured requests.
+    completed_images: u64,
+}
+
+/// The breakdown's sections of a step report.
+pub(super) struct BreakdownReports {
+    pub(super) buckets: Vec<BucketReport>,
+    pub(super) turns: Vec<TurnReport>,
+    pub(super) images: Vec<ImageBucketReport>,
+    pub(super) stats: WorkloadStats,
 }
 
 /// What the workload asked for, over measured requests.
@@ -50,6 +71,7 @@ impl Breakdown {
             window,
             by_bucket,
             by_turn: BTreeMap::new(),
+            by_resolution: BTreeMap::new(),
             tally: WorkloadTally::default(),
         }
     }
@@ -67,6 +89,7 @@ impl Breakdown {
                 .or_insert_with(|| StepAggregator::bare(slo.clone(), window))
                 .add(record);
         }
+        self.add_images(record);
         if record.phase == Phase::Measure {
             let tally = &mut self.tally;
             tally.requests += 1;
@@ -81,6 +104,59 @@ impl Breakdown {
                 *tally.turns_by_session.entry(session).or_insert(0) += 1;
             }
         }
+    }
+
+    /// Files a request that carried images under its resolution bucket
+    /// ([`Resolution::bucket`]).
+    fn add_images(&mut self, record: &RequestRecord) {
+        let Some(bucket) = Resolution::bucket(&record.images) else {
+            return;
+        };
+        let (slo, window) = (&self.slo, self.window);
+        let slice = self
+            .by_resolution
+            .entry(bucket)
+            .or_insert_with(|| ImageSlice {
+                aggregator: StepAggregator::bare(slo.clone(), window),
+                images: 0,
+                completed_images: 0,
+            });
+        slice.aggregator.add(record);
+        if record.phase == Phase::Measure {
+            let images = record.images.len() as u64;
+            slice.images += images;
+            slice.completed_images += if record.is_ok() { images } else { 0 };
+        }
+    }
+
+    /// The resolution buckets with measured requests, from the fewest pixels to the most.
+    fn images(&self, interval: &Interval) -> Vec<ImageBucketReport> {
+        let mut rows: Vec<(u64, ImageBucketReport)> = self
+            .by_resolution
+            .iter()
+            .filter(|(_, slice)| slice.aggregator.counts.scheduled > 0)
+            .map(|(name, slice)| {
+                let metrics = slice.aggregator.slice(interval);
+                let completed = metrics.requests.completed;
+                let per_request = if completed > 0 {
+                    slice.completed_images as f64 / completed as f64
+                } else {
+                    0.0
+                };
+                let report = ImageBucketReport {
+                    resolution: name.clone(),
+                    images: slice.images,
+                    images_per_sec: metrics.throughput.requests_per_sec * per_request,
+                    metrics,
+                };
+                (pixels_of(name), report)
+            })
+            .collect();
+        rows.sort_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| a.1.resolution.cmp(&b.1.resolution))
+        });
+        rows.into_iter().map(|(_, row)| row).collect()
     }
 
     fn buckets(&self, interval: &Interval) -> Vec<BucketReport> {
@@ -129,6 +205,15 @@ impl Breakdown {
     }
 }
 
+/// The pixels of a bucket's largest size (its last), to order the rows.
+fn pixels_of(bucket: &str) -> u64 {
+    bucket
+        .rsplit('+')
+        .next()
+        .and_then(Resolution::read)
+        .map_or(u64::MAX, Resolution::pixels)
+}
+
 impl StepAggregator {
     /// Splits the report by these input-length buckets (call before adding records).
     pub fn with_length_buckets(mut self, buckets: LengthBuckets) -> Self {
@@ -140,19 +225,22 @@ impl StepAggregator {
         self
     }
 
-    /// The buckets, turns and workload statistics of the step whose throughput interval is
-    /// `interval`.
-    pub(super) fn breakdown_reports(
-        &self,
-        interval: &Interval,
-    ) -> (Vec<BucketReport>, Vec<TurnReport>, WorkloadStats) {
+    /// The buckets, turns, resolution buckets and workload statistics of the step whose
+    /// throughput interval is `interval`.
+    pub(super) fn breakdown_reports(&self, interval: &Interval) -> BreakdownReports {
         match &self.breakdown {
-            Some(breakdown) => (
-                breakdown.buckets(interval),
-                breakdown.turns(interval),
-                breakdown.stats(),
-            ),
-            None => (Vec::new(), Vec::new(), WorkloadStats::default()),
+            Some(breakdown) => BreakdownReports {
+                buckets: breakdown.buckets(interval),
+                turns: breakdown.turns(interval),
+                images: breakdown.images(interval),
+                stats: breakdown.stats(),
+            },
+            None => BreakdownReports {
+                buckets: Vec::new(),
+                turns: Vec::new(),
+                images: Vec::new(),
+                stats: WorkloadStats::default(),
+            },
         }
     }
 

@@ -347,7 +347,7 @@ impl StepAggregator {
             .phases
             .as_deref()
             .and_then(|phases| recovery(&windows, width_secs, phases));
-        let (buckets, turns, workload_stats) = self.breakdown_reports(&interval);
+        let breakdown = self.breakdown_reports(&interval);
         let (reasoning, tool_calls) = self.channels.report(throughput.output_tokens_per_sec);
         let (sessions, prefix_reuse) = self.sessions.report();
         StepReport {
@@ -380,9 +380,10 @@ impl StepAggregator {
             utilisation: None,
             speculative_decoding: None,
             cost: None,
-            buckets,
-            turns,
-            workload_stats,
+            buckets: breakdown.buckets,
+            turns: breakdown.turns,
+            image_buckets: breakdown.images,
+            workload_stats: breakdown.stats,
             reasoning,
             tool_calls,
             sessions,

@@ -37,6 +37,18 @@ pub(super) struct Plan {
 }
 
 impl Plan {
+    /// Notes on single request `index`'s record what the workload knows of it: the prefix it
+    /// expects reusable and the sizes of its images.
+    fn note_workload(&self, index: u64, record: &mut RequestRecord) {
+        record.expected_prefix_tokens = self.workload.expected_prefix_tokens(index);
+        record.images = self
+            .workload
+            .images(index)
+            .iter()
+            .map(|image| image.size)
+            .collect();
+    }
+
     /// Whether request `index` at `offset` may still be scheduled.
     fn admits(&self, index: u64, offset: Duration) -> bool {
         self.config.max_requests.is_none_or(|max| index < max)
@@ -147,7 +159,7 @@ fn launch(
     tokio::spawn(async move {
         let spec = plan.workload.request(index);
         let mut record = execute(&plan.context, ticket, spec, limit, &stop).await;
-        record.expected_prefix_tokens = plan.workload.expected_prefix_tokens(index);
+        plan.note_workload(index, &mut record);
         let _ = sender.send(record);
     });
 }
@@ -181,7 +193,7 @@ async fn closed_loop(
                 plan.monitor.scheduled();
                 let spec = plan.workload.request(index);
                 let mut record = execute(&plan.context, ticket, spec, None, &stop).await;
-                record.expected_prefix_tokens = plan.workload.expected_prefix_tokens(index);
+                plan.note_workload(index, &mut record);
                 if sender.send(record).is_err() {
                     break;
                 }

@@ -162,7 +162,7 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         ) {
             return false;
         }
-        let request = history.request(&turn, turn_index, index);
+        let request = history.request(&turn, turn_index, index, &plan.workload.images(index));
         let ticket = plan.ticket(index, scheduled);
         plan.monitor.scheduled();
         let limit = context.limit.clone();
@@ -178,6 +178,7 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
         record.session = Some(session);
         record.expected_prefix_tokens = request.expected_prefix_tokens;
         record.tool_result_turn = request.tool_result;
+        record.images.clone_from(&request.images);
         let (ok, output_tokens) = (record.is_ok(), record.output_tokens);
         let called_tool = record.ended_in_tool_call;
         if context.sender.send(record).is_err() {
