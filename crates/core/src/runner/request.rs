@@ -162,6 +162,8 @@ pub(crate) fn finalize(
     let times = ChunkTimes::of(ctx, &exchange, &chunk_tokens);
     let (input_tokens, input_source, expected_input_tokens) = input_tokens(ctx, &exchange, spec);
     let channels = channels::split(&exchange, &chunk_tokens, ctx.counter.as_ref());
+    let cached_input_tokens = exchange.usage.and_then(|usage| usage.prompt_tokens_details);
+    let read_late_us = exchange.read_late.map(|late| late.as_micros());
     RequestRecord {
         index: ticket.index,
         phase: ticket.phase,
@@ -198,15 +200,10 @@ pub(crate) fn finalize(
         first_tool_call_us: times.first_tool_call_us,
         tool_call_tokens: channels.tool_call_tokens,
         ended_in_tool_call: channels.ended_in_tool_call,
-        cached_input_tokens: exchange
-            .usage
-            .and_then(|usage| usage.prompt_tokens_details)
-            .map(|details| details.cached_tokens),
+        cached_input_tokens: cached_input_tokens.map(|details| details.cached_tokens),
         expected_prefix_tokens: None,
         tool_result_turn: false,
-        read_late_us: exchange
-            .read_late
-            .map(|late| u64::try_from(late.as_micros()).unwrap_or(u64::MAX)),
+        read_late_us: read_late_us.map(|us| u64::try_from(us).unwrap_or(u64::MAX)),
         images: Vec::new(),
     }
 }
