@@ -8,6 +8,7 @@ pub mod chat;
 pub mod completions;
 pub mod error;
 pub mod hardware;
+pub mod image;
 pub mod models;
 pub mod stream;
 pub mod usage;

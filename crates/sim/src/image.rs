@@ -4,6 +4,7 @@
 //! An image whose size cannot be read (a remote URL, another format) costs [`UNKNOWN_IMAGE_TOKENS`].
 
 use goodput_protocol::MessageContent;
+use goodput_protocol::image::header_size;
 
 /// Patch side in pixels.
 const PATCH: u64 = 14;
@@ -40,36 +41,7 @@ pub fn content_image_tokens(content: &MessageContent) -> Vec<u64> {
 pub fn data_url_size(url: &str) -> Option<(u32, u32)> {
     let (_, encoded) = url.strip_prefix("data:")?.split_once(";base64,")?;
     let bytes = decode_base64(encoded)?;
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        let be = |at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
-        return Some((be(16)?, be(20)?));
-    }
-    if bytes.starts_with(&[0xFF, 0xD8]) {
-        return jpeg_size(&bytes);
-    }
-    None
-}
-
-fn jpeg_size(bytes: &[u8]) -> Option<(u32, u32)> {
-    let mut at = 2;
-    loop {
-        while *bytes.get(at)? != 0xFF {
-            at += 1;
-        }
-        while *bytes.get(at)? == 0xFF {
-            at += 1;
-        }
-        let marker = *bytes.get(at)?;
-        at += 1;
-        if matches!(marker, 0xD0..=0xD9 | 0x01) {
-            continue;
-        }
-        let be = |i: usize| Some(u16::from_be_bytes([*bytes.get(i)?, *bytes.get(i + 1)?]));
-        if (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC) {
-            return Some((u32::from(be(at + 5)?), u32::from(be(at + 3)?)));
-        }
-        at += usize::from(be(at)?);
-    }
+    header_size(&bytes).map(|(width, height, _)| (width, height))
 }
 
 fn decode_base64(text: &str) -> Option<Vec<u8>> {

@@ -180,50 +180,8 @@ pub fn adler32(data: &[u8]) -> u32 {
 
 /// The size and MIME type of a PNG or JPEG file from its header; `None` for anything else.
 pub fn dimensions(bytes: &[u8]) -> Option<(Resolution, &'static str)> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.get(12..16) == Some(b"IHDR") {
-        let be = |at: usize| Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
-        let size = Resolution {
-            width: be(16)?,
-            height: be(20)?,
-        };
-        return Some((size, "image/png"));
-    }
-    if bytes.starts_with(&[0xFF, 0xD8]) {
-        return jpeg_size(bytes).map(|size| (size, "image/jpeg"));
-    }
-    None
-}
-
-/// Walks a JPEG's markers to its start-of-frame (SOF0…SOF15 but DHT, JPG and DAC).
-fn jpeg_size(bytes: &[u8]) -> Option<Resolution> {
-    let mut at = 2;
-    loop {
-        while *bytes.get(at)? != 0xFF {
-            at += 1;
-        }
-        while *bytes.get(at)? == 0xFF {
-            at += 1;
-        }
-        let marker = *bytes.get(at)?;
-        at += 1;
-        if matches!(marker, 0xD0..=0xD9 | 0x01) {
-            continue;
-        }
-        let len = usize::from(u16::from_be_bytes([*bytes.get(at)?, *bytes.get(at + 1)?]));
-        if (0xC0..=0xCF).contains(&marker) && !matches!(marker, 0xC4 | 0xC8 | 0xCC) {
-            let be = |i: usize| {
-                Some(u32::from(u16::from_be_bytes([
-                    *bytes.get(i)?,
-                    *bytes.get(i + 1)?,
-                ])))
-            };
-            return Some(Resolution {
-                height: be(at + 3)?,
-                width: be(at + 5)?,
-            });
-        }
-        at += len;
-    }
+    goodput_protocol::image::header_size(bytes)
+        .map(|(width, height, mime)| (Resolution { width, height }, mime))
 }
 
 /// `data:{mime};base64,…` of `bytes`.
