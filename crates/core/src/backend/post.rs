@@ -82,13 +82,17 @@ pub(crate) async fn post_json(
 }
 
 /// The whole body, at most `limit` bytes: longer is a `protocol` failure, a connection lost
-/// midway a failure saying how much had arrived.
+/// midway a failure saying how much had arrived. Notes in `exchange` how long its bytes waited
+/// unread (`read_late`); when they arrived is `body.received_at()`.
 pub(crate) async fn read_whole(
     body: &mut ResponseBody,
     limit: usize,
     activity: &Activity,
+    exchange: &mut Exchange,
 ) -> Result<Vec<u8>, Failure> {
-    match reply::read_limited(body, limit, activity).await {
+    let read = reply::read_limited(body, limit, activity).await;
+    exchange.read_late = body.read_late();
+    match read {
         Ok((bytes, true)) => Ok(bytes),
         Ok((_, false)) => Err(Failure::new(
             OutcomeKind::Protocol,

@@ -255,11 +255,10 @@ impl TemplateBackend {
             }
             return;
         }
-        let bytes = match post::read_whole(&mut body, limit, activity).await {
+        let bytes = match post::read_whole(&mut body, limit, activity, exchange).await {
             Ok(bytes) => bytes,
             Err(failure) => return exchange.fail(failure),
         };
-        exchange.read_late = body.read_late();
         if let Err(failure) = self.record(&bytes, Some(body.received_at()), spec, exchange) {
             exchange.fail(failure);
         }

@@ -122,11 +122,11 @@ impl V2Backend {
         else {
             return;
         };
-        let bytes = match post::read_whole(&mut body, self.config.max_body_bytes, activity).await {
+        let limit = self.config.max_body_bytes;
+        let bytes = match post::read_whole(&mut body, limit, activity, exchange).await {
             Ok(bytes) => bytes,
             Err(failure) => return exchange.fail(failure),
         };
-        exchange.read_late = body.read_late();
         if let Err(failure) = record(&bytes, body.received_at(), rows, exchange) {
             exchange.fail(failure);
         }
