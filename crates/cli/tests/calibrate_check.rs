@@ -7,49 +7,16 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Stdio};
 
 use serde_json::Value;
+use support::sim_process::Sim;
 use support::{goodput, ok};
 
 /// Four slots of a small model on a fast accelerator: a request takes tens to hundreds of
 /// milliseconds, and a fifth concurrent request waits for a slot.
 const SIM: &str = r#"{"engine": {"kind": "batching", "model": "llama-3.2-1b", "gpu": "h100",
     "max_num_seqs": 4, "max_model_len": 2048}, "prompt_tokenizer": "words"}"#;
-
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Sim {
-    fn start(config: &Path) -> Sim {
-        let mut child = goodput()
-            .args(["sim", "--listen", "127.0.0.1:0", "--config"])
-            .arg(config)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Sim { child, url }
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn check(sim: &Sim, config: &Path, extra: &[&str]) -> std::process::Output {
     ok(goodput()
@@ -99,7 +66,7 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("sim.json");
     std::fs::write(&config, SIM).unwrap();
-    let sim = Sim::start(&config);
+    let sim = Sim::start(&config, &[]);
 
     let plain = check(&sim, &config, &["--json"]);
     let plain: Value = serde_json::from_slice(&plain.stdout).unwrap();

@@ -7,7 +7,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -15,41 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use goodput_core::config::Arrival;
 use goodput_core::schedule::ArrivalSchedule;
 use serde_json::Value;
+use support::sim_process::Sim;
 use support::{fixed_sim, goodput, ok, read_json};
-
-/// `goodput sim` on 127.0.0.1:0; its base URL (stopped on drop).
-struct Sim {
-    child: Child,
-    url: String,
-}
-
-impl Sim {
-    fn start(config: &Path, extra: &[&str]) -> Sim {
-        let mut child = goodput()
-            .args(["sim", "--listen", "127.0.0.1:0", "--config"])
-            .arg(config)
-            .args(extra)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let url = line
-            .split_whitespace()
-            .find(|word| word.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {line:?}"))
-            .to_string();
-        Sim { child, url }
-    }
-}
-
-impl Drop for Sim {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// A start time `secs` from now, as Unix seconds.
 fn start_in(secs: f64) -> String {
