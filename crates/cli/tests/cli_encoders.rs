@@ -148,7 +148,7 @@ fn sweep_over_embedding_batch_sizes_grows_inputs_per_second() {
 
 /// A loopback server answering every request with `body` after `delay_ms` (keep-alive).
 fn json_server(body: &'static str, delay_ms: u64) -> String {
-    use std::io::{BufRead, BufReader, Read, Write};
+    use std::io::{BufReader, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     std::thread::spawn(move || {
@@ -157,23 +157,9 @@ fn json_server(body: &'static str, delay_ms: u64) -> String {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut writer = stream;
                 loop {
-                    let mut length = 0;
-                    let mut line = String::new();
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        let lower = line.to_ascii_lowercase();
-                        if let Some(value) = lower.strip_prefix("content-length:") {
-                            length = value.trim().parse().unwrap();
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
+                    if support::read_request(&mut reader).is_none() {
+                        return;
                     }
-                    let mut request = vec![0; length];
-                    reader.read_exact(&mut request).unwrap();
                     std::thread::sleep(std::time::Duration::from_millis(delay_ms));
                     let response = format!(
                         "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",

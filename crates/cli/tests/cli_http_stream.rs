@@ -6,7 +6,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::TcpListener;
 use std::time::Duration;
 
@@ -37,21 +37,9 @@ fn serve(stream: std::net::TcpStream) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     loop {
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
+        if support::read_request(&mut reader).is_none() {
+            return;
         }
-        let mut request = vec![0; length];
-        reader.read_exact(&mut request).unwrap();
         let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
         if writer.write_all(head.as_bytes()).is_err() {
             return;

@@ -7,7 +7,7 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -30,29 +30,13 @@ fn v2_server(max_batch: u64, short: bool) -> (String, Seen) {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut writer = stream;
                 loop {
-                    let (mut length, mut path, mut line) = (0, String::new(), String::new());
-                    loop {
-                        line.clear();
-                        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                            return;
-                        }
-                        if path.is_empty() {
-                            path = line.split(' ').nth(1).unwrap_or("").to_string();
-                        }
-                        let lower = line.to_ascii_lowercase();
-                        if let Some(value) = lower.strip_prefix("content-length:") {
-                            length = value.trim().parse().unwrap();
-                        }
-                        if line == "\r\n" {
-                            break;
-                        }
-                    }
-                    let mut request = vec![0; length];
-                    reader.read_exact(&mut request).unwrap();
+                    let Some((path, request)) = support::read_request(&mut reader) else {
+                        return;
+                    };
                     let body: Value = serde_json::from_slice(&request).unwrap_or(Value::Null);
                     let rows = body["inputs"][0]["shape"][0].as_u64().unwrap_or(0);
                     let documents = body["documents"].as_array().map(Vec::len);
-                    if length > 0 {
+                    if !request.is_empty() {
                         // POSTs only (goodput also scrapes GET /metrics).
                         log.lock().unwrap().push((path, body));
                     }

@@ -12,6 +12,30 @@ pub mod sim_process;
 pub mod vision;
 use serde_json::Value;
 
+/// One HTTP/1.1 request from a test server's connection: its path and its body (by
+/// `content-length`); `None` once the client closed the connection.
+pub fn read_request(reader: &mut impl std::io::BufRead) -> Option<(String, Vec<u8>)> {
+    let (mut length, mut path, mut line) = (0, String::new(), String::new());
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        if path.is_empty() {
+            path = line.split(' ').nth(1).unwrap_or("").to_string();
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap();
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    Some((path, body))
+}
+
 pub fn goodput() -> Command {
     Command::cargo_bin("goodput").unwrap()
 }

@@ -3,7 +3,7 @@
 //! goodput's encoder), logs them per message, and answers after a delay that depends on the
 //! images' pixels — whole JSON, or streamed as two SSE events with a fixed gap.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -45,21 +45,9 @@ fn serve(stream: TcpStream, seen: &Seen, delay: Delay) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     loop {
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
+        let Some((_, body)) = super::read_request(&mut reader) else {
+            return;
+        };
         let request: Value = serde_json::from_slice(&body).unwrap();
         let messages = messages(&request);
         let all: Vec<(u32, u32)> = messages.iter().flat_map(|m| m.1.clone()).collect();
