@@ -167,6 +167,14 @@ fn print_figures(
         at_half.0,
         at_half.1
     );
+    for side in ["measured", "predicted"] {
+        for probe in capacity[side]["probes"].as_array().into_iter().flatten() {
+            eprintln!(
+                "  {side} probe {} (run {}): {} — {}",
+                probe["load"], probe["runs"], probe["outcome"], probe["reason"]
+            );
+        }
+    }
 }
 
 /// One shape's capacity comparison and its medians at half the measured capacity, live and

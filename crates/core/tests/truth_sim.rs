@@ -127,3 +127,24 @@ async fn a_run_too_short_to_judge_is_inconclusive_not_stable() {
     let s = &result.step.stability;
     assert_ne!(s.verdict, Verdict::Stable, "{s:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_closed_loop_is_stable_by_construction_however_short() {
+    // One wave of 8 at concurrency 8 against 4 slots: nothing arrives after start-up, which
+    // leaves an open loop's verdict undecided; a closed loop cannot queue more than its
+    // concurrency, so it is stable.
+    for (concurrency, requests) in [(8u32, 8u64), (8, 12), (64, 64)] {
+        let config = RunConfig {
+            load: LoadSpec::Closed { concurrency },
+            duration: None,
+            max_requests: Some(requests),
+            warmup: Warmup::None,
+            ..RunConfig::default()
+        };
+        let result = run_sim(fixed(100, 10, 4), config, 16, 64).await;
+        let s = &result.step.stability;
+        assert_eq!(s.verdict, Verdict::Stable, "C={concurrency}: {s:?}");
+        assert!(s.reason.starts_with("closed loop"), "{s:?}");
+        assert_eq!(result.step.requests.completed, requests);
+    }
+}

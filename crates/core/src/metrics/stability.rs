@@ -9,7 +9,9 @@
 //! steadily (slope with t > 3, growth above 2, 3 × its residual spread, 3 × √ of the in-flight
 //! count at the span's start and 3σ); or completions fell behind arrivals by more than 2σ while
 //! E2E rose (t > 3, +10 % over the span). **Inconclusive**: fewer than four intervals or eight
-//! arrivals, or too little data to rule out an overload of [`OVERLOAD`]. **Stable** otherwise.
+//! arrivals, or too little data to rule out an overload of [`OVERLOAD`]. **Stable** otherwise —
+//! and a closed loop is stable by construction unless its completions fell behind (it cannot
+//! have more requests in flight than its concurrency, so no queue can build).
 
 use super::flow::{Flow, FlowPoint};
 use super::trend::{Fit, LATENCY_RISE, SIGNIFICANT_T, Trend, fit};
@@ -43,6 +45,8 @@ struct Evidence {
     arrival_sd: f64,
     growth: Option<Fit>,
     latency: Option<Fit>,
+    /// A closed loop (stable unless its completions fell behind).
+    closed: bool,
 }
 
 impl Evidence {
@@ -134,8 +138,11 @@ pub const OVERLOAD: f64 = 0.15;
 pub enum ArrivalProcess {
     /// Exponential gaps: the count's variance is its mean.
     Poisson,
-    /// Evenly spaced (constant arrivals, or a closed loop's sends): known to ±1.
+    /// Evenly spaced (constant arrivals): known to ±1.
     Regular,
+    /// A closed loop: each client sends when its previous request ends, so at most the
+    /// concurrency is ever in flight — no queue can build. Counted like [`Self::Regular`].
+    Closed,
     /// Gamma gaps of this shape: variance = mean ÷ shape.
     Gamma(f64),
     /// Unknown (a trace replay, or no load given): estimated from the per-interval counts.
@@ -146,7 +153,8 @@ impl ArrivalProcess {
     /// From a step's load description.
     pub fn of(mode: &str, arrival: Option<&str>, burstiness: Option<f64>) -> ArrivalProcess {
         match (mode, arrival) {
-            ("closed", _) | (_, Some("constant")) => ArrivalProcess::Regular,
+            ("closed", _) => ArrivalProcess::Closed,
+            (_, Some("constant")) => ArrivalProcess::Regular,
             (_, Some("poisson")) => ArrivalProcess::Poisson,
             (_, Some("gamma")) => burstiness
                 .filter(|b| *b > 0.0)
@@ -161,7 +169,7 @@ impl ArrivalProcess {
         let n = arrivals as f64;
         match self {
             ArrivalProcess::Poisson => n.sqrt(),
-            ArrivalProcess::Regular => 1.0,
+            ArrivalProcess::Regular | ArrivalProcess::Closed => 1.0,
             ArrivalProcess::Gamma(shape) => (n / shape).sqrt(),
             ArrivalProcess::Measured => measured,
         }
@@ -222,6 +230,7 @@ fn evidence(flow: &Flow, from_us: u64, points: &[FlowPoint], process: ArrivalPro
         arrival_sd: process.sd(arrivals, (n * dispersion).sqrt()),
         growth: fit(&in_flight),
         latency: fit(&latency),
+        closed: process == ArrivalProcess::Closed,
     }
 }
 
@@ -250,6 +259,14 @@ fn verdict(e: &Evidence) -> (Verdict, String) {
         return (
             Verdict::Unstable,
             format!("completions fell behind: {pace}"),
+        );
+    }
+    if e.closed {
+        return (
+            Verdict::Stable,
+            format!(
+                "closed loop: no more requests in flight than the concurrency, so no queue can build ({pace})"
+            ),
         );
     }
     if let Some(reason) = too_little(e) {
