@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::Activity;
 use super::openai::reply;
-use crate::http::{HttpClient, ResponseBody, failure_from_http};
+use crate::http::{HttpClient, ResponseBody, WatchArrivals, failure_from_http};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
 /// Whether a header carries a credential (never shown, never echoed).
@@ -42,13 +42,14 @@ pub(crate) fn json_headers(
     Some(headers)
 }
 
-/// POSTs `body` to `uri`; the 2xx response's body, or `None` once the failure (unsendable
+/// POSTs `body` to `uri` (`streamed`: the reply streams, so its first arrivals are watched:
+/// see [`WatchArrivals`]); the 2xx response's body, or `None` once the failure (unsendable
 /// body, transport, non-2xx with the server's message) is recorded in `exchange`.
 pub(crate) async fn post_json(
     client: &HttpClient,
-    uri: &Uri,
-    headers: &HeaderMap,
+    (uri, headers): (&Uri, &HeaderMap),
     body: &Value,
+    streamed: bool,
     exchange: &mut Exchange,
     activity: &Activity,
 ) -> Option<ResponseBody> {
@@ -63,6 +64,9 @@ pub(crate) async fn post_json(
     *request.method_mut() = Method::POST;
     *request.uri_mut() = uri.clone();
     *request.headers_mut() = headers.clone();
+    if streamed {
+        request.extensions_mut().insert(WatchArrivals);
+    }
     let response = match client.send(request, exchange).await {
         Ok(response) => response,
         Err(failure) => {

@@ -45,6 +45,11 @@ pub struct ResponseBody {
     pool: Arc<Pool>,
     /// When the bytes read last reached this host.
     received: Option<Instant>,
+    /// When the first bytes of the piece last returned arrived, if it began a read that
+    /// knew.
+    first_received: Option<Instant>,
+    /// Nothing of the last read was returned yet.
+    fresh_read: bool,
     /// See [`ResponseBody::read_late`].
     read_late: Option<Duration>,
 }
@@ -68,6 +73,9 @@ impl ResponseBody {
         };
         let mut body = ResponseBody {
             received: conn.received,
+            // What followed the head in its read did not begin that read: no first arrival.
+            first_received: None,
+            fresh_read: false,
             read_late: conn.read_late,
             conn: Some(conn),
             state,
@@ -85,6 +93,24 @@ impl ResponseBody {
     /// nothing was read yet. A chunk's time, whatever the client was busy with meanwhile.
     pub fn received_at(&self) -> Instant {
         self.received.unwrap_or_else(Instant::now)
+    }
+
+    /// When the first bytes of the piece [`ResponseBody::data`] last returned reached this host,
+    /// if that piece began a read and arrivals were watched ([`ResponseBody::watch_arrivals`];
+    /// Linux TCP). A read that drained a backlog spans this arrival and
+    /// [`ResponseBody::received_at`]: the first event the piece completes came with its first
+    /// bytes (a server writes an event at once), the rest by the last. `None`: only the last
+    /// arrival is known.
+    pub fn first_received_at(&self) -> Option<Instant> {
+        self.first_received
+    }
+
+    /// Whether arrivals stay watched (on from the request's write; a streaming reader turns
+    /// it off once it has its first token: each arrival costs the watcher a wake-up).
+    pub fn watch_arrivals(&mut self, on: bool) {
+        if let Some(conn) = self.conn.as_mut() {
+            conn.watch_first = on;
+        }
     }
 
     /// The longest the bytes of this response waited in the socket, arrived but unread while
@@ -120,8 +146,14 @@ impl ResponseBody {
             return None;
         }
         loop {
+            // Taken before decoding: a piece that ends the body hands the connection back.
+            let first = self.conn.as_ref().and_then(|conn| conn.first_received);
             match self.decode() {
-                Ok(Step::Data(bytes)) => return Some(Ok(bytes)),
+                Ok(Step::Data(bytes)) => {
+                    let fresh = std::mem::take(&mut self.fresh_read);
+                    self.first_received = first.filter(|_| fresh);
+                    return Some(Ok(bytes));
+                }
                 Ok(Step::Again) => continue,
                 Ok(Step::End) => {
                     self.state = State::Done;
@@ -139,7 +171,10 @@ impl ResponseBody {
                     return None;
                 }
                 Ok(0) => return self.fail(HttpError::Incomplete),
-                Ok(_) => (self.received, self.read_late) = (conn.received, conn.read_late),
+                Ok(_) => {
+                    (self.received, self.read_late) = (conn.received, conn.read_late);
+                    self.fresh_read = true;
+                }
                 Err(error) => return self.fail(HttpError::Io(error)),
             }
         }

@@ -73,6 +73,12 @@ pub(super) struct Conn {
     /// The longest a read's bytes waited between arriving (kernel stamp) and being read, since
     /// the current request was written; `None` without kernel stamps.
     pub(super) read_late: Option<Duration>,
+    /// Arrivals should be watched (from a request's write until its reader has a first token).
+    pub(super) watch_first: bool,
+    /// Whether the transport was last told to watch.
+    watching: bool,
+    /// When the first bytes of the last read arrived, where the transport knows.
+    pub(super) first_received: Option<Instant>,
 }
 
 impl Conn {
@@ -83,6 +89,9 @@ impl Conn {
             next_read: FIRST_READ,
             received: None,
             read_late: None,
+            watch_first: false,
+            watching: false,
+            first_received: None,
         }
     }
 
@@ -115,7 +124,8 @@ impl Conn {
     }
 
     /// Reads more bytes into the buffer; `Ok(0)` at the end of the stream. Notes when they
-    /// arrived: the transport's receive time if it has one, else now.
+    /// arrived: the transport's receive time if it has one, else now; and, while arrivals are
+    /// watched, when the read's first bytes arrived.
     pub(super) async fn fill(&mut self) -> io::Result<usize> {
         if self.buf.is_empty() && self.buf.capacity() > 2 * self.next_read {
             self.buf = BytesMut::new();
@@ -125,12 +135,18 @@ impl Conn {
             self.buf.reserve(self.next_read);
         }
         let free = self.buf.capacity() - self.buf.len();
+        if self.watching != self.watch_first {
+            self.io.watch_arrivals(self.watch_first);
+            self.watching = self.watch_first;
+        }
         let read = self.io.read_buf(&mut self.buf).await?;
         if read > 0 {
             let now = Instant::now();
+            self.first_received = self.io.first_received_at();
             self.received = Some(match self.io.received_at() {
                 Some(arrived) => {
-                    let late = now.saturating_duration_since(arrived);
+                    let first = self.first_received.unwrap_or(arrived).min(arrived);
+                    let late = now.saturating_duration_since(first);
                     self.read_late = Some(self.read_late.map_or(late, |worst| worst.max(late)));
                     arrived
                 }

@@ -24,11 +24,25 @@ pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {
     fn received_at(&self) -> Option<Instant> {
         None
     }
+
+    /// Asks the transport to note, from now on, when bytes arrive — not only when the last
+    /// bytes of each read did — so a read that drains a backlog also knows when its first
+    /// bytes came ([`Io::first_received_at`]); off by default, a no-op where the transport
+    /// cannot. It costs a wake-up of a watcher thread per arrival: turned on only while a
+    /// response's first token is awaited.
+    fn watch_arrivals(&mut self, _on: bool) {}
+
+    /// When the first bytes of the last read arrived, if watched and known.
+    fn first_received_at(&self) -> Option<Instant> {
+        None
+    }
 }
 
 impl Io for TcpStream {}
 impl Io for tokio::io::DuplexStream {}
 #[cfg(feature = "tls")]
+/// The last arrival passes through; a read's first arrival does not (TLS decrypts records it
+/// may have taken from the socket earlier, so the socket's first bytes are not the read's).
 impl<T: Io> Io for tokio_rustls::client::TlsStream<T> {
     fn received_at(&self) -> Option<Instant> {
         self.get_ref().0.received_at()

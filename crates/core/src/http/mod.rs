@@ -17,6 +17,8 @@
 //!   server;
 //! - a connection returns to the pool only after its response body was read to the end.
 
+#[cfg(target_os = "linux")]
+mod arrivals;
 mod body;
 mod conn;
 mod connect;
@@ -40,6 +42,14 @@ use http_body_util::{BodyExt, Full};
 use tokio::time::Instant;
 
 pub use body::ResponseBody;
+
+/// A request extension for streamed responses: until the body's reader has its first token
+/// ([`ResponseBody::watch_arrivals`]), every arrival on the connection is noted by a watcher
+/// thread as it happens (Linux TCP), so a first token read late together with later ones
+/// keeps its own arrival time ([`ResponseBody::first_received_at`]). Costs a wake-up of that
+/// thread per arrival; whole (non-streamed) responses do without.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchArrivals;
 pub use conn::HttpError;
 pub use connect::{BoxIo, ConnectError, Connector, FnConnector, Io, TcpConnector, TcpOptions};
 pub use pool::PoolStats;
@@ -154,7 +164,8 @@ impl HttpClient {
     ///
     /// The URI may be origin-form (`/v1/…`) or absolute (only its path and query are used);
     /// `Host` and `User-Agent` are added when missing. Read the returned body to its end for
-    /// the connection to be reused.
+    /// the connection to be reused. A request carrying the [`WatchArrivals`] extension has
+    /// its arrivals watched until its reader turns that off.
     pub async fn send(
         &self,
         mut request: Request<Full<Bytes>>,
@@ -162,12 +173,14 @@ impl HttpClient {
     ) -> Result<Response<ResponseBody>, Failure> {
         self.prepare(&mut request);
         let head_request = request.method() == Method::HEAD;
+        let watch = request.extensions().get::<WatchArrivals>().is_some();
         let wire = serialize(request).await;
         let mut fresh_only = false;
         let (mut conn, reused) = loop {
             let Checkout { mut conn, reused } = self.checkout(fresh_only, exchange).await?;
             exchange.reused_connection = reused;
             conn.read_late = None;
+            conn.watch_first = watch;
             exchange.sent_at = Some(Instant::now());
             // Out without yielding: a task whose cooperative budget went on reading its last
             // answer would otherwise be sent to the back of the run queue between `sent_at`

@@ -16,6 +16,7 @@
 mod encoder;
 pub(crate) mod reply;
 mod responses;
+mod whole;
 
 use std::fmt;
 
@@ -28,7 +29,7 @@ use serde_json::{Map, Value, json};
 use thiserror::Error;
 
 use super::{Activity, Backend, BoxFuture, RequestInput, RequestSpec};
-use crate::http::HttpClient;
+use crate::http::{HttpClient, WatchArrivals};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
 /// Which OpenAI API to call.
@@ -245,6 +246,9 @@ impl OpenAiBackend {
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
         *request.headers_mut() = self.headers.clone();
+        if self.config.stream {
+            request.extensions_mut().insert(WatchArrivals);
+        }
         Ok(request)
     }
 
@@ -283,7 +287,7 @@ impl OpenAiBackend {
         let outcome = if streamed {
             reply::read_stream(body, exchange, activity, limits).await
         } else {
-            reply::read_whole(body, exchange, activity, limits).await
+            whole::read_whole(body, exchange, activity, limits).await
         };
         if let Err(failure) = outcome {
             self.fail(exchange, failure);

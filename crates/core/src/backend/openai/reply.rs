@@ -1,13 +1,12 @@
-//! Reading OpenAI-compatible replies into an [`Exchange`]: SSE streams chunk by chunk,
-//! whole JSON bodies, and error bodies (message extracted from every shape servers use).
+//! Reading OpenAI-compatible replies into an [`Exchange`]: SSE streams chunk by chunk, and
+//! error bodies (message extracted from every shape servers use); whole JSON bodies are
+//! `whole`'s.
 
 use std::borrow::Cow;
 
-use goodput_protocol::Usage;
-use goodput_protocol::stream::{ChoiceView, ChunkView, ServerTimings};
+use goodput_protocol::stream::{ChoiceView, ChunkView};
 use http::StatusCode;
 use http::header::{HeaderMap, LOCATION, RETRY_AFTER};
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::{Duration, Instant};
 
@@ -157,15 +156,17 @@ struct StreamReader {
 }
 
 impl StreamReader {
-    /// Decodes `bytes` received at `now`; events decoded before a decoding error still count.
+    /// Decodes `bytes` whose last byte arrived at `now` — the first event they complete at
+    /// `first` when the piece began a read that knew its first arrival; events decoded before
+    /// a decoding error still count.
     fn feed(
         &mut self,
         bytes: &[u8],
-        now: Instant,
+        (first, now): (Option<Instant>, Instant),
         exchange: &mut Exchange,
     ) -> Result<Flow, Failure> {
         let decoded = self.decoder.feed(bytes, &mut self.events);
-        if let Flow::Done = self.handle_events(now, exchange)? {
+        if let Flow::Done = self.handle_events((first, now), exchange)? {
             return Ok(Flow::Done);
         }
         decoded.map_err(|error| sse_failure(&error))?;
@@ -174,7 +175,7 @@ impl StreamReader {
 
     fn finish(&mut self, now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
         let decoded = self.decoder.finish(&mut self.events);
-        if let Flow::Done = self.handle_events(now, exchange)? {
+        if let Flow::Done = self.handle_events((None, now), exchange)? {
             return Ok(());
         }
         decoded.map_err(|error| sse_failure(&error))?;
@@ -191,11 +192,16 @@ impl StreamReader {
         }
     }
 
-    fn handle_events(&mut self, now: Instant, exchange: &mut Exchange) -> Result<Flow, Failure> {
+    fn handle_events(
+        &mut self,
+        (first, now): (Option<Instant>, Instant),
+        exchange: &mut Exchange,
+    ) -> Result<Flow, Failure> {
         let mut events = std::mem::take(&mut self.events);
         let mut flow = Ok(Flow::More);
-        for event in events.drain(..) {
-            flow = self.on_event(&event, now, exchange);
+        for (index, event) in events.drain(..).enumerate() {
+            let arrived = first.filter(|_| index == 0).unwrap_or(now);
+            flow = self.on_event(&event, arrived, exchange);
             if !matches!(flow, Ok(Flow::More)) {
                 break;
             }
@@ -318,7 +324,7 @@ fn push_choice(
     exchange.push_parts(now, choice.index, parts, cumulative);
 }
 
-fn stream_error(text: &str) -> Failure {
+pub(super) fn stream_error(text: &str) -> Failure {
     Failure::new(
         OutcomeKind::StreamError,
         format!("server error in stream: {}", truncate(text)),
@@ -346,8 +352,13 @@ pub(super) async fn read_stream(
         match frame {
             Some(Ok(bytes)) => {
                 activity.bump();
-                match reader.feed(&bytes, now, exchange) {
-                    Ok(Flow::More) => {}
+                let arrivals = (body.first_received_at(), now);
+                match reader.feed(&bytes, arrivals, exchange) {
+                    Ok(Flow::More) => {
+                        if !exchange.chunks.is_empty() {
+                            body.watch_arrivals(false);
+                        }
+                    }
                     Ok(Flow::Done) => {
                         body.finish(DRAIN_BYTES, DRAIN_INLINE, DRAIN_BACKGROUND)
                             .await;
@@ -375,176 +386,6 @@ pub(super) async fn read_stream(
             None => return reader.finish(now, exchange),
         }
     }
-}
-
-#[derive(Deserialize)]
-struct WholeView<'a> {
-    #[serde(default, borrow)]
-    choices: Option<Vec<WholeChoice<'a>>>,
-    #[serde(default)]
-    usage: Option<Usage>,
-    #[serde(default)]
-    timings: Option<ServerTimings>,
-    #[serde(default)]
-    error: Option<Value>,
-    #[serde(default, borrow)]
-    object: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct WholeChoice<'a> {
-    #[serde(default)]
-    index: Option<u32>,
-    #[serde(default)]
-    message: Option<WholeMessage>,
-    #[serde(default, borrow)]
-    text: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-struct WholeMessage {
-    #[serde(default)]
-    content: Option<Value>,
-    #[serde(default)]
-    reasoning_content: Option<String>,
-    #[serde(default)]
-    reasoning: Option<String>,
-    #[serde(default)]
-    tool_calls: Option<Vec<Value>>,
-}
-
-/// The output of a whole answer, by channel.
-#[derive(Default)]
-struct WholeText {
-    reasoning: String,
-    answer: String,
-    tool: String,
-    tool_calls: Vec<(u32, bool)>,
-}
-
-impl WholeChoice<'_> {
-    /// Reasoning, content (chat) or the completion text, and tool calls.
-    fn append_text(&self, out: &mut WholeText) {
-        if let Some(text) = &self.text {
-            out.answer.push_str(text);
-        }
-        let Some(message) = &self.message else { return };
-        for reasoning in [&message.reasoning_content, &message.reasoning]
-            .into_iter()
-            .flatten()
-        {
-            out.reasoning.push_str(reasoning);
-        }
-        match &message.content {
-            Some(Value::String(text)) => out.answer.push_str(text),
-            Some(Value::Array(parts)) => {
-                parts
-                    .iter()
-                    .filter_map(|part| part.get("text")?.as_str())
-                    .for_each(|text| out.answer.push_str(text));
-            }
-            _ => {}
-        }
-        for (position, call) in message.tool_calls.iter().flatten().enumerate() {
-            let function = call.get("function");
-            for key in ["name", "arguments"] {
-                if let Some(text) = function.and_then(|f| f.get(key)).and_then(Value::as_str) {
-                    out.tool.push_str(text);
-                }
-            }
-            let index = u32::try_from(position).unwrap_or(u32::MAX);
-            out.tool_calls.push((index, call.get("id").is_some()));
-        }
-    }
-}
-
-/// A 2xx JSON reply, read whole; its output counts as arriving when the body ended.
-pub(super) async fn read_whole(
-    mut body: ResponseBody,
-    exchange: &mut Exchange,
-    activity: &Activity,
-    limits: Limits,
-) -> Result<(), Failure> {
-    let bytes = match read_limited(&mut body, limits.max_body_bytes, activity).await {
-        Ok((bytes, true)) => bytes,
-        Ok((_, false)) => {
-            return Err(Failure::new(
-                OutcomeKind::Protocol,
-                format!(
-                    "response body exceeds {} bytes (see max_body_bytes)",
-                    limits.max_body_bytes
-                ),
-            ));
-        }
-        Err((bytes, error)) => {
-            let cause = failure_from_http(&error, false);
-            let message = format!(
-                "connection closed after {} body bytes: {}",
-                bytes.len(),
-                cause.message
-            );
-            return Err(Failure::new(cause.kind, message));
-        }
-    };
-    let arrived = body.received_at();
-    exchange.read_late = body.read_late();
-    if limits.responses {
-        return super::responses::record_whole(&bytes, arrived, exchange);
-    }
-    if let Some((encoder, sent)) = limits.encoder {
-        return super::encoder::record_whole(&bytes, arrived, exchange, encoder, sent);
-    }
-    record_whole(&bytes, arrived, exchange)
-}
-
-/// Records a whole JSON answer that arrived at `now`.
-fn record_whole(bytes: &[u8], now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
-    let view: WholeView<'_> = serde_json::from_slice(bytes).map_err(|error| {
-        Failure::new(
-            OutcomeKind::Protocol,
-            format!("invalid JSON response body: {error}"),
-        )
-    })?;
-    let has_error = view.error.as_ref().is_some_and(|error| !error.is_null());
-    if has_error || view.object.as_deref() == Some("error") {
-        let whole: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
-        return Err(stream_error(&error_text(&whole)));
-    }
-    let Some(choices) = view.choices else {
-        return Err(Failure::new(
-            OutcomeKind::Protocol,
-            "response has no `choices`",
-        ));
-    };
-    let mut text = WholeText::default();
-    for (position, choice) in choices.iter().enumerate() {
-        let index = choice
-            .index
-            .unwrap_or(u32::try_from(position).unwrap_or(u32::MAX));
-        exchange.choices = exchange.choices.max(index.saturating_add(1));
-        choice.append_text(&mut text);
-        if let Some(reason) = &choice.finish_reason {
-            exchange.finish_reason = Some(reason.to_string());
-        }
-    }
-    let tokens = view.usage.map(|usage| usage.completion_tokens);
-    let any_text = [&text.reasoning, &text.answer, &text.tool]
-        .iter()
-        .any(|part| !part.is_empty());
-    if any_text || !text.tool_calls.is_empty() || tokens.is_some_and(|tokens| tokens > 0) {
-        let parts = OutputParts {
-            reasoning: &text.reasoning,
-            answer: &text.answer,
-            tool: &text.tool,
-            tool_calls: &text.tool_calls,
-        };
-        exchange.push_parts(now, 0, parts, tokens);
-    }
-    exchange.usage = view.usage;
-    exchange.server_timings = view.timings;
-    Ok(())
 }
 
 #[cfg(test)]

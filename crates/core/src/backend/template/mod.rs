@@ -233,9 +233,9 @@ impl TemplateBackend {
         let body = self.config.template.render(spec);
         let Some(mut body) = post::post_json(
             &self.client,
-            &self.uri,
-            &self.headers,
+            (&self.uri, &self.headers),
             &body,
+            self.config.stream != StreamFormat::None,
             exchange,
             activity,
         )

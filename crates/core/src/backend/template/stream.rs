@@ -50,7 +50,12 @@ pub(super) async fn read(
         let now = body.received_at();
         exchange.read_late = body.read_late();
         match piece {
-            Ok(bytes) => reader.feed(&bytes, now, exchange)?,
+            Ok(bytes) => {
+                reader.feed(&bytes, (body.first_received_at(), now), exchange)?;
+                if !exchange.chunks.is_empty() {
+                    body.watch_arrivals(false);
+                }
+            }
             Err(error) => {
                 let cause = crate::http::failure_from_http(&error, false);
                 let message = format!(
@@ -80,7 +85,15 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn feed(&mut self, bytes: &[u8], now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
+    /// Takes a piece whose last byte arrived at `now`; with SSE the first event it completes
+    /// arrived at `first`, when known (see `ResponseBody::first_received_at`). A piece of a
+    /// chunked stream is one output chunk, timed by its last byte.
+    fn feed(
+        &mut self,
+        bytes: &[u8],
+        (first, now): (Option<Instant>, Instant),
+        exchange: &mut Exchange,
+    ) -> Result<(), Failure> {
         if !self.sse {
             if self.kept.len() + bytes.len() > self.limit {
                 let message = format!("response body exceeds {} bytes", self.limit);
@@ -92,12 +105,17 @@ impl Reader<'_> {
             return Ok(());
         }
         let decoded = self.decoder.feed(bytes, &mut self.events);
-        self.handle(now, exchange)?;
+        self.handle((first, now), exchange)?;
         decoded.map_err(|error| Failure::new(OutcomeKind::Protocol, format!("bad stream: {error}")))
     }
 
-    fn handle(&mut self, now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
-        for event in std::mem::take(&mut self.events) {
+    fn handle(
+        &mut self,
+        (first, last): (Option<Instant>, Instant),
+        exchange: &mut Exchange,
+    ) -> Result<(), Failure> {
+        for (index, event) in std::mem::take(&mut self.events).into_iter().enumerate() {
+            let now = first.filter(|_| index == 0).unwrap_or(last);
             exchange.first_event_at.get_or_insert(now);
             if event.is_error() {
                 let message = format!("server error in stream: {}", event.data);
@@ -124,7 +142,7 @@ impl Reader<'_> {
     fn finish(mut self, now: Instant, exchange: &mut Exchange) -> Result<Vec<u8>, Failure> {
         if self.sse {
             let decoded = self.decoder.finish(&mut self.events);
-            self.handle(now, exchange)?;
+            self.handle((None, now), exchange)?;
             decoded.map_err(|error| {
                 Failure::new(OutcomeKind::Protocol, format!("bad stream: {error}"))
             })?;
