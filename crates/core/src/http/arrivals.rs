@@ -18,7 +18,8 @@ use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTime
 use nix::sys::socket::{ControlMessageOwned, MsgFlags, recvmsg};
 use nix::sys::time::TimeSpec;
 
-/// Stamps kept per watched socket (a first token comes within a few arrivals of the request).
+/// Stamps kept per watched socket between two reads (a first token comes within a few arrivals
+/// of the request); beyond it the newest are dropped, since the oldest is the one a read needs.
 const MAX_STAMPS: usize = 16;
 
 /// The kernel stamps a watcher saw on one socket, oldest first.
@@ -32,7 +33,7 @@ struct Seen {
 
 /// One watched socket's stamps, shared by its connection and the watcher.
 #[derive(Debug, Default)]
-pub(super) struct Slot(Mutex<Seen>);
+struct Slot(Mutex<Seen>);
 
 impl Slot {
     fn lock(&self) -> MutexGuard<'_, Seen> {
@@ -40,7 +41,7 @@ impl Slot {
     }
 
     /// Takes the stamps seen so far.
-    pub(super) fn take(&self) -> Vec<TimeSpec> {
+    fn take(&self) -> Vec<TimeSpec> {
         std::mem::take(&mut self.lock().stamps)
     }
 }
@@ -91,10 +92,9 @@ impl Watcher {
                 let slot = lock(&self.slots).get(&event.data()).cloned();
                 if let Some(slot) = slot {
                     let mut seen = slot.lock();
-                    if let Some(stamp) = seen.fd.and_then(|fd| peeker.stamp(fd)) {
-                        if seen.stamps.len() == MAX_STAMPS {
-                            seen.stamps.remove(0);
-                        }
+                    if seen.stamps.len() < MAX_STAMPS
+                        && let Some(stamp) = seen.fd.and_then(|fd| peeker.stamp(fd))
+                    {
                         seen.stamps.push(stamp);
                     }
                 }

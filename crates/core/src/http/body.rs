@@ -109,7 +109,7 @@ impl ResponseBody {
     /// it off once it has its first token: each arrival costs the watcher a wake-up).
     pub fn watch_arrivals(&mut self, on: bool) {
         if let Some(conn) = self.conn.as_mut() {
-            conn.watch_first = on;
+            conn.watch_arrivals(on);
         }
     }
 

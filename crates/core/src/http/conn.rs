@@ -73,9 +73,7 @@ pub(super) struct Conn {
     /// The longest a read's bytes waited between arriving (kernel stamp) and being read, since
     /// the current request was written; `None` without kernel stamps.
     pub(super) read_late: Option<Duration>,
-    /// Arrivals should be watched (from a request's write until its reader has a first token).
-    pub(super) watch_first: bool,
-    /// Whether the transport was last told to watch.
+    /// Whether the transport was last told to watch arrivals (see [`Conn::watch_arrivals`]).
     watching: bool,
     /// When the first bytes of the last read arrived, where the transport knows.
     pub(super) first_received: Option<Instant>,
@@ -89,7 +87,6 @@ impl Conn {
             next_read: FIRST_READ,
             received: None,
             read_late: None,
-            watch_first: false,
             watching: false,
             first_received: None,
         }
@@ -123,6 +120,15 @@ impl Conn {
         self.io.flush().await.map_err(|error| (error, true))
     }
 
+    /// Has the transport watch arrivals, or stop (from a streamed request's write until its
+    /// reader has a first token: see `Io::watch_arrivals`).
+    pub(super) fn watch_arrivals(&mut self, on: bool) {
+        if self.watching != on {
+            self.io.watch_arrivals(on);
+            self.watching = on;
+        }
+    }
+
     /// Reads more bytes into the buffer; `Ok(0)` at the end of the stream. Notes when they
     /// arrived: the transport's receive time if it has one, else now; and, while arrivals are
     /// watched, when the read's first bytes arrived.
@@ -135,10 +141,6 @@ impl Conn {
             self.buf.reserve(self.next_read);
         }
         let free = self.buf.capacity() - self.buf.len();
-        if self.watching != self.watch_first {
-            self.io.watch_arrivals(self.watch_first);
-            self.watching = self.watch_first;
-        }
         let read = self.io.read_buf(&mut self.buf).await?;
         if read > 0 {
             let now = Instant::now();

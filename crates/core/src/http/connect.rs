@@ -40,9 +40,9 @@ pub trait Io: AsyncRead + AsyncWrite + Send + Unpin + 'static {
 
 impl Io for TcpStream {}
 impl Io for tokio::io::DuplexStream {}
-#[cfg(feature = "tls")]
 /// The last arrival passes through; a read's first arrival does not (TLS decrypts records it
 /// may have taken from the socket earlier, so the socket's first bytes are not the read's).
+#[cfg(feature = "tls")]
 impl<T: Io> Io for tokio_rustls::client::TlsStream<T> {
     fn received_at(&self) -> Option<Instant> {
         self.get_ref().0.received_at()

@@ -180,7 +180,7 @@ impl HttpClient {
             let Checkout { mut conn, reused } = self.checkout(fresh_only, exchange).await?;
             exchange.reused_connection = reused;
             conn.read_late = None;
-            conn.watch_first = watch;
+            conn.watch_arrivals(watch);
             exchange.sent_at = Some(Instant::now());
             // Out without yielding: a task whose cooperative budget went on reading its last
             // answer would otherwise be sent to the back of the run queue between `sent_at`

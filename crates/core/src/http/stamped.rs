@@ -169,6 +169,15 @@ impl AsyncWrite for StampedTcp {
     }
 }
 
+/// The watch ends while the socket is still open (fields drop after this, the stream first).
+impl Drop for StampedTcp {
+    fn drop(&mut self) {
+        if let Some(watch) = self.watch.take() {
+            watch.stop(&self.stream);
+        }
+    }
+}
+
 impl Io for StampedTcp {
     fn received_at(&self) -> Option<Instant> {
         self.received
