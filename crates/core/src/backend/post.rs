@@ -100,7 +100,7 @@ pub(crate) async fn read_whole(
         Ok((bytes, true)) => Ok(bytes),
         Ok((_, false)) => Err(Failure::new(
             OutcomeKind::Protocol,
-            format!("response body exceeds {limit} bytes"),
+            format!("response body exceeds {limit} bytes (see max_body_bytes)"),
         )),
         Err((bytes, error)) => {
             let cause = failure_from_http(&error, false);

@@ -9,9 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::reply::{Limits, error_text, read_limited, stream_error};
-use crate::backend::Activity;
-use crate::http::{ResponseBody, failure_from_http};
+use super::reply::{Limits, error_text, stream_error};
+use crate::backend::{Activity, post};
+use crate::http::ResponseBody;
 use crate::record::{Exchange, Failure, OutcomeKind, OutputParts};
 
 #[derive(Deserialize)]
@@ -104,29 +104,8 @@ pub(super) async fn read_whole(
     activity: &Activity,
     limits: Limits,
 ) -> Result<(), Failure> {
-    let bytes = match read_limited(&mut body, limits.max_body_bytes, activity).await {
-        Ok((bytes, true)) => bytes,
-        Ok((_, false)) => {
-            return Err(Failure::new(
-                OutcomeKind::Protocol,
-                format!(
-                    "response body exceeds {} bytes (see max_body_bytes)",
-                    limits.max_body_bytes
-                ),
-            ));
-        }
-        Err((bytes, error)) => {
-            let cause = failure_from_http(&error, false);
-            let message = format!(
-                "connection closed after {} body bytes: {}",
-                bytes.len(),
-                cause.message
-            );
-            return Err(Failure::new(cause.kind, message));
-        }
-    };
+    let bytes = post::read_whole(&mut body, limits.max_body_bytes, activity, exchange).await?;
     let arrived = body.received_at();
-    exchange.read_late = body.read_late();
     if limits.responses {
         return super::responses::record_whole(&bytes, arrived, exchange);
     }
