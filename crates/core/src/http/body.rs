@@ -95,14 +95,14 @@ impl ResponseBody {
         self.received.unwrap_or_else(Instant::now)
     }
 
-    /// When the first bytes of the piece [`ResponseBody::data`] last returned reached this host,
-    /// if that piece began a read and arrivals were watched ([`ResponseBody::watch_arrivals`];
-    /// Linux TCP). A read that drained a backlog spans this arrival and
-    /// [`ResponseBody::received_at`]: the first event the piece completes came with its first
-    /// bytes (a server writes an event at once), the rest by the last. `None`: only the last
-    /// arrival is known.
-    pub fn first_received_at(&self) -> Option<Instant> {
-        self.first_received
+    /// When the piece [`ResponseBody::data`] last returned arrived: its last bytes
+    /// ([`ResponseBody::received_at`]) and, if it began a read while arrivals were watched
+    /// ([`ResponseBody::watch_arrivals`]; Linux TCP), its first.
+    pub fn arrivals(&self) -> Arrivals {
+        Arrivals {
+            first: self.first_received,
+            last: self.received_at(),
+        }
     }
 
     /// Whether arrivals stay watched (on from the request's write; a streaming reader turns
@@ -269,6 +269,29 @@ impl ResponseBody {
                 let _ = tokio::time::timeout(background, self.drain(max_bytes)).await;
             });
         }
+    }
+}
+
+/// When a piece of a body arrived. A read that drained a backlog spans two arrivals: the first
+/// event the piece completes came with its first bytes (a server writes an event at once), the
+/// rest by its last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Arrivals {
+    /// When the piece's first bytes arrived, if known.
+    pub first: Option<Instant>,
+    /// When its last bytes arrived.
+    pub last: Instant,
+}
+
+impl Arrivals {
+    /// Bytes known to have arrived at `last` only.
+    pub fn at(last: Instant) -> Self {
+        Arrivals { first: None, last }
+    }
+
+    /// When the `index`-th event completed by the piece (0 = the first) arrived.
+    pub fn event(&self, index: usize) -> Instant {
+        self.first.filter(|_| index == 0).unwrap_or(self.last)
     }
 }
 

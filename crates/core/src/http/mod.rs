@@ -41,12 +41,12 @@ use http::{Method, Request, Response, Uri};
 use http_body_util::{BodyExt, Full};
 use tokio::time::Instant;
 
-pub use body::ResponseBody;
+pub use body::{Arrivals, ResponseBody};
 
 /// A request extension for streamed responses: until the body's reader has its first token
 /// ([`ResponseBody::watch_arrivals`]), every arrival on the connection is noted by a watcher
 /// thread as it happens (Linux TCP), so a first token read late together with later ones
-/// keeps its own arrival time ([`ResponseBody::first_received_at`]). Costs a wake-up of that
+/// keeps its own arrival time ([`ResponseBody::arrivals`]). Costs a wake-up of that
 /// thread per arrival; whole (non-streamed) responses do without.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchArrivals;

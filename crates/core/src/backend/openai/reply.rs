@@ -12,7 +12,7 @@ use tokio::time::{Duration, Instant};
 
 use crate::backend::Activity;
 use crate::backend::sse::{SseDecoder, SseError, SseEvent};
-use crate::http::{HttpError, ResponseBody, failure_from_http};
+use crate::http::{Arrivals, HttpError, ResponseBody, failure_from_http};
 use crate::record::{Exchange, Failure, OutcomeKind, OutputParts};
 
 /// Most bytes of an error body read.
@@ -156,17 +156,16 @@ struct StreamReader {
 }
 
 impl StreamReader {
-    /// Decodes `bytes` whose last byte arrived at `now` — the first event they complete at
-    /// `first` when the piece began a read that knew its first arrival; events decoded before
-    /// a decoding error still count.
+    /// Decodes `bytes` that arrived at `arrivals`; events decoded before a decoding error
+    /// still count.
     fn feed(
         &mut self,
         bytes: &[u8],
-        (first, now): (Option<Instant>, Instant),
+        arrivals: Arrivals,
         exchange: &mut Exchange,
     ) -> Result<Flow, Failure> {
         let decoded = self.decoder.feed(bytes, &mut self.events);
-        if let Flow::Done = self.handle_events((first, now), exchange)? {
+        if let Flow::Done = self.handle_events(arrivals, exchange)? {
             return Ok(Flow::Done);
         }
         decoded.map_err(|error| sse_failure(&error))?;
@@ -175,7 +174,7 @@ impl StreamReader {
 
     fn finish(&mut self, now: Instant, exchange: &mut Exchange) -> Result<(), Failure> {
         let decoded = self.decoder.finish(&mut self.events);
-        if let Flow::Done = self.handle_events((None, now), exchange)? {
+        if let Flow::Done = self.handle_events(Arrivals::at(now), exchange)? {
             return Ok(());
         }
         decoded.map_err(|error| sse_failure(&error))?;
@@ -194,14 +193,13 @@ impl StreamReader {
 
     fn handle_events(
         &mut self,
-        (first, now): (Option<Instant>, Instant),
+        arrivals: Arrivals,
         exchange: &mut Exchange,
     ) -> Result<Flow, Failure> {
         let mut events = std::mem::take(&mut self.events);
         let mut flow = Ok(Flow::More);
         for (index, event) in events.drain(..).enumerate() {
-            let arrived = first.filter(|_| index == 0).unwrap_or(now);
-            flow = self.on_event(&event, arrived, exchange);
+            flow = self.on_event(&event, arrivals.event(index), exchange);
             if !matches!(flow, Ok(Flow::More)) {
                 break;
             }
@@ -352,8 +350,7 @@ pub(super) async fn read_stream(
         match frame {
             Some(Ok(bytes)) => {
                 activity.bump();
-                let arrivals = (body.first_received_at(), now);
-                match reader.feed(&bytes, arrivals, exchange) {
+                match reader.feed(&bytes, body.arrivals(), exchange) {
                     Ok(Flow::More) => {
                         if !exchange.chunks.is_empty() {
                             body.watch_arrivals(false);

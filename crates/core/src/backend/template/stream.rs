@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use super::ItemsPath;
 use crate::backend::Activity;
 use crate::backend::sse::{SseDecoder, SseEvent};
-use crate::http::ResponseBody;
+use crate::http::{Arrivals, ResponseBody};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
 /// How a templated reply streams.
@@ -47,11 +47,10 @@ pub(super) async fn read(
     };
     while let Some(piece) = body.data().await {
         activity.bump();
-        let now = body.received_at();
         exchange.read_late = body.read_late();
         match piece {
             Ok(bytes) => {
-                reader.feed(&bytes, (body.first_received_at(), now), exchange)?;
+                reader.feed(&bytes, body.arrivals(), exchange)?;
                 if !exchange.chunks.is_empty() {
                     body.watch_arrivals(false);
                 }
@@ -85,15 +84,16 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    /// Takes a piece whose last byte arrived at `now`; with SSE the first event it completes
-    /// arrived at `first`, when known (see `ResponseBody::first_received_at`). A piece of a
-    /// chunked stream is one output chunk, timed by its last byte.
+    /// Takes a piece that arrived at `arrivals`: with SSE each event it completes at its own
+    /// arrival ([`Arrivals::event`]); a piece of a chunked stream is one output chunk, timed by
+    /// its last byte.
     fn feed(
         &mut self,
         bytes: &[u8],
-        (first, now): (Option<Instant>, Instant),
+        arrivals: Arrivals,
         exchange: &mut Exchange,
     ) -> Result<(), Failure> {
+        let now = arrivals.last;
         if !self.sse {
             if self.kept.len() + bytes.len() > self.limit {
                 let message = format!("response body exceeds {} bytes", self.limit);
@@ -105,17 +105,13 @@ impl Reader<'_> {
             return Ok(());
         }
         let decoded = self.decoder.feed(bytes, &mut self.events);
-        self.handle((first, now), exchange)?;
+        self.handle(arrivals, exchange)?;
         decoded.map_err(|error| Failure::new(OutcomeKind::Protocol, format!("bad stream: {error}")))
     }
 
-    fn handle(
-        &mut self,
-        (first, last): (Option<Instant>, Instant),
-        exchange: &mut Exchange,
-    ) -> Result<(), Failure> {
+    fn handle(&mut self, arrivals: Arrivals, exchange: &mut Exchange) -> Result<(), Failure> {
         for (index, event) in std::mem::take(&mut self.events).into_iter().enumerate() {
-            let now = first.filter(|_| index == 0).unwrap_or(last);
+            let now = arrivals.event(index);
             exchange.first_event_at.get_or_insert(now);
             if event.is_error() {
                 let message = format!("server error in stream: {}", event.data);
@@ -142,7 +138,7 @@ impl Reader<'_> {
     fn finish(mut self, now: Instant, exchange: &mut Exchange) -> Result<Vec<u8>, Failure> {
         if self.sse {
             let decoded = self.decoder.finish(&mut self.events);
-            self.handle((None, now), exchange)?;
+            self.handle(Arrivals::at(now), exchange)?;
             decoded.map_err(|error| {
                 Failure::new(OutcomeKind::Protocol, format!("bad stream: {error}"))
             })?;
