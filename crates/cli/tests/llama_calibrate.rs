@@ -5,10 +5,10 @@
 //! capacity are compared (live against the calibrated simulator). The figures are printed (see
 //! docs/validation.md). On a 2-core machine shared with compilers the server's speed drifts by
 //! tens of per cent between the calibration and the comparison, so the bounds judged here are
-//! the ones such a machine can keep (capacity and E2E within a factor of 2, TTFT and TPOT
-//! within a factor of 4); they catch a wrong engine form or a broken fit (a prompt cache the
-//! simulator does not model gave a capacity of 3 for a measured 11), not the issue's ±15 %
-//! and ±10 %, which only a quiet machine can show.
+//! the ones such a machine can keep (capacity and TPOT within a factor of 2, E2E of 1.5, TTFT
+//! of 4); they catch a wrong engine form or a broken fit (a prompt cache the simulator does not
+//! model gave a capacity of 3 for a measured 11), not the issue's ±15 % and ±10 %, which the
+//! printed figures show run by run (docs/validation.md).
 #![allow(clippy::unwrap_used)]
 
 #[path = "../../core/tests/llama_server/server.rs"]
@@ -26,12 +26,19 @@ use support::goodput;
 /// of context per slot); the plan never probes it or its fourfold variants.
 const PROMPT: u32 = 64;
 const ANSWER: u32 = 24;
-/// Requests of every capacity probe and of every half-load run.
+/// Requests of every capacity probe.
 const REQUESTS: &str = "8";
-/// Largest factor between predicted and measured capacity and E2E median.
+/// Requests of every half-load run: with 8, the same run's medians moved by 10–40 % from one
+/// minute to the next on this server (TTFT 770–1,076 ms); with 24 by 3–6 %.
+const HALF_LOAD_REQUESTS: &str = "24";
+/// Largest factor between predicted and measured capacity.
 const CAPACITY_FACTOR: f64 = 2.0;
-/// Largest factor between predicted and measured TTFT and TPOT medians.
-const LATENCY_FACTOR: f64 = 4.0;
+/// Largest factor between predicted and measured E2E median.
+const E2E_FACTOR: f64 = 1.5;
+/// Largest factor between predicted and measured TPOT median.
+const TPOT_FACTOR: f64 = 2.0;
+/// Largest factor between predicted and measured TTFT median.
+const TTFT_FACTOR: f64 = 4.0;
 
 fn json_of(args: &[String]) -> Value {
     let output = goodput().args(args).output().unwrap();
@@ -102,7 +109,7 @@ fn medians(target: &[String], input: u32, output: u32, concurrency: f64) -> [f64
         "--concurrency",
         &concurrency.to_string(),
         "--requests",
-        REQUESTS,
+        HALF_LOAD_REQUESTS,
     ]));
     let report = json_of(&args);
     let latency = &report["steps"][0]["latency_ms"];
@@ -200,7 +207,7 @@ fn judge(
             "{name}: capacity {predicted} predicted, {measured} measured"
         ));
     }
-    let factors = [LATENCY_FACTOR, LATENCY_FACTOR, CAPACITY_FACTOR];
+    let factors = [TTFT_FACTOR, TPOT_FACTOR, E2E_FACTOR];
     for ((metric, factor), (m, p)) in ["TTFT", "TPOT", "E2E"]
         .iter()
         .zip(factors)

@@ -236,9 +236,14 @@ fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
     for (name, secs, formula) in rows {
         let _ = writeln!(out, "  {name:<18}  {:>10.3} ms  = {formula}", secs * 1e3);
     }
+    let linear = if step.summed {
+        "linear compute + linear weights (roofline = \"sum\")"
+    } else {
+        "max(linear compute, linear weights)"
+    };
     let _ = writeln!(
         out,
-        "  {:<18}  {:>10.3} ms  = max(linear compute, linear weights) + every other term ({}-bound GEMMs)",
+        "  {:<18}  {:>10.3} ms  = {linear} + every other term ({}-bound GEMMs)",
         "total",
         step.total_secs() * 1e3,
         bound(step),
@@ -260,7 +265,12 @@ fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
             "linear compute",
             step.linear_compute_secs,
             format!(
-                "2 · layer params · tokens / ({:.1} TFLOP/s {dtype:?} peak · GEMM efficiency {gemm_eff} · tp {tp})",
+                "2 · layer params · tokens{} / ({:.1} TFLOP/s {dtype:?} peak · GEMM efficiency {gemm_eff} · tp {tp})",
+                if config.gemm_batch_factors.is_empty() {
+                    ""
+                } else {
+                    " · small-batch factor (gemm_batch_factors at the step's tokens)"
+                },
                 gpu.peak_flops(dtype) / 1e12
             ),
         ),
@@ -268,10 +278,15 @@ fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
             "linear weights",
             step.linear_memory_secs,
             format!(
-                "{:.2} GB of layer weights / ({} TB/s · weight-streaming efficiency {} · tp {tp}); the GEMMs take the larger of the two",
+                "{:.2} GB of layer weights / ({} TB/s · weight-streaming efficiency {} · tp {tp}); the GEMMs take {}",
                 model.layer_weight_bytes() / 1e9,
                 gpu.hbm_tb_per_sec,
-                gpu.bandwidth_efficiency
+                gpu.bandwidth_efficiency,
+                if step.summed {
+                    "the sum of the two"
+                } else {
+                    "the larger of the two"
+                }
             ),
         ),
     ]

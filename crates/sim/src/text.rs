@@ -11,7 +11,8 @@
 //! markers) and the reply is primed with 3 more tokens (`<|start|>assistant<|message|>`).
 //! The token sequence built for hashing has exactly that length: each message becomes
 //! `[start] role [separator] content [end]` and the priming adds `[start] [assistant] [separator]`,
-//! with reserved ids standing in for the template markers.
+//! with reserved ids standing in for the template markers. A configured `chat_template_tokens`
+//! puts that many more template ids before the first message (a real template's preamble).
 //!
 //! # Prefix-cache block hashes
 //!
@@ -45,6 +46,7 @@ const MARK_START: u32 = u32::MAX;
 const MARK_SEPARATOR: u32 = u32::MAX - 1;
 const MARK_END: u32 = u32::MAX - 2;
 const MARK_ASSISTANT: u32 = u32::MAX - 3;
+const MARK_PREAMBLE: u32 = u32::MAX - 4;
 /// The top of the ids of image tokens (below the markers).
 const MARK_IMAGE: u32 = u32::MAX - 16;
 
@@ -66,12 +68,22 @@ fn cl100k() -> Option<&'static CoreBPE> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tokenizer {
     mode: PromptTokenizer,
+    /// Template tokens every chat prompt starts with (`chat_template_tokens`).
+    preamble: u32,
 }
 
 impl Tokenizer {
     /// A tokenizer in `mode`; the first `cl100k_base` use loads the encoder (a few ms).
     pub fn new(mode: PromptTokenizer) -> Self {
-        Tokenizer { mode }
+        Tokenizer { mode, preamble: 0 }
+    }
+
+    /// This tokenizer with `tokens` template tokens at the start of every chat prompt.
+    pub fn with_chat_template(self, tokens: u32) -> Self {
+        Tokenizer {
+            preamble: tokens,
+            ..self
+        }
     }
 
     /// Loads the encoder now, so the first request does not pay for it.
@@ -104,7 +116,7 @@ impl Tokenizer {
     /// Token ids of a chat prompt with its template markers (see the module documentation);
     /// its length is the prompt's token count.
     pub fn encode_chat(&self, messages: &[ChatMessage]) -> Vec<u32> {
-        let mut ids = Vec::new();
+        let mut ids = vec![MARK_PREAMBLE; self.preamble as usize];
         for message in messages {
             ids.push(MARK_START);
             ids.extend(self.encode(&message.role));
@@ -263,6 +275,25 @@ mod tests {
         assert_eq!(tokenizer.encode_chat(&messages).len(), expected);
         // "system" is 1 token and its content 6; "user" is 1 token and its content 7.
         assert_eq!(expected, (3 + 1 + 6) + (3 + 1 + 7) + 3);
+    }
+
+    #[test]
+    fn a_chat_template_adds_its_tokens_before_the_first_message() {
+        let plain = Tokenizer::new(PromptTokenizer::Words);
+        let templated = plain.with_chat_template(22);
+        let messages = [ChatMessage::new("user", "hi there")];
+        let (a, b) = (
+            plain.encode_chat(&messages),
+            templated.encode_chat(&messages),
+        );
+        assert_eq!(b.len(), a.len() + 22);
+        assert_eq!(
+            &b[22..],
+            &a[..],
+            "the preamble comes first, the rest unchanged"
+        );
+        // Text alone is not a chat: no template.
+        assert_eq!(templated.count("hi there"), 2);
     }
 
     #[test]

@@ -39,6 +39,10 @@ pub(crate) struct CalibrateArgs {
     /// prompts never answers a probe from an earlier run's cache).
     #[arg(long)]
     pub(crate) seed: Option<u64>,
+    /// Requests of each probe shape per client (a concurrency-c probe sends c times as many):
+    /// more give steadier medians and a longer profile.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub(crate) repeats: u32,
     /// Print the fit (or the check) as JSON instead of tables.
     #[arg(long)]
     pub(crate) json: bool,

@@ -21,7 +21,8 @@ use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::metrics::Slo;
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{
-    Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, fit, held_out, plan, predict,
+    Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, chat_template_tokens, fit,
+    held_out, plan, predict,
 };
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
@@ -33,8 +34,6 @@ use crate::output::calibrate as render;
 use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
 use crate::wiring::session::random_seed;
 
-/// Requests of each shape at concurrency 1 (each concurrency-c probe sends c times as many).
-const REPEATS: u32 = 3;
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `goodput calibrate`.
@@ -62,10 +61,15 @@ async fn calibrate(
     model: &str,
     server: &ServerFacts,
 ) -> Result<ExitCode> {
-    let facts = facts(model, server);
-    let shapes = plan(&facts, REPEATS);
+    let mut facts = facts(model, server);
+    let shapes = plan(&facts, args.repeats);
     let cancel = crate::wiring::session::cancel_on_signal();
     let measured = run_probes(args, client, model, &shapes, &cancel).await?;
+    let counted: Vec<(u32, f64)> = measured
+        .iter()
+        .map(|m| (m.probe.input_tokens, m.prompt_tokens))
+        .collect();
+    facts.chat_template_tokens = chat_template_tokens(&counted);
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
     let fit = fit(&facts, &probes).context("the fit")?;
     let config = calibrated_config(&facts, &fit.constants);
@@ -106,7 +110,7 @@ async fn check(
             .unwrap_or(engine.effective_max_model_len()),
         ..facts(model, server)
     };
-    let shapes = held_out(&facts, REPEATS);
+    let shapes = held_out(&facts, args.repeats);
     let cancel = crate::wiring::session::cancel_on_signal();
     let measured = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
     let live = Live {
@@ -326,6 +330,7 @@ fn facts(model: &str, server: &ServerFacts) -> Facts {
             .and_then(gguf_dtype)
             .unwrap_or(defaults.weight_dtype),
         kv_dtype: defaults.kv_dtype,
+        chat_template_tokens: defaults.chat_template_tokens,
     }
 }
 

@@ -35,6 +35,7 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
                 probe("--check", &["--check", "{batching}"], At("/wire")).without(&["--out"]),
                 probe("--json", &["--json"], At("/stdout")),
                 probe("--seed", &["--seed", "8"], At("/wire")),
+                probe("--repeats", &["--repeats", "1"], At("/wire")),
                 // Capacity is searched only under an SLO, in a check.
                 probe("--slo", &["--slo", "e2e=1s"], Refused("--check")),
                 probe(

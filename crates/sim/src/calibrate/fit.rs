@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::linalg::{Matrix, inverse, normal_equations, solve};
-use super::{Constants, Facts, ProbeShape, calibrated_config, predict};
+use super::{BatchFactor, Constants, Facts, ProbeShape, batch_layout, calibrated_config, predict};
 
 /// A probe as measured on the server: medians in seconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -23,7 +23,7 @@ pub struct MeasuredProbe {
 /// One fitted constant.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ConstantFit {
-    /// Name (see [`Constants::NAMES`]).
+    /// Name (see [`Constants::names`]).
     pub name: String,
     /// Unit.
     pub unit: String,
@@ -87,6 +87,8 @@ const ITERATIONS: usize = 60;
 /// of the simulated engine becomes infinite or zero.
 const LOG_BOUNDS: (f64, f64) = (-13.815_510_557_964_274, 20.723_265_836_946_41);
 const DIFF_STEP: f64 = 0.01;
+/// A fitted value below this (in its unit) is reported as 0.
+const NEGLIGIBLE: f64 = 1e-3;
 
 /// The figures one probe contributes: `(metric, measured)` pairs. A TPOT of 0 (every token
 /// of the answer arrived at once) measures nothing and is left out.
@@ -101,20 +103,19 @@ fn figures(probe: &MeasuredProbe) -> Vec<(&'static str, f64)> {
 struct Problem<'a> {
     facts: &'a Facts,
     probes: &'a [MeasuredProbe],
+    /// The constants' layout (which batch points); values replaced by each trial's.
+    layout: Constants,
 }
 
 impl Problem<'_> {
-    fn constants(log: &[f64]) -> Constants {
-        let mut v = [0.0; 6];
-        for (slot, value) in v.iter_mut().zip(log) {
-            *slot = value.exp();
-        }
-        Constants::from_vec(v)
+    fn constants(&self, log: &[f64]) -> Constants {
+        let values: Vec<f64> = log.iter().map(|v| v.exp()).collect();
+        self.layout.with_values(&values)
     }
 
     /// Log-ratios predicted / measured, and the predictions.
     fn residuals(&self, log: &[f64]) -> (Vec<f64>, Vec<f64>) {
-        let config = calibrated_config(self.facts, &Self::constants(log));
+        let config = calibrated_config(self.facts, &self.constants(log));
         let mut residuals = Vec::new();
         let mut predicted = Vec::new();
         for probe in self.probes {
@@ -146,9 +147,9 @@ fn sum_sq(r: &[f64]) -> f64 {
     r.iter().map(|v| v * v).sum()
 }
 
-/// A starting point from the measurements alone: weights streamed in the fastest batch-1
-/// TPOT, the longest prompt's GEMMs in its TTFT.
-fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Vec<f64> {
+/// A starting point from the measurements alone: weights streamed in half the fastest
+/// batch-1 TPOT, the longest prompt's GEMMs in its TTFT, no small-batch slowdown.
+fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Constants {
     let model = facts.model();
     let tpot = probes
         .iter()
@@ -160,23 +161,29 @@ fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Vec<f64> {
     let gemm = longest.map_or(1e3, |p| {
         model.linear_flops(f64::from(p.shape.prompt_tokens)) / p.ttft / 1e9
     });
-    let bandwidth = model.streamed_weight_bytes() / tpot.max(1e-6) / 1e9;
+    let bandwidth = model.streamed_weight_bytes() / (0.5 * tpot).max(1e-6) / 1e9;
     let ttft = probes.iter().map(|p| p.ttft).fold(f64::INFINITY, f64::min);
-    let guess = [
-        bandwidth,
-        gemm,
-        gemm,
-        bandwidth,
-        tpot.max(1e-6) * 1e6 * 0.05,
-        ttft.max(1e-6) * 1e6 * 0.1,
-    ];
-    guess
-        .iter()
-        .map(|v| {
-            let v = if v.is_finite() { *v } else { 1.0 };
-            v.ln().clamp(LOG_BOUNDS.0, LOG_BOUNDS.1)
-        })
-        .collect()
+    let shapes: Vec<ProbeShape> = probes.iter().map(|p| p.shape).collect();
+    let (points, full_rate_tokens) = batch_layout(facts, &shapes);
+    let sane = |v: f64| {
+        let v = if v.is_finite() { v } else { 1.0 };
+        v.ln().clamp(LOG_BOUNDS.0, LOG_BOUNDS.1).exp()
+    };
+    Constants {
+        weight_gb_per_sec: sane(bandwidth),
+        gemm_gflops: sane(gemm),
+        attention_gflops: sane(gemm),
+        kv_gb_per_sec: sane(bandwidth),
+        frontend_us: sane(ttft.max(1e-6) * 1e6 * 0.1),
+        batch_factors: points
+            .into_iter()
+            .map(|tokens| BatchFactor {
+                tokens,
+                factor: 1.0,
+            })
+            .collect(),
+        full_rate_tokens,
+    }
 }
 
 /// Fits the constants of a server with `facts` to `probes`.
@@ -191,8 +198,14 @@ pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
     if count < 2 {
         return Err(FitError::TooFew(count));
     }
-    let problem = Problem { facts, probes };
-    let log = minimise(&problem, initial(facts, probes));
+    let layout = initial(facts, probes);
+    let start = layout.values().iter().map(|v| v.ln()).collect();
+    let problem = Problem {
+        facts,
+        probes,
+        layout,
+    };
+    let log = minimise(&problem, start);
     Ok(summarise(&problem, &log))
 }
 
@@ -267,16 +280,17 @@ fn uncertainties(jacobian: &[Vec<f64>], residuals: &[f64]) -> Vec<Option<f64>> {
 }
 
 fn summarise(problem: &Problem<'_>, log: &[f64]) -> Fit {
-    let constants = Problem::constants(log);
+    let constants = problem.constants(log);
     let (r, predicted) = problem.residuals(log);
     let jacobian = problem.jacobian(log, &r);
     let sds = uncertainties(&jacobian, &r);
-    let table: Vec<ConstantFit> = Constants::NAMES
-        .iter()
-        .zip(constants.to_vec())
+    let table: Vec<ConstantFit> = constants
+        .names()
+        .into_iter()
+        .zip(constants.values())
         .zip(&sds)
         .map(|(((name, unit), value), sd)| ConstantFit {
-            name: (*name).to_string(),
+            name,
             unit: (*unit).to_string(),
             value,
             relative_uncertainty: *sd,
@@ -349,10 +363,17 @@ fn problems(table: &[ConstantFit], residuals: &[Residual], rms: f64) -> Vec<Stri
         ));
     }
     for constant in table.iter().filter(|c| c.relative_uncertainty.is_none()) {
-        out.push(format!(
-            "{} is not determined by the probes (its value barely changes the predictions)",
-            constant.name
-        ));
+        out.push(if constant.value < NEGLIGIBLE {
+            format!(
+                "{} fell to 0: the probes see no cost of its own beyond the other constants'",
+                constant.name
+            )
+        } else {
+            format!(
+                "{} is not determined by the probes (its value barely changes the predictions)",
+                constant.name
+            )
+        });
     }
     out
 }
@@ -375,14 +396,26 @@ mod tests {
         }
     }
 
+    /// Constants shaped like a CPU server's: GEMMs over one token nine times slower per token
+    /// than over a full batch, the slowdown fading by the shortest prefill probe.
     fn truth() -> Constants {
+        let shapes = plan(&facts(), 1);
+        let (points, full_rate_tokens) = batch_layout(&facts(), &shapes);
+        let slowdown = |n: u32| 1.0 + 8.0 / f64::from(n).powf(0.8);
         Constants {
             weight_gb_per_sec: 18.0,
             gemm_gflops: 85.0,
             attention_gflops: 30.0,
             kv_gb_per_sec: 1.5,
-            per_sequence_us: 2200.0,
             frontend_us: 900.0,
+            batch_factors: points
+                .into_iter()
+                .map(|tokens| BatchFactor {
+                    tokens,
+                    factor: slowdown(tokens),
+                })
+                .collect(),
+            full_rate_tokens,
         }
     }
 
@@ -407,9 +440,18 @@ mod tests {
     #[test]
     fn the_fit_recovers_the_constants_the_measurements_were_made_with() {
         let fit = fit(&facts(), &measured(&truth(), |_| 1.0)).unwrap();
-        for ((name, _), (got, want)) in Constants::NAMES
+        let truth = truth();
+        assert_eq!(fit.constants.full_rate_tokens, truth.full_rate_tokens);
+        assert_eq!(
+            fit.table.len(),
+            5 + truth.batch_factors.len(),
+            "{:?}",
+            fit.table
+        );
+        for ((name, _), (got, want)) in truth
+            .names()
             .iter()
-            .zip(fit.constants.to_vec().iter().zip(truth().to_vec()))
+            .zip(fit.constants.values().iter().zip(truth.values()))
         {
             assert!((got / want - 1.0).abs() < 0.03, "{name}: {got} vs {want}");
         }

@@ -43,6 +43,9 @@ pub struct Facts {
     pub weight_dtype: DType,
     /// KV cache format.
     pub kv_dtype: DType,
+    /// Tokens the server's chat template adds beyond OpenAI's per-message rule (measured:
+    /// [`chat_template_tokens`]).
+    pub chat_template_tokens: u32,
 }
 
 impl Default for Facts {
@@ -57,6 +60,7 @@ impl Default for Facts {
             params: 7.0e9,
             weight_dtype: DType::Bf16,
             kv_dtype: DType::Fp16,
+            chat_template_tokens: 0,
         }
     }
 }
@@ -96,56 +100,100 @@ impl Facts {
     }
 }
 
-/// The fitted constants: achieved rates of each operator class and the overheads.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+/// The fitted constants: achieved rates of each operator class, the slowdown of GEMMs over
+/// few tokens, and the frontend delay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Constants {
-    /// Bandwidth weights stream at, GB/s (the batch-1 decode floor).
+    /// Per-step time, expressed as the bandwidth the weights stream at, GB/s.
     pub weight_gb_per_sec: f64,
-    /// Rate of the weight GEMMs, GFLOP/s (prompt tokens).
+    /// Rate of the weight GEMMs at a full batch, GFLOP/s (prompt tokens).
     pub gemm_gflops: f64,
     /// Rate of causal prompt attention, GFLOP/s (grows with prompt length squared).
     pub attention_gflops: f64,
     /// Bandwidth decode attention reads the KV cache at, GB/s (grows with context).
     pub kv_gb_per_sec: f64,
-    /// Cost of every sequence in a step (sampling, bookkeeping), µs.
-    pub per_sequence_us: f64,
     /// Time from a request's arrival to the engine seeing it (HTTP, tokenisation), µs.
     pub frontend_us: f64,
+    /// How much slower per token a GEMM over `tokens` columns runs than at the full rate,
+    /// at the decode batches and short prompts the probes measured, ascending.
+    pub batch_factors: Vec<BatchFactor>,
+    /// From this many tokens on, GEMMs run at the full rate (the shortest prefill probe).
+    pub full_rate_tokens: u32,
 }
 
-impl Constants {
-    /// Names and units, in the order of [`Constants::to_vec`].
-    pub const NAMES: [(&'static str, &'static str); 6] = [
-        ("weight_bandwidth", "GB/s"),
-        ("gemm_rate", "GFLOP/s"),
-        ("attention_rate", "GFLOP/s"),
-        ("kv_read_bandwidth", "GB/s"),
-        ("per_sequence", "µs"),
-        ("frontend", "µs"),
-    ];
+/// One point of the small-batch GEMM slowdown.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BatchFactor {
+    /// Tokens in the step (columns of its GEMMs).
+    pub tokens: u32,
+    /// Time per token relative to the full rate.
+    pub factor: f64,
+}
 
-    /// The constants as a vector.
-    pub fn to_vec(self) -> [f64; 6] {
-        [
+/// The rates' names and units, in the order of [`Constants::values`].
+const RATE_NAMES: [(&str, &str); 5] = [
+    ("weight_bandwidth", "GB/s"),
+    ("gemm_rate", "GFLOP/s"),
+    ("attention_rate", "GFLOP/s"),
+    ("kv_read_bandwidth", "GB/s"),
+    ("frontend", "µs"),
+];
+
+impl Constants {
+    /// Names and units, in the order of [`Constants::values`]: the five rates, then one
+    /// `gemm_factor@N` per batch point.
+    pub fn names(&self) -> Vec<(String, &'static str)> {
+        let rates = RATE_NAMES.iter().map(|(n, u)| ((*n).to_string(), *u));
+        let points = self
+            .batch_factors
+            .iter()
+            .map(|p| (format!("gemm_factor@{}", p.tokens), "×"));
+        rates.chain(points).collect()
+    }
+
+    /// Every fitted value.
+    pub fn values(&self) -> Vec<f64> {
+        let rates = [
             self.weight_gb_per_sec,
             self.gemm_gflops,
             self.attention_gflops,
             self.kv_gb_per_sec,
-            self.per_sequence_us,
             self.frontend_us,
-        ]
+        ];
+        rates
+            .into_iter()
+            .chain(self.batch_factors.iter().map(|p| p.factor))
+            .collect()
     }
 
-    /// The constants from a vector in [`Constants::NAMES`] order.
-    pub fn from_vec(v: [f64; 6]) -> Self {
-        Constants {
-            weight_gb_per_sec: v[0],
-            gemm_gflops: v[1],
-            attention_gflops: v[2],
-            kv_gb_per_sec: v[3],
-            per_sequence_us: v[4],
-            frontend_us: v[5],
+    /// These constants with `values` (in [`Constants::values`] order) in place of theirs;
+    /// missing values keep the current ones.
+    pub fn with_values(&self, values: &[f64]) -> Constants {
+        let mut out = self.clone();
+        let get = |i: usize, current: f64| values.get(i).copied().unwrap_or(current);
+        out.weight_gb_per_sec = get(0, self.weight_gb_per_sec);
+        out.gemm_gflops = get(1, self.gemm_gflops);
+        out.attention_gflops = get(2, self.attention_gflops);
+        out.kv_gb_per_sec = get(3, self.kv_gb_per_sec);
+        out.frontend_us = get(4, self.frontend_us);
+        for (i, point) in out.batch_factors.iter_mut().enumerate() {
+            point.factor = get(RATE_NAMES.len() + i, point.factor);
         }
+        out
+    }
+
+    /// The engine's `gemm_batch_factors`: the fitted points, then 1 at the full rate.
+    fn engine_batch_factors(&self) -> Vec<[f64; 2]> {
+        let mut points: Vec<[f64; 2]> = self
+            .batch_factors
+            .iter()
+            .filter(|p| p.tokens < self.full_rate_tokens)
+            .map(|p| [f64::from(p.tokens.max(1)), p.factor])
+            .collect();
+        if !points.is_empty() {
+            points.push([f64::from(self.full_rate_tokens), 1.0]);
+        }
+        points
     }
 }
 
@@ -200,18 +248,92 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         overheads: Some(StepOverheads {
             per_step_us: 0.0,
             per_layer_us: 0.0,
-            per_sequence_us: constants.per_sequence_us,
+            per_sequence_us: 0.0,
             per_prefill_us: 0.0,
             frontend_us: constants.frontend_us,
         }),
         speculative: None,
         roofline: Roofline::Sum,
+        gemm_batch_factors: constants.engine_batch_factors(),
     };
     SimConfig {
         engine: EngineConfig::Batching(engine),
         served_model_name: Some(facts.model_name.clone()),
+        chat_template_tokens: facts.chat_template_tokens,
         ..SimConfig::default()
     }
+}
+
+/// Tokens the simulator counts for one user message beyond its text (OpenAI's rule: the
+/// message's three markers, the role, the reply's three priming tokens).
+const OPENAI_CHAT_TOKENS: f64 =
+    (crate::text::TOKENS_PER_MESSAGE + 1 + crate::text::REPLY_PRIMING_TOKENS) as f64;
+
+/// The server's chat-template tokens beyond what the simulator counts: the median, over the
+/// probes, of the prompt tokens the server counted less the simulator's count of the same
+/// one-message chat (`(input tokens sent, mean prompt tokens the server counted)` pairs).
+/// A server whose tokenizer splits text differently shifts it by that difference.
+pub fn chat_template_tokens(probes: &[(u32, f64)]) -> u32 {
+    let mut extra: Vec<f64> = probes
+        .iter()
+        .map(|(input, counted)| counted - f64::from(*input) - OPENAI_CHAT_TOKENS)
+        .filter(|v| v.is_finite())
+        .collect();
+    if extra.is_empty() {
+        return 0;
+    }
+    extra.sort_by(f64::total_cmp);
+    let median = extra[extra.len() / 2];
+    median.round().clamp(0.0, f64::from(u32::MAX)) as u32
+}
+
+/// Answer tokens of a prefill probe: few enough that its TTFT is the prompt's cost.
+pub const PREFILL_ANSWER: u32 = 4;
+
+/// The concurrency sweep: every level from 2 to 4 (where a CPU's GEMM kernels change most),
+/// then doubling, and the slots themselves.
+fn sweep(slots: u32) -> Vec<u32> {
+    let mut levels: Vec<u32> = (2..=slots.min(4)).collect();
+    let mut next = 8;
+    while next < slots {
+        levels.push(next);
+        next *= 2;
+    }
+    if slots > 4 {
+        levels.push(slots);
+    }
+    levels
+}
+
+/// Where the fit places the GEMM slowdown's points: every decode batch the probes form (their
+/// concurrency, capped at the slots) and every prompt at most half the shortest prefill
+/// probe's, which is where GEMMs are taken to reach the full rate. Returns the points and
+/// that full-rate token count.
+pub fn batch_layout(facts: &Facts, probes: &[ProbeShape]) -> (Vec<u32>, u32) {
+    let slots = facts.slots.max(1);
+    let full = probes
+        .iter()
+        .filter(|p| p.output_tokens <= PREFILL_ANSWER)
+        .map(|p| p.prompt_tokens)
+        .min()
+        .unwrap_or(64)
+        .max(slots + 1);
+    // Prompts within a factor of 2 of the full rate are the same length as far as the
+    // probes can tell (the server counts the same prompt ±2 tokens from probe to probe).
+    let short = probes
+        .iter()
+        .map(|p| p.prompt_tokens)
+        .filter(|&n| n.saturating_mul(2) <= full);
+    let mut points: Vec<u32> = probes
+        .iter()
+        .map(|p| p.concurrency.clamp(1, slots))
+        .chain(short)
+        .chain([1])
+        .filter(|&n| n < full)
+        .collect();
+    points.sort_unstable();
+    points.dedup();
+    (points, full)
 }
 
 /// The probes a calibration runs, in order: batch-1 decode at a short and a long context,
@@ -231,14 +353,12 @@ pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
     let mut probes = vec![
         shape(1, 16, answer),
         shape(1, longest, answer),
-        shape(1, longest / 8, 4),
-        shape(1, longest / 2, 4),
+        shape(1, longest / 8, PREFILL_ANSWER),
+        shape(1, longest / 2, PREFILL_ANSWER),
     ];
     let slots = facts.slots.max(1);
-    let mut concurrency = 2;
-    while concurrency <= slots {
+    for concurrency in sweep(slots) {
         probes.push(shape(concurrency, 64.min(longest), answer));
-        concurrency *= 2;
     }
     // Every slot decoding at a long context: how the KV reads of a batch add up.
     probes.push(shape(slots, longest / 2, answer));
@@ -294,8 +414,18 @@ mod tests {
             gemm_gflops: 90.0,
             attention_gflops: 40.0,
             kv_gb_per_sec: 30.0,
-            per_sequence_us: 2000.0,
             frontend_us: 1000.0,
+            batch_factors: vec![
+                BatchFactor {
+                    tokens: 1,
+                    factor: 6.0,
+                },
+                BatchFactor {
+                    tokens: 4,
+                    factor: 3.0,
+                },
+            ],
+            full_rate_tokens: 64,
         };
         let config = calibrated_config(&Facts::default(), &constants);
         config.validate().unwrap();
@@ -303,5 +433,75 @@ mod tests {
         let back: SimConfig = toml::from_str(&text).unwrap();
         back.validate().unwrap();
         assert_eq!(back, config);
+        let EngineConfig::Batching(engine) = &config.engine else {
+            panic!("{config:?}")
+        };
+        assert_eq!(
+            engine.gemm_batch_factors,
+            vec![[1.0, 6.0], [4.0, 3.0], [64.0, 1.0]]
+        );
+    }
+
+    #[test]
+    fn the_template_tokens_are_the_median_excess_over_the_simulators_count() {
+        // llama.cpp's test model: 28 template tokens and a tokenizer 2 % longer than cl100k.
+        let probes = [
+            (16, 44.0),
+            (512, 550.0),
+            (64, 93.0),
+            (256, 288.0),
+            (64, 93.2),
+        ];
+        assert_eq!(chat_template_tokens(&probes), 22);
+        assert_eq!(chat_template_tokens(&[(64, 71.0)]), 0);
+        assert_eq!(chat_template_tokens(&[(64, 60.0)]), 0);
+        assert_eq!(chat_template_tokens(&[]), 0);
+        let config = calibrated_config(
+            &Facts {
+                chat_template_tokens: 22,
+                ..Facts::default()
+            },
+            &Constants {
+                weight_gb_per_sec: 1.0,
+                gemm_gflops: 1.0,
+                attention_gflops: 1.0,
+                kv_gb_per_sec: 1.0,
+                frontend_us: 1.0,
+                batch_factors: Vec::new(),
+                full_rate_tokens: 64,
+            },
+        );
+        assert_eq!(config.chat_template_tokens, 22);
+    }
+
+    #[test]
+    fn the_sweep_takes_every_level_to_four_then_doubles_to_the_slots() {
+        assert_eq!(sweep(1), Vec::<u32>::new());
+        assert_eq!(sweep(4), vec![2, 3, 4]);
+        assert_eq!(sweep(12), vec![2, 3, 4, 8, 12]);
+        assert_eq!(sweep(16), vec![2, 3, 4, 8, 16]);
+    }
+
+    #[test]
+    fn the_batch_points_are_the_decode_batches_and_the_prompts_below_the_full_rate() {
+        let facts = Facts {
+            slots: 4,
+            context_per_slot: 2048,
+            ..Facts::default()
+        };
+        let (points, full) = batch_layout(&facts, &plan(&facts, 1));
+        assert_eq!(full, 128);
+        assert_eq!(points, vec![1, 2, 3, 4, 16, 64]);
+        // As the server counts them: the sweep's prompts a token above the prefill probe's.
+        let counted: Vec<ProbeShape> = plan(&facts, 1)
+            .into_iter()
+            .map(|p| ProbeShape {
+                prompt_tokens: p.prompt_tokens + 28 + u32::from(p.concurrency > 1),
+                ..p
+            })
+            .collect();
+        let (points, full) = batch_layout(&facts, &counted);
+        assert_eq!(full, 156);
+        assert_eq!(points, vec![1, 2, 3, 4, 44]);
     }
 }

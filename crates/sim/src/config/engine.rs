@@ -49,6 +49,12 @@ pub struct BatchingConfig {
     pub speculative: Option<SpeculativeConfig>,
     /// How a step's weight reads and arithmetic combine (`max`: a GPU; `sum`: a CPU server).
     pub roofline: Roofline,
+    /// How much slower per token a GEMM over few tokens runs than a large batch:
+    /// `[tokens, factor]` points, ascending, interpolated in log–log; the first point's factor
+    /// below it, the last one's above it. Empty (the default): every batch at the GEMM rate.
+    /// `goodput calibrate` fits it (a CPU's kernels use their width only from some columns on).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gemm_batch_factors: Vec<[f64; 2]>,
 }
 
 impl Default for BatchingConfig {
@@ -71,6 +77,7 @@ impl Default for BatchingConfig {
             overheads: None,
             speculative: None,
             roofline: Roofline::Max,
+            gemm_batch_factors: Vec::new(),
         }
     }
 }
@@ -133,11 +140,54 @@ impl BatchingConfig {
             ));
         }
         self.effective_overheads().validate()?;
+        validate_batch_factors(&self.gemm_batch_factors)?;
         if let Some(speculative) = &self.speculative {
             speculative.validate()?;
         }
         Ok(())
     }
+}
+
+/// The GEMM slowdown at `tokens` columns: `points` interpolated in log–log, held flat
+/// beyond their ends; 1 without points.
+pub(crate) fn gemm_batch_factor(points: &[[f64; 2]], tokens: f64) -> f64 {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return 1.0;
+    };
+    if tokens <= first[0] {
+        return first[1];
+    }
+    if tokens >= last[0] {
+        return last[1];
+    }
+    let upper = points
+        .partition_point(|p| p[0] < tokens)
+        .min(points.len() - 1);
+    let ([n0, f0], [n1, f1]) = (points[upper.saturating_sub(1)], points[upper]);
+    let at = (tokens / n0).ln() / (n1 / n0).ln();
+    (f0.ln() + at * (f1 / f0).ln()).exp()
+}
+
+fn validate_batch_factors(points: &[[f64; 2]]) -> Result<(), ConfigError> {
+    let field = "gemm_batch_factors";
+    for [tokens, factor] in points {
+        if !(tokens.is_finite() && *tokens >= 1.0) {
+            return Err(ConfigError::invalid(
+                field,
+                "token counts must be 1 or more",
+            ));
+        }
+        if !(factor.is_finite() && *factor > 0.0) {
+            return Err(ConfigError::invalid(field, "factors must be positive"));
+        }
+    }
+    if points.windows(2).any(|w| w[1][0] <= w[0][0]) {
+        return Err(ConfigError::invalid(
+            field,
+            "points must be in ascending order of tokens, each once",
+        ));
+    }
+    Ok(())
 }
 
 /// Speculative decoding: a draft model proposes tokens the target model verifies in one step.

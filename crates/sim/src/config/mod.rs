@@ -8,6 +8,7 @@ mod faults;
 mod policy;
 
 pub use agent::{AgentConfig, ReasoningFormat};
+pub(crate) use engine::gemm_batch_factor;
 pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig};
 pub use faults::FaultConfig;
 pub use policy::{EnginePolicy, Roofline, StepOverheads};
@@ -38,6 +39,10 @@ pub struct SimConfig {
     pub faults: FaultConfig,
     /// How `usage.prompt_tokens` is counted.
     pub prompt_tokenizer: PromptTokenizer,
+    /// Tokens the model's chat template adds to every chat prompt beyond the per-message
+    /// markers of OpenAI's rule (a system preamble, longer tags: 21–31 on llama.cpp's test
+    /// model); `goodput calibrate` measures it. Default 0.
+    pub chat_template_tokens: u32,
     /// Mean answer length when a request lets the model stop (no `ignore_eos`): the
     /// end-of-sequence position is drawn from a geometric distribution with this mean (never
     /// before `min_tokens`). Absent: the model never stops early and answers fill `max_tokens`.
@@ -60,6 +65,7 @@ impl Default for SimConfig {
             seed: 0,
             faults: FaultConfig::default(),
             prompt_tokenizer: PromptTokenizer::Cl100k,
+            chat_template_tokens: 0,
             natural_output_tokens_mean: None,
             agent: AgentConfig::default(),
             replicas: 1,
@@ -336,6 +342,24 @@ mod tests {
         };
         assert_eq!(fixed.ttft, Duration::from_millis(250));
         assert_eq!(fixed.itl, Duration::from_micros(5500));
+    }
+
+    #[test]
+    fn gemm_batch_factors_must_be_ascending_positive_points() {
+        for (points, says) in [
+            ("[[4.0, 2.0], [1.0, 8.0]]", "ascending"),
+            ("[[1.0, 8.0], [1.0, 2.0]]", "ascending"),
+            ("[[0.5, 8.0]]", "1 or more"),
+            ("[[1.0, 0.0]]", "positive"),
+        ] {
+            let text = format!("[engine]\nkind = \"batching\"\ngemm_batch_factors = {points}\n");
+            let config: SimConfig = toml::from_str(&text).unwrap();
+            let error = config.validate().unwrap_err().to_string();
+            assert!(
+                error.contains("gemm_batch_factors") && error.contains(says),
+                "{points}: {error}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! comm      = 2 · layers · (all_reduce_us · log2 tp + N · hidden · 2 B · 2(tp−1)/tp / link)       (tp > 1)
 //! draft     = K · (c_draft / c_target) · (linear + logits + attn_dec)                         (speculative)
 //! overhead  = per_step + per_layer · layers + per_sequence · sequences + per_prefill (if any prompt)
+//! (GEMM FLOPs of n columns × gemm_batch_factors(n) when configured: small batches run slower)
 //! step      = linear + logits + attn_pre + attn_dec + comm + draft + overhead
 //! ```
 //! With `roofline = "sum"` (a CPU server) every `max(compute, bytes)` above is a sum instead:
@@ -25,7 +26,7 @@ use std::time::Duration;
 
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 
-use crate::config::{BatchingConfig, Roofline, StepOverheads};
+use crate::config::{BatchingConfig, Roofline, StepOverheads, gemm_batch_factor};
 
 /// One sequence's share of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +117,7 @@ pub struct StepCostModel {
     overheads: StepOverheads,
     draft_factor: f64,
     summed: bool,
+    batch_factors: Vec<[f64; 2]>,
 }
 
 /// Token sums of a batch.
@@ -143,6 +145,7 @@ impl StepCostModel {
             overheads: config.effective_overheads(),
             draft_factor,
             summed: config.roofline == Roofline::Sum,
+            batch_factors: config.gemm_batch_factors.clone(),
         }
     }
 
@@ -153,6 +156,11 @@ impl StepCostModel {
         } else {
             compute_secs.max(memory_secs)
         }
+    }
+
+    /// FLOPs of a GEMM over `tokens` columns, slowed by the configured small-batch factor.
+    fn gemm_flops(&self, flops: f64, tokens: f64) -> f64 {
+        flops * gemm_batch_factor(&self.batch_factors, tokens)
     }
 
     /// The overheads this model charges.
@@ -195,7 +203,7 @@ impl StepCostModel {
         let kv = self.model.kv_bytes_per_token();
         let logits_secs = if t.sampled > 0.0 {
             self.roof(
-                self.model.logits_flops(t.sampled) / gemm,
+                self.gemm_flops(self.model.logits_flops(t.sampled), t.sampled) / gemm,
                 self.model.logits_weight_bytes() / stream,
             )
         } else {
@@ -207,7 +215,8 @@ impl StepCostModel {
         );
         let decode_attention_secs = (t.decode_kv_tokens + t.prefill_tokens) * kv / kv_read;
         let mut cost = StepCost {
-            linear_compute_secs: self.model.layer_linear_flops(t.tokens) / gemm,
+            linear_compute_secs: self.gemm_flops(self.model.layer_linear_flops(t.tokens), t.tokens)
+                / gemm,
             linear_memory_secs: self.model.layer_weight_bytes() / stream,
             logits_secs,
             prefill_attention_secs,
@@ -412,5 +421,49 @@ mod tests {
         // The GPU default still overlaps them.
         let gpu = StepCostModel::new(&BatchingConfig::default()).cost(&decodes, false);
         assert!(!gpu.summed && gpu.linear_secs() == gpu.linear_memory_secs);
+    }
+
+    #[test]
+    fn gemm_batch_factors_slow_small_batches_by_their_interpolated_factor() {
+        let base = BatchingConfig {
+            roofline: Roofline::Sum,
+            ..BatchingConfig::default()
+        };
+        let slowed = BatchingConfig {
+            gemm_batch_factors: vec![[1.0, 8.0], [4.0, 2.0], [64.0, 1.0]],
+            ..base.clone()
+        };
+        slowed.validate().unwrap();
+        let (plain, slow) = (StepCostModel::new(&base), StepCostModel::new(&slowed));
+        // Log–log between the points: 2 tokens halfway from 8 to 2, 16 halfway from 2 to 1.
+        let expected = [
+            (1, 8.0),
+            (2, 4.0),
+            (4, 2.0),
+            (16, 2f64.sqrt()),
+            (64, 1.0),
+            (512, 1.0),
+        ];
+        for (tokens, factor) in expected {
+            let batch = [prompt(tokens)];
+            let ratio = slow.cost(&batch, false).linear_compute_secs
+                / plain.cost(&batch, false).linear_compute_secs;
+            assert!(
+                (ratio - factor).abs() < 1e-9,
+                "{tokens}: {ratio} vs {factor}"
+            );
+        }
+        // The output head is a GEMM over the sampled positions: two decodes, factor 4.
+        let (a, b) = (
+            plain.cost(&decode_batch(2, 0), false),
+            slow.cost(&decode_batch(2, 0), false),
+        );
+        let head = |c: &StepCost| {
+            c.logits_secs - plain.model.logits_weight_bytes() / plain.gpu.effective_bandwidth()
+        };
+        assert!((head(&b) / head(&a) - 4.0).abs() < 1e-9, "{a:?} {b:?}");
+        // Weight reads and attention do not change.
+        assert_eq!(a.linear_memory_secs, b.linear_memory_secs);
+        assert_eq!(a.decode_attention_secs, b.decode_attention_secs);
     }
 }

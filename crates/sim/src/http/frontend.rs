@@ -60,7 +60,8 @@ pub struct Frontend {
 impl Frontend {
     /// The front end of a server running `config`.
     pub fn new(config: &SimConfig) -> Frontend {
-        let tokenizer = Tokenizer::new(config.prompt_tokenizer);
+        let tokenizer =
+            Tokenizer::new(config.prompt_tokenizer).with_chat_template(config.chat_template_tokens);
         tokenizer.warm_up();
         Frontend {
             context: PromptContext {

@@ -116,7 +116,8 @@ impl SimServer {
         })?;
         let model_name = config.model_name();
         let max_model_len = config.engine.max_model_len();
-        let tokenizer = Tokenizer::new(config.prompt_tokenizer);
+        let tokenizer =
+            Tokenizer::new(config.prompt_tokenizer).with_chat_template(config.chat_template_tokens);
         tokenizer.warm_up();
         let (cache, block_size) = cache_info(&config);
         let metrics = ServerMetrics::new(&model_name, max_model_len, cache);
