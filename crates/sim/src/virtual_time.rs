@@ -110,9 +110,15 @@ impl Simulation {
         self.engine.as_ref()
     }
 
-    /// Advances to `at` (not before now) and submits `request` there.
+    /// Advances to just before `at` (not before now) and submits `request` at `at`.
     pub fn submit(&mut self, at: SimTime, request: EngineRequest) {
-        self.run_until(at.max(self.now));
+        // Everything before `at` happens first; what happens at `at` itself waits, so requests
+        // submitted at the same instant reach the engine together.
+        let before = at.saturating_sub(SimTime::from_nanos(1));
+        if before > self.now {
+            self.run_until(before);
+        }
+        self.now = self.now.max(at);
         let id = request.id;
         let mut timeline = RequestTimeline {
             id,

@@ -298,3 +298,27 @@ fn the_frontend_latency_adds_to_ttft_without_taking_engine_time() {
     let step = sim.steps()[0];
     assert_eq!(timeline.ttft(), Some(frontend + step.duration));
 }
+
+#[test]
+fn requests_reaching_an_idle_engine_together_share_their_first_step() {
+    for frontend_us in [0.0, 4000.0] {
+        let mut config = BatchingConfig::default();
+        let mut overheads = config.effective_overheads();
+        overheads.frontend_us = frontend_us;
+        config.overheads = Some(overheads);
+        let mut sim = Simulation::new(engine(config));
+        for id in 0..2 {
+            sim.submit(Duration::ZERO, request(id, 512, 4));
+        }
+        sim.submit(Duration::from_micros(1), request(2, 512, 4));
+        while !sim.run_next().is_empty() {}
+        let ttfts: Vec<Duration> = sim.timelines().iter().map(|t| t.ttft().unwrap()).collect();
+        // One step for the two sent together (as a server batches what is queued when its
+        // loop wakes); the one a microsecond later waits for that step to end.
+        assert_eq!(ttfts[0], ttfts[1], "frontend {frontend_us} µs: {ttfts:?}");
+        assert!(
+            ttfts[2] > ttfts[0] + Duration::from_millis(5),
+            "frontend {frontend_us} µs: {ttfts:?}"
+        );
+    }
+}

@@ -89,6 +89,8 @@ const LOG_BOUNDS: (f64, f64) = (-13.815_510_557_964_274, 20.723_265_836_946_41);
 const DIFF_STEP: f64 = 0.01;
 /// A fitted value below this (in its unit) is reported as 0.
 const NEGLIGIBLE: f64 = 1e-3;
+/// A fitted rate above this (in its unit: GB/s, GFLOP/s) is reported as unbounded.
+const UNBOUNDED: f64 = 1e6;
 
 /// The figures one probe contributes: `(metric, measured)` pairs. A TPOT of 0 (every token
 /// of the answer arrived at once) measures nothing and is left out.
@@ -162,7 +164,6 @@ fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Constants {
         model.linear_flops(f64::from(p.shape.prompt_tokens)) / p.ttft / 1e9
     });
     let bandwidth = model.streamed_weight_bytes() / (0.5 * tpot).max(1e-6) / 1e9;
-    let ttft = probes.iter().map(|p| p.ttft).fold(f64::INFINITY, f64::min);
     let shapes: Vec<ProbeShape> = probes.iter().map(|p| p.shape).collect();
     let (points, full_rate_tokens) = batch_layout(facts, &shapes);
     let sane = |v: f64| {
@@ -174,7 +175,6 @@ fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Constants {
         gemm_gflops: sane(gemm),
         attention_gflops: sane(gemm),
         kv_gb_per_sec: sane(bandwidth),
-        frontend_us: sane(ttft.max(1e-6) * 1e6 * 0.1),
         batch_factors: points
             .into_iter()
             .map(|tokens| BatchFactor {
@@ -368,6 +368,12 @@ fn problems(table: &[ConstantFit], residuals: &[Residual], rms: f64) -> Vec<Stri
                 "{} fell to 0: the probes see no cost of its own beyond the other constants'",
                 constant.name
             )
+        } else if constant.value > UNBOUNDED {
+            format!(
+                "{} grew without bound: what it prices costs nothing the probes can tell from \
+                 the other constants'",
+                constant.name
+            )
         } else {
             format!(
                 "{} is not determined by the probes (its value barely changes the predictions)",
@@ -407,7 +413,6 @@ mod tests {
             gemm_gflops: 85.0,
             attention_gflops: 30.0,
             kv_gb_per_sec: 1.5,
-            frontend_us: 900.0,
             batch_factors: points
                 .into_iter()
                 .map(|tokens| BatchFactor {
@@ -444,7 +449,7 @@ mod tests {
         assert_eq!(fit.constants.full_rate_tokens, truth.full_rate_tokens);
         assert_eq!(
             fit.table.len(),
-            5 + truth.batch_factors.len(),
+            4 + truth.batch_factors.len(),
             "{:?}",
             fit.table
         );

@@ -100,8 +100,9 @@ impl Facts {
     }
 }
 
-/// The fitted constants: achieved rates of each operator class, the slowdown of GEMMs over
-/// few tokens, and the frontend delay.
+/// The fitted constants: achieved rates of each operator class and the slowdown of GEMMs over
+/// few tokens. A frontend delay is not among them: a client cannot tell it from the per-step
+/// time (both add the same to every TTFT), so the per-step time carries it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Constants {
     /// Per-step time, expressed as the bandwidth the weights stream at, GB/s.
@@ -112,8 +113,6 @@ pub struct Constants {
     pub attention_gflops: f64,
     /// Bandwidth decode attention reads the KV cache at, GB/s (grows with context).
     pub kv_gb_per_sec: f64,
-    /// Time from a request's arrival to the engine seeing it (HTTP, tokenisation), µs.
-    pub frontend_us: f64,
     /// How much slower per token a GEMM over `tokens` columns runs than at the full rate,
     /// at the decode batches and short prompts the probes measured, ascending.
     pub batch_factors: Vec<BatchFactor>,
@@ -131,16 +130,15 @@ pub struct BatchFactor {
 }
 
 /// The rates' names and units, in the order of [`Constants::values`].
-const RATE_NAMES: [(&str, &str); 5] = [
+const RATE_NAMES: [(&str, &str); 4] = [
     ("weight_bandwidth", "GB/s"),
     ("gemm_rate", "GFLOP/s"),
     ("attention_rate", "GFLOP/s"),
     ("kv_read_bandwidth", "GB/s"),
-    ("frontend", "µs"),
 ];
 
 impl Constants {
-    /// Names and units, in the order of [`Constants::values`]: the five rates, then one
+    /// Names and units, in the order of [`Constants::values`]: the four rates, then one
     /// `gemm_factor@N` per batch point.
     pub fn names(&self) -> Vec<(String, &'static str)> {
         let rates = RATE_NAMES.iter().map(|(n, u)| ((*n).to_string(), *u));
@@ -158,7 +156,6 @@ impl Constants {
             self.gemm_gflops,
             self.attention_gflops,
             self.kv_gb_per_sec,
-            self.frontend_us,
         ];
         rates
             .into_iter()
@@ -175,7 +172,6 @@ impl Constants {
         out.gemm_gflops = get(1, self.gemm_gflops);
         out.attention_gflops = get(2, self.attention_gflops);
         out.kv_gb_per_sec = get(3, self.kv_gb_per_sec);
-        out.frontend_us = get(4, self.frontend_us);
         for (i, point) in out.batch_factors.iter_mut().enumerate() {
             point.factor = get(RATE_NAMES.len() + i, point.factor);
         }
@@ -250,7 +246,7 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
             per_layer_us: 0.0,
             per_sequence_us: 0.0,
             per_prefill_us: 0.0,
-            frontend_us: constants.frontend_us,
+            frontend_us: 0.0,
         }),
         speculative: None,
         roofline: Roofline::Sum,
@@ -306,8 +302,8 @@ fn sweep(slots: u32) -> Vec<u32> {
 }
 
 /// Where the fit places the GEMM slowdown's points: every decode batch the probes form (their
-/// concurrency, capped at the slots) and every prompt at most half the shortest prefill
-/// probe's, which is where GEMMs are taken to reach the full rate. Returns the points and
+/// concurrency, capped at the slots) and every prompt a single client sent that is at most half
+/// the shortest prefill probe's, which is where GEMMs are taken to reach the full rate. Returns the points and
 /// that full-rate token count.
 pub fn batch_layout(facts: &Facts, probes: &[ProbeShape]) -> (Vec<u32>, u32) {
     let slots = facts.slots.max(1);
@@ -318,10 +314,12 @@ pub fn batch_layout(facts: &Facts, probes: &[ProbeShape]) -> (Vec<u32>, u32) {
         .min()
         .unwrap_or(64)
         .max(slots + 1);
-    // Prompts within a factor of 2 of the full rate are the same length as far as the
-    // probes can tell (the server counts the same prompt ±2 tokens from probe to probe).
+    // A prompt runs alone only at concurrency 1 (clients sent together share a step); one
+    // within a factor of 2 of the full rate is the same length as far as the probes can tell
+    // (the server counts the same prompt ±2 tokens from probe to probe).
     let short = probes
         .iter()
+        .filter(|p| p.concurrency == 1)
         .map(|p| p.prompt_tokens)
         .filter(|&n| n.saturating_mul(2) <= full);
     let mut points: Vec<u32> = probes
@@ -414,7 +412,6 @@ mod tests {
             gemm_gflops: 90.0,
             attention_gflops: 40.0,
             kv_gb_per_sec: 30.0,
-            frontend_us: 1000.0,
             batch_factors: vec![
                 BatchFactor {
                     tokens: 1,
@@ -466,7 +463,6 @@ mod tests {
                 gemm_gflops: 1.0,
                 attention_gflops: 1.0,
                 kv_gb_per_sec: 1.0,
-                frontend_us: 1.0,
                 batch_factors: Vec::new(),
                 full_rate_tokens: 64,
             },
@@ -491,7 +487,7 @@ mod tests {
         };
         let (points, full) = batch_layout(&facts, &plan(&facts, 1));
         assert_eq!(full, 128);
-        assert_eq!(points, vec![1, 2, 3, 4, 16, 64]);
+        assert_eq!(points, vec![1, 2, 3, 4, 16]);
         // As the server counts them: the sweep's prompts a token above the prefill probe's.
         let counted: Vec<ProbeShape> = plan(&facts, 1)
             .into_iter()

@@ -126,11 +126,16 @@ impl BatchingEngine {
         }
     }
 
-    /// Puts a request that reached the engine in the waiting queue and starts a step if idle.
-    fn enqueue(&mut self, now: SimTime, seq: Sequence) {
-        self.waiting.push_back(seq);
-        if self.step.is_none() {
-            self.start_step(now);
+    /// Takes the request at the head of `arriving` into the waiting queue; an idle engine
+    /// starts a step once every request reaching it at that same instant is in, so identical
+    /// requests sent together share their first step as on a real server.
+    fn admit_arrival(&mut self, at: SimTime) {
+        if let Some((_, seq)) = self.arriving.pop_front() {
+            self.waiting.push_back(seq);
+        }
+        let more_now = self.arriving.front().is_some_and(|(next, _)| *next <= at);
+        if self.step.is_none() && !more_now {
+            self.start_step(at);
         }
     }
 
@@ -409,12 +414,10 @@ impl BatchingEngine {
 impl Engine for BatchingEngine {
     fn submit(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
         self.check(&request)?;
-        if self.frontend.is_zero() {
-            self.enqueue(now, Sequence::new(request));
-        } else {
-            self.arriving
-                .push_back((now + self.frontend, Sequence::new(request)));
-        }
+        // Through the frontend; with none the request still waits for `advance` at `now`, so
+        // requests submitted at the same instant start their step together.
+        self.arriving
+            .push_back((now + self.frontend, Sequence::new(request)));
         Ok(())
     }
 
@@ -447,9 +450,7 @@ impl Engine for BatchingEngine {
             let arrival = self.arriving.front().map(|(at, _)| *at);
             // A request through the frontend by the end of a step joins that step's successor.
             if let Some(at) = arrival.filter(|at| *at <= now && step_end.is_none_or(|e| *at <= e)) {
-                if let Some((_, seq)) = self.arriving.pop_front() {
-                    self.enqueue(at, seq);
-                }
+                self.admit_arrival(at);
             } else if let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
                 let ends_at = step.ends_at;
                 self.complete_step(step);
