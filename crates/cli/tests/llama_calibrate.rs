@@ -28,8 +28,9 @@ const PROMPT: u32 = 64;
 const ANSWER: u32 = 24;
 /// Requests of every capacity probe.
 const REQUESTS: &str = "8";
-/// Requests of every half-load run: with 8, the same run's medians moved by 10–40 % from one
-/// minute to the next on this server (TTFT 770–1,076 ms); with 24 by 3–6 %.
+/// Requests of every half-load run and of the runs alone that set the SLO: with 8, the same
+/// run's medians moved by 10–40 % from one minute to the next on this server (TTFT
+/// 770–1,076 ms); with 24 by 3–6 %.
 const HALF_LOAD_REQUESTS: &str = "24";
 /// Largest factor between predicted and measured capacity.
 const CAPACITY_FACTOR: f64 = 2.0;

@@ -12,6 +12,7 @@ mod predict;
 pub use fit::{ConstantFit, Fit, FitError, MeasuredProbe, POOR_RMS, Residual, fit};
 pub use predict::{Predicted, ProbeShape, Tail, predict};
 
+use goodput_protocol::ChatMessage;
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
@@ -260,19 +261,22 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     }
 }
 
-/// Tokens the simulator counts for one user message beyond its text (OpenAI's rule: the
-/// message's three markers, the role, the reply's three priming tokens).
-const OPENAI_CHAT_TOKENS: f64 =
-    (crate::text::TOKENS_PER_MESSAGE + 1 + crate::text::REPLY_PRIMING_TOKENS) as f64;
+/// Tokens a calibrated configuration's simulator counts for one user message beyond its text
+/// (its chat rule: the message's markers, the role, the reply's priming).
+fn simulator_chat_tokens() -> f64 {
+    let tokenizer = crate::text::Tokenizer::new(SimConfig::default().prompt_tokenizer);
+    tokenizer.encode_chat(&[ChatMessage::new("user", "")]).len() as f64
+}
 
 /// The server's chat-template tokens beyond what the simulator counts: the median, over the
 /// probes, of the prompt tokens the server counted less the simulator's count of the same
 /// one-message chat (`(input tokens sent, mean prompt tokens the server counted)` pairs).
 /// A server whose tokenizer splits text differently shifts it by that difference.
 pub fn chat_template_tokens(probes: &[(u32, f64)]) -> u32 {
+    let chat = simulator_chat_tokens();
     let mut extra: Vec<f64> = probes
         .iter()
-        .map(|(input, counted)| counted - f64::from(*input) - OPENAI_CHAT_TOKENS)
+        .map(|(input, counted)| counted - f64::from(*input) - chat)
         .filter(|v| v.is_finite())
         .collect();
     if extra.is_empty() {

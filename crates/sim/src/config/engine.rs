@@ -148,26 +148,6 @@ impl BatchingConfig {
     }
 }
 
-/// The GEMM slowdown at `tokens` columns: `points` interpolated in log–log, held flat
-/// beyond their ends; 1 without points.
-pub(crate) fn gemm_batch_factor(points: &[[f64; 2]], tokens: f64) -> f64 {
-    let (Some(first), Some(last)) = (points.first(), points.last()) else {
-        return 1.0;
-    };
-    if tokens <= first[0] {
-        return first[1];
-    }
-    if tokens >= last[0] {
-        return last[1];
-    }
-    let upper = points
-        .partition_point(|p| p[0] < tokens)
-        .min(points.len() - 1);
-    let ([n0, f0], [n1, f1]) = (points[upper.saturating_sub(1)], points[upper]);
-    let at = (tokens / n0).ln() / (n1 / n0).ln();
-    (f0.ln() + at * (f1 / f0).ln()).exp()
-}
-
 fn validate_batch_factors(points: &[[f64; 2]]) -> Result<(), ConfigError> {
     let field = "gemm_batch_factors";
     for [tokens, factor] in points {

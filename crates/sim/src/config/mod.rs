@@ -8,7 +8,6 @@ mod faults;
 mod policy;
 
 pub use agent::{AgentConfig, ReasoningFormat};
-pub(crate) use engine::gemm_batch_factor;
 pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig};
 pub use faults::FaultConfig;
 pub use policy::{EnginePolicy, Roofline, StepOverheads};

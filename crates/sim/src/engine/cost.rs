@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 
-use crate::config::{BatchingConfig, Roofline, StepOverheads, gemm_batch_factor};
+use crate::config::{BatchingConfig, Roofline, StepOverheads};
 
 /// One sequence's share of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -159,7 +159,7 @@ impl StepCostModel {
     }
 
     /// FLOPs of a GEMM over `tokens` columns, slowed by the configured small-batch factor.
-    fn gemm_flops(&self, flops: f64, tokens: f64) -> f64 {
+    fn batch_scaled(&self, flops: f64, tokens: f64) -> f64 {
         flops * gemm_batch_factor(&self.batch_factors, tokens)
     }
 
@@ -203,7 +203,7 @@ impl StepCostModel {
         let kv = self.model.kv_bytes_per_token();
         let logits_secs = if t.sampled > 0.0 {
             self.roof(
-                self.gemm_flops(self.model.logits_flops(t.sampled), t.sampled) / gemm,
+                self.batch_scaled(self.model.logits_flops(t.sampled), t.sampled) / gemm,
                 self.model.logits_weight_bytes() / stream,
             )
         } else {
@@ -215,7 +215,8 @@ impl StepCostModel {
         );
         let decode_attention_secs = (t.decode_kv_tokens + t.prefill_tokens) * kv / kv_read;
         let mut cost = StepCost {
-            linear_compute_secs: self.gemm_flops(self.model.layer_linear_flops(t.tokens), t.tokens)
+            linear_compute_secs: self
+                .batch_scaled(self.model.layer_linear_flops(t.tokens), t.tokens)
                 / gemm,
             linear_memory_secs: self.model.layer_weight_bytes() / stream,
             logits_secs,
@@ -250,6 +251,26 @@ impl StepCostModel {
         let latency = self.gpu.all_reduce_us * 1e-6 * tp.log2();
         2.0 * f64::from(self.model.layers) * (latency + ring)
     }
+}
+
+/// The GEMM slowdown at `tokens` columns: `points` interpolated in log–log, held flat
+/// beyond their ends; 1 without points.
+fn gemm_batch_factor(points: &[[f64; 2]], tokens: f64) -> f64 {
+    let (Some(first), Some(last)) = (points.first(), points.last()) else {
+        return 1.0;
+    };
+    if tokens <= first[0] {
+        return first[1];
+    }
+    if tokens >= last[0] {
+        return last[1];
+    }
+    let upper = points
+        .partition_point(|p| p[0] < tokens)
+        .min(points.len() - 1);
+    let ([n0, f0], [n1, f1]) = (points[upper.saturating_sub(1)], points[upper]);
+    let at = (tokens / n0).ln() / (n1 / n0).ln();
+    (f0.ln() + at * (f1 / f0).ln()).exp()
 }
 
 /// A decode batch of `size` sequences, each at `context` tokens.
