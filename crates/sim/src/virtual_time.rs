@@ -112,13 +112,7 @@ impl Simulation {
 
     /// Advances to just before `at` (not before now) and submits `request` at `at`.
     pub fn submit(&mut self, at: SimTime, request: EngineRequest) {
-        // Everything before `at` happens first; what happens at `at` itself waits, so requests
-        // submitted at the same instant reach the engine together.
-        let before = at.saturating_sub(SimTime::from_nanos(1));
-        if before > self.now {
-            self.run_until(before);
-        }
-        self.now = self.now.max(at);
+        self.reach(at);
         let id = request.id;
         let mut timeline = RequestTimeline {
             id,
@@ -135,6 +129,16 @@ impl Simulation {
     /// Cancels a request now.
     pub fn cancel(&mut self, id: RequestId) {
         self.engine.cancel(self.now, id);
+    }
+
+    /// Processes every engine event before `at` and moves the clock to `at`; what happens at
+    /// `at` itself waits, so requests submitted at that instant reach the engine together.
+    pub fn reach(&mut self, at: SimTime) {
+        let before = at.saturating_sub(SimTime::from_nanos(1));
+        if before > self.now {
+            self.run_until(before);
+        }
+        self.now = self.now.max(at);
     }
 
     /// Processes every engine event up to and including `until`.

@@ -123,7 +123,13 @@ impl<'a> VirtualRun<'a> {
             let job_at = self.due.keys().next().map(|(at, _)| *at);
             match (engine_at, job_at) {
                 (None, None) => break,
-                (Some(engine), Some(job)) if job < engine => self.run_job(),
+                // At one instant the client acts before the engine, so requests sent together
+                // share a step; a timeout waits, so a request ending at its deadline has ended.
+                (Some(engine), Some(job))
+                    if job < engine || job == engine && !self.deadline_due() =>
+                {
+                    self.run_job();
+                }
                 (None, Some(_)) => self.run_job(),
                 (Some(engine), _) => self.advance_engine(engine),
             }
@@ -154,11 +160,16 @@ impl<'a> VirtualRun<'a> {
         }
     }
 
+    /// Whether the first due job is a request's timeout.
+    fn deadline_due(&self) -> bool {
+        matches!(self.due.first_key_value(), Some((_, Job::Deadline(_))))
+    }
+
     fn run_job(&mut self) {
         let Some(((at, _), job)) = self.due.pop_first() else {
             return;
         };
-        self.sim.run_until(at);
+        self.sim.reach(at);
         if let Job::Deadline(index) = job {
             return self.time_out(index);
         }

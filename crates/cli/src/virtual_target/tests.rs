@@ -361,3 +361,54 @@ fn a_closed_loop_against_a_server_refusing_at_once_still_ends() {
     assert_eq!(served, 4, "requests started at 0, 300, 600 and 900 ms");
     assert!((1_900..=2_100).contains(&refused), "{refused} refusals");
 }
+
+#[test]
+fn a_closed_loops_first_requests_share_the_engines_first_step() {
+    // Sent at the same instant, they reach the engine together (as on llama-server, whose
+    // loop batches every request queued when it wakes), not one step apart.
+    let mut engine = goodput_sim::config::BatchingConfig::default();
+    let mut overheads = engine.effective_overheads();
+    overheads.frontend_us = 0.0;
+    engine.overheads = Some(overheads);
+    let target = VirtualTarget {
+        sim: SimConfig {
+            engine: EngineConfig::Batching(engine),
+            ..SimConfig::default()
+        },
+        requests: VirtualRequests::fixed(512, 4, 0),
+    };
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 3 },
+        max_requests: Some(3),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let ttfts: Vec<u64> = target
+        .records(&config)
+        .iter()
+        .map(|r| r.first_token_us.unwrap() - r.sent_us.unwrap())
+        .collect();
+    assert_eq!(ttfts.len(), 3);
+    assert!(ttfts.iter().all(|t| *t == ttfts[0]), "{ttfts:?}");
+}
+
+#[test]
+fn a_request_ending_at_its_deadline_has_ended() {
+    // 200 ms + 10 × 10 ms = 300 ms each, and a 300-ms timeout: the engine's last token comes
+    // before the client's deadline at the same instant.
+    let target = VirtualTarget {
+        sim: fixed_sim(1),
+        requests: VirtualRequests::fixed(10, 11, 0),
+    };
+    let mut config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 1 },
+        max_requests: Some(3),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    config.request_timeout = Duration::from_millis(300);
+    let records = target.records(&config);
+    assert_eq!(records.len(), 3);
+    assert!(records.iter().all(|r| r.failure.is_none()), "{records:?}");
+    assert!(records.iter().all(|r| e2e_ms(r) == 300.0));
+}
