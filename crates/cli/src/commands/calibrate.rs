@@ -22,7 +22,7 @@ use goodput_core::metrics::Slo;
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{
     Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, chat_template_tokens, fit,
-    held_out, plan, predict,
+    held_out, plan, predict, speed_reference,
 };
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
@@ -110,9 +110,13 @@ async fn check(
             .unwrap_or(engine.effective_max_model_len()),
         ..facts(model, server)
     };
-    let shapes = held_out(&facts, args.repeats);
+    // A calibration probe first, then the held-out shapes.
+    let mut shapes = vec![speed_reference(&facts, args.repeats)];
+    shapes.extend(held_out(&facts, args.repeats));
     let cancel = crate::wiring::session::cancel_on_signal();
-    let measured = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
+    let mut measured = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
+    let reference = (!measured.is_empty()).then(|| measured.remove(0));
+    let reference = reference.map(|m| (m, predict(&config, &measured_probe(&m).shape)));
     let live = Live {
         client,
         model,
@@ -129,18 +133,32 @@ async fn check(
         .iter()
         .map(|m| (*m, predict(&config, &measured_probe(m).shape)))
         .collect();
-    if args.json {
-        let held_out: Vec<_> = rows
-            .iter()
-            .map(|(m, p)| json!({"measured": m, "predicted": p}))
-            .collect();
-        let value = json!({"held_out": held_out, "capacity": capacity});
+    print_check(args.json, reference.as_ref(), &rows, &capacity)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The check's figures: the speed reference, the held-out rows, the capacities.
+fn print_check(
+    as_json: bool,
+    reference: Option<&(ProbeMeasurement, Predicted)>,
+    rows: &[(ProbeMeasurement, Predicted)],
+    capacity: &CapacityCheck,
+) -> Result<()> {
+    let pair = |(m, p): &(ProbeMeasurement, Predicted)| json!({"measured": m, "predicted": p});
+    if as_json {
+        let held_out: Vec<_> = rows.iter().map(pair).collect();
+        let value = json!({
+            "speed_reference": reference.map(pair),
+            "held_out": held_out,
+            "capacity": capacity,
+        });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        print!("{}", render::check_table(&rows));
-        print!("{}", render::capacity_table(&capacity));
+        print!("{}", render::speed_line(reference));
+        print!("{}", render::check_table(rows));
+        print!("{}", render::capacity_table(capacity));
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// The live server of a check, and when the check started (its budget runs from there).

@@ -134,6 +134,29 @@ fn error(predicted: f64, measured: f64) -> String {
     }
 }
 
+/// The model against the server on a calibration probe measured again: how far the server's
+/// speed has moved since the calibration, which every held-out error below carries too.
+pub(crate) fn speed_line(reference: Option<&(ProbeMeasurement, Predicted)>) -> String {
+    let Some((m, p)) = reference else {
+        return "speed since calibration: not measured (the budget ran out)\n".to_string();
+    };
+    format!(
+        "speed since calibration: the calibration's probe at concurrency {}, {:.0}-token \
+         prompts, {} answer tokens now measures TPOT p50 {:.2} ms and E2E p50 {:.1} ms; the \
+         model, fitted to it, says {:.2} ms ({}) and {:.1} ms ({}): beyond the fit's residual, \
+         that is how far the server has drifted, and the errors below include it\n",
+        m.probe.concurrency,
+        m.prompt_tokens,
+        m.probe.output_tokens,
+        m.tpot * 1e3,
+        m.e2e * 1e3,
+        p.tpot * 1e3,
+        error(p.tpot, m.tpot),
+        p.e2e * 1e3,
+        error(p.e2e, m.e2e),
+    )
+}
+
 /// Predicted against measured for every held-out shape.
 pub(crate) fn check_table(rows: &[(ProbeMeasurement, Predicted)]) -> String {
     let mut out = String::new();

@@ -343,9 +343,7 @@ pub fn batch_layout(facts: &Facts, probes: &[ProbeShape]) -> (Vec<u32>, u32) {
 /// context, then twice the slots (queueing).
 /// Lengths are scaled to the slot's context; `requests` of each shape at concurrency 1.
 pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
-    let ctx = facts.context_per_slot.max(64);
-    let longest = (ctx / 2).clamp(16, 1024);
-    let answer = (ctx / 8).clamp(8, 48);
+    let (longest, answer) = plan_lengths(facts);
     let shape = |concurrency: u32, prompt_tokens: u32, output_tokens: u32| ProbeShape {
         concurrency,
         prompt_tokens,
@@ -366,6 +364,26 @@ pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
     probes.push(shape(slots, longest / 2, answer));
     probes.push(shape(slots * 2, 64.min(longest), answer));
     probes
+}
+
+/// The plan's longest prompt and its answer length, from the context a slot holds.
+fn plan_lengths(facts: &Facts) -> (u32, u32) {
+    let ctx = facts.context_per_slot.max(64);
+    ((ctx / 2).clamp(16, 1024), (ctx / 8).clamp(8, 48))
+}
+
+/// The probe of [`plan`]'s sweep with every slot busy, which `calibrate --check` measures again
+/// beside the held-out shapes: the fit reproduced it at calibration, so the model's error on it
+/// now is mostly how far the server's speed has moved since.
+pub fn speed_reference(facts: &Facts, requests: u32) -> ProbeShape {
+    let (longest, answer) = plan_lengths(facts);
+    let slots = facts.slots.max(1);
+    ProbeShape {
+        concurrency: slots,
+        prompt_tokens: 64.min(longest),
+        output_tokens: answer,
+        requests: requests.max(1) * slots,
+    }
 }
 
 /// A held-out workload for `calibrate --check`, none of its shapes probed by [`plan`]: the
@@ -503,5 +521,24 @@ mod tests {
         let (points, full) = batch_layout(&facts, &counted);
         assert_eq!(full, 156);
         assert_eq!(points, vec![1, 2, 3, 4, 44]);
+    }
+
+    #[test]
+    fn the_speed_reference_is_the_plans_probe_with_every_slot_busy() {
+        let facts = Facts {
+            slots: 4,
+            context_per_slot: 2048,
+            ..Facts::default()
+        };
+        let reference = speed_reference(&facts, 3);
+        let shape = (
+            reference.concurrency,
+            reference.prompt_tokens,
+            reference.output_tokens,
+            reference.requests,
+        );
+        assert_eq!(shape, (4, 64, 48, 12));
+        assert!(plan(&facts, 3).contains(&reference));
+        assert!(!held_out(&facts, 3).contains(&reference));
     }
 }
