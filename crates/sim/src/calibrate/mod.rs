@@ -358,11 +358,11 @@ pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
     ];
     let slots = facts.slots.max(1);
     for concurrency in sweep(slots) {
-        probes.push(shape(concurrency, 64.min(longest), answer));
+        probes.push(sweep_probe(facts, requests, concurrency));
     }
     // Every slot decoding at a long context: how the KV reads of a batch add up.
     probes.push(shape(slots, longest / 2, answer));
-    probes.push(shape(slots * 2, 64.min(longest), answer));
+    probes.push(sweep_probe(facts, requests, slots * 2));
     probes
 }
 
@@ -372,18 +372,22 @@ fn plan_lengths(facts: &Facts) -> (u32, u32) {
     ((ctx / 2).clamp(16, 1024), (ctx / 8).clamp(8, 48))
 }
 
+/// The plan's sweep shape (short prompts, the plan's answers) at `concurrency`.
+fn sweep_probe(facts: &Facts, requests: u32, concurrency: u32) -> ProbeShape {
+    let (longest, answer) = plan_lengths(facts);
+    ProbeShape {
+        concurrency,
+        prompt_tokens: 64.min(longest),
+        output_tokens: answer,
+        requests: requests.max(1) * concurrency,
+    }
+}
+
 /// The probe of [`plan`]'s sweep with every slot busy, which `calibrate --check` measures again
 /// beside the held-out shapes: the fit reproduced it at calibration, so the model's error on it
 /// now is mostly how far the server's speed has moved since.
 pub fn speed_reference(facts: &Facts, requests: u32) -> ProbeShape {
-    let (longest, answer) = plan_lengths(facts);
-    let slots = facts.slots.max(1);
-    ProbeShape {
-        concurrency: slots,
-        prompt_tokens: 64.min(longest),
-        output_tokens: answer,
-        requests: requests.max(1) * slots,
-    }
+    sweep_probe(facts, requests, facts.slots.max(1))
 }
 
 /// A held-out workload for `calibrate --check`, none of its shapes probed by [`plan`]: the
@@ -492,6 +496,15 @@ mod tests {
         assert_eq!(config.chat_template_tokens, 22);
     }
 
+    /// A server of 4 slots holding 2,048 tokens each.
+    fn four_slots_of_2048() -> Facts {
+        Facts {
+            slots: 4,
+            context_per_slot: 2048,
+            ..Facts::default()
+        }
+    }
+
     #[test]
     fn the_sweep_takes_every_level_to_four_then_doubles_to_the_slots() {
         assert_eq!(sweep(1), Vec::<u32>::new());
@@ -502,11 +515,7 @@ mod tests {
 
     #[test]
     fn the_batch_points_are_the_decode_batches_and_the_prompts_below_the_full_rate() {
-        let facts = Facts {
-            slots: 4,
-            context_per_slot: 2048,
-            ..Facts::default()
-        };
+        let facts = four_slots_of_2048();
         let (points, full) = batch_layout(&facts, &plan(&facts, 1));
         assert_eq!(full, 128);
         assert_eq!(points, vec![1, 2, 3, 4, 16]);
@@ -525,11 +534,7 @@ mod tests {
 
     #[test]
     fn the_speed_reference_is_the_plans_probe_with_every_slot_busy() {
-        let facts = Facts {
-            slots: 4,
-            context_per_slot: 2048,
-            ..Facts::default()
-        };
+        let facts = four_slots_of_2048();
         let reference = speed_reference(&facts, 3);
         let shape = (
             reference.concurrency,
