@@ -2,7 +2,9 @@
 //! HTTP in real time, checked with its own configuration in virtual time. The held-out
 //! figures and the capacity searched on both sides must then agree; the capacity to within
 //! one step of the search (the engine is the same, only the wire and the real-time clock
-//! differ). Without `--slo` the check says that capacity was not searched, and why.
+//! differ). Without `--slo` the check says that capacity was not searched, and why. A server
+//! twice as fast as the configuration (the same simulator on a clock running twice as fast)
+//! is told by the check's speed factor and divided out of its "at speed" predictions.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -40,9 +42,18 @@ fn assert_within_one_step(capacity: &Value) {
     for shape in shapes {
         let measured = shape["measured"]["lower_bound"].as_f64().unwrap();
         let predicted = shape["predicted"]["lower_bound"].as_f64().unwrap();
+        let at_speed = shape["predicted_at_speed"]["lower_bound"].as_f64().unwrap();
         assert!(
-            (predicted - measured).abs() <= 1.0,
+            (predicted - measured).abs() <= 1.0 && (at_speed - measured).abs() <= 1.0,
             "more than one step apart: {shape}"
+        );
+        // A server 10 % slower has no more capacity, one 10 % faster no less.
+        let band = &shape["speed_band"];
+        assert_eq!(band["margin"].as_f64(), Some(0.1), "{shape}");
+        let (slower, faster) = (band["slower"].as_f64(), band["faster"].as_f64());
+        assert!(
+            slower.is_some_and(|s| s <= at_speed) && faster.is_some_and(|f| f >= at_speed),
+            "{shape}"
         );
         let error = shape["error"].as_f64().unwrap();
         assert!(
@@ -108,7 +119,13 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
     assert_eq!(capacity["plan"]["dimension"], "concurrency");
     assert_within_one_step(capacity);
 
-    let text = check(&sim, &config, &[]);
+    assert_text(&sim, &config);
+}
+
+/// The check's tables: capacity not searched without --slo, the speed line with the server's
+/// speed factor, and every held-out figure also at that speed.
+fn assert_text(sim: &Sim, config: &Path) {
+    let text = check(sim, config, &[]);
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(
         text.contains("capacity: no --slo"),
@@ -118,6 +135,49 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
         text.contains("speed since calibration: the calibration's probe at concurrency 4"),
         "{text}"
     );
+    assert!(text.contains("times the configuration's speed"), "{text}");
+    assert!(
+        text.contains("E2E p50 ms") && text.contains("at speed"),
+        "{text}"
+    );
+}
+
+/// The simulator served on a clock running twice as fast (`time_scale` 2: the engine and its
+/// configuration unchanged) is a server twice as fast as the configuration says. The check's
+/// speed factor says about 2, the configuration's own predictions are about twice every
+/// measured median, its predictions at the server's speed agree with them again, and
+/// `--rescaled` writes the configuration with every rate doubled.
+#[test]
+fn a_server_twice_as_fast_is_told_and_divided_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("sim.json");
+    std::fs::write(&config, SIM).unwrap();
+    let mut fast: Value = serde_json::from_str(SIM).unwrap();
+    fast["time_scale"] = 2.0.into();
+    let fast_config = dir.path().join("fast.json");
+    std::fs::write(&fast_config, fast.to_string()).unwrap();
+    let sim = Sim::start(&fast_config, &[]);
+    let rescaled = dir.path().join("now.toml");
+    let out = check(
+        &sim,
+        &config,
+        &["--json", "--rescaled", rescaled.to_str().unwrap()],
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let factor = report["speed_factor"].as_f64().unwrap();
+    assert!((1.6..2.4).contains(&factor), "speed factor {factor}");
+    let rows = report["held_out"].as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{report}");
+    for row in rows {
+        let measured = row["measured"]["e2e"].as_f64().unwrap();
+        let as_configured = row["predicted"]["e2e"].as_f64().unwrap();
+        let at_speed = row["predicted_at_speed"]["e2e"].as_f64().unwrap();
+        assert!(as_configured / measured > 1.5, "{row}");
+        assert!((at_speed / measured - 1.0).abs() < 0.25, "{row}");
+    }
+    let written = goodput_sim::SimConfig::from_file(&rescaled).unwrap();
+    let checked = goodput_sim::SimConfig::from_file(&config).unwrap();
+    assert_eq!(Some(written), checked.at_speed(factor));
 }
 
 /// The calibration's probe with every slot busy (the sweep's 64-word prompts and 48-token

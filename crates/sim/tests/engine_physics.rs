@@ -322,3 +322,58 @@ fn requests_reaching_an_idle_engine_together_share_their_first_step() {
         );
     }
 }
+
+/// A server `k` times as fast serves every request in `1 / k` of the time: at speed 2 every
+/// median of a closed loop mixing prompts with decodes halves and the throughput doubles, for
+/// the roofline engine (with its overheads and a tensor-parallel all-reduce) and fixed timing.
+#[test]
+fn a_configuration_at_twice_the_speed_takes_half_the_time() {
+    use goodput_sim::calibrate::{ProbeShape, predict};
+    use goodput_sim::config::FixedTimingConfig;
+    let shape = ProbeShape {
+        concurrency: 6,
+        prompt_tokens: 700,
+        output_tokens: 40,
+        requests: 18,
+    };
+    let batching = |tensor_parallel| {
+        EngineConfig::Batching(BatchingConfig {
+            tensor_parallel,
+            max_num_seqs: 4,
+            ..BatchingConfig::default()
+        })
+    };
+    let engines = [
+        batching(1),
+        batching(2),
+        EngineConfig::Fixed(FixedTimingConfig {
+            slots: 4,
+            ..FixedTimingConfig::default()
+        }),
+    ];
+    for engine in engines {
+        let config = SimConfig {
+            engine,
+            ..SimConfig::default()
+        };
+        let fast = config.at_speed(2.0).unwrap();
+        fast.validate().unwrap();
+        let (slow, fast) = (predict(&config, &shape), predict(&fast, &shape));
+        let close = |a: f64, b: f64| (a / b - 1.0).abs() < 1e-6;
+        for (name, s, f) in [
+            ("ttft", slow.ttft, fast.ttft),
+            ("tpot", slow.tpot, fast.tpot),
+            ("e2e", slow.e2e, fast.e2e),
+        ] {
+            assert!(
+                s > 0.0 && close(f * 2.0, s),
+                "{name}: {s} at speed 1, {f} at 2"
+            );
+        }
+        assert!(close(fast.requests_per_sec, 2.0 * slow.requests_per_sec));
+    }
+    let config = SimConfig::default();
+    for factor in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        assert!(config.at_speed(factor).is_none(), "{factor}");
+    }
+}

@@ -35,6 +35,12 @@ pub(crate) struct CalibrateArgs {
     /// this configuration, and print predicted against measured.
     #[arg(long, value_name = "FILE")]
     pub(crate) check: Option<PathBuf>,
+    /// With --check: also write the configuration at the server's speed now — every engine
+    /// cost scaled by how much faster or slower the server runs the calibration's probe than
+    /// at calibration (the check's speed reference) — for runs that should start from the
+    /// server as it is now.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) rescaled: Option<PathBuf>,
     /// Seed of the probes' prompts (default: a fresh one each run, so a server that caches
     /// prompts never answers a probe from an earlier run's cache).
     #[arg(long)]
@@ -58,8 +64,13 @@ pub(crate) struct CalibrateArgs {
 
 impl CalibrateArgs {
     /// The check's SLO (`None`: capacity is not searched); refuses capacity-search flags
-    /// where no capacity is searched.
+    /// where no capacity is searched, and `--rescaled` without a check.
     pub(crate) fn slo(&self) -> Result<Option<Slo>> {
+        if let (Some(_), None) = (&self.rescaled, &self.check) {
+            bail!(
+                "--rescaled: the configuration at the server's speed is written by a check: give --check FILE"
+            );
+        }
         let slo = match (&self.slo, &self.check) {
             (Some(_), None) => bail!("--slo: capacity is searched in a check: give --check FILE"),
             (Some(text), Some(_)) => parse_slo(text)?,

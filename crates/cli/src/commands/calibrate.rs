@@ -14,15 +14,15 @@ use goodput_core::decide::calibrate::CapacityShape;
 use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity};
 use goodput_core::decide::calibrate::{
     CalibrationProbe, CapacityCheck, CapacityComparison, CheckPlan, ProbeMeasurement, ServerFacts,
-    measure, server_facts,
+    SpeedBand, measure, server_facts,
 };
-use goodput_core::decide::capacity::{Probe, ProbePlan, SearchConfig};
+use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, SearchConfig};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::metrics::Slo;
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{
     Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, chat_template_tokens, fit,
-    held_out, plan, predict, speed_reference,
+    held_out, plan, predict, speed_factor, speed_reference,
 };
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::calibrate::CalibrateArgs;
 use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_config};
-use crate::output::calibrate as render;
+use crate::output::calibrate::{self as render, CheckRow};
 use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
 use crate::wiring::session::random_seed;
 
@@ -97,64 +97,132 @@ async fn check(
     let started = Instant::now();
     let config =
         SimConfig::from_file(path).with_context(|| format!("--check {}", path.display()))?;
-    let EngineConfig::Batching(engine) = &config.engine else {
-        bail!(
-            "--check {}: not a batching-engine configuration",
-            path.display()
-        );
-    };
-    let facts = Facts {
-        slots: server.slots.unwrap_or(engine.max_num_seqs),
-        context_per_slot: server
-            .context_per_slot
-            .unwrap_or(engine.effective_max_model_len()),
-        ..facts(model, server)
-    };
-    // A calibration probe first, then the held-out shapes.
-    let mut shapes = vec![speed_reference(&facts, args.repeats)];
+    let facts = check_facts(&config, path, model, server)?;
+    // A calibration probe first (twice the requests: its median scales every at-speed
+    // figure, so its own noise is halved in variance), then the held-out shapes.
+    let mut shapes = vec![speed_reference(&facts, 2 * args.repeats)];
     shapes.extend(held_out(&facts, args.repeats));
     let cancel = crate::wiring::session::cancel_on_signal();
     let mut measured = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
     let reference = (!measured.is_empty()).then(|| measured.remove(0));
     let reference = reference.map(|m| (m, predict(&config, &measured_probe(&m).shape)));
+    // The configuration at the server's speed now: the reference's factor divided out.
+    let now = reference
+        .as_ref()
+        .and_then(|(m, p)| speed_factor(m.e2e, p))
+        .and_then(|factor| Some((factor, config.at_speed(factor)?)));
     let live = Live {
         client,
         model,
         started,
         cancel,
     };
+    let sims = Sims {
+        calibrated: &config,
+        now: now.as_ref().map(|(f, c)| (*f, c)),
+    };
     let capacity = match slo {
-        Some(slo) => search_capacities(args, &live, &config, &measured, (facts.slots, slo)).await?,
+        Some(slo) => search_capacities(args, &live, sims, &measured, (facts.slots, slo)).await?,
         None => not_searched(
             "no --slo: capacity is the highest load that meets an SLO; give one (e.g. --slo e2e=2s) to search it on the server and in virtual time",
         ),
     };
-    let rows: Vec<(ProbeMeasurement, Predicted)> = measured
+    let rows = check_rows(sims, &measured);
+    let factor = now.as_ref().map(|(f, _)| *f);
+    print_check(args.json, (reference.as_ref(), factor), &rows, &capacity)?;
+    match (&args.rescaled, now) {
+        (Some(out), Some((factor, config))) => write_rescaled(out, (path, factor), &config),
+        (Some(out), None) => bail!(
+            "--rescaled {}: not written: the speed reference was not measured (the budget ran \
+             out before it), so the server's speed now is unknown",
+            out.display()
+        ),
+        (None, _) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// The facts of a checked server: its own, and the configuration's slots and context where
+/// it does not say.
+fn check_facts(
+    config: &SimConfig,
+    path: &std::path::Path,
+    model: &str,
+    server: &ServerFacts,
+) -> Result<Facts> {
+    let EngineConfig::Batching(engine) = &config.engine else {
+        bail!(
+            "--check {}: not a batching-engine configuration",
+            path.display()
+        );
+    };
+    Ok(Facts {
+        slots: server.slots.unwrap_or(engine.max_num_seqs),
+        context_per_slot: server
+            .context_per_slot
+            .unwrap_or(engine.effective_max_model_len()),
+        ..facts(model, server)
+    })
+}
+
+/// Each held-out shape measured, predicted by the configuration and at the server's speed.
+fn check_rows(sims: Sims<'_>, measured: &[ProbeMeasurement]) -> Vec<CheckRow> {
+    measured
         .iter()
-        .map(|m| (*m, predict(&config, &measured_probe(m).shape)))
-        .collect();
-    print_check(args.json, reference.as_ref(), &rows, &capacity)?;
+        .map(|m| {
+            let shape = measured_probe(m).shape;
+            CheckRow {
+                measured: *m,
+                predicted: predict(sims.calibrated, &shape),
+                at_speed: sims.now.map(|(_, c)| predict(c, &shape)),
+            }
+        })
+        .collect()
+}
+
+/// Writes `config` (the checked one at the server's speed now) to `out`.
+fn write_rescaled(
+    out: &std::path::Path,
+    (checked, factor): (&std::path::Path, f64),
+    config: &SimConfig,
+) -> Result<ExitCode> {
+    let text = toml::to_string(config).context("serialising the configuration")?;
+    let header = format!(
+        "# {} at the server's speed measured by `goodput calibrate --check`: every engine cost \
+         divided by {factor:.4}\n",
+        checked.display()
+    );
+    std::fs::write(out, format!("{header}{text}"))
+        .with_context(|| format!("--rescaled: cannot write {}", out.display()))?;
+    eprintln!("wrote {} (speed ×{factor:.3})", out.display());
     Ok(ExitCode::SUCCESS)
 }
 
-/// The check's figures: the speed reference, the held-out rows, the capacities.
+/// The check's figures: the speed reference (and the server's speed factor), the held-out
+/// rows, the capacities.
 fn print_check(
     as_json: bool,
-    reference: Option<&(ProbeMeasurement, Predicted)>,
-    rows: &[(ProbeMeasurement, Predicted)],
+    (reference, factor): (Option<&(ProbeMeasurement, Predicted)>, Option<f64>),
+    rows: &[CheckRow],
     capacity: &CapacityCheck,
 ) -> Result<()> {
     let pair = |(m, p): &(ProbeMeasurement, Predicted)| json!({"measured": m, "predicted": p});
     if as_json {
-        let held_out: Vec<_> = rows.iter().map(pair).collect();
+        let held_out: Vec<_> = rows
+            .iter()
+            .map(|r| {
+                json!({"measured": r.measured, "predicted": r.predicted,
+                       "predicted_at_speed": r.at_speed})
+            })
+            .collect();
         let value = json!({
             "speed_reference": reference.map(pair),
+            "speed_factor": factor,
             "held_out": held_out,
             "capacity": capacity,
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        print!("{}", render::speed_line(reference));
+        print!("{}", render::speed_line(reference, factor));
         print!("{}", render::check_table(rows));
         print!("{}", render::capacity_table(capacity));
     }
@@ -184,7 +252,7 @@ fn not_searched(reason: &str) -> CapacityCheck {
 async fn search_capacities(
     args: &CalibrateArgs,
     live: &Live<'_>,
-    config: &SimConfig,
+    sims: Sims<'_>,
     held_out: &[ProbeMeasurement],
     (slots, slo): (u32, Slo),
 ) -> Result<CapacityCheck> {
@@ -227,7 +295,7 @@ async fn search_capacities(
         let search = search_config(&args.search, start, tolerance, Some(share));
         let both = Both {
             live,
-            config,
+            sims,
             plan: &plan,
             seed,
         };
@@ -241,10 +309,23 @@ async fn search_capacities(
     Ok(check)
 }
 
-/// One capacity search on the server and the same on the configuration in virtual time.
+/// The checked configuration, and the same at the server's speed now (with that speed's
+/// factor) when it was measured.
+#[derive(Clone, Copy)]
+struct Sims<'a> {
+    calibrated: &'a SimConfig,
+    now: Option<(f64, &'a SimConfig)>,
+}
+
+/// How far either side of the server's measured speed the check predicts the capacity too:
+/// the ±10 % a latency prediction is held to.
+const SPEED_MARGIN: f64 = 0.10;
+
+/// One capacity search on the server and the same on the configuration in virtual time (at
+/// its own speed, and at the server's speed now).
 struct Both<'a> {
     live: &'a Live<'a>,
-    config: &'a SimConfig,
+    sims: Sims<'a>,
     plan: &'a ProbePlan,
     seed: u64,
 }
@@ -265,16 +346,64 @@ impl Both<'_> {
         let (measured, _) =
             live_capacity(server, shape, plan, search, seed, &live.cancel, show).await?;
         eprintln!("… and in virtual time:");
+        let predicted = self.virtual_search(shape, search, self.sims.calibrated, true);
+        let compared = CapacityComparison::new(shape, start, measured, predicted);
+        Ok(self.at_speed(compared, search))
+    }
+
+    /// The search of `shape` on `sim` in virtual time, unbudgeted (its probes printed when
+    /// `shown`).
+    fn virtual_search(
+        &self,
+        shape: CapacityShape,
+        search: SearchConfig,
+        sim: &SimConfig,
+        shown: bool,
+    ) -> CapacityReport {
         let target = VirtualTarget {
-            sim: self.config.clone(),
-            requests: VirtualRequests::fixed(input, output, seed),
+            sim: sim.clone(),
+            requests: VirtualRequests::fixed(shape.input_tokens, shape.output_tokens, self.seed),
         };
         let unbudgeted = SearchConfig {
             budget_secs: None,
             ..search
         };
-        let (predicted, _) = virtual_capacity(&target, plan, unbudgeted, show);
-        Ok(CapacityComparison::new(shape, start, measured, predicted))
+        let dimension = self.plan.dimension;
+        let show = |probe: &Probe| {
+            if shown {
+                print_probe(probe, dimension);
+            }
+        };
+        virtual_capacity(&target, self.plan, unbudgeted, show).0
+    }
+
+    /// `compared` with the same search at the server's speed now, and at a margin either side
+    /// of it (when that speed was measured).
+    fn at_speed(&self, compared: CapacityComparison, search: SearchConfig) -> CapacityComparison {
+        let Some((factor, now)) = self.sims.now else {
+            return compared;
+        };
+        let shape = compared.shape;
+        eprintln!("… and in virtual time at the server's speed now (×{factor:.3}):");
+        let at_speed = self.virtual_search(shape, search, now, true);
+        let [slower, faster] = [1.0 - SPEED_MARGIN, 1.0 + SPEED_MARGIN].map(|k| {
+            let config = self.sims.calibrated.at_speed(factor * k)?;
+            let capacity = self
+                .virtual_search(shape, search, &config, false)
+                .lower_bound;
+            eprintln!(
+                "… at {:.0} % of that speed: capacity {}",
+                k * 100.0,
+                capacity.map_or("none".to_string(), |c| format!("{c}"))
+            );
+            capacity
+        });
+        let band = SpeedBand {
+            margin: SPEED_MARGIN,
+            slower,
+            faster,
+        };
+        compared.with_prediction_at_speed(at_speed, Some(band))
     }
 }
 

@@ -4,9 +4,19 @@
 
 use std::fmt::Write;
 
-use goodput_core::decide::calibrate::{CapacityCheck, ProbeMeasurement, ServerFacts};
+use goodput_core::decide::calibrate::{
+    CapacityCheck, CapacityComparison, ProbeMeasurement, ServerFacts,
+};
 use goodput_core::decide::capacity::Dimension;
 use goodput_sim::calibrate::{Fit, Predicted};
+
+/// One held-out shape of a check: measured on the server, predicted by the checked
+/// configuration, and by the same at the server's speed now (when it was measured).
+pub(crate) struct CheckRow {
+    pub(crate) measured: ProbeMeasurement,
+    pub(crate) predicted: Predicted,
+    pub(crate) at_speed: Option<Predicted>,
+}
 
 /// One probe's progress line.
 pub(crate) fn probe_line(index: usize, total: usize, m: &ProbeMeasurement) -> String {
@@ -136,15 +146,24 @@ fn error(predicted: f64, measured: f64) -> String {
 
 /// The model against the server on a calibration probe measured again: how far the server's
 /// speed has moved since the calibration, which every held-out error below carries too.
-pub(crate) fn speed_line(reference: Option<&(ProbeMeasurement, Predicted)>) -> String {
+pub(crate) fn speed_line(
+    reference: Option<&(ProbeMeasurement, Predicted)>,
+    factor: Option<f64>,
+) -> String {
     let Some((m, p)) = reference else {
         return "speed since calibration: not measured (the budget ran out)\n".to_string();
     };
-    format!(
+    let now = factor.map_or(String::new(), |f| {
+        format!(
+            "; the server runs {f:.3} times the configuration's speed, and the \"at speed\" \
+             figures are the configuration's with that divided out\n"
+        )
+    });
+    let line = format!(
         "speed since calibration: the calibration's probe at concurrency {}, {:.0}-token \
          prompts, {} answer tokens now measures TPOT p50 {:.2} ms and E2E p50 {:.1} ms; the \
          model, fitted to it, says {:.2} ms ({}) and {:.1} ms ({}): beyond the fit's residual, \
-         that is how far the server has drifted, and the errors below include it\n",
+         that is how far the server has drifted, and the errors below include it",
         m.probe.concurrency,
         m.prompt_tokens,
         m.probe.output_tokens,
@@ -154,41 +173,59 @@ pub(crate) fn speed_line(reference: Option<&(ProbeMeasurement, Predicted)>) -> S
         error(p.tpot, m.tpot),
         p.e2e * 1e3,
         error(p.e2e, m.e2e),
-    )
+    );
+    match now.is_empty() {
+        true => format!("{line}\n"),
+        false => format!("{line}{now}"),
+    }
 }
 
-/// Predicted against measured for every held-out shape.
-pub(crate) fn check_table(rows: &[(ProbeMeasurement, Predicted)]) -> String {
+/// Predicted against measured for every held-out shape (and at the server's speed now).
+pub(crate) fn check_table(rows: &[CheckRow]) -> String {
     let mut out = String::new();
-    for (m, p) in rows {
+    for row in rows {
+        let m = &row.measured;
         let _ = writeln!(
             out,
             "concurrency {}, {:.0}-token prompts, {} answer tokens, {} requests",
             m.probe.concurrency, m.prompt_tokens, m.probe.output_tokens, m.probe.requests
         );
-        let mut figures = Vec::new();
-        let medians = [m.ttft, m.tpot, m.e2e]
-            .into_iter()
-            .zip([p.ttft, p.tpot, p.e2e]);
-        for ((name, (m50, p50)), (mt, pt)) in ["TTFT", "TPOT", "E2E"]
-            .into_iter()
-            .zip(medians)
-            .zip(m.tails.iter().zip(&p.tails))
-        {
-            figures.push((format!("{name} p50 ms"), m50 * 1e3, p50 * 1e3));
-            figures.push((format!("{name} p95 ms"), mt.p95 * 1e3, pt.p95 * 1e3));
-            figures.push((format!("{name} p99 ms"), mt.p99 * 1e3, pt.p99 * 1e3));
-        }
-        figures.push(("requests/s".into(), m.requests_per_sec, p.requests_per_sec));
-        for (name, measured, predicted) in figures {
+        let now = row.at_speed.map(|p| figures(m, &p));
+        for (i, (name, measured, predicted)) in figures(m, &row.predicted).into_iter().enumerate() {
+            let at_speed = now.as_ref().map_or(String::new(), |now| {
+                format!(
+                    "  at speed {:>10.2}  {}",
+                    now[i].2,
+                    error(now[i].2, measured)
+                )
+            });
             let _ = writeln!(
                 out,
-                "  {name:<12} measured {measured:>10.2}  predicted {predicted:>10.2}  {}",
+                "  {name:<12} measured {measured:>10.2}  predicted {predicted:>10.2}  {:>7}{at_speed}",
                 error(predicted, measured)
             );
         }
     }
     out
+}
+
+/// A row's figures: name, measured, predicted (ms, and requests/s).
+fn figures(m: &ProbeMeasurement, p: &Predicted) -> Vec<(String, f64, f64)> {
+    let mut figures = Vec::new();
+    let medians = [m.ttft, m.tpot, m.e2e]
+        .into_iter()
+        .zip([p.ttft, p.tpot, p.e2e]);
+    for ((name, (m50, p50)), (mt, pt)) in ["TTFT", "TPOT", "E2E"]
+        .into_iter()
+        .zip(medians)
+        .zip(m.tails.iter().zip(&p.tails))
+    {
+        figures.push((format!("{name} p50 ms"), m50 * 1e3, p50 * 1e3));
+        figures.push((format!("{name} p95 ms"), mt.p95 * 1e3, pt.p95 * 1e3));
+        figures.push((format!("{name} p99 ms"), mt.p99 * 1e3, pt.p99 * 1e3));
+    }
+    figures.push(("requests/s".into(), m.requests_per_sec, p.requests_per_sec));
+    figures
 }
 
 fn load(value: Option<f64>, dimension: Dimension) -> String {
@@ -241,9 +278,40 @@ pub(crate) fn capacity_table(check: &CapacityCheck) -> String {
             c.error
                 .map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0))
         );
+        if let Some(line) = at_speed_line(c) {
+            out.push_str(&line);
+        }
     }
     if let Some(reason) = &check.not_searched {
         let _ = writeln!(out, "capacity: {reason}");
     }
     out
+}
+
+/// A capacity row's search at the server's speed now and its band, when the speed was
+/// measured.
+fn at_speed_line(c: &CapacityComparison) -> Option<String> {
+    let now = c.predicted_at_speed.as_ref()?;
+    let dimension = c.measured.dimension;
+    let band = c.speed_band.map_or(String::new(), |b| {
+        format!(
+            "; at {:.0} % and {:.0} % of that speed {} and {}{}",
+            (1.0 - b.margin) * 100.0,
+            (1.0 + b.margin) * 100.0,
+            load(b.slower, dimension),
+            load(b.faster, dimension),
+            match c.measured.lower_bound.map(|m| b.contains(m)) {
+                Some(true) => " (the measured capacity lies between)",
+                Some(false) => " (the measured capacity lies outside)",
+                None => "",
+            }
+        )
+    });
+    Some(format!(
+        "    at the server's speed now: predicted {} ({:?}), error {}{band}\n",
+        load(now.lower_bound, dimension),
+        now.conclusion,
+        c.error_at_speed
+            .map_or("-".to_string(), |e| format!("{:+.1}%", e * 100.0))
+    ))
 }

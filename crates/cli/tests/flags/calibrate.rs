@@ -33,6 +33,19 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
                 probe("--budget", &["--budget", "0s"], Refused("--budget")),
                 probe("--out", &["--out", "{out}/fitted.toml"], At("/files")),
                 probe("--check", &["--check", "{batching}"], At("/wire")).without(&["--out"]),
+                // The configuration at the server's speed is written by a check.
+                probe(
+                    "--rescaled",
+                    &["--rescaled", "{out}/now.toml"],
+                    Refused("--check"),
+                ),
+                probe(
+                    "--rescaled",
+                    &["--check", "{batching}", "--rescaled", "{out}/now.toml"],
+                    At("/files"),
+                )
+                .without(&["--out"])
+                .against(&["--check", "{batching}"]),
                 probe("--json", &["--json"], At("/stdout")),
                 probe("--seed", &["--seed", "8"], At("/wire")),
                 probe("--repeats", &["--repeats", "1"], At("/wire")),

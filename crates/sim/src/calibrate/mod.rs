@@ -10,7 +10,7 @@ mod linalg;
 mod predict;
 
 pub use fit::{ConstantFit, Fit, FitError, MeasuredProbe, POOR_RMS, Residual, fit};
-pub use predict::{Predicted, ProbeShape, Tail, predict};
+pub use predict::{Predicted, ProbeShape, Tail, predict, speed_factor};
 
 use goodput_protocol::ChatMessage;
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};

@@ -79,6 +79,15 @@ pub fn predict(config: &SimConfig, shape: &ProbeShape) -> Predicted {
     summarise(sim.timelines(), sim.now())
 }
 
+/// How many times as fast as a configuration says the server runs now: the configuration's
+/// median E2E on a probe ([`predict`]) over the server's (`measured_e2e`, seconds) — above 1
+/// the server is faster. [`SimConfig::at_speed`] with it reproduces that probe's E2E. `None`
+/// when either is not a positive time.
+pub fn speed_factor(measured_e2e: f64, predicted: &Predicted) -> Option<f64> {
+    let factor = predicted.e2e / measured_e2e;
+    (measured_e2e > 0.0 && predicted.e2e > 0.0 && factor.is_finite()).then_some(factor)
+}
+
 fn ends(event: &EngineEvent) -> bool {
     matches!(
         event,
@@ -160,5 +169,33 @@ mod tests {
         assert!((percentile(&values, 0.95) - 10.5).abs() < 1e-12);
         assert_eq!(percentile(&values, 1.0), 11.0);
         assert_eq!(percentile(&[], 0.99), 0.0);
+    }
+
+    #[test]
+    fn the_configuration_at_the_speed_factor_reproduces_the_probe() {
+        let config = SimConfig::default();
+        let shape = ProbeShape {
+            concurrency: 4,
+            prompt_tokens: 300,
+            output_tokens: 32,
+            requests: 12,
+        };
+        let predicted = predict(&config, &shape);
+        // The server took 80 % of the model's time: it runs 1.25 times as fast.
+        let measured = 0.8 * predicted.e2e;
+        let factor = speed_factor(measured, &predicted);
+        assert!(
+            factor.is_some_and(|f| (f - 1.25).abs() < 1e-9),
+            "{factor:?}"
+        );
+        let now = config
+            .at_speed(factor.unwrap_or(1.0))
+            .map(|c| predict(&c, &shape));
+        assert!(
+            now.is_some_and(|p| (p.e2e / measured - 1.0).abs() < 1e-6),
+            "{now:?}"
+        );
+        assert_eq!(speed_factor(0.0, &predicted), None);
+        assert_eq!(speed_factor(1.0, &Predicted::default()), None);
     }
 }

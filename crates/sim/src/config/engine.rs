@@ -100,6 +100,28 @@ impl BatchingConfig {
             .unwrap_or_else(|| self.policy.overheads())
     }
 
+    /// The same engine running `factor` times as fast: every rate (compute, memory and
+    /// interconnect bandwidth) times `factor`, every fixed cost (overheads, all-reduce
+    /// latency) divided by it, so every step takes `1 / factor` of its time.
+    pub(crate) fn at_speed(&self, factor: f64) -> BatchingConfig {
+        let mut config = self.clone();
+        let gpu = &mut config.gpu;
+        gpu.bf16_tflops *= factor;
+        gpu.fp8_tflops *= factor;
+        gpu.hbm_tb_per_sec *= factor;
+        gpu.interconnect_gb_per_sec *= factor;
+        gpu.all_reduce_us /= factor;
+        let o = self.effective_overheads();
+        config.overheads = Some(StepOverheads {
+            per_step_us: o.per_step_us / factor,
+            per_layer_us: o.per_layer_us / factor,
+            per_sequence_us: o.per_sequence_us / factor,
+            per_prefill_us: o.per_prefill_us / factor,
+            frontend_us: o.frontend_us / factor,
+        });
+        config
+    }
+
     /// `max_model_len`, defaulting to the model's context length.
     pub fn effective_max_model_len(&self) -> u32 {
         self.max_model_len.unwrap_or(self.model.max_context)
@@ -263,6 +285,18 @@ impl Default for FixedTimingConfig {
 }
 
 impl FixedTimingConfig {
+    /// The same slots `factor` times as fast (TTFT and ITL divided by it).
+    pub(crate) fn at_speed(&self, factor: f64) -> FixedTimingConfig {
+        let scaled = |d: Duration| {
+            Duration::try_from_secs_f64(d.as_secs_f64() / factor).unwrap_or(Duration::MAX)
+        };
+        FixedTimingConfig {
+            ttft: scaled(self.ttft),
+            itl: scaled(self.itl),
+            ..self.clone()
+        }
+    }
+
     /// Checks every field, naming the one to fix.
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.slots == 0 {

@@ -162,6 +162,24 @@ impl SimConfig {
         }
     }
 
+    /// The same server `factor` times as fast (a positive, finite factor): every engine cost
+    /// divided by it, nothing else changed — how a server's speed moving by that much (another
+    /// tenant on its machine, a clock change) shows in the simulator. `None` for a factor that
+    /// is not positive and finite.
+    pub fn at_speed(&self, factor: f64) -> Option<SimConfig> {
+        if !(factor.is_finite() && factor > 0.0) {
+            return None;
+        }
+        let engine = match &self.engine {
+            EngineConfig::Batching(config) => EngineConfig::Batching(config.at_speed(factor)),
+            EngineConfig::Fixed(config) => EngineConfig::Fixed(config.at_speed(factor)),
+        };
+        Some(SimConfig {
+            engine,
+            ..self.clone()
+        })
+    }
+
     /// The model name to serve.
     pub fn model_name(&self) -> String {
         self.served_model_name

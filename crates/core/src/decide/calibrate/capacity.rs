@@ -159,6 +159,38 @@ pub struct CapacityComparison {
     pub measured_resolution: Option<f64>,
     /// [`resolution`] of the virtual-time search.
     pub predicted_resolution: Option<f64>,
+    /// The same virtual-time search on the simulator at the server's speed now (the speed
+    /// reference's factor divided out), when the check measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub predicted_at_speed: Option<CapacityReport>,
+    /// `predicted_at_speed / measured − 1` of the capacities.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_at_speed: Option<f64>,
+    /// How the predicted capacity at the server's speed moves if that speed is off by a
+    /// margin: the conditioning of the comparison (an SLO on a step of a staircase moves it a
+    /// whole step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_band: Option<SpeedBand>,
+}
+
+/// The capacity predicted with the server a margin slower and a margin faster than measured.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SpeedBand {
+    /// The relative margin (0.1: ±10 %).
+    pub margin: f64,
+    /// The capacity predicted at `1 − margin` times the speed (`None`: none found).
+    pub slower: Option<f64>,
+    /// The capacity predicted at `1 + margin` times the speed.
+    pub faster: Option<f64>,
+}
+
+impl SpeedBand {
+    /// Whether `capacity` lies within the band, from the lower of its ends to the higher (a
+    /// missing end is no capacity, 0).
+    pub fn contains(&self, capacity: f64) -> bool {
+        let (a, b) = (self.slower.unwrap_or(0.0), self.faster.unwrap_or(0.0));
+        (a.min(b)..=a.max(b)).contains(&capacity)
+    }
 }
 
 impl CapacityComparison {
@@ -169,19 +201,39 @@ impl CapacityComparison {
         measured: CapacityReport,
         predicted: CapacityReport,
     ) -> Self {
-        let error = match (measured.lower_bound, predicted.lower_bound) {
-            (Some(m), Some(p)) if m > 0.0 => Some(p / m - 1.0),
-            _ => None,
-        };
         CapacityComparison {
             shape,
             start,
             measured_resolution: resolution(&measured),
             predicted_resolution: resolution(&predicted),
-            error,
+            error: capacity_error(&measured, &predicted),
             measured,
             predicted,
+            predicted_at_speed: None,
+            error_at_speed: None,
+            speed_band: None,
         }
+    }
+
+    /// With the verdict of the same search on the simulator at the server's speed now, and
+    /// the band of its capacity a margin either side of that speed.
+    pub fn with_prediction_at_speed(
+        mut self,
+        predicted: CapacityReport,
+        band: Option<SpeedBand>,
+    ) -> Self {
+        self.error_at_speed = capacity_error(&self.measured, &predicted);
+        self.predicted_at_speed = Some(predicted);
+        self.speed_band = band;
+        self
+    }
+}
+
+/// `predicted / measured − 1` of two searches' capacities (`None` when either found none).
+fn capacity_error(measured: &CapacityReport, predicted: &CapacityReport) -> Option<f64> {
+    match (measured.lower_bound, predicted.lower_bound) {
+        (Some(m), Some(p)) if m > 0.0 => Some(p / m - 1.0),
+        _ => None,
     }
 }
 
@@ -274,5 +326,15 @@ mod tests {
         );
         assert_eq!(compared.error, Some(0.25));
         assert_eq!(compared.predicted_resolution, Some(0.2));
+        assert_eq!(compared.error_at_speed, None);
+        let band = SpeedBand {
+            margin: 0.1,
+            slower: Some(3.0),
+            faster: None,
+        };
+        let at_speed = compared.with_prediction_at_speed(report(Some(3.0), Some(4.0)), Some(band));
+        assert_eq!(at_speed.error_at_speed, Some(-0.25));
+        assert!(band.contains(0.0) && band.contains(3.0) && !band.contains(3.5));
+        assert_eq!(at_speed.error, Some(0.25));
     }
 }

@@ -8,7 +8,7 @@
 pub mod capacity;
 mod facts;
 
-pub use capacity::{CapacityCheck, CapacityComparison, CapacityShape, CheckPlan};
+pub use capacity::{CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, SpeedBand};
 pub use facts::{ServerFacts, server_facts};
 
 use std::sync::Arc;
