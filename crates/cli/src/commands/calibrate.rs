@@ -478,8 +478,16 @@ fn facts(model: &str, server: &ServerFacts) -> Facts {
             .unwrap_or(defaults.weight_dtype),
         kv_dtype: defaults.kv_dtype,
         chat_template_tokens: defaults.chat_template_tokens,
+        // llama.cpp (the server that reports its slots) with `-np N` gives every slot a KV
+        // stream and splits each step into micro-batches by slot.
+        slot_ubatch_tokens: server
+            .slots
+            .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
     }
 }
+
+/// llama.cpp's default micro-batch (`--ubatch-size`), for servers that do not report theirs.
+const LLAMA_CPP_UBATCH: u32 = 512;
 
 /// The weight format of a GGUF `ftype` name (`all F32`, `MOSTLY_F16`, `Q4_0`, …).
 fn gguf_dtype(ftype: &str) -> Option<DType> {
@@ -494,4 +502,28 @@ fn gguf_dtype(ftype: &str) -> Option<DType> {
     .into_iter()
     .find(|(name, _)| upper.contains(name))
     .map(|(_, dtype)| dtype)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_reporting_slots_is_simulated_with_micro_batches_by_slot() {
+        let llama = ServerFacts {
+            slots: Some(4),
+            ..ServerFacts::default()
+        };
+        assert_eq!(
+            facts("m", &llama).slot_ubatch_tokens,
+            Some(LLAMA_CPP_UBATCH)
+        );
+        let reported = ServerFacts {
+            ubatch_tokens: Some(256),
+            ..llama
+        };
+        assert_eq!(facts("m", &reported).slot_ubatch_tokens, Some(256));
+        let silent = ServerFacts::default();
+        assert_eq!(facts("m", &silent).slot_ubatch_tokens, None);
+    }
 }

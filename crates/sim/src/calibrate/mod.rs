@@ -47,6 +47,10 @@ pub struct Facts {
     /// Tokens the server's chat template adds beyond OpenAI's per-message rule (measured:
     /// [`chat_template_tokens`]).
     pub chat_template_tokens: u32,
+    /// Micro-batch size of a server whose slots each have a KV stream (llama.cpp with
+    /// `-np N`); `None`: it runs each step as one batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_ubatch_tokens: Option<u32>,
 }
 
 impl Default for Facts {
@@ -62,6 +66,7 @@ impl Default for Facts {
             weight_dtype: DType::Bf16,
             kv_dtype: DType::Fp16,
             chat_template_tokens: 0,
+            slot_ubatch_tokens: None,
         }
     }
 }
@@ -217,8 +222,8 @@ fn calibrated_accelerator(c: &Constants, memory_gib: f64) -> GpuSpec {
 
 /// The simulator configuration of a server with `facts` and fitted `constants`: the batching
 /// engine with the server's slots and context, FIFO admission without preemption (every slot
-/// owns its context), the calibrated accelerator, and no per-step or per-prompt overhead beyond
-/// the fitted ones.
+/// owns its context), the calibrated accelerator, no per-step or per-prompt overhead beyond
+/// the fitted ones, and the server's micro-batches by slot when it has them.
 pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     let model = facts.model();
     let block_size = 16;
@@ -252,6 +257,7 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         speculative: None,
         roofline: Roofline::Sum,
         gemm_batch_factors: constants.engine_batch_factors(),
+        slot_ubatch_tokens: facts.slot_ubatch_tokens,
     };
     SimConfig {
         engine: EngineConfig::Batching(engine),

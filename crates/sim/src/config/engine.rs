@@ -55,6 +55,14 @@ pub struct BatchingConfig {
     /// `goodput calibrate` fits it (a CPU's kernels use their width only from some columns on).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gemm_batch_factors: Vec<[f64; 2]>,
+    /// Micro-batches by slot, as llama.cpp runs a step when every slot has its own KV stream
+    /// (`-np N` without `--kv-unified`): a request takes the free slot released longest ago
+    /// (never used first, highest number first), and a step runs as micro-batches, each a
+    /// run of consecutive slots giving it the same number of tokens, at most this many
+    /// tokens (`--ubatch-size`), each costed as a step of its own. Unset (the default): every
+    /// step is one batch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot_ubatch_tokens: Option<u32>,
 }
 
 impl Default for BatchingConfig {
@@ -78,6 +86,7 @@ impl Default for BatchingConfig {
             speculative: None,
             roofline: Roofline::Max,
             gemm_batch_factors: Vec::new(),
+            slot_ubatch_tokens: None,
         }
     }
 }
@@ -163,6 +172,12 @@ impl BatchingConfig {
         }
         self.effective_overheads().validate()?;
         validate_batch_factors(&self.gemm_batch_factors)?;
+        if self.slot_ubatch_tokens == Some(0) {
+            return Err(ConfigError::invalid(
+                "slot_ubatch_tokens",
+                "must be at least 1 (or absent: one batch per step)",
+            ));
+        }
         if let Some(speculative) = &self.speculative {
             speculative.validate()?;
         }

@@ -25,6 +25,9 @@ pub struct ServerFacts {
     pub context_per_slot: Option<u32>,
     /// Tokens of one engine step (`n_batch`), when reported.
     pub batch_tokens: Option<u32>,
+    /// Tokens of one micro-batch (`n_ubatch`), when reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ubatch_tokens: Option<u32>,
     /// Model width (`meta.n_embd`).
     pub hidden: Option<u32>,
     /// Vocabulary (`meta.n_vocab`).
@@ -45,6 +48,7 @@ pub async fn server_facts(client: &HttpClient, timeout: Duration) -> ServerFacts
         facts.slots = as_u32(&props["total_slots"]);
         facts.context_per_slot = as_u32(&settings["n_ctx"]);
         facts.batch_tokens = as_u32(&settings["n_batch"]).or(as_u32(&props["n_batch"]));
+        facts.ubatch_tokens = as_u32(&settings["n_ubatch"]).or(as_u32(&props["n_ubatch"]));
         facts.sources.push("/props".into());
     }
     let models = client.target().endpoint("models").to_string();

@@ -34,21 +34,17 @@ impl BatchingEngine {
             let Some(mut seq) = self.waiting.pop_front() else {
                 break;
             };
-            let mut blocks = self
-                .pool
-                .acquire_cached(&seq.request.block_hashes, admission.reusable_blocks);
-            match self.pool.allocate(admission.new_blocks) {
-                Some(fresh) => blocks.extend(fresh),
-                None => {
-                    self.pool.release(&blocks);
-                    self.waiting.push_front(seq);
-                    break;
-                }
-            }
+            let Some(blocks) = self.acquire_blocks(&seq, &admission) else {
+                self.waiting.push_front(seq);
+                break;
+            };
             let cached = admission.cached_tokens;
             self.prefix_queries += u64::from(seq.request.prompt_tokens);
             self.prefix_hits += u64::from(cached.min(seq.request.prompt_tokens));
             seq.blocks = blocks;
+            if let Some(table) = &mut self.slots {
+                seq.slot = table.take();
+            }
             seq.registered_blocks = admission.reusable_blocks;
             seq.computed = cached;
             if !seq.admitted_once {
@@ -70,9 +66,28 @@ impl BatchingEngine {
                 context: cached,
                 is_prefill: true,
                 samples: new_tokens == seq.pending(),
+                slot: seq.slot,
             });
             *budget = budget.saturating_sub(new_tokens);
             self.running.push(seq);
+        }
+    }
+
+    /// The blocks `seq` is admitted with: its reusable prefix and fresh ones (none taken
+    /// when the fresh ones are not there).
+    fn acquire_blocks(&mut self, seq: &Sequence, admission: &Admission) -> Option<Vec<BlockId>> {
+        let mut blocks = self
+            .pool
+            .acquire_cached(&seq.request.block_hashes, admission.reusable_blocks);
+        match self.pool.allocate(admission.new_blocks) {
+            Some(fresh) => {
+                blocks.extend(fresh);
+                Some(blocks)
+            }
+            None => {
+                self.pool.release(&blocks);
+                None
+            }
         }
     }
 

@@ -14,6 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 mod admission;
+mod slots;
 
 use super::cost::{BatchEntry, StepCostModel};
 use super::kv::{BlockId, BlockPool, blocks_for};
@@ -32,6 +33,8 @@ struct Sequence {
     blocks: Vec<BlockId>,
     registered_blocks: usize,
     admitted_once: bool,
+    /// Its slot, with [`BatchingConfig::slot_ubatch_tokens`] (0 otherwise).
+    slot: u32,
 }
 
 impl Sequence {
@@ -44,6 +47,7 @@ impl Sequence {
             blocks: Vec::new(),
             registered_blocks: 0,
             admitted_once: false,
+            slot: 0,
         }
     }
 
@@ -68,6 +72,7 @@ struct Scheduled {
     context: u32,
     is_prefill: bool,
     samples: bool,
+    slot: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -90,6 +95,8 @@ pub struct BatchingEngine {
     waiting: VecDeque<Sequence>,
     running: Vec<Sequence>,
     step: Option<ActiveStep>,
+    /// The slots, with [`BatchingConfig::slot_ubatch_tokens`].
+    slots: Option<slots::SlotTable>,
     speculative: Option<AcceptanceSampler>,
     pending_events: Vec<EngineEvent>,
     preemptions: u64,
@@ -102,7 +109,11 @@ impl BatchingEngine {
     pub fn new(config: BatchingConfig, seed: u64) -> Self {
         let blocks = u32::try_from(config.kv_blocks()).unwrap_or(u32::MAX);
         let token_budget = config.max_num_batched_tokens;
+        let slot_table = config
+            .slot_ubatch_tokens
+            .map(|_| slots::SlotTable::new(config.max_num_seqs));
         BatchingEngine {
+            slots: slot_table,
             cost: StepCostModel::new(&config),
             pool: BlockPool::new(blocks),
             token_budget,
@@ -217,7 +228,13 @@ impl BatchingEngine {
             })
             .collect();
         let drafting = entries.iter().any(|e| e.drafts > 0);
-        let duration = self.cost.cost(&batch, drafting).duration();
+        let duration = match self.config.slot_ubatch_tokens {
+            Some(cap) if self.slots.is_some() => slots::micro_batches(&entries, cap)
+                .iter()
+                .map(|micro| self.cost.cost(micro, drafting).duration())
+                .sum(),
+            _ => self.cost.cost(&batch, drafting).duration(),
+        };
         let summary = StepSummary {
             started: now,
             duration,
@@ -296,6 +313,7 @@ impl BatchingEngine {
                 context: seq.computed,
                 is_prefill: true,
                 samples: new == seq.pending(),
+                slot: seq.slot,
             });
         }
         let drafts = self.drafts_for(seq).min(budget.saturating_sub(1));
@@ -306,6 +324,7 @@ impl BatchingEngine {
             context: seq.computed,
             is_prefill: false,
             samples: true,
+            slot: seq.slot,
         })
     }
 
@@ -318,6 +337,7 @@ impl BatchingEngine {
             *budget += entries.remove(pos).new_tokens;
         }
         self.pool.release(&seq.blocks);
+        self.release_slots(vec![seq.slot]);
         seq.blocks.clear();
         seq.registered_blocks = 0;
         seq.computed = 0;
@@ -384,11 +404,21 @@ impl BatchingEngine {
                 finished.push(index);
             }
         }
+        let mut freed = Vec::with_capacity(finished.len());
         for index in finished.into_iter().rev() {
             let seq = self.running.remove(index);
             self.pool.release(&seq.blocks);
+            freed.push(seq.slot);
         }
+        self.release_slots(freed);
         self.pending_events.push(EngineEvent::Step(step.summary));
+    }
+
+    /// Frees the slots of sequences that left the batch (with slots configured).
+    fn release_slots(&mut self, freed: Vec<u32>) {
+        if let Some(table) = &mut self.slots {
+            table.release(freed);
+        }
     }
 
     /// Publishes the hashes of prompt blocks that are now fully computed.
@@ -431,6 +461,7 @@ impl Engine for BatchingEngine {
         } else if let Some(pos) = self.running.iter().position(|s| s.request.id == id) {
             let seq = self.running.remove(pos);
             self.pool.release(&seq.blocks);
+            self.release_slots(vec![seq.slot]);
         }
     }
 
