@@ -127,6 +127,15 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
             speculative.draft_cost_ratio
         );
     }
+    if let Some(cap) = config.slot_ubatch_tokens {
+        let _ = writeln!(
+            out,
+            "micro-batches by slot (llama.cpp, a KV stream per slot): each request takes the \
+             free slot released longest ago; a step runs as micro-batches of consecutive slots \
+             with equal tokens each, at most {cap} tokens, each costed as below (the tables \
+             assume consecutive slots: one micro-batch)"
+        );
+    }
     explain_model(out, model);
     explain_kv(out, config, &deployment);
     let cost = StepCostModel::new(config);
@@ -515,6 +524,21 @@ mod tests {
             .filter(|line| line.trim_start().starts_with(|c: char| c.is_ascii_digit()))
             .count();
         assert_eq!(rows, DECODE_BATCHES.len(), "{text}");
+    }
+
+    #[test]
+    fn micro_batches_by_slot_are_said_when_configured() {
+        let plain = explain(&SimConfig::default());
+        assert!(!plain.contains("micro-batches"), "{plain}");
+        let config = SimConfig {
+            engine: EngineConfig::Batching(BatchingConfig {
+                slot_ubatch_tokens: Some(256),
+                ..BatchingConfig::default()
+            }),
+            ..SimConfig::default()
+        };
+        let text = explain(&config);
+        assert!(text.contains("at most 256 tokens"), "{text}");
     }
 
     #[test]
