@@ -156,7 +156,7 @@ pub(crate) fn speed_line(
     let now = factor.map_or(String::new(), |f| {
         format!(
             "; the server runs {f:.3} times the configuration's speed, and the \"at speed\" \
-             figures are the configuration's with that divided out\n"
+             figures are the configuration's with that divided out"
         )
     });
     let line = format!(
@@ -174,10 +174,7 @@ pub(crate) fn speed_line(
         p.e2e * 1e3,
         error(p.e2e, m.e2e),
     );
-    match now.is_empty() {
-        true => format!("{line}\n"),
-        false => format!("{line}{now}"),
-    }
+    format!("{line}{now}\n")
 }
 
 /// Predicted against measured for every held-out shape (and at the server's speed now).

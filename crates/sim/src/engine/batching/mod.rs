@@ -218,23 +218,7 @@ impl BatchingEngine {
             self.abort_unschedulable(now);
             return;
         }
-        let batch: Vec<BatchEntry> = entries
-            .iter()
-            .map(|e| BatchEntry {
-                new_tokens: e.new_tokens,
-                context: e.context,
-                is_prefill: e.is_prefill,
-                samples: e.samples,
-            })
-            .collect();
-        let drafting = entries.iter().any(|e| e.drafts > 0);
-        let duration = match self.config.slot_ubatch_tokens {
-            Some(cap) if self.slots.is_some() => slots::micro_batches(&entries, cap)
-                .iter()
-                .map(|micro| self.cost.cost(micro, drafting).duration())
-                .sum(),
-            _ => self.cost.cost(&batch, drafting).duration(),
-        };
+        let duration = self.step_duration(&entries);
         let summary = StepSummary {
             started: now,
             duration,
@@ -251,6 +235,27 @@ impl BatchingEngine {
             entries,
             summary,
         });
+    }
+
+    /// How long a step of `entries` takes: one batch, or the sum of its micro-batches by slot.
+    fn step_duration(&self, entries: &[Scheduled]) -> Duration {
+        let drafting = entries.iter().any(|e| e.drafts > 0);
+        if let Some(cap) = self.config.slot_ubatch_tokens {
+            return slots::micro_batches(entries, cap)
+                .iter()
+                .map(|micro| self.cost.cost(micro, drafting).duration())
+                .sum();
+        }
+        let batch: Vec<BatchEntry> = entries
+            .iter()
+            .map(|e| BatchEntry {
+                new_tokens: e.new_tokens,
+                context: e.context,
+                is_prefill: e.is_prefill,
+                samples: e.samples,
+            })
+            .collect();
+        self.cost.cost(&batch, drafting).duration()
     }
 
     /// Schedules running sequences, decodes first. Returns whether anything was preempted.
