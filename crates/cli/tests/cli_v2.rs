@@ -42,6 +42,8 @@ fn v2_server(max_batch: u64, short: bool) -> (String, Seen) {
                     }
                     std::thread::sleep(std::time::Duration::from_millis(30));
                     let (status, answer) = match documents {
+                        // No metrics here.
+                        _ if request.is_empty() => ("404 Not Found", json!({})),
                         Some(documents) => ("200 OK", rerank_answer(documents)),
                         None => answer(rows, max_batch, short),
                     };

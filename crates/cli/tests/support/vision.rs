@@ -48,7 +48,14 @@ fn serve(stream: TcpStream, seen: &Seen, delay: Delay) {
         let Some((_, body)) = super::read_request(&mut reader) else {
             return;
         };
-        let request: Value = serde_json::from_slice(&body).unwrap();
+        // goodput also scrapes `GET /metrics`: no body, no metrics here.
+        let Ok(request) = serde_json::from_slice::<Value>(&body) else {
+            let missing = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+            if writer.write_all(missing.as_bytes()).is_err() {
+                return;
+            }
+            continue;
+        };
         let messages = messages(&request);
         let all: Vec<(u32, u32)> = messages.iter().flat_map(|m| m.1.clone()).collect();
         seen.lock().unwrap().push(messages);
