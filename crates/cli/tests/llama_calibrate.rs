@@ -159,6 +159,11 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
         fit["fit"]["rms_relative_error"].as_f64().unwrap() * 100.0,
         fit["fit"]["problems"]
     );
+    // The test model's template opens every chat prompt with BOS and `<|im_start|>user\n`,
+    // which its tokenizer splits into 9 tokens (` <`, `|`, `im`, `_`, `start`, `|`, `>`,
+    // `user`, `\n`): llama-server's own log gives the same common prefix (f_sim 0.106 of a
+    // 93-token prompt when it picks a slot by similarity).
+    assert_eq!(fit["facts"]["shared_prefix_tokens"], 10, "{}", fit["facts"]);
     config
 }
 

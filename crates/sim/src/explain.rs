@@ -136,6 +136,15 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
              assume consecutive slots: one micro-batch)"
         );
     }
+    if let Some(similarity) = &config.slot_prompt_similarity {
+        let _ = writeln!(
+            out,
+            "slots by prompt similarity: a prompt of fewer than {:.0} tokens shares more than              {:.0} % of itself ({} tokens every prompt starts with) with a used free slot and              takes the lowest such slot instead",
+            f64::from(similarity.shared_prefix_tokens) / similarity.threshold,
+            similarity.threshold * 100.0,
+            similarity.shared_prefix_tokens
+        );
+    }
     explain_model(out, model);
     explain_kv(out, config, &deployment);
     let cost = StepCostModel::new(config);
@@ -530,15 +539,23 @@ mod tests {
     fn micro_batches_by_slot_are_said_when_configured() {
         let plain = explain(&SimConfig::default());
         assert!(!plain.contains("micro-batches"), "{plain}");
-        let config = SimConfig {
+        assert!(!plain.contains("similarity"), "{plain}");
+        let slots = |slot_prompt_similarity| SimConfig {
             engine: EngineConfig::Batching(BatchingConfig {
                 slot_ubatch_tokens: Some(256),
+                slot_prompt_similarity,
                 ..BatchingConfig::default()
             }),
             ..SimConfig::default()
         };
-        let text = explain(&config);
+        let text = explain(&slots(None));
         assert!(text.contains("at most 256 tokens"), "{text}");
+        let similarity = crate::config::SlotPromptSimilarity {
+            threshold: 0.1,
+            shared_prefix_tokens: 10,
+        };
+        let text = explain(&slots(Some(similarity)));
+        assert!(text.contains("fewer than 100 tokens"), "{text}");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use goodput_sim::config::{
-    BatchingConfig, EngineConfig, EnginePolicy, SimConfig, SpeculativeConfig,
+    BatchingConfig, EngineConfig, EnginePolicy, SimConfig, SlotPromptSimilarity, SpeculativeConfig,
 };
 use goodput_sim::engine::batching::BatchingEngine;
 use goodput_sim::engine::{EngineEvent, EngineRequest};
@@ -381,11 +381,17 @@ fn a_configuration_at_twice_the_speed_takes_half_the_time() {
 /// TPOT of each round of a closed loop of 3 clients re-sending at once (identical requests,
 /// no frontend delay), on 4 sequence slots with or without llama.cpp's micro-batches by slot.
 fn round_tpots(slot_ubatch_tokens: Option<u32>) -> Vec<Duration> {
-    let mut config = BatchingConfig {
-        max_num_seqs: 4,
+    let config = BatchingConfig {
         slot_ubatch_tokens,
         ..BatchingConfig::default()
     };
+    rounds_of(config, 64)
+}
+
+/// TPOT of each round of 3 clients of `prompt_tokens` → 32 re-sending at once on `config`
+/// with 4 sequence slots and no frontend delay.
+fn rounds_of(mut config: BatchingConfig, prompt_tokens: u32) -> Vec<Duration> {
+    config.max_num_seqs = 4;
     let mut overheads = config.effective_overheads();
     overheads.frontend_us = 0.0;
     config.overheads = Some(overheads);
@@ -394,7 +400,7 @@ fn round_tpots(slot_ubatch_tokens: Option<u32>) -> Vec<Duration> {
     let mut rounds = Vec::new();
     while rounds.len() < 6 {
         for _ in 0..3 {
-            sim.submit(sim.now(), request(next, 64, 32));
+            sim.submit(sim.now(), request(next, prompt_tokens, 32));
             next += 1;
         }
         sim.run_until_idle();
@@ -427,4 +433,28 @@ fn decodes_in_slots_with_a_gap_take_two_micro_batches_by_turns() {
     );
     assert_eq!(&by_slot[3..], &[together, split, together], "{by_slot:?}");
     assert_eq!(together, one_batch[0]);
+}
+
+/// llama.cpp gives a prompt sharing more than `--slot-prompt-similarity` of itself with a free
+/// slot's last prompt that slot (the lowest such), before the one released longest ago: short
+/// prompts sharing the template's header return to the slots just released and keep decoding
+/// as one micro-batch; long ones share too small a fraction and go by age, by turns.
+#[test]
+fn short_prompts_return_to_the_slots_just_released() {
+    let similar = BatchingConfig {
+        slot_ubatch_tokens: Some(512),
+        slot_prompt_similarity: Some(SlotPromptSimilarity {
+            threshold: 0.1,
+            shared_prefix_tokens: 10,
+        }),
+        ..BatchingConfig::default()
+    };
+    let short = rounds_of(similar.clone(), 64);
+    assert!(short.iter().all(|t| *t == short[0]), "{short:?}");
+    assert_eq!(short[0], round_tpots(Some(512))[0]);
+    let long = rounds_of(similar, 200);
+    assert!(
+        long[2].as_secs_f64() > 1.5 * long[1].as_secs_f64(),
+        "{long:?}"
+    );
 }

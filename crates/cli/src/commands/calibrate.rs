@@ -24,6 +24,7 @@ use goodput_sim::calibrate::{
     Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, chat_template_tokens, fit,
     held_out, plan, predict, speed_factor, speed_reference,
 };
+use goodput_sim::config::SlotPromptSimilarity;
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -483,11 +484,21 @@ fn facts(model: &str, server: &ServerFacts) -> Facts {
         slot_ubatch_tokens: server
             .slots
             .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
+        // It also returns a prompt to a slot whose last prompt shares enough of it; what every
+        // prompt shares is the template's header it tokenized for us.
+        slot_prompt_similarity: server.slots.and(server.shared_prefix_tokens).map(
+            |shared_prefix_tokens| SlotPromptSimilarity {
+                threshold: LLAMA_CPP_SLOT_SIMILARITY,
+                shared_prefix_tokens,
+            },
+        ),
     }
 }
 
 /// llama.cpp's default micro-batch (`--ubatch-size`), for servers that do not report theirs.
 const LLAMA_CPP_UBATCH: u32 = 512;
+/// llama.cpp's default `--slot-prompt-similarity` (its `/props` does not report it).
+const LLAMA_CPP_SLOT_SIMILARITY: f64 = 0.1;
 
 /// The weight format of a GGUF `ftype` name (`all F32`, `MOSTLY_F16`, `Q4_0`, …).
 fn gguf_dtype(ftype: &str) -> Option<DType> {
@@ -525,5 +536,31 @@ mod tests {
         assert_eq!(facts("m", &reported).slot_ubatch_tokens, Some(256));
         let silent = ServerFacts::default();
         assert_eq!(facts("m", &silent).slot_ubatch_tokens, None);
+    }
+
+    #[test]
+    fn a_server_that_tokenizes_its_template_gets_slots_by_prompt_similarity() {
+        let llama = ServerFacts {
+            slots: Some(4),
+            shared_prefix_tokens: Some(10),
+            ..ServerFacts::default()
+        };
+        assert_eq!(
+            facts("m", &llama).slot_prompt_similarity,
+            Some(SlotPromptSimilarity {
+                threshold: 0.1,
+                shared_prefix_tokens: 10
+            })
+        );
+        let untold = ServerFacts {
+            shared_prefix_tokens: None,
+            ..llama.clone()
+        };
+        assert_eq!(facts("m", &untold).slot_prompt_similarity, None);
+        let slotless = ServerFacts {
+            slots: None,
+            ..llama
+        };
+        assert_eq!(facts("m", &slotless).slot_prompt_similarity, None);
     }
 }

@@ -43,10 +43,11 @@ fn uncertainty(value: Option<f64>) -> String {
 fn facts_line(server: &ServerFacts) -> String {
     let show = |v: Option<u32>| v.map_or("?".to_string(), |v| v.to_string());
     format!(
-        "server: {} slots, {} tokens of context per slot, width {}, vocabulary {}, {} \
-         parameters, weights {} (from {})",
+        "server: {} slots, {} tokens of context per slot, chat prompts starting with the same \
+         {} tokens, width {}, vocabulary {}, {} parameters, weights {} (from {})",
         show(server.slots),
         show(server.context_per_slot),
+        show(server.shared_prefix_tokens),
         show(server.hidden),
         show(server.vocab),
         server

@@ -17,7 +17,8 @@ use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{
-    BatchingConfig, EngineConfig, EnginePolicy, Roofline, SimConfig, StepOverheads,
+    BatchingConfig, EngineConfig, EnginePolicy, Roofline, SimConfig, SlotPromptSimilarity,
+    StepOverheads,
 };
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -51,6 +52,9 @@ pub struct Facts {
     /// `-np N`); `None`: it runs each step as one batch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_ubatch_tokens: Option<u32>,
+    /// How such a server picks a slot by prompt similarity (llama.cpp); `None`: by age only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_prompt_similarity: Option<SlotPromptSimilarity>,
 }
 
 impl Default for Facts {
@@ -67,6 +71,7 @@ impl Default for Facts {
             kv_dtype: DType::Fp16,
             chat_template_tokens: 0,
             slot_ubatch_tokens: None,
+            slot_prompt_similarity: None,
         }
     }
 }
@@ -258,6 +263,9 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         roofline: Roofline::Sum,
         gemm_batch_factors: constants.engine_batch_factors(),
         slot_ubatch_tokens: facts.slot_ubatch_tokens,
+        slot_prompt_similarity: facts
+            .slot_prompt_similarity
+            .filter(|_| facts.slot_ubatch_tokens.is_some()),
     };
     SimConfig {
         engine: EngineConfig::Batching(engine),

@@ -63,6 +63,34 @@ pub struct BatchingConfig {
     /// step is one batch.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot_ubatch_tokens: Option<u32>,
+    /// With `slot_ubatch_tokens`: llama.cpp's `--slot-prompt-similarity`, a request takes a
+    /// free slot whose last prompt shares enough of its own before the one released longest
+    /// ago. Unset (the default): the slot released longest ago.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot_prompt_similarity: Option<SlotPromptSimilarity>,
+}
+
+/// How llama.cpp picks a slot by prompt similarity: among the free slots that have held a
+/// prompt, the first whose longest common prefix with the new prompt is the largest fraction
+/// of it, if that fraction exceeds `threshold`. The engine knows one common prefix: the
+/// tokens every prompt starts with (the chat template's header), so every used free slot ties
+/// and the lowest numbered one is taken when `shared_prefix_tokens / prompt tokens` exceeds the
+/// threshold — short prompts return to the slot just released, long ones go by age.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlotPromptSimilarity {
+    /// The fraction of the new prompt a slot's last prompt must share (llama.cpp: 0.1).
+    pub threshold: f64,
+    /// Tokens every prompt shares at its start (the chat template's header, BOS included).
+    pub shared_prefix_tokens: u32,
+}
+
+impl SlotPromptSimilarity {
+    /// Whether a prompt of `prompt_tokens` goes to a used slot by similarity.
+    pub fn applies(&self, prompt_tokens: u32) -> bool {
+        prompt_tokens > 0
+            && f64::from(self.shared_prefix_tokens) / f64::from(prompt_tokens) > self.threshold
+    }
 }
 
 impl Default for BatchingConfig {
@@ -87,6 +115,7 @@ impl Default for BatchingConfig {
             roofline: Roofline::Max,
             gemm_batch_factors: Vec::new(),
             slot_ubatch_tokens: None,
+            slot_prompt_similarity: None,
         }
     }
 }
@@ -178,8 +207,28 @@ impl BatchingConfig {
                 "must be at least 1 (or absent: one batch per step)",
             ));
         }
+        self.validate_slot_similarity()?;
         if let Some(speculative) = &self.speculative {
             speculative.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl BatchingConfig {
+    fn validate_slot_similarity(&self) -> Result<(), ConfigError> {
+        let field = "slot_prompt_similarity";
+        let Some(similarity) = &self.slot_prompt_similarity else {
+            return Ok(());
+        };
+        if self.slot_ubatch_tokens.is_none() {
+            return Err(ConfigError::invalid(
+                field,
+                "picks among slots: it needs slot_ubatch_tokens",
+            ));
+        }
+        if !(0.0..1.0).contains(&similarity.threshold) {
+            return Err(ConfigError::invalid(field, "threshold must be in [0, 1)"));
         }
         Ok(())
     }

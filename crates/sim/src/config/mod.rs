@@ -8,7 +8,7 @@ mod faults;
 mod policy;
 
 pub use agent::{AgentConfig, ReasoningFormat};
-pub use engine::{BatchingConfig, FixedTimingConfig, SpeculativeConfig};
+pub use engine::{BatchingConfig, FixedTimingConfig, SlotPromptSimilarity, SpeculativeConfig};
 pub use faults::FaultConfig;
 pub use policy::{EnginePolicy, Roofline, StepOverheads};
 
@@ -376,6 +376,29 @@ mod tests {
                 error.contains("gemm_batch_factors") && error.contains(says),
                 "{points}: {error}"
             );
+        }
+    }
+
+    #[test]
+    fn slot_prompt_similarity_needs_slots_and_a_threshold_below_one() {
+        let similarity = "[engine.slot_prompt_similarity]\nshared_prefix_tokens = 10\n";
+        for (slots, threshold, says) in [
+            ("", "0.1", Some("needs slot_ubatch_tokens")),
+            ("slot_ubatch_tokens = 512\n", "1.0", Some("[0, 1)")),
+            ("slot_ubatch_tokens = 512\n", "0.1", None),
+        ] {
+            let text = format!(
+                "[engine]\nkind = \"batching\"\n{slots}{similarity}threshold = {threshold}\n"
+            );
+            let config: SimConfig = toml::from_str(&text).unwrap();
+            match (config.validate(), says) {
+                (Ok(()), None) => {}
+                (Err(error), Some(says)) => {
+                    let error = error.to_string();
+                    assert!(error.contains("slot_prompt_similarity") && error.contains(says));
+                }
+                (outcome, _) => panic!("{text}: {outcome:?}"),
+            }
         }
     }
 

@@ -1,5 +1,5 @@
 //! What a server says about its own limits and model: llama.cpp's `/props` (slots, context per
-//! slot, batch size) and the `meta` of its `/v1/models` entries (width, vocabulary, parameter
+//! slot, batch size), its chat prompts' common start (`/apply-template`, `/tokenize`) and the `meta` of its `/v1/models` entries (width, vocabulary, parameter
 //! count, weight format). Every figure is optional: other servers answer none of it.
 
 use std::time::Duration;
@@ -8,7 +8,7 @@ use bytes::Bytes;
 use http::Uri;
 use http_body_util::Full;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::http::HttpClient;
 use crate::record::Exchange;
@@ -36,6 +36,10 @@ pub struct ServerFacts {
     pub params: Option<f64>,
     /// Weight format as the server names it (`meta.ftype`, e.g. `all F32`, `Q4_0`).
     pub weight_format: Option<String>,
+    /// Tokens every chat prompt starts with, BOS included (llama.cpp's `/apply-template` and
+    /// `/tokenize` of two one-message chats: their common prefix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_prefix_tokens: Option<u32>,
     /// Where each figure came from, for the report.
     pub sources: Vec<String>,
 }
@@ -50,6 +54,10 @@ pub async fn server_facts(client: &HttpClient, timeout: Duration) -> ServerFacts
         facts.batch_tokens = as_u32(&settings["n_batch"]).or(as_u32(&props["n_batch"]));
         facts.ubatch_tokens = as_u32(&settings["n_ubatch"]).or(as_u32(&props["n_ubatch"]));
         facts.sources.push("/props".into());
+        facts.shared_prefix_tokens = shared_prefix_tokens(client, timeout).await;
+        if facts.shared_prefix_tokens.is_some() {
+            facts.sources.push("/apply-template, /tokenize".into());
+        }
     }
     let models = client.target().endpoint("models").to_string();
     if let Some(list) = get_json(client, &models, timeout).await
@@ -69,10 +77,57 @@ fn as_u32(value: &Value) -> Option<u32> {
     value.as_u64().and_then(|v| u32::try_from(v).ok())
 }
 
+/// The common prefix, in the server's tokens, of two one-message chats whose texts differ
+/// from their first token: what every chat prompt starts with.
+async fn shared_prefix_tokens(client: &HttpClient, timeout: Duration) -> Option<u32> {
+    let mut prompts = Vec::new();
+    for text in ["alpha", "omega"] {
+        let chat = json!({"messages": [{"role": "user", "content": text}]});
+        let templated = post_json(client, "/apply-template", &chat, timeout).await?;
+        let content = json!({"content": templated["prompt"].as_str()?, "add_special": true});
+        let tokenized = post_json(client, "/tokenize", &content, timeout).await?;
+        let ids: Option<Vec<u64>> = tokenized["tokens"]
+            .as_array()?
+            .iter()
+            .map(Value::as_u64)
+            .collect();
+        prompts.push(ids?);
+    }
+    let common = prompts[0]
+        .iter()
+        .zip(&prompts[1])
+        .take_while(|(a, b)| a == b)
+        .count();
+    u32::try_from(common).ok()
+}
+
+/// `POST path` with a JSON `body`, answered as JSON; `None` on any failure.
+async fn post_json(
+    client: &HttpClient,
+    path: &str,
+    body: &Value,
+    timeout: Duration,
+) -> Option<Value> {
+    let request = http::Request::post(path.parse::<Uri>().ok()?)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(Bytes::from(body.to_string())))
+        .ok()?;
+    fetch_json(client, request, timeout).await
+}
+
 /// `GET path` as JSON; `None` on any failure (the figure is then unknown, not an error).
 async fn get_json(client: &HttpClient, path: &str, timeout: Duration) -> Option<Value> {
     let uri: Uri = path.parse().ok()?;
     let request = http::Request::get(uri).body(Full::new(Bytes::new())).ok()?;
+    fetch_json(client, request, timeout).await
+}
+
+/// Sends `request`, reads its answer as JSON; `None` on any failure or after `timeout`.
+async fn fetch_json(
+    client: &HttpClient,
+    request: http::Request<Full<Bytes>>,
+    timeout: Duration,
+) -> Option<Value> {
     let fetch = async {
         let mut exchange = Exchange::default();
         let mut response = client.send(request, &mut exchange).await.ok()?;

@@ -43,7 +43,7 @@ impl BatchingEngine {
             self.prefix_hits += u64::from(cached.min(seq.request.prompt_tokens));
             seq.blocks = blocks;
             if let Some(table) = &mut self.slots {
-                seq.slot = table.take();
+                seq.slot = table.take(seq.request.prompt_tokens);
             }
             seq.registered_blocks = admission.reusable_blocks;
             seq.computed = cached;

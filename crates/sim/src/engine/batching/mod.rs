@@ -111,7 +111,7 @@ impl BatchingEngine {
         let token_budget = config.max_num_batched_tokens;
         let slot_table = config
             .slot_ubatch_tokens
-            .map(|_| slots::SlotTable::new(config.max_num_seqs));
+            .map(|_| slots::SlotTable::new(config.max_num_seqs, config.slot_prompt_similarity));
         BatchingEngine {
             slots: slot_table,
             cost: StepCostModel::new(&config),

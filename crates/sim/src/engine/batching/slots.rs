@@ -3,6 +3,7 @@
 //! consecutive slots giving the same number of tokens, decodes first, then prompts).
 
 use super::Scheduled;
+use crate::config::SlotPromptSimilarity;
 use crate::engine::cost::BatchEntry;
 
 /// Which slots are busy and when each was last released.
@@ -11,30 +12,43 @@ pub(super) struct SlotTable {
     /// Per slot: busy, and the release count when it was last released (0: never used).
     slots: Vec<(bool, u64)>,
     releases: u64,
+    similarity: Option<SlotPromptSimilarity>,
 }
 
 impl SlotTable {
-    /// `count` slots, none used yet.
-    pub(super) fn new(count: u32) -> Self {
+    /// `count` slots, none used yet, picked by `similarity` first when set.
+    pub(super) fn new(count: u32, similarity: Option<SlotPromptSimilarity>) -> Self {
         SlotTable {
             slots: vec![(false, 0); count as usize],
             releases: 0,
+            similarity,
         }
     }
 
-    /// Takes the free slot released longest ago; among slots never used, the highest.
-    pub(super) fn take(&mut self) -> u32 {
+    /// Takes a slot for a prompt of `prompt_tokens`: by similarity the lowest free slot that
+    /// has held a prompt (see [`SlotPromptSimilarity`]), else the free slot released longest
+    /// ago; among slots never used, the highest.
+    pub(super) fn take(&mut self, prompt_tokens: u32) -> u32 {
+        let similar = self
+            .similarity
+            .filter(|s| s.applies(prompt_tokens))
+            .and_then(|_| self.slots.iter().position(|(busy, at)| !busy && *at > 0));
+        let index = similar.or_else(|| self.oldest_free()).unwrap_or(0);
+        if let Some(slot) = self.slots.get_mut(index) {
+            slot.0 = true;
+        }
+        u32::try_from(index).unwrap_or(u32::MAX)
+    }
+
+    /// The free slot released longest ago; among slots never used, the highest.
+    fn oldest_free(&self) -> Option<usize> {
         let mut best: Option<usize> = None;
         for (index, (busy, released)) in self.slots.iter().enumerate() {
             if !busy && best.is_none_or(|b| *released <= self.slots[b].1) {
                 best = Some(index);
             }
         }
-        let index = best.unwrap_or(0);
-        if let Some(slot) = self.slots.get_mut(index) {
-            slot.0 = true;
-        }
-        u32::try_from(index).unwrap_or(u32::MAX)
+        best
     }
 
     /// Frees `slots`, in ascending order (as a step's slots finish one after the other).
@@ -154,14 +168,36 @@ mod tests {
 
     #[test]
     fn a_request_takes_the_slot_released_longest_ago_and_never_used_slots_highest_first() {
-        let mut table = SlotTable::new(4);
-        let first: Vec<u32> = (0..3).map(|_| table.take()).collect();
+        let mut table = SlotTable::new(4, None);
+        let first: Vec<u32> = (0..3).map(|_| table.take(90)).collect();
         assert_eq!(first, vec![3, 2, 1]);
         table.release(vec![3, 1, 2]);
-        let second: Vec<u32> = (0..3).map(|_| table.take()).collect();
+        let second: Vec<u32> = (0..3).map(|_| table.take(90)).collect();
         assert_eq!(second, vec![0, 1, 2]);
         table.release(vec![0, 1, 2]);
-        let third: Vec<u32> = (0..3).map(|_| table.take()).collect();
+        let third: Vec<u32> = (0..3).map(|_| table.take(90)).collect();
         assert_eq!(third, vec![3, 0, 1]);
+    }
+
+    #[test]
+    fn a_prompt_sharing_enough_takes_the_lowest_used_free_slot_and_a_longer_one_goes_by_age() {
+        // 10 shared tokens: above 10 % of a 90-token prompt, below 10 % of a 290-token one.
+        let similarity = SlotPromptSimilarity {
+            threshold: 0.1,
+            shared_prefix_tokens: 10,
+        };
+        let mut table = SlotTable::new(4, Some(similarity));
+        // Nothing used yet: by age (never used, highest first), as llama.cpp skips empty slots.
+        let first: Vec<u32> = (0..3).map(|_| table.take(90)).collect();
+        assert_eq!(first, vec![3, 2, 1]);
+        // Slot 2 released: a short prompt returns to it, not to never-used slot 0.
+        table.release(vec![2]);
+        assert_eq!(table.take(90), 2);
+        // Slots 3 and 1 released: the lowest used one first, then the other.
+        table.release(vec![3, 1]);
+        assert_eq!((table.take(90), table.take(90)), (1, 3));
+        // A long prompt shares too little: by age, never-used slot 0.
+        table.release(vec![1]);
+        assert_eq!(table.take(290), 0);
     }
 }
