@@ -213,9 +213,7 @@ impl BatchingConfig {
         }
         Ok(())
     }
-}
 
-impl BatchingConfig {
     fn validate_slot_similarity(&self) -> Result<(), ConfigError> {
         let field = "slot_prompt_similarity";
         let Some(similarity) = &self.slot_prompt_similarity else {
@@ -227,8 +225,12 @@ impl BatchingConfig {
                 "picks among slots: it needs slot_ubatch_tokens",
             ));
         }
-        if !(0.0..1.0).contains(&similarity.threshold) {
-            return Err(ConfigError::invalid(field, "threshold must be in [0, 1)"));
+        if !(similarity.threshold > 0.0 && similarity.threshold < 1.0) {
+            return Err(ConfigError::invalid(
+                field,
+                "threshold must be in (0, 1) (llama.cpp's 0 turns the rule off: leave the table \
+                 out)",
+            ));
         }
         Ok(())
     }

@@ -384,7 +384,12 @@ mod tests {
         let similarity = "[engine.slot_prompt_similarity]\nshared_prefix_tokens = 10\n";
         for (slots, threshold, says) in [
             ("", "0.1", Some("needs slot_ubatch_tokens")),
-            ("slot_ubatch_tokens = 512\n", "1.0", Some("[0, 1)")),
+            ("slot_ubatch_tokens = 512\n", "1.0", Some("(0, 1)")),
+            (
+                "slot_ubatch_tokens = 512\n",
+                "0.0",
+                Some("turns the rule off"),
+            ),
             ("slot_ubatch_tokens = 512\n", "0.1", None),
         ] {
             let text = format!(

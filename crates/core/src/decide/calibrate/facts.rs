@@ -1,6 +1,7 @@
 //! What a server says about its own limits and model: llama.cpp's `/props` (slots, context per
-//! slot, batch size), its chat prompts' common start (`/apply-template`, `/tokenize`) and the `meta` of its `/v1/models` entries (width, vocabulary, parameter
-//! count, weight format). Every figure is optional: other servers answer none of it.
+//! slot, batch size), its chat prompts' common start (`/apply-template`, `/tokenize`) and the
+//! `meta` of its `/v1/models` entries (width, vocabulary, parameter count, weight format).
+//! Every figure is optional: other servers answer none of it.
 
 use std::time::Duration;
 
