@@ -139,7 +139,9 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
     if let Some(similarity) = &config.slot_prompt_similarity {
         let _ = writeln!(
             out,
-            "slots by prompt similarity: a prompt of fewer than {:.0} tokens shares more than              {:.0} % of itself ({} tokens every prompt starts with) with a used free slot and              takes the lowest such slot instead",
+            "slots by prompt similarity: a prompt of fewer than {:.0} tokens shares more than \
+             {:.0} % of itself ({} tokens every prompt starts with) with a used free slot and \
+             takes the lowest such slot instead",
             f64::from(similarity.shared_prefix_tokens) / similarity.threshold,
             similarity.threshold * 100.0,
             similarity.shared_prefix_tokens
@@ -556,6 +558,7 @@ mod tests {
         };
         let text = explain(&slots(Some(similarity)));
         assert!(text.contains("fewer than 100 tokens"), "{text}");
+        assert!(text.contains("more than 10 % of itself"), "{text}");
     }
 
     #[test]
