@@ -87,6 +87,10 @@ fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &P
         rescaled.to_str().unwrap(),
         "--budget",
         "4m",
+        // One pass of the held-out shapes (the test judges the capacities and the half-load
+        // runs, not the check's rows): the budget is the capacity searches'.
+        "--passes",
+        "1",
         "--json",
         "--slo",
         &format!("e2e={slo_ms:.0}ms"),
@@ -154,10 +158,17 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
         config.to_str().unwrap(),
         "--json",
     ]));
+    let r = &fit["repeatability"];
     eprintln!(
-        "calibration: RMS {:.1} %, problems {}",
+        "calibration: RMS {:.1} %, problems {}; repeatability of {} probes in {} passes: TTFT \
+         {:.1} %, TPOT {:.1} %, E2E {:.1} %",
         fit["fit"]["rms_relative_error"].as_f64().unwrap() * 100.0,
-        fit["fit"]["problems"]
+        fit["fit"]["problems"],
+        r["probes"],
+        r["passes"],
+        r["ttft"].as_f64().unwrap() * 100.0,
+        r["tpot"].as_f64().unwrap() * 100.0,
+        r["e2e"].as_f64().unwrap() * 100.0
     );
     // The test model's template opens every chat prompt with BOS and `<|im_start|>user\n`,
     // which its tokenizer splits into 9 tokens (` <`, `|`, `im`, `_`, `start`, `|`, `>`,

@@ -49,6 +49,13 @@ pub(crate) struct CalibrateArgs {
     /// more give steadier medians and a longer profile.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub(crate) repeats: u32,
+    /// Times the probes are measured, one whole pass after the other with fresh prompts (with
+    /// --check: the speed reference and the held-out shapes): each probe's figures are the
+    /// median over its passes, and how much a pass differs from the next (the server's own
+    /// repeatability) is reported beside the fit's error and tells noise from a misfit. The
+    /// budget may end the last pass early.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=10))]
+    pub(crate) passes: u32,
     /// Print the fit (or the check) as JSON instead of tables.
     #[arg(long)]
     pub(crate) json: bool,

@@ -13,18 +13,16 @@ use goodput_core::config::RunConfig;
 use goodput_core::decide::calibrate::CapacityShape;
 use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity};
 use goodput_core::decide::calibrate::{
-    CalibrationProbe, CapacityCheck, CapacityComparison, CheckPlan, ProbeMeasurement, ServerFacts,
-    SpeedBand, measure, server_facts,
+    CapacityCheck, CapacityComparison, CheckPlan, ProbeMeasurement, Repeatability, ServerFacts,
+    SpeedBand, combine_passes, server_facts,
 };
 use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, SearchConfig};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::metrics::Slo;
-use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{
-    Facts, MeasuredProbe, Predicted, ProbeShape, calibrated_config, chat_template_tokens, fit,
-    held_out, plan, predict, speed_factor, speed_reference,
+    Facts, MeasuredProbe, Predicted, calibrated_config, chat_template_tokens, fit, held_out, plan,
+    predict, speed_factor, speed_reference,
 };
-use goodput_sim::config::SlotPromptSimilarity;
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -34,6 +32,10 @@ use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_c
 use crate::output::calibrate::{self as render, CheckRow};
 use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
 use crate::wiring::session::random_seed;
+
+mod probes;
+
+use probes::{facts, measured_probe, run_probes};
 
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -65,24 +67,31 @@ async fn calibrate(
     let mut facts = facts(model, server);
     let shapes = plan(&facts, args.repeats);
     let cancel = crate::wiring::session::cancel_on_signal();
-    let measured = run_probes(args, client, model, &shapes, &cancel).await?;
-    let counted: Vec<(u32, f64)> = measured
+    let passes = run_probes(args, client, model, &shapes, &cancel).await?;
+    let counted: Vec<(u32, f64)> = passes
         .iter()
+        .flatten()
         .map(|m| (m.probe.input_tokens, m.prompt_tokens))
         .collect();
     facts.chat_template_tokens = chat_template_tokens(&counted);
+    let (measured, repeatability) = combine_passes(&passes);
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
-    let fit = fit(&facts, &probes).context("the fit")?;
+    let mut fit = fit(&facts, &probes).context("the fit")?;
+    if let Some(r) = &repeatability {
+        fit = fit.with_server_noise(r.fitted_figures());
+    }
     let config = calibrated_config(&facts, &fit.constants);
     let text = toml::to_string(&config).context("serialising the configuration")?;
     let header = render::config_header(&args.target, server, &fit);
     std::fs::write(&args.out, format!("{header}{text}"))
         .with_context(|| format!("--out: cannot write {}", args.out.display()))?;
     if args.json {
-        let value = json!({"facts": server, "fit": fit, "config": args.out});
+        let value = json!({"facts": server, "fit": fit, "repeatability": repeatability,
+                           "config": args.out});
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", render::fit_table(&fit, server));
+        print!("{}", render::repeatability_line(repeatability.as_ref()));
         println!("wrote {}", args.out.display());
     }
     Ok(ExitCode::SUCCESS)
@@ -104,7 +113,8 @@ async fn check(
     let mut shapes = vec![speed_reference(&facts, 2 * args.repeats)];
     shapes.extend(held_out(&facts, args.repeats));
     let cancel = crate::wiring::session::cancel_on_signal();
-    let mut measured = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
+    let passes = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
+    let (mut measured, repeatability) = combine_passes(&passes);
     let reference = (!measured.is_empty()).then(|| measured.remove(0));
     let reference = reference.map(|m| (m, predict(&config, &measured_probe(&m).shape)));
     // The configuration at the server's speed now: the reference's factor divided out.
@@ -129,8 +139,14 @@ async fn check(
         ),
     };
     let rows = check_rows(sims, &measured);
-    let factor = now.as_ref().map(|(f, _)| *f);
-    print_check(args.json, (reference.as_ref(), factor), &rows, &capacity)?;
+    let figures = CheckFigures {
+        reference: reference.as_ref(),
+        factor: now.as_ref().map(|(f, _)| *f),
+        repeatability: repeatability.as_ref(),
+        rows: &rows,
+        capacity: &capacity,
+    };
+    print_check(args.json, &figures)?;
     match (&args.rescaled, now) {
         (Some(out), Some((factor, config))) => write_rescaled(out, (path, factor), &config),
         (Some(out), None) => bail!(
@@ -198,17 +214,23 @@ fn write_rescaled(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The check's figures: the speed reference (and the server's speed factor), the held-out
-/// rows, the capacities.
-fn print_check(
-    as_json: bool,
-    (reference, factor): (Option<&(ProbeMeasurement, Predicted)>, Option<f64>),
-    rows: &[CheckRow],
-    capacity: &CapacityCheck,
-) -> Result<()> {
+/// The check's figures: the speed reference (and the server's speed factor), how closely the
+/// server repeated the check's probes, the held-out rows, the capacities.
+struct CheckFigures<'a> {
+    reference: Option<&'a (ProbeMeasurement, Predicted)>,
+    factor: Option<f64>,
+    repeatability: Option<&'a Repeatability>,
+    rows: &'a [CheckRow],
+    capacity: &'a CapacityCheck,
+}
+
+/// Prints the check's figures as tables or JSON.
+fn print_check(as_json: bool, f: &CheckFigures<'_>) -> Result<()> {
     let pair = |(m, p): &(ProbeMeasurement, Predicted)| json!({"measured": m, "predicted": p});
+    let (reference, factor, capacity) = (f.reference, f.factor, f.capacity);
     if as_json {
-        let held_out: Vec<_> = rows
+        let held_out: Vec<_> = f
+            .rows
             .iter()
             .map(|r| {
                 json!({"measured": r.measured, "predicted": r.predicted,
@@ -218,13 +240,15 @@ fn print_check(
         let value = json!({
             "speed_reference": reference.map(pair),
             "speed_factor": factor,
+            "repeatability": f.repeatability,
             "held_out": held_out,
             "capacity": capacity,
         });
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", render::speed_line(reference, factor));
-        print!("{}", render::check_table(rows));
+        print!("{}", render::repeatability_line(f.repeatability));
+        print!("{}", render::check_table(f.rows));
         print!("{}", render::capacity_table(capacity));
     }
     Ok(())
@@ -405,162 +429,5 @@ impl Both<'_> {
             faster,
         };
         compared.with_prediction_at_speed(at_speed, Some(band))
-    }
-}
-
-/// Runs `shapes` in order until the budget is spent.
-async fn run_probes(
-    args: &CalibrateArgs,
-    client: HttpClient,
-    model: &str,
-    shapes: &[ProbeShape],
-    cancel: &CancellationToken,
-) -> Result<Vec<ProbeMeasurement>> {
-    let started = Instant::now();
-    // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
-    // caching) must not answer a probe from an earlier run's cache.
-    let seed = args
-        .seed
-        .unwrap_or_else(crate::wiring::session::random_seed);
-    let mut out = Vec::new();
-    for (index, shape) in shapes.iter().enumerate() {
-        if started.elapsed() >= args.budget {
-            eprintln!(
-                "calibrate: budget {:?} spent; {} of {} probes skipped",
-                args.budget,
-                shapes.len() - index,
-                shapes.len()
-            );
-            break;
-        }
-        let probe = CalibrationProbe {
-            concurrency: shape.concurrency,
-            input_tokens: shape.prompt_tokens,
-            output_tokens: shape.output_tokens,
-            requests: shape.requests,
-        };
-        let seed = seed.wrapping_add(index as u64);
-        let measured = measure(client.clone(), model, &probe, seed, cancel.clone()).await?;
-        eprintln!("{}", render::probe_line(index, shapes.len(), &measured));
-        out.push(measured);
-    }
-    Ok(out)
-}
-
-/// The fit's view of a measured probe: the prompt as the server counted it.
-fn measured_probe(m: &ProbeMeasurement) -> MeasuredProbe {
-    MeasuredProbe {
-        shape: ProbeShape {
-            concurrency: m.probe.concurrency,
-            prompt_tokens: m.prompt_tokens.round().max(1.0) as u32,
-            output_tokens: m.probe.output_tokens,
-            requests: m.probe.requests,
-        },
-        ttft: m.ttft,
-        tpot: m.tpot,
-    }
-}
-
-/// The simulator's facts from the server's (defaults for what it did not say).
-fn facts(model: &str, server: &ServerFacts) -> Facts {
-    let defaults = Facts::default();
-    Facts {
-        model_name: model.to_string(),
-        slots: server.slots.unwrap_or(defaults.slots),
-        context_per_slot: server.context_per_slot.unwrap_or(defaults.context_per_slot),
-        batch_tokens: server.batch_tokens.unwrap_or(defaults.batch_tokens),
-        hidden: server.hidden.unwrap_or(defaults.hidden),
-        vocab: server.vocab.unwrap_or(defaults.vocab),
-        params: server.params.unwrap_or(defaults.params),
-        weight_dtype: server
-            .weight_format
-            .as_deref()
-            .and_then(gguf_dtype)
-            .unwrap_or(defaults.weight_dtype),
-        kv_dtype: defaults.kv_dtype,
-        chat_template_tokens: defaults.chat_template_tokens,
-        // llama.cpp (the server that reports its slots) with `-np N` gives every slot a KV
-        // stream and splits each step into micro-batches by slot.
-        slot_ubatch_tokens: server
-            .slots
-            .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
-        // It also returns a prompt to a slot whose last prompt shares enough of it; what every
-        // prompt shares is the template's header it tokenized for us.
-        slot_prompt_similarity: server.slots.and(server.shared_prefix_tokens).map(
-            |shared_prefix_tokens| SlotPromptSimilarity {
-                threshold: LLAMA_CPP_SLOT_SIMILARITY,
-                shared_prefix_tokens,
-            },
-        ),
-    }
-}
-
-/// llama.cpp's default micro-batch (`--ubatch-size`), for servers that do not report theirs.
-const LLAMA_CPP_UBATCH: u32 = 512;
-/// llama.cpp's default `--slot-prompt-similarity` (its `/props` does not report it).
-const LLAMA_CPP_SLOT_SIMILARITY: f64 = 0.1;
-
-/// The weight format of a GGUF `ftype` name (`all F32`, `MOSTLY_F16`, `Q4_0`, …).
-fn gguf_dtype(ftype: &str) -> Option<DType> {
-    let upper = ftype.to_ascii_uppercase();
-    [
-        ("BF16", DType::Bf16),
-        ("F32", DType::Fp32),
-        ("F16", DType::Fp16),
-        ("Q8", DType::Int8),
-        ("Q4", DType::Int4),
-    ]
-    .into_iter()
-    .find(|(name, _)| upper.contains(name))
-    .map(|(_, dtype)| dtype)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_server_reporting_slots_is_simulated_with_micro_batches_by_slot() {
-        let llama = ServerFacts {
-            slots: Some(4),
-            ..ServerFacts::default()
-        };
-        assert_eq!(
-            facts("m", &llama).slot_ubatch_tokens,
-            Some(LLAMA_CPP_UBATCH)
-        );
-        let reported = ServerFacts {
-            ubatch_tokens: Some(256),
-            ..llama
-        };
-        assert_eq!(facts("m", &reported).slot_ubatch_tokens, Some(256));
-        let silent = ServerFacts::default();
-        assert_eq!(facts("m", &silent).slot_ubatch_tokens, None);
-    }
-
-    #[test]
-    fn a_server_that_tokenizes_its_template_gets_slots_by_prompt_similarity() {
-        let llama = ServerFacts {
-            slots: Some(4),
-            shared_prefix_tokens: Some(10),
-            ..ServerFacts::default()
-        };
-        assert_eq!(
-            facts("m", &llama).slot_prompt_similarity,
-            Some(SlotPromptSimilarity {
-                threshold: 0.1,
-                shared_prefix_tokens: 10
-            })
-        );
-        let untold = ServerFacts {
-            shared_prefix_tokens: None,
-            ..llama.clone()
-        };
-        assert_eq!(facts("m", &untold).slot_prompt_similarity, None);
-        let slotless = ServerFacts {
-            slots: None,
-            ..llama
-        };
-        assert_eq!(facts("m", &slotless).slot_prompt_similarity, None);
     }
 }

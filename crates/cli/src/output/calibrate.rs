@@ -1,11 +1,11 @@
 //! `goodput calibrate` output: a line per probe, the fitted constants with their
-//! uncertainties and residuals, the verdict, the header of the written configuration, and the
+//! uncertainties and residuals, the verdict, the server's repeatability, the header of the written configuration, and the
 //! check's predicted-against-measured table with its capacity rows.
 
 use std::fmt::Write;
 
 use goodput_core::decide::calibrate::{
-    CapacityCheck, CapacityComparison, ProbeMeasurement, ServerFacts,
+    CapacityCheck, CapacityComparison, ProbeMeasurement, Repeatability, ServerFacts,
 };
 use goodput_core::decide::capacity::Dimension;
 use goodput_sim::calibrate::{Fit, Predicted};
@@ -19,9 +19,14 @@ pub(crate) struct CheckRow {
 }
 
 /// One probe's progress line.
-pub(crate) fn probe_line(index: usize, total: usize, m: &ProbeMeasurement) -> String {
+pub(crate) fn probe_line(
+    (index, total): (usize, usize),
+    pass: Option<(usize, u32)>,
+    m: &ProbeMeasurement,
+) -> String {
+    let pass = pass.map_or(String::new(), |(k, n)| format!("pass {}/{n}, ", k + 1));
     format!(
-        "probe {}/{}: concurrency {}, {:.0}-token prompts, {} answer tokens, {} requests → \
+        "{pass}probe {}/{}: concurrency {}, {:.0}-token prompts, {} answer tokens, {} requests → \
          TTFT p50 {:.1} ms, TPOT p50 {:.2} ms",
         index + 1,
         total,
@@ -147,6 +152,24 @@ fn error(predicted: f64, measured: f64) -> String {
 
 /// The model against the server on a calibration probe measured again: how far the server's
 /// speed has moved since the calibration, which every held-out error below carries too.
+/// How closely the server repeated the same probes from one pass to the next.
+pub(crate) fn repeatability_line(r: Option<&Repeatability>) -> String {
+    let Some(r) = r else {
+        return "repeatability: not measured (one pass; --passes 2 or more measures it)\n"
+            .to_string();
+    };
+    format!(
+        "repeatability: {} probes measured in {} passes; one pass's median varies by TTFT \
+         {:.1} %, TPOT {:.1} %, E2E {:.1} % (relative standard deviation): errors within that are \
+         the server's own noise\n",
+        r.probes,
+        r.passes,
+        r.ttft * 100.0,
+        r.tpot * 100.0,
+        r.e2e * 100.0
+    )
+}
+
 pub(crate) fn speed_line(
     reference: Option<&(ProbeMeasurement, Predicted)>,
     factor: Option<f64>,

@@ -49,6 +49,8 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
                 probe("--json", &["--json"], At("/stdout")),
                 probe("--seed", &["--seed", "8"], At("/wire")),
                 probe("--repeats", &["--repeats", "1"], At("/wire")),
+                // One pass sends every probe once instead of twice.
+                probe("--passes", &["--passes", "1"], At("/wire")),
                 // Capacity is searched only under an SLO, in a check.
                 probe("--slo", &["--slo", "e2e=1s"], Refused("--check")),
                 probe(

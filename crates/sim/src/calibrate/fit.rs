@@ -63,8 +63,30 @@ pub struct Fit {
     /// Whether the fit is poor (RMS relative error above [`POOR_RMS`]).
     pub poor: bool,
     /// What is wrong with the fit: why it is poor, which constants the probes leave
-    /// undetermined.
+    /// undetermined, how much of its error the server's own noise explains.
     pub problems: Vec<String>,
+    /// How much one measurement of a probe's TTFT or TPOT varies on this server (relative
+    /// standard deviation, from probes measured in several passes; see
+    /// [`Fit::with_server_noise`]). `None`: every probe was measured once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_noise: Option<f64>,
+}
+
+impl Fit {
+    /// The fit judged against the server's own noise (`noise`: the relative standard
+    /// deviation of one measurement of a fitted figure): a poor fit is put down to noise
+    /// when that noise is at least half its RMS error and to the engine's form otherwise; a
+    /// good fit on a server noisier than [`NOISY`] says that predictions can be no closer.
+    pub fn with_server_noise(mut self, noise: f64) -> Fit {
+        self.server_noise = Some(noise);
+        self.problems = problems(
+            &self.table,
+            &self.residuals,
+            self.rms_relative_error,
+            Some(noise),
+        );
+        self
+    }
 }
 
 /// Measurements a fit cannot use.
@@ -80,6 +102,8 @@ pub enum FitError {
 
 /// A fit whose RMS relative error exceeds this is poor.
 pub const POOR_RMS: f64 = 0.10;
+/// A server whose figures vary more than this from one measurement to the next is noisy.
+pub const NOISY: f64 = 0.05;
 /// A constant known to worse than this (relative standard error) is undetermined.
 const UNDETERMINED: f64 = 1.0;
 const ITERATIONS: usize = 60;
@@ -317,32 +341,33 @@ fn summarise(problem: &Problem<'_>, log: &[f64]) -> Fit {
         .sum::<f64>()
         / residuals.len().max(1) as f64)
         .sqrt();
-    let mut problems = problems(&table, &residuals, rms);
-    let underdetermined = residuals.len() <= table.len();
-    if underdetermined {
-        problems.insert(
-            0,
-            format!(
-                "only {} measured figures for {} constants: the fit is underdetermined",
-                residuals.len(),
-                table.len()
-            ),
-        );
-    }
     Fit {
+        problems: problems(&table, &residuals, rms, None),
+        poor: residuals.len() <= table.len() || rms > POOR_RMS,
         constants,
         table,
         residuals,
         rms_relative_error: rms,
-        poor: underdetermined || rms > POOR_RMS,
-        problems,
+        server_noise: None,
     }
 }
 
-/// Why a fit is poor: a large RMS error (naming the worst figure) and the constants the probes
-/// leave undetermined.
-fn problems(table: &[ConstantFit], residuals: &[Residual], rms: f64) -> Vec<String> {
+/// Why a fit is poor: too few figures, a large RMS error (naming the worst figure, and
+/// whether the server's `noise` explains it) and the constants the probes leave undetermined.
+fn problems(
+    table: &[ConstantFit],
+    residuals: &[Residual],
+    rms: f64,
+    noise: Option<f64>,
+) -> Vec<String> {
     let mut out = Vec::new();
+    if residuals.len() <= table.len() {
+        out.push(format!(
+            "only {} measured figures for {} constants: the fit is underdetermined",
+            residuals.len(),
+            table.len()
+        ));
+    }
     if rms > POOR_RMS
         && let Some(worst) = residuals
             .iter()
@@ -350,8 +375,7 @@ fn problems(table: &[ConstantFit], residuals: &[Residual], rms: f64) -> Vec<Stri
     {
         out.push(format!(
             "RMS error {:.1} % exceeds {:.0} %: worst is {} at concurrency {}, {}-token \
-             prompts, {} answer tokens (measured {:.1} ms, model {:.1} ms) — the server is \
-             noisy (another load on the machine?) or behaves outside the engine's form",
+             prompts, {} answer tokens (measured {:.1} ms, model {:.1} ms) — {}",
             rms * 100.0,
             POOR_RMS * 100.0,
             worst.metric.to_uppercase(),
@@ -359,7 +383,14 @@ fn problems(table: &[ConstantFit], residuals: &[Residual], rms: f64) -> Vec<Stri
             worst.shape.prompt_tokens,
             worst.shape.output_tokens,
             worst.measured * 1e3,
-            worst.predicted * 1e3
+            worst.predicted * 1e3,
+            misfit_cause(rms, noise)
+        ));
+    } else if let Some(noise) = noise.filter(|n| *n > NOISY) {
+        out.push(format!(
+            "the server's own figures vary by {:.1} % from one pass of the same probes to the \
+             next: predictions of it can be no closer than that",
+            noise * 100.0
         ));
     }
     for constant in table.iter().filter(|c| c.relative_uncertainty.is_none()) {
@@ -382,6 +413,25 @@ fn problems(table: &[ConstantFit], residuals: &[Residual], rms: f64) -> Vec<Stri
         });
     }
     out
+}
+
+/// What a poor fit's error comes from, as far as the server's measured noise tells.
+fn misfit_cause(rms: f64, noise: Option<f64>) -> String {
+    match noise {
+        None => "the server is noisy (another load on the machine?) or behaves outside the \
+                 engine's form (measure more than one pass to tell which)"
+            .to_string(),
+        Some(n) if n >= rms / 2.0 => format!(
+            "the server itself varies by {:.1} % from one pass of the same probes to the next: \
+             noise (another load on the machine?), not the engine's form",
+            n * 100.0
+        ),
+        Some(n) => format!(
+            "the server repeats its figures within {:.1} % from one pass to the next, so the \
+             misfit is the engine's form, not noise",
+            n * 100.0
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -479,6 +529,51 @@ mod tests {
                 .is_some_and(|u| u > 0.0 && u < 0.2),
             "{gemm:?}"
         );
+    }
+
+    #[test]
+    fn the_servers_own_noise_tells_a_noisy_server_from_a_wrong_form() {
+        let noisy = measured(&truth(), |i| if i % 3 == 0 { 1.8 } else { 0.6 });
+        let poor = fit(&facts(), &noisy).unwrap();
+        let cause = |fit: &Fit| {
+            fit.problems[0]
+                .split(" — ")
+                .nth(1)
+                .unwrap_or("")
+                .to_string()
+        };
+        assert!(
+            cause(&poor).contains("measure more than one pass"),
+            "{poor:?}"
+        );
+        // Passes that differed by as much as the misfit: noise.
+        let judged = poor.clone().with_server_noise(poor.rms_relative_error);
+        assert!(judged.poor && judged.server_noise.is_some());
+        assert!(
+            cause(&judged).contains("not the engine's form"),
+            "{judged:?}"
+        );
+        // Passes that agreed within a tenth of it: the form.
+        let judged = poor
+            .clone()
+            .with_server_noise(poor.rms_relative_error / 10.0);
+        assert!(
+            cause(&judged).contains("the misfit is the engine's form"),
+            "{judged:?}"
+        );
+        assert_eq!(judged.problems.len(), poor.problems.len());
+        // A good fit on a noisy server says how close predictions can be; on a quiet one,
+        // nothing.
+        let good = fit(&facts(), &measured(&truth(), |_| 1.0)).unwrap();
+        let noisy_server = good.clone().with_server_noise(0.12);
+        assert!(
+            noisy_server
+                .problems
+                .iter()
+                .any(|p| p.contains("vary by 12.0 %")),
+            "{noisy_server:?}"
+        );
+        assert_eq!(good.clone().with_server_noise(0.02).problems, good.problems);
     }
 
     #[test]

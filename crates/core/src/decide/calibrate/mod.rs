@@ -3,13 +3,16 @@
 //! probe measured on it ([`measure`]: a closed loop of identical synthetic requests, their
 //! median TTFT, TPOT and E2E as the server counted the prompt). The fit itself is the
 //! simulator's (`goodput_sim::calibrate`), which this crate never sees; the CLI joins them.
-//! [`capacity`] is the live half of `--check`'s capacity comparison.
+//! [`capacity`] is the live half of `--check`'s capacity comparison; [`combine_passes`] joins
+//! probes measured in several passes and says how closely the server repeated them.
 
 pub mod capacity;
 mod facts;
+mod passes;
 
 pub use capacity::{CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, SpeedBand};
 pub use facts::{ServerFacts, server_facts};
+pub use passes::{Repeatability, combine_passes};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,0 +1,191 @@
+//! What `goodput calibrate` measures and tells the simulator: the probe plan run pass after
+//! pass until the budget ends ([`run_probes`]), a measured probe as the fit sees it
+//! ([`measured_probe`]), and the simulator's facts from the server's ([`facts`]).
+
+use std::time::Instant;
+
+use anyhow::Result;
+use goodput_core::decide::calibrate::{CalibrationProbe, ProbeMeasurement, ServerFacts, measure};
+use goodput_core::http::HttpClient;
+use goodput_protocol::hardware::DType;
+use goodput_sim::calibrate::{Facts, MeasuredProbe, ProbeShape};
+use goodput_sim::config::SlotPromptSimilarity;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::calibrate::CalibrateArgs;
+use crate::output::calibrate as render;
+
+/// Runs `shapes` in order, `--passes` times over, until the budget is spent: `out[k][i]` is
+/// shape `i` in pass `k` (the last pass may stop short).
+pub(super) async fn run_probes(
+    args: &CalibrateArgs,
+    client: HttpClient,
+    model: &str,
+    shapes: &[ProbeShape],
+    cancel: &CancellationToken,
+) -> Result<Vec<Vec<ProbeMeasurement>>> {
+    let started = Instant::now();
+    // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
+    // caching) must not answer a probe from an earlier run's cache.
+    let seed = args
+        .seed
+        .unwrap_or_else(crate::wiring::session::random_seed);
+    let total = shapes.len() * args.passes as usize;
+    let mut out: Vec<Vec<ProbeMeasurement>> = Vec::new();
+    for run in 0..total {
+        let (pass, index) = (run / shapes.len(), run % shapes.len());
+        if started.elapsed() >= args.budget {
+            eprintln!(
+                "calibrate: budget {:?} spent; {} of {total} probe runs skipped ({} passes of {})",
+                args.budget,
+                total - run,
+                args.passes,
+                shapes.len()
+            );
+            break;
+        }
+        let shape = &shapes[index];
+        let probe = CalibrationProbe {
+            concurrency: shape.concurrency,
+            input_tokens: shape.prompt_tokens,
+            output_tokens: shape.output_tokens,
+            requests: shape.requests,
+        };
+        let measured = measure(
+            client.clone(),
+            model,
+            &probe,
+            seed.wrapping_add(run as u64),
+            cancel.clone(),
+        )
+        .await?;
+        let label = (args.passes > 1).then_some((pass, args.passes));
+        eprintln!(
+            "{}",
+            render::probe_line((index, shapes.len()), label, &measured)
+        );
+        if index == 0 {
+            out.push(Vec::new());
+        }
+        out[pass].push(measured);
+    }
+    Ok(out)
+}
+
+/// The fit's view of a measured probe: the prompt as the server counted it.
+pub(super) fn measured_probe(m: &ProbeMeasurement) -> MeasuredProbe {
+    MeasuredProbe {
+        shape: ProbeShape {
+            concurrency: m.probe.concurrency,
+            prompt_tokens: m.prompt_tokens.round().max(1.0) as u32,
+            output_tokens: m.probe.output_tokens,
+            requests: m.probe.requests,
+        },
+        ttft: m.ttft,
+        tpot: m.tpot,
+    }
+}
+
+/// The simulator's facts from the server's (defaults for what it did not say).
+pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
+    let defaults = Facts::default();
+    Facts {
+        model_name: model.to_string(),
+        slots: server.slots.unwrap_or(defaults.slots),
+        context_per_slot: server.context_per_slot.unwrap_or(defaults.context_per_slot),
+        batch_tokens: server.batch_tokens.unwrap_or(defaults.batch_tokens),
+        hidden: server.hidden.unwrap_or(defaults.hidden),
+        vocab: server.vocab.unwrap_or(defaults.vocab),
+        params: server.params.unwrap_or(defaults.params),
+        weight_dtype: server
+            .weight_format
+            .as_deref()
+            .and_then(gguf_dtype)
+            .unwrap_or(defaults.weight_dtype),
+        kv_dtype: defaults.kv_dtype,
+        chat_template_tokens: defaults.chat_template_tokens,
+        // llama.cpp (the server that reports its slots) with `-np N` gives every slot a KV
+        // stream and splits each step into micro-batches by slot.
+        slot_ubatch_tokens: server
+            .slots
+            .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
+        // It also returns a prompt to a slot whose last prompt shares enough of it; what every
+        // prompt shares is the template's header it tokenized for us.
+        slot_prompt_similarity: server.slots.and(server.shared_prefix_tokens).map(
+            |shared_prefix_tokens| SlotPromptSimilarity {
+                threshold: LLAMA_CPP_SLOT_SIMILARITY,
+                shared_prefix_tokens,
+            },
+        ),
+    }
+}
+
+/// llama.cpp's default micro-batch (`--ubatch-size`), for servers that do not report theirs.
+const LLAMA_CPP_UBATCH: u32 = 512;
+/// llama.cpp's default `--slot-prompt-similarity` (its `/props` does not report it).
+const LLAMA_CPP_SLOT_SIMILARITY: f64 = 0.1;
+
+/// The weight format of a GGUF `ftype` name (`all F32`, `MOSTLY_F16`, `Q4_0`, …).
+fn gguf_dtype(ftype: &str) -> Option<DType> {
+    let upper = ftype.to_ascii_uppercase();
+    [
+        ("BF16", DType::Bf16),
+        ("F32", DType::Fp32),
+        ("F16", DType::Fp16),
+        ("Q8", DType::Int8),
+        ("Q4", DType::Int4),
+    ]
+    .into_iter()
+    .find(|(name, _)| upper.contains(name))
+    .map(|(_, dtype)| dtype)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_server_reporting_slots_is_simulated_with_micro_batches_by_slot() {
+        let llama = ServerFacts {
+            slots: Some(4),
+            ..ServerFacts::default()
+        };
+        assert_eq!(
+            facts("m", &llama).slot_ubatch_tokens,
+            Some(LLAMA_CPP_UBATCH)
+        );
+        let reported = ServerFacts {
+            ubatch_tokens: Some(256),
+            ..llama
+        };
+        assert_eq!(facts("m", &reported).slot_ubatch_tokens, Some(256));
+        let silent = ServerFacts::default();
+        assert_eq!(facts("m", &silent).slot_ubatch_tokens, None);
+    }
+
+    #[test]
+    fn a_server_that_tokenizes_its_template_gets_slots_by_prompt_similarity() {
+        let llama = ServerFacts {
+            slots: Some(4),
+            shared_prefix_tokens: Some(10),
+            ..ServerFacts::default()
+        };
+        assert_eq!(
+            facts("m", &llama).slot_prompt_similarity,
+            Some(SlotPromptSimilarity {
+                threshold: 0.1,
+                shared_prefix_tokens: 10
+            })
+        );
+        let untold = ServerFacts {
+            shared_prefix_tokens: None,
+            ..llama.clone()
+        };
+        assert_eq!(facts("m", &untold).slot_prompt_similarity, None);
+        let slotless = ServerFacts {
+            slots: None,
+            ..llama
+        };
+        assert_eq!(facts("m", &slotless).slot_prompt_similarity, None);
+    }
+}

@@ -1,0 +1,208 @@
+//! `goodput calibrate --passes` against a streaming chat server written here with exact
+//! timing: the first token a fixed delay after the request is read, each next one a fixed gap
+//! later (by absolute deadlines, so no sleep's overshoot accumulates). A server that slows by
+//! a quarter after the first pass must be reported with the repeatability computed by hand;
+//! a steady one with none, and its misfit then put down to the engine's form, not noise.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::io::{BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{goodput, ok, read_request};
+
+/// Timing of the first pass (and of a steady server): first token, then the gap per token.
+const FAST: (u64, f64) = (100, 6.0);
+/// A quarter slower.
+const SLOW: (u64, f64) = (125, 7.5);
+
+/// Chat completions served so far, and from which one on the server is [`SLOW`].
+struct Counter {
+    served: AtomicU64,
+    slow_from: AtomicU64,
+}
+
+/// Starts the server; its `/v1` URL and its counter.
+fn server() -> (String, Arc<Counter>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let counter = Arc::new(Counter {
+        served: AtomicU64::new(0),
+        slow_from: AtomicU64::new(u64::MAX),
+    });
+    let shared = Arc::clone(&counter);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let counter = Arc::clone(&shared);
+            std::thread::spawn(move || serve(stream, &counter));
+        }
+    });
+    (format!("http://{address}/v1"), counter)
+}
+
+fn serve(stream: TcpStream, counter: &Counter) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    while let Some((path, body)) = read_request(&mut reader) {
+        let read = Instant::now();
+        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if path.ends_with("/chat/completions") && request["stream"] == true {
+            let index = counter.served.fetch_add(1, Ordering::SeqCst);
+            let slow = index >= counter.slow_from.load(Ordering::SeqCst);
+            stream_answer(&mut writer, &request, read, if slow { SLOW } else { FAST });
+            return;
+        }
+        let reply = if path.ends_with("/models") {
+            let models = r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#;
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{models}",
+                models.len()
+            )
+        } else {
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_string()
+        };
+        if writer.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// `max_tokens` tokens, the first `ttft_ms` after `read`, the k-th `k · gap_ms` after the
+/// first; the prompt counted as its words; then the connection closes.
+fn stream_answer(
+    writer: &mut TcpStream,
+    request: &Value,
+    read: Instant,
+    (ttft_ms, gap_ms): (u64, f64),
+) {
+    let tokens = request["max_tokens"]
+        .as_u64()
+        .or(request["max_completion_tokens"].as_u64())
+        .unwrap_or(16)
+        .max(1);
+    let prompt: usize = request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .map(|c| c.split_whitespace().count())
+        .sum();
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let _ = writer.write_all(head.as_bytes());
+    let _ = writer.flush();
+    let first = read + Duration::from_millis(ttft_ms);
+    for k in 0..tokens {
+        let due = first + Duration::from_secs_f64(k as f64 * gap_ms / 1e3);
+        std::thread::sleep(due.saturating_duration_since(Instant::now()));
+        let last = k + 1 == tokens;
+        let (finish, usage) = if last {
+            let usage = format!(
+                r#","usage":{{"prompt_tokens":{prompt},"completion_tokens":{tokens},"total_tokens":{}}}"#,
+                prompt as u64 + tokens
+            );
+            ("\"length\"", usage)
+        } else {
+            ("null", String::new())
+        };
+        let event = format!(
+            "data: {{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t \"}},\"finish_reason\":{finish}}}]{usage}}}\n\n"
+        );
+        if writer.write_all(event.as_bytes()).is_err() {
+            return;
+        }
+        let _ = writer.flush();
+    }
+    let _ = writer.write_all(b"data: [DONE]\n\n");
+    let _ = writer.flush();
+}
+
+/// `goodput calibrate --json` on `url` with `passes`; its JSON.
+fn calibrate(url: &str, passes: &str, dir: &std::path::Path) -> Value {
+    let out = dir.join(format!("calibrated-{passes}.toml"));
+    let output = ok(goodput()
+        .args([
+            "calibrate",
+            "--target",
+            url,
+            "--seed",
+            "3",
+            "--repeats",
+            "1",
+        ])
+        .args(["--passes", passes, "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// One pass's relative standard deviation when the passes measured `a` and `b`.
+fn relative_sd(a: f64, b: f64) -> f64 {
+    2f64.sqrt() * (a - b).abs() / (a + b)
+}
+
+#[test]
+fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, counter) = server();
+    // One pass: how many chat requests a pass sends, and no repeatability to report.
+    let one = calibrate(&url, "1", dir.path());
+    assert!(one["repeatability"].is_null(), "{one}");
+    assert!(one["fit"]["server_noise"].is_null(), "{one}");
+    let per_pass = counter.served.swap(0, Ordering::SeqCst);
+    let residuals = one["fit"]["residuals"].as_array().unwrap();
+    let planned: u64 = residuals
+        .iter()
+        .filter(|r| r["metric"] == "ttft")
+        .map(|r| r["shape"]["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_pass, planned, "{one}");
+    counter.slow_from.store(per_pass, Ordering::SeqCst);
+
+    let two = calibrate(&url, "2", dir.path());
+    assert_eq!(counter.served.load(Ordering::SeqCst), 2 * per_pass);
+    let r = &two["repeatability"];
+    assert_eq!(r["passes"], 2, "{r}");
+    assert_eq!(r["probes"], residuals.len() / 2);
+    // TTFT 100 → 125 ms, TPOT 6 → 7.5 ms, E2E in the same ratio: 15.7 % each.
+    let want = relative_sd(100.0, 125.0);
+    for figure in ["ttft", "tpot", "e2e"] {
+        let got = r[figure].as_f64().unwrap();
+        assert!(
+            (got - want).abs() < 0.012,
+            "{figure}: {got} against {want}: {r}"
+        );
+    }
+    let noise = two["fit"]["server_noise"].as_f64().unwrap();
+    assert!((noise - want).abs() < 0.012, "{noise}");
+    // The fit sees each probe's mean of the two passes: TTFT 112.5 ms.
+    let ttft = two["fit"]["residuals"][0]["measured"].as_f64().unwrap();
+    assert!((ttft - 0.1125).abs() < 0.003, "{ttft}");
+}
+
+#[test]
+fn a_steady_server_repeats_itself_and_its_misfit_is_the_engines_form() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _) = server();
+    let two = calibrate(&url, "2", dir.path());
+    let r = &two["repeatability"];
+    for figure in ["ttft", "tpot", "e2e"] {
+        let got = r[figure].as_f64().unwrap();
+        assert!(got < 0.02, "{figure}: {r}");
+    }
+    // A first token after 100 ms whatever the prompt's length is no engine's prefill: the fit
+    // is poor, and the passes agreeing says why.
+    let fit = &two["fit"];
+    assert_eq!(fit["poor"], true, "{fit}");
+    let problems = fit["problems"].to_string();
+    assert!(
+        problems.contains("the misfit is the engine's form"),
+        "{problems}"
+    );
+}
