@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ProbeMeasurement, Tail};
+use crate::decide::significance::median;
 
 /// How closely the server repeated the same probes from one pass to the next: for each
 /// figure, the relative standard deviation of one pass's median about the mean of its passes,
@@ -68,7 +69,7 @@ pub fn combine_passes(
 fn combine(passes: &[&ProbeMeasurement]) -> Option<ProbeMeasurement> {
     let first = passes.first()?;
     let median_of = |figure: &dyn Fn(&ProbeMeasurement) -> f64| {
-        median(passes.iter().map(|m| figure(m)).collect())
+        median(&passes.iter().map(|m| figure(m)).collect::<Vec<_>>())
     };
     let tail = |i: usize| Tail {
         p95: median_of(&|m| m.tails[i].p95),
@@ -83,16 +84,6 @@ fn combine(passes: &[&ProbeMeasurement]) -> Option<ProbeMeasurement> {
         requests_per_sec: median_of(&|m| m.requests_per_sec),
         tails: [tail(0), tail(1), tail(2)],
     })
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => values[n / 2],
-        _ => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
 }
 
 /// The sample standard deviation of `values` over their mean (`None` for fewer than two, or
