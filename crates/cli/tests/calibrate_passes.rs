@@ -2,7 +2,8 @@
 //! timing: the first token a fixed delay after the request is read, each next one a fixed gap
 //! later (by absolute deadlines, so no sleep's overshoot accumulates). A server that slows by
 //! a quarter after the first pass must be reported with the repeatability computed by hand;
-//! a steady one with none, and its misfit then put down to the engine's form, not noise.
+//! a steady one with none, and its misfit then put down to the engine's form, not noise; one
+//! that fails in the second pass leaves the first pass (and what the second measured) to fit.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -21,10 +22,12 @@ const FAST: (u64, f64) = (100, 6.0);
 /// A quarter slower.
 const SLOW: (u64, f64) = (125, 7.5);
 
-/// Chat completions served so far, and from which one on the server is [`SLOW`].
+/// Chat completions served so far, from which one on the server is [`SLOW`], and from which
+/// one on it fails them (HTTP 500).
 struct Counter {
     served: AtomicU64,
     slow_from: AtomicU64,
+    fail_from: AtomicU64,
 }
 
 /// Starts the server; its `/v1` URL and its counter.
@@ -34,6 +37,7 @@ fn server() -> (String, Arc<Counter>) {
     let counter = Arc::new(Counter {
         served: AtomicU64::new(0),
         slow_from: AtomicU64::new(u64::MAX),
+        fail_from: AtomicU64::new(u64::MAX),
     });
     let shared = Arc::clone(&counter);
     std::thread::spawn(move || {
@@ -54,6 +58,11 @@ fn serve(stream: TcpStream, counter: &Counter) {
         let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if path.ends_with("/chat/completions") && request["stream"] == true {
             let index = counter.served.fetch_add(1, Ordering::SeqCst);
+            if index >= counter.fail_from.load(Ordering::SeqCst) {
+                let failed = "HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n";
+                let _ = writer.write_all(failed.as_bytes());
+                return;
+            }
             let slow = index >= counter.slow_from.load(Ordering::SeqCst);
             stream_answer(&mut writer, &request, read, if slow { SLOW } else { FAST });
             return;
@@ -122,8 +131,8 @@ fn stream_answer(
     let _ = writer.flush();
 }
 
-/// `goodput calibrate --json` on `url` with `passes`; its JSON.
-fn calibrate(url: &str, passes: &str, dir: &std::path::Path) -> Value {
+/// `goodput calibrate --json` on `url` with `passes`; its JSON and what it printed on stderr.
+fn calibrate_with_log(url: &str, passes: &str, dir: &std::path::Path) -> (Value, String) {
     let out = dir.join(format!("calibrated-{passes}.toml"));
     let output = ok(goodput()
         .args([
@@ -139,7 +148,13 @@ fn calibrate(url: &str, passes: &str, dir: &std::path::Path) -> Value {
         .arg(&out)
         .output()
         .unwrap());
-    serde_json::from_slice(&output.stdout).unwrap()
+    assert!(out.exists(), "no configuration written");
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    (serde_json::from_slice(&output.stdout).unwrap(), log)
+}
+
+fn calibrate(url: &str, passes: &str, dir: &std::path::Path) -> Value {
+    calibrate_with_log(url, passes, dir).0
 }
 
 /// One pass's relative standard deviation when the passes measured `a` and `b`.
@@ -204,5 +219,32 @@ fn a_steady_server_repeats_itself_and_its_misfit_is_the_engines_form() {
     assert!(
         problems.contains("the misfit is the engine's form"),
         "{problems}"
+    );
+}
+
+#[test]
+fn a_server_failing_in_the_second_pass_leaves_the_first_to_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, counter) = server();
+    let one = calibrate(&url, "1", dir.path());
+    let per_pass = counter.served.swap(0, Ordering::SeqCst);
+    // The second pass's third probe fails: its first two are measured twice.
+    let first_two: u64 = one["fit"]["residuals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["metric"] == "ttft")
+        .take(2)
+        .map(|r| r["shape"]["requests"].as_u64().unwrap())
+        .sum();
+    counter
+        .fail_from
+        .store(per_pass + first_two, Ordering::SeqCst);
+    let (two, log) = calibrate_with_log(&url, "2", dir.path());
+    assert!(log.contains("pass 2 stopped at probe 3"), "{log}");
+    assert_eq!(two["repeatability"]["probes"], 2, "{two}");
+    assert_eq!(
+        two["fit"]["residuals"].as_array().unwrap().len(),
+        one["fit"]["residuals"].as_array().unwrap().len()
     );
 }

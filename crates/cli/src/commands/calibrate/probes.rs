@@ -44,21 +44,22 @@ pub(super) async fn run_probes(
             );
             break;
         }
-        let shape = &shapes[index];
-        let probe = CalibrationProbe {
-            concurrency: shape.concurrency,
-            input_tokens: shape.prompt_tokens,
-            output_tokens: shape.output_tokens,
-            requests: shape.requests,
+        let probe = calibration_probe(&shapes[index]);
+        let seed = seed.wrapping_add(run as u64);
+        let measured = match measure(client.clone(), model, &probe, seed, cancel.clone()).await {
+            Ok(measured) => measured,
+            // A later pass that fails (or is cancelled) keeps the passes already measured.
+            Err(e) if pass > 0 => {
+                eprintln!(
+                    "calibrate: pass {} stopped at probe {}: {e}; the probes measured so far are \
+                     used",
+                    pass + 1,
+                    index + 1
+                );
+                break;
+            }
+            Err(e) => return Err(e.into()),
         };
-        let measured = measure(
-            client.clone(),
-            model,
-            &probe,
-            seed.wrapping_add(run as u64),
-            cancel.clone(),
-        )
-        .await?;
         let label = (args.passes > 1).then_some((pass, args.passes));
         eprintln!(
             "{}",
@@ -70,6 +71,16 @@ pub(super) async fn run_probes(
         out[pass].push(measured);
     }
     Ok(out)
+}
+
+/// The probe that measures `shape`.
+fn calibration_probe(shape: &ProbeShape) -> CalibrationProbe {
+    CalibrationProbe {
+        concurrency: shape.concurrency,
+        input_tokens: shape.prompt_tokens,
+        output_tokens: shape.output_tokens,
+        requests: shape.requests,
+    }
 }
 
 /// The fit's view of a measured probe: the prompt as the server counted it.
