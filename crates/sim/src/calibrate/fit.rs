@@ -75,8 +75,9 @@ pub struct Fit {
 impl Fit {
     /// The fit judged against the server's own noise (`noise`: the relative standard
     /// deviation of one measurement of a fitted figure): a poor fit is put down to noise
-    /// when that noise is at least half its RMS error and to the engine's form otherwise; a
-    /// good fit on a server noisier than [`NOISY`] says that predictions can be no closer.
+    /// when that noise is at least its RMS error (noise alone leaves about half of it in the
+    /// residuals of a fit to two passes' means) and to the engine's form otherwise; a good
+    /// fit on a server noisier than [`NOISY`] says that predictions can be no closer.
     pub fn with_server_noise(mut self, noise: f64) -> Fit {
         self.server_noise = Some(noise);
         self.problems = problems(
@@ -421,7 +422,7 @@ fn misfit_cause(rms: f64, noise: Option<f64>) -> String {
         None => "the server is noisy (another load on the machine?) or behaves outside the \
                  engine's form (measure more than one pass to tell which)"
             .to_string(),
-        Some(n) if n >= rms / 2.0 => format!(
+        Some(n) if n >= rms => format!(
             "the server itself varies by {:.1} % from one pass of the same probes to the next: \
              noise (another load on the machine?), not the engine's form",
             n * 100.0
