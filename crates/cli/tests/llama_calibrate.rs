@@ -6,10 +6,11 @@
 //! docs/validation.md). On a 2-core machine shared with compilers the server's speed drifts by
 //! tens of per cent between the calibration and the comparison; the check measures that drift
 //! (its speed reference) and predicts at the server's speed now too (`--rescaled`), and the
-//! test judges those predictions at the bounds such a machine can keep (capacity and TPOT
-//! within a factor of 2, E2E of 1.5, TTFT of 4); they catch a wrong engine form or a broken
-//! fit (a prompt cache the simulator does not model gave a capacity of 3 for a measured 11),
-//! not the issue's ±15 % and ±10 %, which the printed figures show run by run
+//! test judges those predictions at the bounds such a machine can keep: capacity and TPOT
+//! within a factor of 2 (TPOT of 3 beyond the slots, where the server runs its clients in step
+//! or not from round to round), E2E of 1.5, TTFT of 4. They catch a wrong engine form or a
+//! broken fit (a prompt cache the simulator does not model gave a capacity of 3 for a measured
+//! 11), not the issue's ±15 % and ±10 %, which the printed figures show run by run
 //! (docs/validation.md).
 #![allow(clippy::unwrap_used)]
 
@@ -40,6 +41,13 @@ const CAPACITY_FACTOR: f64 = 2.0;
 const E2E_FACTOR: f64 = 1.5;
 /// Largest factor between predicted and measured TPOT median.
 const TPOT_FACTOR: f64 = 2.0;
+/// The same at more clients than slots, where the server's step pattern is a race it runs
+/// each round: its clients in step (TPOT 21 ms at 5 clients of 256 → 24 on a quiet machine,
+/// CI of 2026-12-03) or one's prompt riding in the others' decode steps (47–58 ms), 2.2–2.8
+/// times apart; the engine predicts the second (docs/validation.md).
+const TPOT_FACTOR_BEYOND_SLOTS: f64 = 3.0;
+/// The server's slots.
+const SLOTS: u32 = 4;
 /// Largest factor between predicted and measured TTFT median.
 const TTFT_FACTOR: f64 = 4.0;
 
@@ -245,7 +253,12 @@ fn judge(
             "{name}: capacity {predicted} predicted at the server's speed, {measured} measured"
         ));
     }
-    let factors = [TTFT_FACTOR, TPOT_FACTOR, E2E_FACTOR];
+    let tpot_factor = if half > f64::from(SLOTS) {
+        TPOT_FACTOR_BEYOND_SLOTS
+    } else {
+        TPOT_FACTOR
+    };
+    let factors = [TTFT_FACTOR, tpot_factor, E2E_FACTOR];
     for ((metric, factor), (m, p)) in ["TTFT", "TPOT", "E2E"]
         .iter()
         .zip(factors)
@@ -264,7 +277,7 @@ fn judge(
 #[test]
 fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     // One thread: a spinning second thread makes a shared 2-core machine's timings erratic.
-    let mut options = Options::new(Model::Small, 4);
+    let mut options = Options::new(Model::Small, SLOTS);
     options.extra = strings(&["-t", "1", "-c", "4096"]);
     let server = LlamaServer::start(&options);
     let dir = tempfile::tempdir().unwrap();
