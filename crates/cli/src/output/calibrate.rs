@@ -1,6 +1,7 @@
 //! `goodput calibrate` output: a line per probe, the fitted constants with their
-//! uncertainties and residuals, the verdict, the server's repeatability, the header of the written configuration, and the
-//! check's predicted-against-measured table with its capacity rows.
+//! uncertainties and residuals, the verdict, the server's repeatability, the header of the
+//! written configuration, and the check's predicted-against-measured table with its capacity
+//! rows.
 
 use std::fmt::Write;
 
@@ -150,8 +151,6 @@ fn error(predicted: f64, measured: f64) -> String {
     }
 }
 
-/// The model against the server on a calibration probe measured again: how far the server's
-/// speed has moved since the calibration, which every held-out error below carries too.
 /// How closely the server repeated the same probes from one pass to the next.
 pub(crate) fn repeatability_line(r: Option<&Repeatability>) -> String {
     let Some(r) = r else {
@@ -170,6 +169,8 @@ pub(crate) fn repeatability_line(r: Option<&Repeatability>) -> String {
     )
 }
 
+/// The model against the server on a calibration probe measured again: how far the server's
+/// speed has moved since the calibration, which every held-out error below carries too.
 pub(crate) fn speed_line(
     reference: Option<&(ProbeMeasurement, Predicted)>,
     factor: Option<f64>,

@@ -75,9 +75,10 @@ pub struct Fit {
 impl Fit {
     /// The fit judged against the server's own noise (`noise`: the relative standard
     /// deviation of one measurement of a fitted figure): a poor fit is put down to noise
-    /// when that noise is at least its RMS error (noise alone leaves about half of it in the
-    /// residuals of a fit to two passes' means) and to the engine's form otherwise; a good
-    /// fit on a server noisier than [`NOISY`] says that predictions can be no closer.
+    /// when that noise is at least its RMS error (noise alone would leave residuals of about
+    /// half that noise in a fit of nine constants to two passes' means of eighteen figures)
+    /// and to the engine's form otherwise; a good fit on a server noisier than [`NOISY`]
+    /// says that predictions can be no closer.
     pub fn with_server_noise(mut self, noise: f64) -> Fit {
         self.server_noise = Some(noise);
         self.problems = problems(
