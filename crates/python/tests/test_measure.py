@@ -7,6 +7,7 @@ three times."""
 import _thread
 import asyncio
 import json
+import signal
 import threading
 import time
 
@@ -133,12 +134,18 @@ def test_ctrl_c_inside_measure_returns_a_partial_report():
     def model(x):
         time.sleep(0.005)
 
+    # Python's own Ctrl-C handler, as in a terminal: a process started in the background by a
+    # non-interactive shell inherits SIGINT ignored, and then `interrupt_main` does nothing.
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.8, _thread.interrupt_main)  # what Ctrl-C does
     timer.start()
-    started = time.monotonic()
-    report = goodput.measure(model, [1], warmup=0, duration=60)
-    elapsed = time.monotonic() - started
-    timer.join()
+    try:
+        started = time.monotonic()
+        report = goodput.measure(model, [1], warmup=0, duration=60)
+        elapsed = time.monotonic() - started
+    finally:
+        timer.join()
+        signal.signal(signal.SIGINT, inherited)
     assert elapsed < 5, elapsed
     assert report.interrupted
     assert report.completed > 20
