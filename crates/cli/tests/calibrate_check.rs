@@ -88,6 +88,7 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
     );
     assert!(capacity["plan"].is_null() && capacity["shapes"].as_array().unwrap().is_empty());
     assert_speed_reference(&plain["speed_reference"]);
+    assert_other_pattern(&plain["held_out"]);
     // The SLO: 1.6 times the long-answer shape's median E2E with every slot busy, so its
     // capacity lies between the slots and twice as many.
     let long_answer = &plain["held_out"][1]["measured"];
@@ -118,6 +119,14 @@ fn a_simulator_checked_against_itself_predicts_its_own_capacity_within_one_step(
     assert!(capacity["not_searched"].is_null(), "{capacity}");
     assert_eq!(capacity["plan"]["dimension"], "concurrency");
     assert_within_one_step(capacity);
+    for shape in capacity["shapes"].as_array().unwrap() {
+        let other = &shape["other_pattern"];
+        assert_eq!(other["pattern"], "in-step", "{shape}");
+        assert!(
+            other["capacity"].as_f64().is_some_and(|c| c >= 1.0),
+            "{shape}"
+        );
+    }
 
     assert_text(&sim, &config);
 }
@@ -137,7 +146,7 @@ fn assert_text(sim: &Sim, config: &Path) {
     );
     assert!(text.contains("times the configuration's speed"), "{text}");
     assert!(
-        text.contains("E2E p50 ms") && text.contains("at speed"),
+        text.contains("E2E p50 ms") && text.contains("at speed") && text.contains("in step"),
         "{text}"
     );
 }
@@ -178,6 +187,23 @@ fn a_server_twice_as_fast_is_told_and_divided_out() {
     let written = goodput_sim::SimConfig::from_file(&rescaled).unwrap();
     let checked = goodput_sim::SimConfig::from_file(&config).unwrap();
     assert_eq!(Some(written), checked.at_speed(factor));
+}
+
+/// Only the held-out shape beyond the 4 slots (8 clients) is also predicted with the other
+/// step pattern: with clients in step, as the configuration has no launch window.
+fn assert_other_pattern(rows: &Value) {
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    for row in rows {
+        let clients = row["measured"]["probe"]["concurrency"].as_u64().unwrap();
+        let other = &row["other_pattern"];
+        if clients > 4 {
+            assert_eq!(other["pattern"], "in-step", "{row}");
+            assert!(other["predicted"]["e2e"].as_f64().unwrap() > 0.0, "{row}");
+        } else {
+            assert!(other.is_null(), "{row}");
+        }
+    }
 }
 
 /// The calibration's probe with every slot busy (the sweep's 64-word prompts and 48-token

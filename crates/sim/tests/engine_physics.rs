@@ -9,7 +9,7 @@ use goodput_sim::config::{
     BatchingConfig, EngineConfig, EnginePolicy, SimConfig, SlotPromptSimilarity, SpeculativeConfig,
 };
 use goodput_sim::engine::batching::BatchingEngine;
-use goodput_sim::engine::{EngineEvent, EngineRequest};
+use goodput_sim::engine::{EngineEvent, EngineRequest, StepSummary};
 use goodput_sim::virtual_time::Simulation;
 use goodput_sim::{Engine, build_engine};
 
@@ -456,5 +456,88 @@ fn short_prompts_return_to_the_slots_just_released() {
     assert!(
         long[2].as_secs_f64() > 1.5 * long[1].as_secs_f64(),
         "{long:?}"
+    );
+}
+
+/// The steps of a closed loop of 5 clients of 256 → 24 re-sending the instant their answers end
+/// (no frontend delay) on 4 sequence slots, 24 requests, and every request's TPOT.
+fn five_clients_on_four_slots(launch_window_us: Option<f64>) -> (Vec<StepSummary>, Vec<Duration>) {
+    let mut overheads = BatchingConfig::default().effective_overheads();
+    overheads.frontend_us = 0.0;
+    let config = BatchingConfig {
+        max_num_seqs: 4,
+        overheads: Some(overheads),
+        launch_window_us,
+        ..BatchingConfig::default()
+    };
+    let mut sim = Simulation::new(engine(config));
+    let (mut next, total) = (0, 24);
+    while next < 5 {
+        sim.submit(Duration::ZERO, request(next, 256, 24));
+        next += 1;
+    }
+    let mut steps = Vec::new();
+    loop {
+        let events = sim.run_next();
+        if events.is_empty() {
+            break;
+        }
+        for event in events {
+            match event {
+                EngineEvent::Step(summary) => steps.push(summary),
+                EngineEvent::Tokens {
+                    finished: Some(_), ..
+                } if next < total => {
+                    sim.submit(sim.now(), request(next, 256, 24));
+                    next += 1;
+                }
+                _ => {}
+            }
+        }
+    }
+    let tpots = (0..total)
+        .map(|id| sim.timeline(id).unwrap().tpot().unwrap())
+        .collect();
+    (steps, tpots)
+}
+
+/// Beyond its slots llama-server holds the batch of a step that launches a waiting request
+/// open while it launches it, and clients re-sending at once join it: every round is four
+/// prompts in one step, then decode steps of four, and every TPOT is that decode step. Without
+/// the window a request arriving as the launching step starts waits for the next one, and a
+/// prompt rides in the others' decode steps from the second round on.
+#[test]
+fn a_launch_window_keeps_clients_beyond_the_slots_in_step() {
+    let window = Duration::from_micros(500);
+    let (steps, tpots) = five_clients_on_four_slots(Some(500.0));
+    let mixed = |s: &StepSummary| s.prefill_tokens > 0 && s.prefill_tokens < s.batched_tokens;
+    assert!(!steps.iter().any(mixed), "{steps:?}");
+    let prompt_steps: Vec<&StepSummary> = steps.iter().filter(|s| s.prefill_tokens > 0).collect();
+    assert!(
+        prompt_steps.iter().all(|s| s.prefill_tokens == 4 * 256),
+        "{prompt_steps:?}"
+    );
+    assert_eq!(prompt_steps.len(), 6);
+    // Every TPOT is the first round's 23 decode steps of four, one after the other.
+    let round: Vec<&StepSummary> = steps[1..24].iter().collect();
+    assert!(
+        round
+            .iter()
+            .all(|s| s.prefill_tokens == 0 && s.sequences == 4)
+    );
+    let in_step = round.iter().map(|s| s.duration).sum::<Duration>() / 23;
+    assert!(tpots.iter().all(|t| *t == in_step), "{tpots:?}");
+    // A step launching the waiting requests starts one window after the step before it ends.
+    for pair in steps.windows(2) {
+        let gap = pair[1].started - (pair[0].started + pair[0].duration);
+        let launches = pair[1].prefill_tokens > 0;
+        let expected = if launches { window } else { Duration::ZERO };
+        assert_eq!(gap, expected, "{pair:?}");
+    }
+    let (steps, tpots) = five_clients_on_four_slots(None);
+    assert!(steps.iter().any(mixed), "{steps:?}");
+    assert!(
+        tpots.iter().filter(|t| **t > in_step).count() >= tpots.len() / 2,
+        "{tpots:?}"
     );
 }

@@ -13,8 +13,8 @@ use goodput_core::config::RunConfig;
 use goodput_core::decide::calibrate::CapacityShape;
 use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity};
 use goodput_core::decide::calibrate::{
-    CapacityCheck, CapacityComparison, CheckPlan, ProbeMeasurement, Repeatability, ServerFacts,
-    SpeedBand, combine_passes, server_facts,
+    CapacityCheck, CapacityComparison, CheckPlan, PatternCapacity, ProbeMeasurement, Repeatability,
+    ServerFacts, SpeedBand, StepPattern, combine_passes, server_facts,
 };
 use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, SearchConfig};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
@@ -128,9 +128,12 @@ async fn check(
         started,
         cancel,
     };
+    // The other step pattern beyond the slots, at the server's speed now when measured.
+    let other = other_pattern(now.as_ref().map_or(&config, |(_, c)| c));
     let sims = Sims {
         calibrated: &config,
         now: now.as_ref().map(|(f, c)| (*f, c)),
+        other: other.as_ref().map(|(pattern, c)| (*pattern, c)),
     };
     let capacity = match slo {
         Some(slo) => search_capacities(args, &live, sims, &measured, (facts.slots, slo)).await?,
@@ -138,7 +141,7 @@ async fn check(
             "no --slo: capacity is the highest load that meets an SLO; give one (e.g. --slo e2e=2s) to search it on the server and in virtual time",
         ),
     };
-    let rows = check_rows(sims, &measured);
+    let rows = check_rows(sims, &measured, facts.slots);
     let figures = CheckFigures {
         reference: reference.as_ref(),
         factor: now.as_ref().map(|(f, _)| *f),
@@ -147,14 +150,9 @@ async fn check(
         capacity: &capacity,
     };
     print_check(args.json, &figures)?;
-    match (&args.rescaled, now) {
-        (Some(out), Some((factor, config))) => write_rescaled(out, (path, factor), &config),
-        (Some(out), None) => bail!(
-            "--rescaled {}: not written: the speed reference was not measured (the budget ran \
-             out before it), so the server's speed now is unknown",
-            out.display()
-        ),
-        (None, _) => Ok(ExitCode::SUCCESS),
+    match &args.rescaled {
+        Some(out) => write_rescaled(out, path, now),
+        None => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -181,28 +179,53 @@ fn check_facts(
     })
 }
 
-/// Each held-out shape measured, predicted by the configuration and at the server's speed.
-fn check_rows(sims: Sims<'_>, measured: &[ProbeMeasurement]) -> Vec<CheckRow> {
+/// Each held-out shape measured, predicted by the configuration and at the server's speed,
+/// and beyond the server's `slots` with the other step pattern.
+fn check_rows(sims: Sims<'_>, measured: &[ProbeMeasurement], slots: u32) -> Vec<CheckRow> {
     measured
         .iter()
         .map(|m| {
             let shape = measured_probe(m).shape;
+            let beyond = shape.concurrency > slots;
             CheckRow {
                 measured: *m,
                 predicted: predict(sims.calibrated, &shape),
                 at_speed: sims.now.map(|(_, c)| predict(c, &shape)),
+                other: sims
+                    .other
+                    .filter(|_| beyond)
+                    .map(|(pattern, c)| (pattern, predict(c, &shape))),
             }
         })
         .collect()
 }
 
-/// Writes `config` (the checked one at the server's speed now) to `out`.
+/// `config` with the other step pattern beyond the slots, and that pattern (a batching
+/// engine's configuration only).
+fn other_pattern(config: &SimConfig) -> Option<(StepPattern, SimConfig)> {
+    let other = config.other_step_pattern()?;
+    let pattern = match other.keeps_clients_in_step()? {
+        true => StepPattern::InStep,
+        false => StepPattern::Staggered,
+    };
+    Some((pattern, other))
+}
+
+/// Writes the configuration `checked` at the server's speed now (`now`: its factor and the
+/// configuration) to `out`; an error when that speed was not measured.
 fn write_rescaled(
     out: &std::path::Path,
-    (checked, factor): (&std::path::Path, f64),
-    config: &SimConfig,
+    checked: &std::path::Path,
+    now: Option<(f64, SimConfig)>,
 ) -> Result<ExitCode> {
-    let text = toml::to_string(config).context("serialising the configuration")?;
+    let Some((factor, config)) = now else {
+        bail!(
+            "--rescaled {}: not written: the speed reference was not measured (the budget ran \
+             out before it), so the server's speed now is unknown",
+            out.display()
+        );
+    };
+    let text = toml::to_string(&config).context("serialising the configuration")?;
     let header = format!(
         "# {} at the server's speed measured by `goodput calibrate --check`: every engine cost \
          divided by {factor:.4}\n",
@@ -233,8 +256,11 @@ fn print_check(as_json: bool, f: &CheckFigures<'_>) -> Result<()> {
             .rows
             .iter()
             .map(|r| {
+                let other = r.other.map(
+                    |(pattern, predicted)| json!({"pattern": pattern, "predicted": predicted}),
+                );
                 json!({"measured": r.measured, "predicted": r.predicted,
-                       "predicted_at_speed": r.at_speed})
+                       "predicted_at_speed": r.at_speed, "other_pattern": other})
             })
             .collect();
         let value = json!({
@@ -334,12 +360,13 @@ async fn search_capacities(
     Ok(check)
 }
 
-/// The checked configuration, and the same at the server's speed now (with that speed's
-/// factor) when it was measured.
+/// The checked configuration, the same at the server's speed now (with that speed's factor)
+/// when it was measured, and that one with the other step pattern beyond the slots.
 #[derive(Clone, Copy)]
 struct Sims<'a> {
     calibrated: &'a SimConfig,
     now: Option<(f64, &'a SimConfig)>,
+    other: Option<(StepPattern, &'a SimConfig)>,
 }
 
 /// How far either side of the server's measured speed the check predicts the capacity too:
@@ -373,7 +400,19 @@ impl Both<'_> {
         eprintln!("… and in virtual time:");
         let predicted = self.virtual_search(shape, search, self.sims.calibrated, true);
         let compared = CapacityComparison::new(shape, start, measured, predicted);
-        Ok(self.at_speed(compared, search))
+        let compared = self.at_speed(compared, search);
+        let Some((pattern, config)) = self.sims.other else {
+            return Ok(compared);
+        };
+        let capacity = self
+            .virtual_search(shape, search, config, false)
+            .lower_bound;
+        eprintln!(
+            "… with clients {} beyond the slots: capacity {}",
+            pattern.name(),
+            capacity.map_or("none".to_string(), |c| format!("{c}"))
+        );
+        Ok(compared.with_other_pattern(PatternCapacity { pattern, capacity }))
     }
 
     /// The search of `shape` on `sim` in virtual time, unbudgeted (its probes printed when

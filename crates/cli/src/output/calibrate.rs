@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use goodput_core::decide::calibrate::{
-    CapacityCheck, CapacityComparison, ProbeMeasurement, Repeatability, ServerFacts,
+    CapacityCheck, CapacityComparison, ProbeMeasurement, Repeatability, ServerFacts, StepPattern,
 };
 use goodput_core::decide::capacity::Dimension;
 use goodput_sim::calibrate::{Fit, Predicted};
@@ -17,6 +17,9 @@ pub(crate) struct CheckRow {
     pub(crate) measured: ProbeMeasurement,
     pub(crate) predicted: Predicted,
     pub(crate) at_speed: Option<Predicted>,
+    /// Beyond the server's slots: the prediction with the other step pattern (at the server's
+    /// speed now when measured).
+    pub(crate) other: Option<(StepPattern, Predicted)>,
 }
 
 /// One probe's progress line.
@@ -213,6 +216,9 @@ pub(crate) fn check_table(rows: &[CheckRow]) -> String {
             m.probe.concurrency, m.prompt_tokens, m.probe.output_tokens, m.probe.requests
         );
         let now = row.at_speed.map(|p| figures(m, &p));
+        let other = row
+            .other
+            .map(|(pattern, p)| (pattern.name(), figures(m, &p)));
         for (i, (name, measured, predicted)) in figures(m, &row.predicted).into_iter().enumerate() {
             let at_speed = now.as_ref().map_or(String::new(), |now| {
                 format!(
@@ -221,9 +227,12 @@ pub(crate) fn check_table(rows: &[CheckRow]) -> String {
                     error(now[i].2, measured)
                 )
             });
+            let other = other.as_ref().map_or(String::new(), |(pattern, f)| {
+                format!("  {pattern} {:>10.2}  {}", f[i].2, error(f[i].2, measured))
+            });
             let _ = writeln!(
                 out,
-                "  {name:<12} measured {measured:>10.2}  predicted {predicted:>10.2}  {:>7}{at_speed}",
+                "  {name:<12} measured {measured:>10.2}  predicted {predicted:>10.2}  {:>7}{at_speed}{other}",
                 error(predicted, measured)
             );
         }
@@ -302,6 +311,14 @@ pub(crate) fn capacity_table(check: &CapacityCheck) -> String {
         );
         if let Some(line) = at_speed_line(c) {
             out.push_str(&line);
+        }
+        if let Some(other) = c.other_pattern {
+            let _ = writeln!(
+                out,
+                "    with clients {} beyond the slots: predicted {}",
+                other.pattern.name(),
+                load(other.capacity, dimension)
+            );
         }
     }
     if let Some(reason) = &check.not_searched {

@@ -266,6 +266,9 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         slot_prompt_similarity: facts
             .slot_prompt_similarity
             .filter(|_| facts.slot_ubatch_tokens.is_some()),
+        // The probes cannot tell the window: staggered beyond the slots (`--check` predicts
+        // both patterns there).
+        launch_window_us: None,
     };
     SimConfig {
         engine: EngineConfig::Batching(engine),

@@ -68,6 +68,15 @@ pub struct BatchingConfig {
     /// ago. Unset (the default): the slot released longest ago.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot_prompt_similarity: Option<SlotPromptSimilarity>,
+    /// Host time, µs, that a step launching requests which waited for a free sequence slot
+    /// spends before its batch forms (llama-server drains its task queue while it launches
+    /// them, saving each released slot's prompt to its cache): requests reaching the engine
+    /// meanwhile join that batch, so clients re-sending the moment their answers end stay in
+    /// step beyond the slots. Unset (the default): that step starts as the last one ends, and
+    /// a request arriving then waits for the next — one client's prompt rides in the others'
+    /// decode steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_window_us: Option<f64>,
 }
 
 /// How llama.cpp picks a slot by prompt similarity: among the free slots that have held a
@@ -116,6 +125,7 @@ impl Default for BatchingConfig {
             gemm_batch_factors: Vec::new(),
             slot_ubatch_tokens: None,
             slot_prompt_similarity: None,
+            launch_window_us: None,
         }
     }
 }
@@ -157,6 +167,7 @@ impl BatchingConfig {
             per_prefill_us: o.per_prefill_us / factor,
             frontend_us: o.frontend_us / factor,
         });
+        config.launch_window_us = self.launch_window_us.map(|us| us / factor);
         config
     }
 
@@ -208,6 +219,15 @@ impl BatchingConfig {
             ));
         }
         self.validate_slot_similarity()?;
+        if self
+            .launch_window_us
+            .is_some_and(|us| !(us.is_finite() && us > 0.0))
+        {
+            return Err(ConfigError::invalid(
+                "launch_window_us",
+                "must be positive (or absent: a step launching waiting requests starts at once)",
+            ));
+        }
         if let Some(speculative) = &self.speculative {
             speculative.validate()?;
         }

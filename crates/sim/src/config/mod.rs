@@ -180,6 +180,37 @@ impl SimConfig {
         })
     }
 
+    /// Whether a batching engine keeps clients beyond its sequence slots in step (it has a
+    /// launch window, [`BatchingConfig::launch_window_us`]); `None` for the fixed-timing engine.
+    pub fn keeps_clients_in_step(&self) -> Option<bool> {
+        match &self.engine {
+            EngineConfig::Batching(config) => Some(config.launch_window_us.is_some()),
+            EngineConfig::Fixed(_) => None,
+        }
+    }
+
+    /// The same server with the other step pattern beyond its slots: a configuration without
+    /// a launch window gets the shortest one that still gathers clients re-sending the
+    /// instant their answers end (their frontend delay and a microsecond: in virtual time the
+    /// limit of a window that costs nothing), one with a window loses it. `None` for the
+    /// fixed-timing engine.
+    pub fn other_step_pattern(&self) -> Option<SimConfig> {
+        let EngineConfig::Batching(config) = &self.engine else {
+            return None;
+        };
+        let window = match config.launch_window_us {
+            Some(_) => None,
+            None => Some(config.effective_overheads().frontend_us + 1.0),
+        };
+        Some(SimConfig {
+            engine: EngineConfig::Batching(BatchingConfig {
+                launch_window_us: window,
+                ..config.clone()
+            }),
+            ..self.clone()
+        })
+    }
+
     /// The model name to serve.
     pub fn model_name(&self) -> String {
         self.served_model_name
@@ -405,6 +436,30 @@ mod tests {
                 (outcome, _) => panic!("{text}: {outcome:?}"),
             }
         }
+    }
+
+    #[test]
+    fn the_other_step_pattern_adds_or_removes_a_positive_launch_window() {
+        let staggered: SimConfig = toml::from_str("[engine]\nkind = \"batching\"\n").unwrap();
+        assert_eq!(staggered.keeps_clients_in_step(), Some(false));
+        let in_step = staggered.other_step_pattern().unwrap();
+        in_step.validate().unwrap();
+        assert_eq!(in_step.keeps_clients_in_step(), Some(true));
+        assert_eq!(in_step.other_step_pattern(), Some(staggered));
+        assert_eq!(
+            in_step.at_speed(2.0).unwrap().keeps_clients_in_step(),
+            Some(true)
+        );
+        for window in ["0.0", "-1.0", "nan"] {
+            let text = format!("[engine]\nkind = \"batching\"\nlaunch_window_us = {window}\n");
+            let config: SimConfig = toml::from_str(&text).unwrap();
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.contains("launch_window_us"), "{window}: {error}");
+        }
+        let text = r#"{"engine": {"kind": "fixed", "ttft": 250, "itl": 5.5, "slots": 2}}"#;
+        let fixed: SimConfig = serde_json::from_str(text).unwrap();
+        assert_eq!(fixed.keeps_clients_in_step(), None);
+        assert!(fixed.other_step_pattern().is_none());
     }
 
     #[test]

@@ -171,6 +171,42 @@ pub struct CapacityComparison {
     /// whole step).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub speed_band: Option<SpeedBand>,
+    /// The capacity the same search finds with the server's other step pattern beyond its
+    /// slots (at its speed now when measured): which of the two the server runs is a race it
+    /// decides round by round, so both bound what a live search can find.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub other_pattern: Option<PatternCapacity>,
+}
+
+/// How a server with sequence slots runs closed-loop clients beyond them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepPattern {
+    /// Requests re-sent as answers end join the step that launches the waiting request: rounds
+    /// of prompts in one step, then decode steps with no prompt in them.
+    InStep,
+    /// A request arriving as that step starts waits for the next: one client's prompt rides
+    /// in the others' decode steps.
+    Staggered,
+}
+
+impl StepPattern {
+    /// The pattern's name in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepPattern::InStep => "in step",
+            StepPattern::Staggered => "staggered",
+        }
+    }
+}
+
+/// A capacity predicted with a given step pattern.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct PatternCapacity {
+    /// The pattern.
+    pub pattern: StepPattern,
+    /// The capacity (`None`: none found).
+    pub capacity: Option<f64>,
 }
 
 /// The capacity predicted with the server a margin slower and a margin faster than measured.
@@ -212,6 +248,7 @@ impl CapacityComparison {
             predicted_at_speed: None,
             error_at_speed: None,
             speed_band: None,
+            other_pattern: None,
         }
     }
 
@@ -225,6 +262,12 @@ impl CapacityComparison {
         self.error_at_speed = capacity_error(&self.measured, &predicted);
         self.predicted_at_speed = Some(predicted);
         self.speed_band = band;
+        self
+    }
+
+    /// With the capacity predicted with the other step pattern.
+    pub fn with_other_pattern(mut self, other: PatternCapacity) -> Self {
+        self.other_pattern = Some(other);
         self
     }
 }

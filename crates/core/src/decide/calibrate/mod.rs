@@ -10,7 +10,10 @@ pub mod capacity;
 mod facts;
 mod passes;
 
-pub use capacity::{CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, SpeedBand};
+pub use capacity::{
+    CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, PatternCapacity, SpeedBand,
+    StepPattern,
+};
 pub use facts::{ServerFacts, server_facts};
 pub use passes::{Repeatability, combine_passes};
 

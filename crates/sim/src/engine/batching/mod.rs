@@ -95,6 +95,10 @@ pub struct BatchingEngine {
     waiting: VecDeque<Sequence>,
     running: Vec<Sequence>,
     step: Option<ActiveStep>,
+    /// [`BatchingConfig::launch_window_us`].
+    launch_window: Option<Duration>,
+    /// When the step held open by the launch window starts.
+    launch_at: Option<SimTime>,
     /// The slots, with [`BatchingConfig::slot_ubatch_tokens`].
     slots: Option<slots::SlotTable>,
     speculative: Option<AcceptanceSampler>,
@@ -109,6 +113,9 @@ impl BatchingEngine {
     pub fn new(config: BatchingConfig, seed: u64) -> Self {
         let blocks = u32::try_from(config.kv_blocks()).unwrap_or(u32::MAX);
         let token_budget = config.max_num_batched_tokens;
+        let launch_window = config
+            .launch_window_us
+            .map(|us| Duration::from_secs_f64(us.max(0.0) * 1e-6));
         let slot_table = config
             .slot_ubatch_tokens
             .map(|_| slots::SlotTable::new(config.max_num_seqs, config.slot_prompt_similarity));
@@ -130,6 +137,8 @@ impl BatchingEngine {
             waiting: VecDeque::new(),
             running: Vec::new(),
             step: None,
+            launch_window,
+            launch_at: None,
             pending_events: Vec::new(),
             preemptions: 0,
             prefix_queries: 0,
@@ -145,8 +154,19 @@ impl BatchingEngine {
             self.waiting.push_back(seq);
         }
         let more_now = self.arriving.front().is_some_and(|(next, _)| *next <= at);
-        if self.step.is_none() && !more_now {
+        if self.step.is_none() && self.launch_at.is_none() && !more_now {
             self.start_step(at);
+        }
+    }
+
+    /// Starts the step after one that ended at `at`: at once, or — with a launch window, when
+    /// a request waits and a sequence slot is free for it — once the window has gathered what
+    /// reaches the engine meanwhile.
+    fn next_step(&mut self, at: SimTime) {
+        let free = self.running.len() < self.config.max_num_seqs as usize;
+        match self.launch_window {
+            Some(window) if free && !self.waiting.is_empty() => self.launch_at = Some(at + window),
+            _ => self.start_step(at),
         }
     }
 
@@ -473,10 +493,7 @@ impl Engine for BatchingEngine {
     fn next_event_at(&self) -> Option<SimTime> {
         let step = self.step.as_ref().map(|step| step.ends_at);
         let arrival = self.arriving.front().map(|(at, _)| *at);
-        match (step, arrival) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [step, arrival, self.launch_at].into_iter().flatten().min()
     }
 
     fn advance(&mut self, now: SimTime, events: &mut Vec<EngineEvent>) {
@@ -484,15 +501,23 @@ impl Engine for BatchingEngine {
         loop {
             let step_end = self.step.as_ref().map(|step| step.ends_at);
             let arrival = self.arriving.front().map(|(at, _)| *at);
-            // A request through the frontend by the end of a step joins that step's successor.
-            if let Some(at) = arrival.filter(|at| *at <= now && step_end.is_none_or(|e| *at <= e)) {
+            // A request through the frontend by the end of a step (or of the launch window
+            // after it) joins that step's successor.
+            let launch = self.launch_at;
+            let joins = |at: &SimTime| {
+                *at <= now && step_end.is_none_or(|e| *at <= e) && launch.is_none_or(|l| *at <= l)
+            };
+            if let Some(at) = arrival.filter(joins) {
                 self.admit_arrival(at);
             } else if let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
                 let ends_at = step.ends_at;
                 self.complete_step(step);
                 if !self.running.is_empty() || !self.waiting.is_empty() {
-                    self.start_step(ends_at);
+                    self.next_step(ends_at);
                 }
+            } else if let Some(at) = launch.filter(|at| *at <= now) {
+                self.launch_at = None;
+                self.start_step(at);
             } else {
                 break;
             }

@@ -14,6 +14,8 @@ use crate::engine::cost::{StepCost, StepCostModel, decode_batch, prompt};
 use crate::engine::fixed::FixedTimingEngine;
 use crate::engine::kv::blocks_for;
 
+mod slots;
+
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Context length of the decode rows.
 const DECODE_CONTEXT: u32 = 1024;
@@ -127,26 +129,7 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
             speculative.draft_cost_ratio
         );
     }
-    if let Some(cap) = config.slot_ubatch_tokens {
-        let _ = writeln!(
-            out,
-            "micro-batches by slot (llama.cpp, a KV stream per slot): each request takes the \
-             free slot released longest ago; a step runs as micro-batches of consecutive slots \
-             with equal tokens each, at most {cap} tokens, each costed as below (the tables \
-             assume consecutive slots: one micro-batch)"
-        );
-    }
-    if let Some(similarity) = &config.slot_prompt_similarity {
-        let _ = writeln!(
-            out,
-            "slots by prompt similarity: a prompt of fewer than {:.0} tokens shares more than \
-             {:.0} % of itself ({} tokens every prompt starts with) with a used free slot and \
-             takes the lowest such slot instead",
-            f64::from(similarity.shared_prefix_tokens) / similarity.threshold,
-            similarity.threshold * 100.0,
-            similarity.shared_prefix_tokens
-        );
-    }
+    slots::explain_slots(out, config);
     explain_model(out, model);
     explain_kv(out, config, &deployment);
     let cost = StepCostModel::new(config);
