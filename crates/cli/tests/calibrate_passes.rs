@@ -1,8 +1,12 @@
 //! `goodput calibrate --passes` against a streaming chat server written here with exact
-//! timing: the first token a fixed delay after the request is read, each next one a fixed gap
-//! later (by absolute deadlines, so no sleep's overshoot accumulates). A server that slows by
+//! timing: four slots, a request waiting for a free one in arrival order, its first token a
+//! fixed delay after it got one, each next a fixed gap later (by absolute deadlines, so no
+//! sleep's overshoot accumulates). The server does not report its slots: calibrate must find
+//! them from a wave of requests sent together (four of eight ran at once). A server that slows by
 //! a quarter after the first pass must be reported with the repeatability computed by hand;
-//! a steady one with none, and its misfit then put down to the engine's form, not noise; one
+//! a steady one with none, and its misfit (a first token sooner the longer the prompt) then put
+//! down to the engine's form, not noise, while the plain server is fitted well, its fixed
+//! first-token delay read as latency outside the engine; one
 //! that fails in the second pass leaves the first pass (and what the second measured) to fit.
 #![allow(clippy::unwrap_used)]
 
@@ -11,7 +15,8 @@ mod support;
 use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -21,6 +26,31 @@ use support::{goodput, ok, read_request};
 const FAST: (u64, f64) = (100, 6.0);
 /// A quarter slower.
 const SLOW: (u64, f64) = (125, 7.5);
+/// Requests the server runs at once.
+const SLOTS: u32 = 4;
+/// The first wave calibrate sends to find them (`goodput_core`'s `WAVES[0]`).
+const WAVE: u64 = 8;
+
+/// The server's free slots; a request waits on the condition for one.
+struct Slots {
+    free: Mutex<u32>,
+    freed: Condvar,
+}
+
+impl Slots {
+    fn take(&self) {
+        let mut free = self.free.lock().unwrap();
+        while *free == 0 {
+            free = self.freed.wait(free).unwrap();
+        }
+        *free -= 1;
+    }
+
+    fn release(&self) {
+        *self.free.lock().unwrap() += 1;
+        self.freed.notify_one();
+    }
+}
 
 /// Chat completions served so far, from which one on the server is [`SLOW`], and from which
 /// one on it fails them (HTTP 500).
@@ -28,6 +58,10 @@ struct Counter {
     served: AtomicU64,
     slow_from: AtomicU64,
     fail_from: AtomicU64,
+    slots: Slots,
+    /// Whether a longer prompt gets its first token sooner (4 s / its words more): no
+    /// engine's prefill does that.
+    sooner_for_longer: AtomicBool,
 }
 
 /// Starts the server; its `/v1` URL and its counter.
@@ -38,6 +72,11 @@ fn server() -> (String, Arc<Counter>) {
         served: AtomicU64::new(0),
         slow_from: AtomicU64::new(u64::MAX),
         fail_from: AtomicU64::new(u64::MAX),
+        slots: Slots {
+            free: Mutex::new(SLOTS),
+            freed: Condvar::new(),
+        },
+        sooner_for_longer: AtomicBool::new(false),
     });
     let shared = Arc::clone(&counter);
     std::thread::spawn(move || {
@@ -54,7 +93,6 @@ fn serve(stream: TcpStream, counter: &Counter) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     while let Some((path, body)) = read_request(&mut reader) {
-        let read = Instant::now();
         let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if path.ends_with("/chat/completions") && request["stream"] == true {
             let index = counter.served.fetch_add(1, Ordering::SeqCst);
@@ -64,7 +102,12 @@ fn serve(stream: TcpStream, counter: &Counter) {
                 return;
             }
             let slow = index >= counter.slow_from.load(Ordering::SeqCst);
-            stream_answer(&mut writer, &request, read, if slow { SLOW } else { FAST });
+            counter.slots.take();
+            let started = Instant::now();
+            let timing = if slow { SLOW } else { FAST };
+            let sooner = counter.sooner_for_longer.load(Ordering::SeqCst);
+            stream_answer(&mut writer, &request, started, (timing, sooner));
+            counter.slots.release();
             return;
         }
         let reply = if path.ends_with("/models") {
@@ -82,13 +125,13 @@ fn serve(stream: TcpStream, counter: &Counter) {
     }
 }
 
-/// `max_tokens` tokens, the first `ttft_ms` after `read`, the k-th `k · gap_ms` after the
+/// `max_tokens` tokens, the first `ttft_ms` after `read` (its slot taken), the k-th `k · gap_ms` after the
 /// first; the prompt counted as its words; then the connection closes.
 fn stream_answer(
     writer: &mut TcpStream,
     request: &Value,
     read: Instant,
-    (ttft_ms, gap_ms): (u64, f64),
+    ((ttft_ms, gap_ms), sooner_for_longer): ((u64, f64), bool),
 ) {
     let tokens = request["max_tokens"]
         .as_u64()
@@ -105,7 +148,12 @@ fn stream_answer(
     let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
     let _ = writer.write_all(head.as_bytes());
     let _ = writer.flush();
-    let first = read + Duration::from_millis(ttft_ms);
+    let inverse = if sooner_for_longer {
+        4000 / prompt.max(1) as u64
+    } else {
+        0
+    };
+    let first = read + Duration::from_millis(ttft_ms + inverse);
     for k in 0..tokens {
         let due = first + Duration::from_secs_f64(k as f64 * gap_ms / 1e3);
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
@@ -166,22 +214,24 @@ fn relative_sd(a: f64, b: f64) -> f64 {
 fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
     let dir = tempfile::tempdir().unwrap();
     let (url, counter) = server();
-    // One pass: how many chat requests a pass sends, and no repeatability to report.
+    // One pass: the wave that finds the slots, how many chat requests a pass sends, and no
+    // repeatability to report.
     let one = calibrate(&url, "1", dir.path());
     assert!(one["repeatability"].is_null(), "{one}");
     assert!(one["fit"]["server_noise"].is_null(), "{one}");
-    let per_pass = counter.served.swap(0, Ordering::SeqCst);
+    assert_eq!(one["facts"]["slots"], SLOTS, "{}", one["facts"]);
+    let served = counter.served.swap(0, Ordering::SeqCst);
     let residuals = one["fit"]["residuals"].as_array().unwrap();
     let planned: u64 = residuals
         .iter()
         .filter(|r| r["metric"] == "ttft")
         .map(|r| r["shape"]["requests"].as_u64().unwrap())
         .sum();
-    assert_eq!(per_pass, planned, "{one}");
-    counter.slow_from.store(per_pass, Ordering::SeqCst);
+    assert_eq!(served, WAVE + planned, "{one}");
+    counter.slow_from.store(WAVE + planned, Ordering::SeqCst);
 
     let two = calibrate(&url, "2", dir.path());
-    assert_eq!(counter.served.load(Ordering::SeqCst), 2 * per_pass);
+    assert_eq!(counter.served.load(Ordering::SeqCst), WAVE + 2 * planned);
     let r = &two["repeatability"];
     assert_eq!(r["passes"], 2, "{r}");
     assert_eq!(r["probes"], residuals.len() / 2);
@@ -204,15 +254,18 @@ fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
 #[test]
 fn a_steady_server_repeats_itself_and_its_misfit_is_the_engines_form() {
     let dir = tempfile::tempdir().unwrap();
-    let (url, _) = server();
+    let (url, counter) = server();
+    counter.sooner_for_longer.store(true, Ordering::SeqCst);
     let two = calibrate(&url, "2", dir.path());
     let r = &two["repeatability"];
+    // Sleeps of a few ms on a loaded 2-core machine: a prefill probe's TPOT (three gaps of
+    // 6 ms) moves by a few per cent, far from the 15.7 % of a server that slowed.
     for figure in ["ttft", "tpot", "e2e"] {
         let got = r[figure].as_f64().unwrap();
-        assert!(got < 0.02, "{figure}: {r}");
+        assert!(got < 0.05, "{figure}: {r}");
     }
-    // A first token after 100 ms whatever the prompt's length is no engine's prefill: the fit
-    // is poor, and the passes agreeing says why.
+    // A first token sooner for a longer prompt is no engine's prefill: the fit is poor, and
+    // the passes agreeing says why.
     let fit = &two["fit"];
     assert_eq!(fit["poor"], true, "{fit}");
     let problems = fit["problems"].to_string();
@@ -247,4 +300,50 @@ fn a_server_failing_in_the_second_pass_leaves_the_first_to_fit() {
         two["fit"]["residuals"].as_array().unwrap().len(),
         one["fit"]["residuals"].as_array().unwrap().len()
     );
+}
+
+/// The plain server (a first token 100 ms after a slot is free, whatever the prompt, then 6
+/// ms a token) is close to the engine's form: four slots found by the wave, the fixed delay
+/// read as latency outside the engine, a good fit (RMS under 10 %), every figure of one client
+/// within 5 %. The engine's latency is spent before a request queues, the server's after it
+/// has a slot, so the queued requests' TTFT at twice the slots comes out a third low (328 ms
+/// against 482) and the fit leans the others to meet it (up to +15 % on four long prompts):
+/// a known limit, not asserted.
+#[test]
+fn a_fixed_first_token_delay_is_fitted_as_latency_outside_the_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _) = server();
+    let out = dir.path().join("calibrated.toml");
+    let output = ok(goodput()
+        .args([
+            "calibrate",
+            "--target",
+            &url,
+            "--seed",
+            "3",
+            "--repeats",
+            "3",
+        ])
+        .args(["--passes", "1", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let fit: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(fit["facts"]["slots"], SLOTS, "{}", fit["facts"]);
+    let fit = &fit["fit"];
+    assert_eq!(fit["poor"], false, "{fit}");
+    for r in fit["residuals"].as_array().unwrap() {
+        if r["shape"]["concurrency"] == 1 {
+            let error = r["relative_error"].as_f64().unwrap();
+            assert!(error.abs() < 0.05, "{r}");
+        }
+    }
+    let latency = fit["table"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "frontend_latency")
+        .unwrap();
+    let ms = latency["value"].as_f64().unwrap();
+    assert!((80.0..=100.0).contains(&ms), "{latency}");
 }

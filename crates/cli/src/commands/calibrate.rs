@@ -35,7 +35,7 @@ use crate::wiring::session::random_seed;
 
 mod probes;
 
-use probes::{facts, measured_probe, run_probes};
+use probes::{facts, measured_probe, run_probes, with_batch_limit};
 
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -64,9 +64,10 @@ async fn calibrate(
     model: &str,
     server: &ServerFacts,
 ) -> Result<ExitCode> {
+    let cancel = crate::wiring::session::cancel_on_signal();
+    let server = &with_batch_limit(args, &client, model, server, &cancel).await?;
     let mut facts = facts(model, server);
     let shapes = plan(&facts, args.repeats);
-    let cancel = crate::wiring::session::cancel_on_signal();
     let passes = run_probes(args, client, model, &shapes, &cancel).await?;
     let counted: Vec<(u32, f64)> = passes
         .iter()

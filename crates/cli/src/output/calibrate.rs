@@ -6,7 +6,8 @@
 use std::fmt::Write;
 
 use goodput_core::decide::calibrate::{
-    CapacityCheck, CapacityComparison, ProbeMeasurement, Repeatability, ServerFacts, StepPattern,
+    BatchLimit, CapacityCheck, CapacityComparison, ProbeMeasurement, Repeatability, ServerFacts,
+    StepPattern,
 };
 use goodput_core::decide::capacity::Dimension;
 use goodput_sim::calibrate::{Fit, Predicted};
@@ -20,6 +21,23 @@ pub(crate) struct CheckRow {
     /// Beyond the server's slots: the prediction with the other step pattern (at the server's
     /// speed now when measured).
     pub(crate) other: Option<(StepPattern, Predicted)>,
+}
+
+/// What the batch-limit waves found.
+pub(crate) fn batch_limit_line(limit: &BatchLimit) -> String {
+    if limit.is_lower_bound() {
+        format!(
+            "batch limit: all {} requests of a wave sent together ran at once (the server runs \
+             at least {}; the simulator gets that many slots)",
+            limit.wave, limit.running
+        )
+    } else {
+        format!(
+            "batch limit: {} of a wave of {} requests sent together ran at once (the rest \
+             waited for one to end): {} slots",
+            limit.running, limit.wave, limit.running
+        )
+    }
 }
 
 /// One probe's progress line.

@@ -111,9 +111,11 @@ impl Facts {
     }
 }
 
-/// The fitted constants: achieved rates of each operator class and the slowdown of GEMMs over
-/// few tokens. A frontend delay is not among them: a client cannot tell it from the per-step
-/// time (both add the same to every TTFT), so the per-step time carries it.
+/// The fitted constants: achieved rates of each operator class, the slowdown of GEMMs over few
+/// tokens, and the latency outside the engine. That latency and the per-step time add the same
+/// to a lone request's TTFT, but only the step is in every TPOT and holds the engine while a
+/// queue waits, so decode probes and the concurrency sweep tell them apart (a server answering
+/// every request after a fixed 100 ms, whatever its prompt and load, is all latency).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Constants {
     /// Per-step time, expressed as the bandwidth the weights stream at, GB/s.
@@ -129,6 +131,10 @@ pub struct Constants {
     pub batch_factors: Vec<BatchFactor>,
     /// From this many tokens on, GEMMs run at the full rate (the shortest prefill probe).
     pub full_rate_tokens: u32,
+    /// Delay before the engine sees a request (network, HTTP, tokenisation, queues in front
+    /// of the engine), ms: it adds to TTFT without taking engine time (the engine's
+    /// `frontend_us`).
+    pub latency_ms: f64,
 }
 
 /// One point of the small-batch GEMM slowdown.
@@ -140,17 +146,18 @@ pub struct BatchFactor {
     pub factor: f64,
 }
 
-/// The rates' names and units, in the order of [`Constants::values`].
-const RATE_NAMES: [(&str, &str); 4] = [
+/// The rates' and the latency's names and units, in the order of [`Constants::values`].
+const RATE_NAMES: [(&str, &str); 5] = [
     ("weight_bandwidth", "GB/s"),
     ("gemm_rate", "GFLOP/s"),
     ("attention_rate", "GFLOP/s"),
     ("kv_read_bandwidth", "GB/s"),
+    ("frontend_latency", "ms"),
 ];
 
 impl Constants {
-    /// Names and units, in the order of [`Constants::values`]: the four rates, then one
-    /// `gemm_factor@N` per batch point.
+    /// Names and units, in the order of [`Constants::values`]: the four rates, the latency,
+    /// then one `gemm_factor@N` per batch point.
     pub fn names(&self) -> Vec<(String, &'static str)> {
         let rates = RATE_NAMES.iter().map(|(n, u)| ((*n).to_string(), *u));
         let points = self
@@ -167,6 +174,7 @@ impl Constants {
             self.gemm_gflops,
             self.attention_gflops,
             self.kv_gb_per_sec,
+            self.latency_ms,
         ];
         rates
             .into_iter()
@@ -183,6 +191,7 @@ impl Constants {
         out.gemm_gflops = get(1, self.gemm_gflops);
         out.attention_gflops = get(2, self.attention_gflops);
         out.kv_gb_per_sec = get(3, self.kv_gb_per_sec);
+        out.latency_ms = get(4, self.latency_ms);
         for (i, point) in out.batch_factors.iter_mut().enumerate() {
             point.factor = get(RATE_NAMES.len() + i, point.factor);
         }
@@ -227,8 +236,8 @@ fn calibrated_accelerator(c: &Constants, memory_gib: f64) -> GpuSpec {
 
 /// The simulator configuration of a server with `facts` and fitted `constants`: the batching
 /// engine with the server's slots and context, FIFO admission without preemption (every slot
-/// owns its context), the calibrated accelerator, no per-step or per-prompt overhead beyond
-/// the fitted ones, and the server's micro-batches by slot when it has them.
+/// owns its context), the calibrated accelerator, the fitted latency as its frontend delay
+/// and no other overhead, and the server's micro-batches by slot when it has them.
 pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     let model = facts.model();
     let block_size = 16;
@@ -257,7 +266,7 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
             per_layer_us: 0.0,
             per_sequence_us: 0.0,
             per_prefill_us: 0.0,
-            frontend_us: 0.0,
+            frontend_us: constants.latency_ms * 1e3,
         }),
         speculative: None,
         roofline: Roofline::Sum,
@@ -466,6 +475,7 @@ mod tests {
                 },
             ],
             full_rate_tokens: 64,
+            latency_ms: 2.0,
         };
         let config = calibrated_config(&Facts::default(), &constants);
         config.validate().unwrap();
@@ -508,6 +518,7 @@ mod tests {
                 kv_gb_per_sec: 1.0,
                 batch_factors: Vec::new(),
                 full_rate_tokens: 64,
+                latency_ms: 0.0,
             },
         );
         assert_eq!(config.chat_template_tokens, 22);

@@ -5,7 +5,9 @@
 use std::time::Instant;
 
 use anyhow::Result;
-use goodput_core::decide::calibrate::{CalibrationProbe, ProbeMeasurement, ServerFacts, measure};
+use goodput_core::decide::calibrate::{
+    CalibrationProbe, ProbeMeasurement, ServerFacts, WAVES, batch_limit, measure,
+};
 use goodput_core::http::HttpClient;
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{Facts, MeasuredProbe, ProbeShape};
@@ -71,6 +73,39 @@ pub(super) async fn run_probes(
         out[pass].push(measured);
     }
     Ok(out)
+}
+
+/// `server`'s facts, with the requests it runs at once measured ([`batch_limit`]) when it
+/// does not report its slots.
+pub(super) async fn with_batch_limit(
+    args: &CalibrateArgs,
+    client: &HttpClient,
+    model: &str,
+    server: &ServerFacts,
+    cancel: &CancellationToken,
+) -> Result<ServerFacts> {
+    let mut server = server.clone();
+    if server.slots.is_some() {
+        return Ok(server);
+    }
+    let seed = args
+        .seed
+        .unwrap_or_else(crate::wiring::session::random_seed);
+    let Some(limit) = batch_limit(client, model, &WAVES, (seed, cancel)).await? else {
+        return Ok(server);
+    };
+    eprintln!("{}", render::batch_limit_line(&limit));
+    server.slots = Some(limit.running.max(1));
+    server.sources.push(format!(
+        "a wave of {} requests sent together: {}",
+        limit.wave,
+        if limit.is_lower_bound() {
+            format!("all ran at once, so at least {} slots", limit.running)
+        } else {
+            format!("{} ran at once", limit.running)
+        }
+    ));
+    Ok(server)
 }
 
 /// The probe that measures `shape`.

@@ -4,12 +4,15 @@
 //! median TTFT, TPOT and E2E as the server counted the prompt). The fit itself is the
 //! simulator's (`goodput_sim::calibrate`), which this crate never sees; the CLI joins them.
 //! [`capacity`] is the live half of `--check`'s capacity comparison; [`combine_passes`] joins
-//! probes measured in several passes and says how closely the server repeated them.
+//! probes measured in several passes and says how closely the server repeated them;
+//! [`batch_limit`] finds how many requests a server that does not say runs at once.
 
+mod batch;
 pub mod capacity;
 mod facts;
 mod passes;
 
+pub use batch::{BatchLimit, WAVES, batch_limit, running_at_once};
 pub use capacity::{
     CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, PatternCapacity, SpeedBand,
     StepPattern,
@@ -111,6 +114,26 @@ pub async fn measure(
     seed: u64,
     cancel: CancellationToken,
 ) -> Result<ProbeMeasurement, CalibrateError> {
+    measure_with(client, model, probe, (seed, cancel), &mut NoSink).await
+}
+
+/// A sink that keeps nothing.
+struct NoSink;
+
+impl RecordSink for NoSink {
+    fn record(&mut self, _: &crate::record::RequestRecord) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// [`measure`], every record also given to `extra`.
+async fn measure_with(
+    client: HttpClient,
+    model: &str,
+    probe: &CalibrationProbe,
+    (seed, cancel): (u64, CancellationToken),
+    extra: &mut dyn RecordSink,
+) -> Result<ProbeMeasurement, CalibrateError> {
     let openai = OpenAiConfig {
         model: model.to_string(),
         ignore_eos: true,
@@ -133,7 +156,7 @@ pub async fn measure(
     );
     let mut aggregator = StepAggregator::new(None, config.window);
     let outcome = {
-        let mut sinks: [&mut dyn RecordSink; 1] = [&mut aggregator];
+        let mut sinks: [&mut dyn RecordSink; 2] = [&mut aggregator, extra];
         runner.run(&mut sinks, cancel).await
     };
     let step = aggregator.report(LoadReport::from(&config.load));
