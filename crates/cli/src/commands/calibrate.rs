@@ -64,11 +64,13 @@ async fn calibrate(
     model: &str,
     server: &ServerFacts,
 ) -> Result<ExitCode> {
+    // The budget counts the batch-limit waves too.
+    let started = Instant::now();
     let cancel = crate::wiring::session::cancel_on_signal();
     let server = &with_batch_limit(args, &client, model, server, &cancel).await?;
     let mut facts = facts(model, server);
     let shapes = plan(&facts, args.repeats);
-    let passes = run_probes(args, client, model, &shapes, &cancel).await?;
+    let passes = run_probes(args, client, model, (&shapes, started), &cancel).await?;
     let counted: Vec<(u32, f64)> = passes
         .iter()
         .flatten()
@@ -114,7 +116,7 @@ async fn check(
     let mut shapes = vec![speed_reference(&facts, 2 * args.repeats)];
     shapes.extend(held_out(&facts, args.repeats));
     let cancel = crate::wiring::session::cancel_on_signal();
-    let passes = run_probes(args, client.clone(), model, &shapes, &cancel).await?;
+    let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;
     let (mut measured, repeatability) = combine_passes(&passes);
     let reference = (!measured.is_empty()).then(|| measured.remove(0));
     let reference = reference.map(|m| (m, predict(&config, &measured_probe(&m).shape)));

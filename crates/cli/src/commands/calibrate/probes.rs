@@ -17,16 +17,15 @@ use tokio_util::sync::CancellationToken;
 use crate::args::calibrate::CalibrateArgs;
 use crate::output::calibrate as render;
 
-/// Runs `shapes` in order, `--passes` times over, until the budget is spent: `out[k][i]` is
-/// shape `i` in pass `k` (the last pass may stop short).
+/// Runs `shapes` in order, `--passes` times over, until the budget (counted from `started`)
+/// is spent: `out[k][i]` is shape `i` in pass `k` (the last pass may stop short).
 pub(super) async fn run_probes(
     args: &CalibrateArgs,
     client: HttpClient,
     model: &str,
-    shapes: &[ProbeShape],
+    (shapes, started): (&[ProbeShape], Instant),
     cancel: &CancellationToken,
 ) -> Result<Vec<Vec<ProbeMeasurement>>> {
-    let started = Instant::now();
     // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
     // caching) must not answer a probe from an earlier run's cache.
     let seed = args
@@ -75,6 +74,9 @@ pub(super) async fn run_probes(
     Ok(out)
 }
 
+/// Mixed into the waves' seed (the probes take `--seed` plus their run's number).
+const WAVE_SEED: u64 = 0x5741_5645_0000_0000;
+
 /// `server`'s facts, with the requests it runs at once measured ([`batch_limit`]) when it
 /// does not report its slots.
 pub(super) async fn with_batch_limit(
@@ -88,9 +90,11 @@ pub(super) async fn with_batch_limit(
     if server.slots.is_some() {
         return Ok(server);
     }
+    // Prompts of their own: a server's prompt cache must not answer a probe from a wave.
     let seed = args
         .seed
-        .unwrap_or_else(crate::wiring::session::random_seed);
+        .unwrap_or_else(crate::wiring::session::random_seed)
+        ^ WAVE_SEED;
     let Some(limit) = batch_limit(client, model, &WAVES, (seed, cancel)).await? else {
         return Ok(server);
     };
