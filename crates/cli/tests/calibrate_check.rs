@@ -16,9 +16,12 @@ use support::sim_process::Sim;
 use support::{goodput, ok};
 
 /// Four slots of a small model on a fast accelerator: a request takes tens to hundreds of
-/// milliseconds, and a fifth concurrent request waits for a slot.
+/// milliseconds, and a fifth concurrent request waits for a slot. No frontend delay, so a
+/// client re-sending at once could make a launch window: the check predicts both step
+/// patterns beyond the slots.
 const SIM: &str = r#"{"engine": {"kind": "batching", "model": "llama-3.2-1b", "gpu": "h100",
-    "max_num_seqs": 4, "max_model_len": 2048}, "prompt_tokenizer": "words"}"#;
+    "max_num_seqs": 4, "max_model_len": 2048, "overheads": {"frontend_us": 0.0}},
+    "prompt_tokenizer": "words"}"#;
 
 fn check(sim: &Sim, config: &Path, extra: &[&str]) -> std::process::Output {
     ok(goodput()

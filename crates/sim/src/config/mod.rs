@@ -193,14 +193,19 @@ impl SimConfig {
     /// a launch window gets the shortest one that still gathers clients re-sending the
     /// instant their answers end (their frontend delay and a microsecond: in virtual time the
     /// limit of a window that costs nothing), one with a window loses it. `None` for the
-    /// fixed-timing engine.
+    /// fixed-timing engine, and for one whose requests reach it more than
+    /// [`GATHERED_FRONTEND_US`] after they are sent: a server holds its launch window for
+    /// milliseconds, and such re-sends miss it (its cost would be the frontend delay on every
+    /// launching step).
     pub fn other_step_pattern(&self) -> Option<SimConfig> {
         let EngineConfig::Batching(config) = &self.engine else {
             return None;
         };
+        let frontend = config.effective_overheads().frontend_us;
         let window = match config.launch_window_us {
             Some(_) => None,
-            None => Some(config.effective_overheads().frontend_us + 1.0),
+            None if frontend <= GATHERED_FRONTEND_US => Some(frontend + 1.0),
+            None => return None,
         };
         Some(SimConfig {
             engine: EngineConfig::Batching(BatchingConfig {
@@ -218,6 +223,12 @@ impl SimConfig {
             .unwrap_or_else(|| self.engine.default_model_name())
     }
 }
+
+/// The longest frontend delay, µs, whose clients can still re-send within a server's launch
+/// window ([`SimConfig::other_step_pattern`]): llama-server held its batch open 4–6 ms while it
+/// launched a waiting request (docs/validation.md, runs V–W), so re-sends reaching the engine
+/// within a millisecond make it.
+pub const GATHERED_FRONTEND_US: f64 = 1000.0;
 
 /// A configuration that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -440,7 +451,12 @@ mod tests {
 
     #[test]
     fn the_other_step_pattern_adds_or_removes_a_positive_launch_window() {
-        let staggered: SimConfig = toml::from_str("[engine]\nkind = \"batching\"\n").unwrap();
+        let batching = "[engine]\nkind = \"batching\"\n";
+        // vLLM's 4 ms frontend: re-sends reach the engine too late for any launch window.
+        let late: SimConfig = toml::from_str(batching).unwrap();
+        assert!(late.other_step_pattern().is_none());
+        let text = format!("{batching}[engine.overheads]\nfrontend_us = 500.0\n");
+        let staggered: SimConfig = toml::from_str(&text).unwrap();
         assert_eq!(staggered.keeps_clients_in_step(), Some(false));
         let in_step = staggered.other_step_pattern().unwrap();
         in_step.validate().unwrap();
