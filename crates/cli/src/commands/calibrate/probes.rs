@@ -87,7 +87,7 @@ pub(super) async fn with_batch_limit(
     cancel: &CancellationToken,
 ) -> Result<ServerFacts> {
     let mut server = server.clone();
-    if server.slots.is_some() {
+    if server.slots.is_some() || args.budget.is_zero() {
         return Ok(server);
     }
     // Prompts of their own: a server's prompt cache must not answer a probe from a wave.

@@ -20,7 +20,8 @@ const MAX_BODY: usize = 4 << 20;
 /// A server's own account of its limits and model.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ServerFacts {
-    /// Sequences served at once (`/props` `total_slots`).
+    /// Sequences served at once (`/props` `total_slots`; `goodput calibrate` measures them
+    /// with [`super::batch_limit`] when the server does not say).
     pub slots: Option<u32>,
     /// Context of one slot, tokens (`/props` `default_generation_settings.n_ctx`).
     pub context_per_slot: Option<u32>,

@@ -12,7 +12,7 @@ pub mod capacity;
 mod facts;
 mod passes;
 
-pub use batch::{BatchLimit, WAVES, batch_limit, running_at_once};
+pub use batch::{BatchLimit, MIN_SPAN_US, WAVES, batch_limit, running_at_once};
 pub use capacity::{
     CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, PatternCapacity, SpeedBand,
     StepPattern,
