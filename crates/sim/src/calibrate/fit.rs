@@ -235,11 +235,9 @@ pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
         probes,
         layout,
     };
-    let cost = |log: &Vec<f64>| sum_sq(&problem.residuals(log).0);
     let log = starts
         .iter()
         .map(|start| minimise(&problem, start.values().iter().map(|v| v.ln()).collect()))
-        .map(|log| (cost(&log), log))
         .min_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, log)| log)
         .unwrap_or_default();
@@ -282,8 +280,8 @@ fn latency_bound(facts: &Facts, probes: &[MeasuredProbe], initial: &Constants) -
     }
 }
 
-/// Levenberg–Marquardt from `log`.
-fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> Vec<f64> {
+/// Levenberg–Marquardt from `log`: the sum of squared residuals at the optimum, and it.
+fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> (f64, Vec<f64>) {
     let (mut r, _) = problem.residuals(&log);
     let mut cost = sum_sq(&r);
     let mut lambda = 1e-2;
@@ -323,7 +321,7 @@ fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> Vec<f64> {
             break;
         }
     }
-    log
+    (cost, log)
 }
 
 /// Relative standard errors of the parameters that the Jacobian determines.

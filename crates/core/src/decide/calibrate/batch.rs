@@ -29,7 +29,8 @@ pub const MIN_SPAN_US: u64 = 20_000;
 pub struct BatchLimit {
     /// Requests sent together.
     pub wave: u32,
-    /// Of those, how many had their first token before the first one ended.
+    /// Of those, how many it ran at once ([`running_at_once`]; the whole wave when it answered
+    /// too fast to tell).
     pub running: u32,
 }
 
