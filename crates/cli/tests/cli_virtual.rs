@@ -147,3 +147,28 @@ fn sim_explain_takes_precision_and_engine_policy_flags() {
         assert!(text.contains(term), "missing {term} in {text}");
     }
 }
+
+/// `--budget` is a deadline: no probe schedules a request past it (those in flight finish),
+/// though each probe here would measure 120 s of target time.
+#[test]
+fn a_probe_in_flight_stops_scheduling_at_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = four_slot_sim(dir.path(), 1.0);
+    let output = ok(goodput()
+        .args(["capacity", "--virtual-time", "--quiet", "--json"])
+        .args(["--slo", "ttft=2s", "--output-tokens", "6", "--seed", "3"])
+        .args(["--probe-min-duration", "120s", "--budget", "50s"])
+        .arg("--sim-config")
+        .arg(sim.to_str().unwrap())
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let capacity = &report["capacity"];
+    assert_eq!(capacity["conclusion"], "budget", "{capacity}");
+    let spent = capacity["spent_secs"].as_f64().unwrap();
+    // The probe measured up to the deadline (its last arrival a fraction of a second before),
+    // then only the requests in flight: a few 300 ms services. Before, 120 s and more.
+    assert!((45.0..52.0).contains(&spent), "spent {spent} s: {capacity}");
+    let probes = capacity["probes"].as_array().unwrap();
+    assert!(!probes.is_empty(), "{capacity}");
+}

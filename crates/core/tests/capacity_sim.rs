@@ -85,9 +85,9 @@ async fn search(
         search,
         &criteria,
         measured,
-        |index, load, run| {
+        |call| {
             let (prober, cancel) = (&prober, &cancel);
-            async move { prober.probe(index, load, run, None, cancel).await }
+            async move { prober.probe(call, None, cancel).await }
         },
         |probe| {
             eprintln!(

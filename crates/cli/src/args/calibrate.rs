@@ -20,7 +20,8 @@ pub(crate) struct CalibrateArgs {
     #[arg(long, value_name = "URL")]
     pub(crate) target: String,
     /// Most time spent probing; probes that would start after it are skipped (the fit then
-    /// says whether what was measured suffices).
+    /// says whether what was measured suffices); with --check --slo the capacity searches
+    /// share what is left and stop scheduling at it.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     pub(crate) budget: Duration,
     /// Where the fitted simulator configuration (TOML) is written.

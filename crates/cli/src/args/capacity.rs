@@ -30,8 +30,9 @@ pub(crate) struct CapacityArgs {
     #[command(flatten)]
     pub(crate) search: SearchArgs,
     /// Most target time the whole search may spend probing, e.g. 30m (default: no limit). A
-    /// probe is not started, nor an undecided one extended, past it; the report says which
-    /// loads stayed undecided.
+    /// probe in flight schedules no request past it (those in flight finish); a new probe is
+    /// not started in less of it than the last run took, nor an undecided one extended when
+    /// twice as long would not fit; the report says which loads stayed undecided.
     #[arg(long, value_parser = parse_duration, help_heading = "Capacity search")]
     pub(crate) budget: Option<Duration>,
 }

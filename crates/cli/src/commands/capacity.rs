@@ -13,8 +13,8 @@ use goodput_core::decide::capacity::calibration::{
     drop_calibration_warnings,
 };
 use goodput_core::decide::capacity::{
-    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, ProbeTiming, SearchConfig,
-    find_capacity,
+    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, ProbeRun, ProbeTiming,
+    SearchConfig, find_capacity,
 };
 use goodput_core::metrics::Slo;
 use goodput_core::runner::{EndReason, RunOutcome};
@@ -219,12 +219,13 @@ async fn search_live(
         search,
         &criteria,
         plan.measured_requests,
-        async |index: usize, load: f64, run: u32| {
+        async |call: ProbeRun| {
             if !quiet {
-                announce_probe(index, load, run);
+                announce_probe(call.index, call.load, call.run);
             }
+            let load = call.load;
             let run = match session
-                .run_step(&plan.config_for_run(load, run), None, Some(&criteria))
+                .run_step(&plan.config_for(&call), None, Some(&criteria))
                 .await
             {
                 Ok(run) => run,

@@ -15,7 +15,7 @@ pub(crate) mod sweep;
 
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::{
-    CapacityReport, ProbeError, ProbePlan, SearchConfig, find_capacity,
+    CapacityReport, ProbeError, ProbePlan, ProbeRun, SearchConfig, find_capacity,
 };
 use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
@@ -70,8 +70,8 @@ pub(crate) fn virtual_capacity(
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
-    let probe = |_: usize, load: f64, run: u32| {
-        let result = target.probe(&plan.config_for_run(load, run));
+    let probe = |call: ProbeRun| {
+        let result = target.probe(&plan.config_for(&call));
         std::future::ready(Ok::<_, ProbeError>(result))
     };
     let search = find_capacity(

@@ -14,7 +14,7 @@ use crate::backend::Backend;
 use crate::backend::openai::{OpenAiBackend, OpenAiConfig};
 use crate::decide::capacity::calibration::calibrated_start;
 use crate::decide::capacity::{
-    CapacityReport, Criteria, Dimension, MAX_RUNS, Probe, ProbePlan, ProbeTiming, Prober,
+    CapacityReport, Criteria, Dimension, MAX_RUNS, Probe, ProbePlan, ProbeRun, ProbeTiming, Prober,
     SearchConfig, find_capacity,
 };
 use crate::http::HttpClient;
@@ -101,11 +101,11 @@ pub async fn live_capacity(
         counter: Arc::new(Tiktoken::cl100k()),
         streamed: true,
     };
-    let probe = async |index: usize, load: f64, run: u32| {
+    let probe = async |call: ProbeRun| {
         let runs = u64::from(MAX_RUNS);
-        let fresh = seed.wrapping_add(1 + index as u64 * runs + u64::from(run));
+        let fresh = seed.wrapping_add(1 + call.index as u64 * runs + u64::from(call.run));
         prober.workload = Arc::new(shape.workload(fresh));
-        prober.probe(index, load, run, None, cancel).await
+        prober.probe(call, None, cancel).await
     };
     Ok(find_capacity(
         plan.dimension,

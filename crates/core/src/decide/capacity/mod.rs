@@ -15,6 +15,8 @@ pub mod prober;
 pub mod search;
 pub mod watch;
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 
 pub use probe::{Criteria, Outcome, Probe};
@@ -55,7 +57,7 @@ impl CapacityPlan {
         let looks = self.criteria.per_look();
         let mut probes: Vec<Probe> = Vec::new();
         let mut merged: Option<(f64, Compliance, u32)> = None;
-        let mut spent = 0.0;
+        let mut clock = Spending::new(self.search.budget_secs);
         for &(load, step, compliance) in steps {
             let (total, runs) = match merged.take() {
                 Some((previous, tally, runs)) if previous == load => {
@@ -66,13 +68,13 @@ impl CapacityPlan {
             let mut probe = looks.evaluate(probes.len(), load, step, &total);
             probe.runs = runs;
             state.record(load, probe.outcome);
-            spent += step.interval.last_end_secs;
+            clock.add(step.interval.last_end_secs);
             probes.push(probe);
             merged = Some((load, total, runs));
         }
         let conclusion = match state.next() {
             Err(conclusion) => conclusion,
-            Ok(_) if self.search.budget_secs.is_some_and(|b| spent >= b) => Conclusion::Budget,
+            Ok(_) if !clock.may_start(1) => Conclusion::Budget,
             Ok(_) => Conclusion::Aborted,
         };
         let mut report = summarize(
@@ -83,7 +85,7 @@ impl CapacityPlan {
             conclusion,
             probes,
         );
-        report.spent_secs = spent;
+        report.spent_secs = clock.spent;
         report
             .with_accelerators(self.accelerators)
             .with_first_probe_step(self.first_probe_step)
@@ -92,6 +94,22 @@ impl CapacityPlan {
 
 /// Runs of one probe at most (the first and its extensions).
 pub const MAX_RUNS: u32 = 3;
+
+/// One run the search asks for: run `run` (1, 2, …) of probe step `index` at `load`, in at
+/// most `time_left` of target time (what is left of the search's budget, when it has one).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ProbeRun {
+    /// The probe step (its index among the judged runs).
+    pub index: usize,
+    /// The load.
+    pub load: f64,
+    /// Which run of the probe: each extension of an undecided probe measures twice as many
+    /// requests as the run before.
+    pub run: u32,
+    /// What is left of the budget: the run schedules no request past it (those in flight
+    /// then finish).
+    pub time_left: Option<Duration>,
+}
 
 /// A probe that could not be run.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -103,11 +121,60 @@ pub struct ProbeError {
     pub message: String,
 }
 
-/// Searches for the capacity: `probe(index, load, run)` runs one measured step (run `k` of an
-/// undecided probe measures `2^(k−1)` times the requests) and returns its report and
-/// compliance; `on_probe` sees each judged run as it completes. An undecided probe is extended
-/// up to [`MAX_RUNS`] runs while the budget allows, its runs judged together. Returns the
-/// verdict and every run's step report (in order).
+/// The target time a search has spent against its budget (seconds).
+#[derive(Debug, Clone, Copy)]
+struct Spending {
+    budget: Option<f64>,
+    spent: f64,
+    /// The last run's time.
+    last: f64,
+}
+
+impl Spending {
+    fn new(budget: Option<f64>) -> Self {
+        Spending {
+            budget,
+            spent: 0.0,
+            last: 0.0,
+        }
+    }
+
+    fn add(&mut self, run_secs: f64) {
+        self.spent += run_secs;
+        self.last = run_secs;
+    }
+
+    fn fits(&self, next: f64) -> bool {
+        self.budget.is_none_or(|budget| self.spent + next <= budget)
+    }
+
+    /// Whether run `run` of a probe may start: an extension while any budget is left, a new
+    /// probe only in as much as the last run took (less would cut it before it showed
+    /// anything).
+    fn may_start(&self, run: u32) -> bool {
+        let needed = if run == 1 { self.last } else { 0.0 };
+        self.fits(needed) && self.budget.is_none_or(|budget| self.spent < budget)
+    }
+
+    /// Whether an undecided probe may be extended: the next run measures twice as many
+    /// requests, about twice as long.
+    fn may_extend(&self) -> bool {
+        self.fits(2.0 * self.last)
+    }
+
+    /// What is left of the budget.
+    fn time_left(&self) -> Option<Duration> {
+        self.budget
+            .map(|budget| Duration::from_secs_f64((budget - self.spent).max(0.0)))
+    }
+}
+
+/// Searches for the capacity: `probe(run)` runs one measured step (run `k` of an undecided
+/// probe measures `2^(k−1)` times the requests; none scheduled past the budget) and returns its
+/// report and compliance; `on_probe` sees each judged run as it completes. An undecided probe
+/// is extended up to [`MAX_RUNS`] runs while the budget allows, its runs judged together; a
+/// new probe is started only while as much of the budget is left as the last run took.
+/// Returns the verdict and every run's step report (in order).
 pub async fn find_capacity<F>(
     dimension: Dimension,
     search: SearchConfig,
@@ -117,14 +184,12 @@ pub async fn find_capacity<F>(
     mut on_probe: impl FnMut(&Probe),
 ) -> (CapacityReport, Vec<StepReport>)
 where
-    F: AsyncFnMut(usize, f64, u32) -> Result<(StepReport, Compliance), ProbeError>,
+    F: AsyncFnMut(ProbeRun) -> Result<(StepReport, Compliance), ProbeError>,
 {
     let mut state = Search::new(search);
     let looks = criteria.per_look();
-    let mut probes: Vec<Probe> = Vec::new();
-    let mut steps = Vec::new();
-    let mut spent = 0.0;
-    let over = |spent: f64, next: f64| search.budget_secs.is_some_and(|b| spent + next > b);
+    let (mut probes, mut steps): (Vec<Probe>, Vec<StepReport>) = (Vec::new(), Vec::new());
+    let mut clock = Spending::new(search.budget_secs);
     let conclusion = 'search: loop {
         let load = match state.next() {
             Ok(load) => load,
@@ -132,14 +197,19 @@ where
         };
         let mut merged: Option<Compliance> = None;
         for run in 1..=MAX_RUNS {
-            if over(spent, 0.0) {
+            if !clock.may_start(run) {
                 break 'search Conclusion::Budget;
             }
-            let Ok((step, compliance)) = probe(probes.len(), load, run).await else {
+            let call = ProbeRun {
+                index: probes.len(),
+                load,
+                run,
+                time_left: clock.time_left(),
+            };
+            let Ok((step, compliance)) = probe(call).await else {
                 break 'search Conclusion::Aborted;
             };
-            let run_secs = step.interval.last_end_secs;
-            spent += run_secs;
+            clock.add(step.interval.last_end_secs);
             let total = merged.map_or_else(|| compliance.clone(), |m| m.merged(&compliance));
             let mut judged = looks.evaluate(probes.len(), load, &step, &total);
             judged.runs = run;
@@ -148,8 +218,7 @@ where
             let undecided = judged.outcome == Outcome::Inconclusive;
             probes.push(judged);
             steps.push(step);
-            // The next run measures twice as many requests: about twice as long.
-            if !undecided || over(spent, 2.0 * run_secs) {
+            if !undecided || !clock.may_extend() {
                 break;
             }
             merged = Some(total);
@@ -163,7 +232,7 @@ where
         conclusion,
         probes,
     );
-    report.spent_secs = spent;
+    report.spent_secs = clock.spent;
     (report, steps)
 }
 
@@ -234,5 +303,32 @@ impl CapacityReport {
             .filter(|n| *n > 0)
             .and_then(|n| Some(self.lower_bound? / f64::from(n)));
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_starts_probes_while_the_last_run_fits_and_hands_on_what_is_left() {
+        let mut clock = Spending::new(Some(10.0));
+        assert!(clock.may_start(1), "the first probe starts");
+        assert_eq!(clock.time_left(), Some(Duration::from_secs(10)));
+        clock.add(4.0);
+        assert!(
+            clock.may_start(1) && !clock.may_extend(),
+            "an extension of twice 4 s does not fit in 6 s"
+        );
+        assert_eq!(clock.time_left(), Some(Duration::from_secs(6)));
+        clock.add(4.0);
+        assert!(!clock.may_start(1), "2 s left: a 4 s run would be cut");
+        assert!(clock.may_start(2), "an extension runs in what is left");
+        clock.add(2.0);
+        assert!(!clock.may_start(2), "nothing left");
+        assert_eq!(clock.time_left(), Some(Duration::ZERO));
+        let unbounded = Spending::new(None);
+        assert!(unbounded.may_start(1) && unbounded.may_extend());
+        assert_eq!(unbounded.time_left(), None);
     }
 }

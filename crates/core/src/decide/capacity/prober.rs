@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::watch::ProbeSink;
-use super::{Criteria, Dimension, ProbeError};
+use super::{Criteria, Dimension, ProbeError, ProbeRun};
 use crate::backend::Backend;
 use crate::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use crate::metrics::StepAggregator;
@@ -106,6 +106,18 @@ impl ProbePlan {
         }
     }
 
+    /// The run configuration of `call`: [`config_for_run`](Self::config_for_run), scheduling
+    /// nothing past the time left of the budget.
+    pub fn config_for(&self, call: &ProbeRun) -> RunConfig {
+        let mut config = self.config_for_run(call.load, call.run);
+        if let Some(left) = call.time_left {
+            // A zero duration is refused; the search starts no run once the budget is spent.
+            let left = left.max(Duration::from_millis(1));
+            config.duration = config.duration.map(|d| d.min(left)).or(Some(left));
+        }
+        config
+    }
+
     /// The run configuration of run `run` (1, 2, …) of a probe at `load`: each extension of
     /// an undecided probe measures twice as many requests as the run before.
     pub fn config_for_run(&self, load: f64, run: u32) -> RunConfig {
@@ -162,17 +174,16 @@ impl ProbePlan {
 }
 
 impl Prober {
-    /// Runs run `run` of probe step `index` at `load`, feeding `journal` too; `cancel` aborts
+    /// Runs `call` (a run of a probe step at a load), feeding `journal` too; `cancel` aborts
     /// it.
     pub async fn probe(
         &self,
-        index: usize,
-        load: f64,
-        run: u32,
+        call: ProbeRun,
         journal: Option<&mut dyn RecordSink>,
         cancel: &CancellationToken,
     ) -> Result<(StepReport, Compliance), ProbeError> {
-        let config = self.plan.config_for_run(load, run);
+        let (index, load) = (call.index, call.load);
+        let config = self.plan.config_for(&call);
         let runner = Runner::new(
             config.clone(),
             Arc::clone(&self.backend),
