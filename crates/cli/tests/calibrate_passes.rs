@@ -6,7 +6,7 @@
 //! a quarter after the first pass must be reported with the repeatability computed by hand;
 //! a steady one with none, and its misfit (a first token sooner the longer the prompt) then put
 //! down to the engine's form, not noise, while the plain server is fitted well, its fixed
-//! first-token delay read as latency outside the engine; one
+//! first-token delay read as a latency holding the slot; one
 //! that fails in the second pass leaves the first pass (and what the second measured) to fit.
 #![allow(clippy::unwrap_used)]
 
@@ -304,13 +304,12 @@ fn a_server_failing_in_the_second_pass_leaves_the_first_to_fit() {
 
 /// The plain server (a first token 100 ms after a slot is free, whatever the prompt, then 6
 /// ms a token) is close to the engine's form: four slots found by the wave, the fixed delay
-/// read as latency outside the engine, a good fit (RMS under 10 %), every figure of one client
-/// within 5 %. The engine's latency is spent before a request queues, the server's after it
-/// has a slot, so the queued requests' TTFT at twice the slots comes out a third low (328 ms
-/// against 482) and the fit leans the others to meet it (up to +15 % on four long prompts):
-/// a known limit, not asserted.
+/// read as a latency that holds the slot (the queued requests of the probe at twice the slots
+/// wait for it after a slot frees: before the engine could place it there, it was read as
+/// latency before the queue and their TTFT came out a third low, 328 ms against 482), a good
+/// fit (RMS under 10 %), every figure of one client and of the queued probe within 5 %.
 #[test]
-fn a_fixed_first_token_delay_is_fitted_as_latency_outside_the_engine() {
+fn a_fixed_first_token_delay_is_fitted_as_a_latency_holding_the_slot() {
     let dir = tempfile::tempdir().unwrap();
     let (url, _) = server();
     let out = dir.path().join("calibrated.toml");
@@ -333,17 +332,22 @@ fn a_fixed_first_token_delay_is_fitted_as_latency_outside_the_engine() {
     let fit = &fit["fit"];
     assert_eq!(fit["poor"], false, "{fit}");
     for r in fit["residuals"].as_array().unwrap() {
-        if r["shape"]["concurrency"] == 1 {
+        let concurrency = r["shape"]["concurrency"].as_u64().unwrap();
+        if concurrency == 1 || concurrency == 2 * u64::from(SLOTS) {
             let error = r["relative_error"].as_f64().unwrap();
             assert!(error.abs() < 0.05, "{r}");
         }
     }
+    assert_eq!(fit["constants"]["latency_holds_slot"], true, "{fit}");
     let latency = fit["table"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|c| c["name"] == "frontend_latency")
+        .find(|c| c["name"] == "slot_setup_latency")
         .unwrap();
     let ms = latency["value"].as_f64().unwrap();
-    assert!((80.0..=100.0).contains(&ms), "{latency}");
+    // The server's 100 ms and the loopback's round trip: 100.1 ms, or 92 where the fit
+    // trades some of it against the four 512-token prompts, which the engine prefills in
+    // chunks of its step budget and this server at once (their TTFT +15 %).
+    assert!((85.0..=110.0).contains(&ms), "{latency}: {fit}");
 }

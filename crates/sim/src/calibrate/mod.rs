@@ -135,6 +135,12 @@ pub struct Constants {
     /// of the engine), ms: it adds to TTFT without taking engine time (the engine's
     /// `frontend_us`).
     pub latency_ms: f64,
+    /// Whether that latency holds the request's sequence slot (the engine's `slot_setup_us`:
+    /// a queued request waits for it after a slot frees) rather than passing before the queue
+    /// (`frontend_us`). Only requests queued for a slot tell the two apart: the plan's probe
+    /// at twice the slots ([`fit()`] keeps the placement that fits the probes better).
+    #[serde(default)]
+    pub latency_holds_slot: bool,
 }
 
 /// One point of the small-batch GEMM slowdown.
@@ -156,10 +162,17 @@ const RATE_NAMES: [(&str, &str); 5] = [
 ];
 
 impl Constants {
-    /// Names and units, in the order of [`Constants::values`]: the four rates, the latency,
-    /// then one `gemm_factor@N` per batch point.
+    /// Names and units, in the order of [`Constants::values`]: the four rates, the latency
+    /// (`frontend_latency`, or `slot_setup_latency` when it holds the slot), then one
+    /// `gemm_factor@N` per batch point.
     pub fn names(&self) -> Vec<(String, &'static str)> {
-        let rates = RATE_NAMES.iter().map(|(n, u)| ((*n).to_string(), *u));
+        let rates = RATE_NAMES.iter().map(|(n, u)| {
+            let name = match *n {
+                "frontend_latency" if self.latency_holds_slot => "slot_setup_latency",
+                name => name,
+            };
+            (name.to_string(), *u)
+        });
         let points = self
             .batch_factors
             .iter()
@@ -266,7 +279,11 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
             per_layer_us: 0.0,
             per_sequence_us: 0.0,
             per_prefill_us: 0.0,
-            frontend_us: constants.latency_ms * 1e3,
+            frontend_us: if constants.latency_holds_slot {
+                0.0
+            } else {
+                constants.latency_ms * 1e3
+            },
         }),
         speculative: None,
         roofline: Roofline::Sum,
@@ -278,6 +295,8 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         // The probes cannot tell the window: staggered beyond the slots (`--check` predicts
         // both patterns there).
         launch_window_us: None,
+        slot_setup_us: (constants.latency_holds_slot && constants.latency_ms > 0.0)
+            .then_some(constants.latency_ms * 1e3),
     };
     SimConfig {
         engine: EngineConfig::Batching(engine),
@@ -438,140 +457,5 @@ pub fn held_out(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn the_equivalent_model_has_the_servers_parameter_count() {
-        let facts = Facts {
-            hidden: 512,
-            vocab: 32_000,
-            params: 42_082_816.0,
-            ..Facts::default()
-        };
-        let model = facts.model();
-        assert!(
-            (model.params() / facts.params - 1.0).abs() < 1e-3,
-            "{model:?}"
-        );
-    }
-
-    #[test]
-    fn the_calibrated_config_is_valid_and_round_trips_through_toml() {
-        let constants = Constants {
-            weight_gb_per_sec: 18.0,
-            gemm_gflops: 90.0,
-            attention_gflops: 40.0,
-            kv_gb_per_sec: 30.0,
-            batch_factors: vec![
-                BatchFactor {
-                    tokens: 1,
-                    factor: 6.0,
-                },
-                BatchFactor {
-                    tokens: 4,
-                    factor: 3.0,
-                },
-            ],
-            full_rate_tokens: 64,
-            latency_ms: 2.0,
-        };
-        let config = calibrated_config(&Facts::default(), &constants);
-        config.validate().unwrap();
-        let text = toml::to_string(&config).unwrap();
-        let back: SimConfig = toml::from_str(&text).unwrap();
-        back.validate().unwrap();
-        assert_eq!(back, config);
-        let EngineConfig::Batching(engine) = &config.engine else {
-            panic!("{config:?}")
-        };
-        assert_eq!(
-            engine.gemm_batch_factors,
-            vec![[1.0, 6.0], [4.0, 3.0], [64.0, 1.0]]
-        );
-    }
-
-    #[test]
-    fn the_template_tokens_are_the_median_excess_over_the_simulators_count() {
-        // llama.cpp's test model: 28 template tokens and a tokenizer 2 % longer than cl100k.
-        let probes = [
-            (16, 44.0),
-            (512, 550.0),
-            (64, 93.0),
-            (256, 288.0),
-            (64, 93.2),
-        ];
-        assert_eq!(chat_template_tokens(&probes), 22);
-        assert_eq!(chat_template_tokens(&[(64, 71.0)]), 0);
-        assert_eq!(chat_template_tokens(&[(64, 60.0)]), 0);
-        assert_eq!(chat_template_tokens(&[]), 0);
-        let config = calibrated_config(
-            &Facts {
-                chat_template_tokens: 22,
-                ..Facts::default()
-            },
-            &Constants {
-                weight_gb_per_sec: 1.0,
-                gemm_gflops: 1.0,
-                attention_gflops: 1.0,
-                kv_gb_per_sec: 1.0,
-                batch_factors: Vec::new(),
-                full_rate_tokens: 64,
-                latency_ms: 0.0,
-            },
-        );
-        assert_eq!(config.chat_template_tokens, 22);
-    }
-
-    /// A server of 4 slots holding 2,048 tokens each.
-    fn four_slots_of_2048() -> Facts {
-        Facts {
-            slots: 4,
-            context_per_slot: 2048,
-            ..Facts::default()
-        }
-    }
-
-    #[test]
-    fn the_sweep_takes_every_level_to_four_then_doubles_to_the_slots() {
-        assert_eq!(sweep(1), Vec::<u32>::new());
-        assert_eq!(sweep(4), vec![2, 3, 4]);
-        assert_eq!(sweep(12), vec![2, 3, 4, 8, 12]);
-        assert_eq!(sweep(16), vec![2, 3, 4, 8, 16]);
-    }
-
-    #[test]
-    fn the_batch_points_are_the_decode_batches_and_the_prompts_below_the_full_rate() {
-        let facts = four_slots_of_2048();
-        let (points, full) = batch_layout(&facts, &plan(&facts, 1));
-        assert_eq!(full, 128);
-        assert_eq!(points, vec![1, 2, 3, 4, 16]);
-        // As the server counts them: the sweep's prompts a token above the prefill probe's.
-        let counted: Vec<ProbeShape> = plan(&facts, 1)
-            .into_iter()
-            .map(|p| ProbeShape {
-                prompt_tokens: p.prompt_tokens + 28 + u32::from(p.concurrency > 1),
-                ..p
-            })
-            .collect();
-        let (points, full) = batch_layout(&facts, &counted);
-        assert_eq!(full, 156);
-        assert_eq!(points, vec![1, 2, 3, 4, 44]);
-    }
-
-    #[test]
-    fn the_speed_reference_is_the_plans_probe_with_every_slot_busy() {
-        let facts = four_slots_of_2048();
-        let reference = speed_reference(&facts, 3);
-        let shape = (
-            reference.concurrency,
-            reference.prompt_tokens,
-            reference.output_tokens,
-            reference.requests,
-        );
-        assert_eq!(shape, (4, 64, 48, 12));
-        assert!(plan(&facts, 3).contains(&reference));
-        assert!(!held_out(&facts, 3).contains(&reference));
-    }
-}
+#[path = "mod_tests.rs"]
+mod tests;

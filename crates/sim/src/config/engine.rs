@@ -77,6 +77,13 @@ pub struct BatchingConfig {
     /// decode steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub launch_window_us: Option<f64>,
+    /// Time, µs, a request holds its sequence slot before its prompt can be scheduled: work
+    /// the server does once it has taken a slot and before its first step (a handler that
+    /// waits a fixed time per request, a per-request load), costing the other sequences
+    /// nothing. A queued request waits for it after a slot frees, where the frontend delay
+    /// (`overheads.frontend_us`) passes before the queue. Unset (the default): none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slot_setup_us: Option<f64>,
 }
 
 /// How llama.cpp picks a slot by prompt similarity: among the free slots that have held a
@@ -126,6 +133,7 @@ impl Default for BatchingConfig {
             slot_ubatch_tokens: None,
             slot_prompt_similarity: None,
             launch_window_us: None,
+            slot_setup_us: None,
         }
     }
 }
@@ -168,6 +176,7 @@ impl BatchingConfig {
             frontend_us: o.frontend_us / factor,
         });
         config.launch_window_us = self.launch_window_us.map(|us| us / factor);
+        config.slot_setup_us = self.slot_setup_us.map(|us| us / factor);
         config
     }
 
@@ -226,6 +235,15 @@ impl BatchingConfig {
             return Err(ConfigError::invalid(
                 "launch_window_us",
                 "must be positive (or absent: a step launching waiting requests starts at once)",
+            ));
+        }
+        if self
+            .slot_setup_us
+            .is_some_and(|us| !(us.is_finite() && us > 0.0))
+        {
+            return Err(ConfigError::invalid(
+                "slot_setup_us",
+                "must be positive (or absent: a request's prompt is scheduled as it takes a slot)",
             ));
         }
         if let Some(speculative) = &self.speculative {

@@ -479,6 +479,25 @@ mod tests {
     }
 
     #[test]
+    fn a_slot_setup_is_positive_round_trips_and_scales_with_speed() {
+        let text = "[engine]\nkind = \"batching\"\nslot_setup_us = 100000.0\n";
+        let config: SimConfig = toml::from_str(text).unwrap();
+        config.validate().unwrap();
+        let back: SimConfig = toml::from_str(&toml::to_string(&config).unwrap()).unwrap();
+        assert_eq!(back, config);
+        let EngineConfig::Batching(fast) = config.at_speed(2.0).unwrap().engine else {
+            panic!("batching")
+        };
+        assert_eq!(fast.slot_setup_us, Some(50_000.0));
+        for setup in ["0.0", "-1.0", "nan", "inf"] {
+            let text = format!("[engine]\nkind = \"batching\"\nslot_setup_us = {setup}\n");
+            let config: SimConfig = toml::from_str(&text).unwrap();
+            let error = config.validate().unwrap_err().to_string();
+            assert!(error.contains("slot_setup_us"), "{setup}: {error}");
+        }
+    }
+
+    #[test]
     fn fault_rates_must_sum_to_one_at_most() {
         let faults = FaultConfig {
             http_500: 0.7,

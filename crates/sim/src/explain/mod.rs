@@ -226,8 +226,11 @@ fn explain_prefill(out: &mut String, config: &BatchingConfig, cost: &StepCostMod
     let step = cost.cost(&[prompt(PREFILL_TOKENS)], false);
     let _ = writeln!(
         out,
-        "\nprefill step, one {PREFILL_TOKENS}-token prompt (first token after {:.3} ms = frontend + step)",
-        (step.total_secs() + config.effective_overheads().frontend_us * 1e-6) * 1e3
+        "\nprefill step, one {PREFILL_TOKENS}-token prompt (first token after {:.3} ms = frontend + slot setup + step)",
+        (step.total_secs()
+            + (config.effective_overheads().frontend_us + config.slot_setup_us.unwrap_or(0.0))
+                * 1e-6)
+            * 1e3
     );
     explain_terms(out, config, &step);
 }

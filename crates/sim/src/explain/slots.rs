@@ -1,5 +1,6 @@
-//! `goodput sim --explain` on llama.cpp's slots: micro-batches by slot, slots by prompt
-//! similarity, and the launch window that keeps clients beyond the slots in step.
+//! `goodput sim --explain` on sequence slots: llama.cpp's micro-batches by slot and slots by
+//! prompt similarity, a slot's setup, and the launch window that keeps clients beyond the
+//! slots in step.
 
 use std::fmt::Write as _;
 
@@ -25,6 +26,15 @@ pub(super) fn explain_slots(out: &mut String, config: &BatchingConfig) {
             f64::from(similarity.shared_prefix_tokens) / similarity.threshold,
             similarity.threshold * 100.0,
             similarity.shared_prefix_tokens
+        );
+    }
+    if let Some(us) = config.slot_setup_us {
+        let _ = writeln!(
+            out,
+            "slot setup: a request holds its sequence slot {:.3} ms before its prompt is \
+             scheduled (the other sequences run on meanwhile); one queued for a slot waits for \
+             it after the slot frees",
+            us / 1000.0
         );
     }
     if let Some(us) = config.launch_window_us {

@@ -14,6 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
 mod admission;
+mod setup;
 mod slots;
 
 use super::cost::{BatchEntry, StepCostModel};
@@ -101,6 +102,8 @@ pub struct BatchingEngine {
     launch_at: Option<SimTime>,
     /// The slots, with [`BatchingConfig::slot_ubatch_tokens`].
     slots: Option<slots::SlotTable>,
+    /// Requests before their slot's setup ends, with [`BatchingConfig::slot_setup_us`].
+    setup: Option<setup::Setup>,
     speculative: Option<AcceptanceSampler>,
     pending_events: Vec<EngineEvent>,
     preemptions: u64,
@@ -121,6 +124,7 @@ impl BatchingEngine {
             .map(|_| slots::SlotTable::new(config.max_num_seqs, config.slot_prompt_similarity));
         BatchingEngine {
             slots: slot_table,
+            setup: config.slot_setup_us.map(setup::Setup::new),
             cost: StepCostModel::new(&config),
             pool: BlockPool::new(blocks),
             token_budget,
@@ -151,7 +155,7 @@ impl BatchingEngine {
     /// requests sent together share their first step as on a real server.
     fn admit_arrival(&mut self, at: SimTime) {
         if let Some((_, seq)) = self.arriving.pop_front() {
-            self.waiting.push_back(seq);
+            self.enqueue(at, seq);
         }
         let more_now = self.arriving.front().is_some_and(|(next, _)| *next <= at);
         if self.step.is_none() && self.launch_at.is_none() && !more_now {
@@ -202,7 +206,8 @@ impl BatchingEngine {
                 self.pool.total()
             )));
         }
-        let waiting = self.waiting.len() + self.arriving.len();
+        let unslotted = self.setup.as_ref().map_or(0, setup::Setup::unslotted);
+        let waiting = self.waiting.len() + self.arriving.len() + unslotted;
         if waiting >= self.config.max_waiting {
             return Err(Rejection::QueueFull {
                 waiting,
@@ -436,6 +441,7 @@ impl BatchingEngine {
             freed.push(seq.slot);
         }
         self.release_slots(freed);
+        self.take_slots(at);
         self.pending_events.push(EngineEvent::Step(step.summary));
     }
 
@@ -476,8 +482,10 @@ impl Engine for BatchingEngine {
         Ok(())
     }
 
-    fn cancel(&mut self, _now: SimTime, id: RequestId) {
-        if let Some(pos) = self.arriving.iter().position(|(_, s)| s.request.id == id) {
+    fn cancel(&mut self, now: SimTime, id: RequestId) {
+        if self.setup.as_mut().is_some_and(|setup| setup.cancel(id)) {
+            self.take_slots(now);
+        } else if let Some(pos) = self.arriving.iter().position(|(_, s)| s.request.id == id) {
             self.arriving.remove(pos);
         } else if let Some(pos) = self.waiting.iter().position(|s| s.request.id == id) {
             if let Some(seq) = self.waiting.remove(pos) {
@@ -488,12 +496,17 @@ impl Engine for BatchingEngine {
             self.pool.release(&seq.blocks);
             self.release_slots(vec![seq.slot]);
         }
+        self.take_slots(now);
     }
 
     fn next_event_at(&self) -> Option<SimTime> {
         let step = self.step.as_ref().map(|step| step.ends_at);
         let arrival = self.arriving.front().map(|(at, _)| *at);
-        [step, arrival, self.launch_at].into_iter().flatten().min()
+        let set_up = self.setup.as_ref().and_then(setup::Setup::next_ready);
+        [step, arrival, self.launch_at, set_up]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn advance(&mut self, now: SimTime, events: &mut Vec<EngineEvent>) {
@@ -507,8 +520,11 @@ impl Engine for BatchingEngine {
             let joins = |at: &SimTime| {
                 *at <= now && step_end.is_none_or(|e| *at <= e) && launch.is_none_or(|l| *at <= l)
             };
+            let set_up = self.setup.as_ref().and_then(setup::Setup::next_ready);
             if let Some(at) = arrival.filter(joins) {
                 self.admit_arrival(at);
+            } else if let Some(at) = set_up.filter(joins) {
+                self.end_setup(at);
             } else if let Some(step) = self.step.take_if(|step| step.ends_at <= now) {
                 let ends_at = step.ends_at;
                 self.complete_step(step);
@@ -526,9 +542,13 @@ impl Engine for BatchingEngine {
     }
 
     fn stats(&self) -> EngineStats {
+        let (holding, unslotted) = self
+            .setup
+            .as_ref()
+            .map_or((0, 0), |s| (s.holding(), s.unslotted()));
         EngineStats {
-            running: self.running.len(),
-            waiting: self.waiting.len() + self.arriving.len(),
+            running: self.running.len() + holding,
+            waiting: self.waiting.len() + self.arriving.len() + unslotted,
             kv_usage: self.pool.usage(),
             kv_blocks_total: u64::from(self.pool.total()),
             block_size: self.block_size(),
