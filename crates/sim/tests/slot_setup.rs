@@ -116,3 +116,23 @@ fn a_setup_holds_a_slot_without_slowing_the_others() {
     let third = sim.timeline(2).unwrap();
     assert!(third.scheduled.unwrap() >= first_end + DELAY, "{third:?}");
 }
+
+/// A request cancelled while it holds its slot for the setup gives the slot to the next one
+/// waiting, which starts its own setup then.
+#[test]
+fn a_request_cancelled_in_its_setup_frees_the_slot() {
+    let mut sim = simulation(1, true);
+    sim.submit(Duration::ZERO, request(0, 4));
+    sim.submit(Duration::ZERO, request(1, 4));
+    sim.run_until(Duration::from_millis(40));
+    assert_eq!(sim.engine().stats().running, 1, "the first holds the slot");
+    assert_eq!(sim.engine().stats().waiting, 1, "the second waits for it");
+    sim.cancel(0);
+    sim.run_until_idle();
+    let second = sim.timeline(1).unwrap();
+    assert_eq!(
+        second.scheduled.unwrap(),
+        Duration::from_millis(40) + DELAY,
+        "{second:?}"
+    );
+}

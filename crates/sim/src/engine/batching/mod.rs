@@ -157,7 +157,9 @@ impl BatchingEngine {
         if let Some((_, seq)) = self.arriving.pop_front() {
             self.enqueue(at, seq);
         }
-        let more_now = self.arriving.front().is_some_and(|(next, _)| *next <= at);
+        let set_up_now = self.setup.as_ref().and_then(setup::Setup::next_ready);
+        let more_now = self.arriving.front().is_some_and(|(next, _)| *next <= at)
+            || set_up_now.is_some_and(|next| next <= at);
         if self.step.is_none() && self.launch_at.is_none() && !more_now {
             self.start_step(at);
         }
@@ -484,7 +486,7 @@ impl Engine for BatchingEngine {
 
     fn cancel(&mut self, now: SimTime, id: RequestId) {
         if self.setup.as_mut().is_some_and(|setup| setup.cancel(id)) {
-            self.take_slots(now);
+            // Its slot (if it held one) goes to the next request waiting for one, below.
         } else if let Some(pos) = self.arriving.iter().position(|(_, s)| s.request.id == id) {
             self.arriving.remove(pos);
         } else if let Some(pos) = self.waiting.iter().position(|s| s.request.id == id) {
