@@ -228,23 +228,23 @@ impl BatchingConfig {
             ));
         }
         self.validate_slot_similarity()?;
-        if self
-            .launch_window_us
-            .is_some_and(|us| !(us.is_finite() && us > 0.0))
-        {
-            return Err(ConfigError::invalid(
+        let host_times = [
+            (
                 "launch_window_us",
-                "must be positive (or absent: a step launching waiting requests starts at once)",
-            ));
-        }
-        if self
-            .slot_setup_us
-            .is_some_and(|us| !(us.is_finite() && us > 0.0))
-        {
-            return Err(ConfigError::invalid(
+                self.launch_window_us,
+                "a step launching waiting requests starts at once",
+            ),
+            (
                 "slot_setup_us",
-                "must be positive (or absent: a request's prompt is scheduled as it takes a slot)",
-            ));
+                self.slot_setup_us,
+                "a request's prompt is scheduled as it takes a slot",
+            ),
+        ];
+        for (field, us, absent) in host_times {
+            if us.is_some_and(|us| !(us.is_finite() && us > 0.0)) {
+                let message = format!("must be positive (or absent: {absent})");
+                return Err(ConfigError::invalid(field, &message));
+            }
         }
         if let Some(speculative) = &self.speculative {
             speculative.validate()?;
