@@ -66,6 +66,11 @@ struct Counter {
 
 /// Starts the server; its `/v1` URL and its counter.
 fn server() -> (String, Arc<Counter>) {
+    server_with(SLOTS)
+}
+
+/// Starts the server with `slots` slots.
+fn server_with(slots: u32) -> (String, Arc<Counter>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let counter = Arc::new(Counter {
@@ -73,7 +78,7 @@ fn server() -> (String, Arc<Counter>) {
         slow_from: AtomicU64::new(u64::MAX),
         fail_from: AtomicU64::new(u64::MAX),
         slots: Slots {
-            free: Mutex::new(SLOTS),
+            free: Mutex::new(slots),
             freed: Condvar::new(),
         },
         sooner_for_longer: AtomicBool::new(false),
@@ -350,4 +355,30 @@ fn a_fixed_first_token_delay_is_fitted_as_a_latency_holding_the_slot() {
     // trades some of it against the four 512-token prompts, which the engine prefills in
     // chunks of its step budget and this server at once (their TTFT +15 %).
     assert!((85.0..=110.0).contains(&ms), "{latency}: {fit}");
+}
+
+/// A server without a limit (every request served at once, its first token 100 ms after it
+/// arrives, then 6 ms a token): the waves find all 128 at once, the plan's probe at 256 does
+/// not queue either, so it is calibrated as running at least 256; its prompts cost nothing
+/// however many arrive together, so its steps are left unbounded. Before, it was modelled
+/// with 128 slots and a 2,048-token step: the 256 clients queued and 128 prompts of 512
+/// tokens took 460 ms to a first token against 102 (RMS 88 %).
+#[test]
+fn a_server_without_a_limit_is_calibrated_without_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _) = server_with(u32::MAX);
+    let out = dir.path().join("calibrated.toml");
+    let output = ok(goodput()
+        .args(["calibrate", "--target", &url, "--seed", "5"])
+        .args(["--repeats", "1", "--passes", "1", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let fit: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(fit["facts"]["slots"], 256, "{}", fit["facts"]);
+    let fit = &fit["fit"];
+    assert_eq!(fit["poor"], false, "{fit}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("max_num_seqs = 256"), "{text}");
+    assert!(!text.contains("max_num_batched_tokens = 2048"), "{text}");
 }

@@ -20,8 +20,8 @@ use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, SearchCon
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::metrics::Slo;
 use goodput_sim::calibrate::{
-    Facts, MeasuredProbe, Predicted, calibrated_config, chat_template_tokens, fit, held_out, plan,
-    predict, speed_factor, speed_reference,
+    Facts, MeasuredProbe, Predicted, calibrated_config, chat_template_tokens, fit,
+    fit_unknown_budget, held_out, plan, predict, speed_factor, speed_reference,
 };
 use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
@@ -35,7 +35,7 @@ use crate::wiring::session::random_seed;
 
 mod probes;
 
-use probes::{facts, measured_probe, run_probes, with_batch_limit};
+use probes::{beyond_the_waves, facts, measured_probe, run_probes, with_batch_limit};
 
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -67,8 +67,8 @@ async fn calibrate(
     // The budget counts the batch-limit waves too.
     let started = Instant::now();
     let cancel = crate::wiring::session::cancel_on_signal();
-    let server = &with_batch_limit(args, &client, model, server, &cancel).await?;
-    let mut facts = facts(model, server);
+    let (mut server, limit) = with_batch_limit(args, &client, model, server, &cancel).await?;
+    let mut facts = facts(model, &server);
     let shapes = plan(&facts, args.repeats);
     let passes = run_probes(args, client, model, (&shapes, started), &cancel).await?;
     let counted: Vec<(u32, f64)> = passes
@@ -79,7 +79,13 @@ async fn calibrate(
     facts.chat_template_tokens = chat_template_tokens(&counted);
     let (measured, repeatability) = combine_passes(&passes);
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
-    let mut fit = fit(&facts, &probes).context("the fit")?;
+    beyond_the_waves((&mut server, &mut facts), limit, &probes);
+    let server = &server;
+    let (mut fit, facts) = match server.batch_tokens {
+        Some(_) => (fit(&facts, &probes).context("the fit")?, facts),
+        // Not reported: bounded at a typical engine's budget, or not at all.
+        None => fit_unknown_budget(&facts, &probes).context("the fit")?,
+    };
     if let Some(r) = &repeatability {
         fit = fit.with_server_noise(r.fitted_figures());
     }

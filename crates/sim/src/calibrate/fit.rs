@@ -157,14 +157,40 @@ impl Problem<'_> {
         (residuals, predicted)
     }
 
+    /// Forward differences, one replay of every probe per constant: the columns are spread
+    /// over the machine's cores (each replay is independent; the result is the same).
     fn jacobian(&self, log: &[f64], base: &[f64]) -> Vec<Vec<f64>> {
-        let mut rows = vec![vec![0.0; log.len()]; base.len()];
-        for i in 0..log.len() {
+        let column = |i: usize| {
             let mut moved = log.to_vec();
             moved[i] += DIFF_STEP;
             let (shifted, _) = self.residuals(&moved);
-            for (row, (s, b)) in rows.iter_mut().zip(shifted.iter().zip(base)) {
-                row[i] = (s - b) / DIFF_STEP;
+            let derivative = shifted.iter().zip(base).map(|(s, b)| (s - b) / DIFF_STEP);
+            (i, derivative.collect::<Vec<f64>>())
+        };
+        let workers = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .clamp(1, log.len().max(1));
+        let columns: Vec<(usize, Vec<f64>)> = std::thread::scope(|scope| {
+            let column = &column;
+            let handles: Vec<_> = (0..workers)
+                .map(|w| {
+                    scope.spawn(move || {
+                        (w..log.len())
+                            .step_by(workers)
+                            .map(column)
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        let mut rows = vec![vec![0.0; log.len()]; base.len()];
+        for (i, derivative) in columns {
+            for (row, d) in rows.iter_mut().zip(derivative) {
+                row[i] = d;
             }
         }
         rows
@@ -244,8 +270,13 @@ pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
             .unwrap_or_default()
     };
     let (cost, log) = best(&problem);
-    // The latency holding the slot instead: only the probe at twice the slots (its queued
-    // requests) tells the two apart.
+    // The latency holding the slot instead: only requests queued for a slot (the probe at
+    // twice the slots) tell the two apart, and only for a latency that is not negligible.
+    let fastest_ms = probes.iter().map(|p| p.ttft).fold(f64::INFINITY, f64::min) * 1e3;
+    let queued = probes.iter().any(|p| p.shape.concurrency > facts.slots);
+    if !queued || problem.constants(&log).latency_ms < NEGLIGIBLE_LATENCY * fastest_ms {
+        return Ok(summarise(&problem, &log));
+    }
     let in_slot = Problem {
         layout: Constants {
             latency_holds_slot: true,
@@ -260,6 +291,9 @@ pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
         summarise(&problem, &log)
     })
 }
+
+/// A latency below this fraction of the fastest TTFT is not worth placing.
+const NEGLIGIBLE_LATENCY: f64 = 0.01;
 
 /// How much lower (a factor on the sum of squared errors) the fit with the latency holding the
 /// slot must come to be kept: a placement the probes barely tell apart stays before the queue.

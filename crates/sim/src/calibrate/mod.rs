@@ -8,9 +8,11 @@
 pub mod fit;
 mod linalg;
 mod predict;
+mod unreported;
 
 pub use fit::{ConstantFit, Fit, FitError, MeasuredProbe, POOR_RMS, Residual, fit};
 pub use predict::{Predicted, ProbeShape, Tail, predict, speed_factor};
+pub use unreported::{fit_unknown_budget, queued_at_twice};
 
 use goodput_protocol::ChatMessage;
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};

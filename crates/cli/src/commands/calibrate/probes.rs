@@ -6,11 +6,11 @@ use std::time::Instant;
 
 use anyhow::Result;
 use goodput_core::decide::calibrate::{
-    CalibrationProbe, ProbeMeasurement, ServerFacts, WAVES, batch_limit, measure,
+    BatchLimit, CalibrationProbe, ProbeMeasurement, ServerFacts, WAVES, batch_limit, measure,
 };
 use goodput_core::http::HttpClient;
 use goodput_protocol::hardware::DType;
-use goodput_sim::calibrate::{Facts, MeasuredProbe, ProbeShape};
+use goodput_sim::calibrate::{Facts, MeasuredProbe, ProbeShape, queued_at_twice};
 use goodput_sim::config::SlotPromptSimilarity;
 use tokio_util::sync::CancellationToken;
 
@@ -78,17 +78,17 @@ pub(super) async fn run_probes(
 const WAVE_SEED: u64 = 0x5741_5645_0000_0000;
 
 /// `server`'s facts, with the requests it runs at once measured ([`batch_limit`]) when it
-/// does not report its slots.
+/// does not report its slots, and what the waves found.
 pub(super) async fn with_batch_limit(
     args: &CalibrateArgs,
     client: &HttpClient,
     model: &str,
     server: &ServerFacts,
     cancel: &CancellationToken,
-) -> Result<ServerFacts> {
+) -> Result<(ServerFacts, Option<BatchLimit>)> {
     let mut server = server.clone();
     if server.slots.is_some() || args.budget.is_zero() {
-        return Ok(server);
+        return Ok((server, None));
     }
     // Prompts of their own: a server's prompt cache must not answer a probe from a wave.
     let seed = args
@@ -96,7 +96,7 @@ pub(super) async fn with_batch_limit(
         .unwrap_or_else(crate::wiring::session::random_seed)
         ^ WAVE_SEED;
     let Some(limit) = batch_limit(client, model, &WAVES, (seed, cancel)).await? else {
-        return Ok(server);
+        return Ok((server, None));
     };
     eprintln!("{}", render::batch_limit_line(&limit));
     server.slots = Some(limit.running.max(1));
@@ -109,7 +109,29 @@ pub(super) async fn with_batch_limit(
             format!("{} ran at once", limit.running)
         }
     ));
-    Ok(server)
+    Ok((server, Some(limit)))
+}
+
+/// When every wave ran whole (the slots a lower bound) and the plan's probe at twice those
+/// slots did not queue either, the server runs at least twice as many at once: `server` and
+/// `facts` say so (the engine would queue what the server ran).
+pub(super) fn beyond_the_waves(
+    (server, facts): (&mut ServerFacts, &mut Facts),
+    limit: Option<BatchLimit>,
+    probes: &[MeasuredProbe],
+) {
+    let Some(limit) = limit.filter(BatchLimit::is_lower_bound) else {
+        return;
+    };
+    if queued_at_twice(probes, facts.slots) != Some(false) {
+        return;
+    }
+    facts.slots = facts.slots.saturating_mul(2);
+    server.slots = Some(facts.slots);
+    server.sources.push(format!(
+        "the probe at {} clients did not queue either: at least {} slots (beyond the waves' {})",
+        facts.slots, facts.slots, limit.running
+    ));
 }
 
 /// The probe that measures `shape`.

@@ -1,0 +1,101 @@
+//! What a server that reports neither its slots nor its step budget (vLLM, SGLang, TGI, a
+//! gateway, a test server) leaves to the probes: whether it queued at twice the slots the
+//! waves found (a lower bound when it ran all of the largest wave), and whether its steps are
+//! bounded at a typical engine's budget or not at all.
+
+use super::{Facts, MeasuredProbe, fit::Fit, fit::FitError, fit::fit};
+
+/// Whether the plan's probe at twice `slots` queued: its median TTFT exceeds that of the
+/// sweep's probe at `slots` by more than half of that probe's service time (a request queued
+/// behind a full batch waits about one service). `None` when either probe is missing or the
+/// service is too short to tell.
+pub fn queued_at_twice(probes: &[MeasuredProbe], slots: u32) -> Option<bool> {
+    let at = |concurrency: u32| {
+        probes.iter().find(|p| {
+            p.shape.concurrency == concurrency
+                && p.shape.prompt_tokens <= 128
+                && p.shape.output_tokens > super::PREFILL_ANSWER
+        })
+    };
+    let (full, twice) = (at(slots)?, at(slots.checked_mul(2)?)?);
+    let service = full.ttft + full.tpot * f64::from(full.shape.output_tokens.saturating_sub(1));
+    // A server answering faster than that cannot show a queue above the client's jitter.
+    (service >= MIN_SERVICE_SECS).then(|| twice.ttft - full.ttft > service / 2.0)
+}
+
+/// The shortest service, seconds, whose queue is told from jitter (the waves' 20 ms).
+const MIN_SERVICE_SECS: f64 = 0.020;
+
+/// Fits `probes` with the server's step budget unknown: at `facts.batch_tokens` (a typical
+/// engine's) and, when that fit is poor, unbounded (every slot's whole context in one step: a
+/// server whose prompts cost the same however many arrive together), keeping the unbounded one
+/// only when its squared error is at least a fifth lower. Returns the fit and the facts it
+/// was made with.
+pub fn fit_unknown_budget(
+    facts: &Facts,
+    probes: &[MeasuredProbe],
+) -> Result<(Fit, Facts), FitError> {
+    let bounded = fit(facts, probes)?;
+    // A good fit at the typical budget is kept as it is (each fit replays every probe).
+    if !bounded.poor {
+        return Ok((bounded, facts.clone()));
+    }
+    let unbounded_facts = Facts {
+        batch_tokens: facts
+            .slots
+            .max(1)
+            .saturating_mul(facts.context_per_slot.max(1)),
+        ..facts.clone()
+    };
+    if unbounded_facts.batch_tokens <= facts.batch_tokens {
+        return Ok((bounded, facts.clone()));
+    }
+    let unbounded = fit(&unbounded_facts, probes)?;
+    let square = |fit: &Fit| fit.rms_relative_error.powi(2);
+    Ok(if square(&unbounded) < BUDGET_GAIN * square(&bounded) {
+        (unbounded, unbounded_facts)
+    } else {
+        (bounded, facts.clone())
+    })
+}
+
+/// How much lower the unbounded budget's squared error must come to be kept.
+const BUDGET_GAIN: f64 = 0.8;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::ProbeShape;
+
+    fn probe(concurrency: u32, ttft: f64) -> MeasuredProbe {
+        MeasuredProbe {
+            shape: ProbeShape {
+                concurrency,
+                prompt_tokens: 64,
+                output_tokens: 48,
+                requests: 3 * concurrency,
+            },
+            ttft,
+            tpot: 0.010,
+        }
+    }
+
+    #[test]
+    fn a_probe_at_twice_the_slots_queued_when_it_waited_half_a_service_more() {
+        // A service of 0.1 + 47 × 0.01 = 0.57 s at 4.
+        let queued = [probe(4, 0.1), probe(8, 0.1 + 0.57)];
+        assert_eq!(queued_at_twice(&queued, 4), Some(true));
+        let ran = [probe(4, 0.1), probe(8, 0.104)];
+        assert_eq!(queued_at_twice(&ran, 4), Some(false));
+        assert_eq!(queued_at_twice(&ran[..1], 4), None);
+        // An instant server: 1 ms of service cannot show a queue.
+        let instant = |c, ttft| MeasuredProbe {
+            tpot: 0.000_01,
+            ..probe(c, ttft)
+        };
+        assert_eq!(
+            queued_at_twice(&[instant(4, 0.0005), instant(8, 0.002)], 4),
+            None
+        );
+    }
+}
