@@ -201,22 +201,27 @@ fn sum_sq(r: &[f64]) -> f64 {
     r.iter().map(|v| v * v).sum()
 }
 
+/// The smallest positive `figure` over the probes (infinite for none).
+fn fastest(probes: &[MeasuredProbe], figure: fn(&MeasuredProbe) -> f64) -> f64 {
+    probes
+        .iter()
+        .map(figure)
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min)
+}
+
 /// A starting point from the measurements alone: weights streamed in half the fastest
 /// batch-1 TPOT, the longest prompt's GEMMs in its TTFT, no small-batch slowdown.
 fn initial(facts: &Facts, probes: &[MeasuredProbe]) -> Constants {
     let model = facts.model();
-    let tpot = probes
-        .iter()
-        .map(|p| p.tpot)
-        .filter(|t| *t > 0.0)
-        .fold(f64::INFINITY, f64::min);
+    let tpot = fastest(probes, |p| p.tpot);
     let tpot = if tpot.is_finite() { tpot } else { 0.01 };
     let longest = probes.iter().max_by_key(|p| p.shape.prompt_tokens);
     let gemm = longest.map_or(1e3, |p| {
         model.linear_flops(f64::from(p.shape.prompt_tokens)) / p.ttft / 1e9
     });
     let bandwidth = model.streamed_weight_bytes() / (0.5 * tpot).max(1e-6) / 1e9;
-    let ttft = probes.iter().map(|p| p.ttft).fold(f64::INFINITY, f64::min);
+    let ttft = fastest(probes, |p| p.ttft);
     let shapes: Vec<ProbeShape> = probes.iter().map(|p| p.shape).collect();
     let (points, full_rate_tokens) = batch_layout(facts, &shapes);
     let sane = |v: f64| {
@@ -272,7 +277,7 @@ pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
     let (cost, log) = best(&problem);
     // The latency holding the slot instead: only requests queued for a slot (the probe at
     // twice the slots) tell the two apart, and only for a latency that is not negligible.
-    let fastest_ms = probes.iter().map(|p| p.ttft).fold(f64::INFINITY, f64::min) * 1e3;
+    let fastest_ms = fastest(probes, |p| p.ttft) * 1e3;
     let queued = probes.iter().any(|p| p.shape.concurrency > facts.slots);
     if !queued || problem.constants(&log).latency_ms < NEGLIGIBLE_LATENCY * fastest_ms {
         return Ok(summarise(&problem, &log));
@@ -306,14 +311,7 @@ const IN_SLOT_GAIN: f64 = 0.8;
 /// carries that latency instead (a minimum it does not leave).
 fn latency_bound(facts: &Facts, probes: &[MeasuredProbe], initial: &Constants) -> Constants {
     let model = facts.model();
-    let fastest = |f: fn(&MeasuredProbe) -> f64| {
-        probes
-            .iter()
-            .map(f)
-            .filter(|v| *v > 0.0)
-            .fold(f64::INFINITY, f64::min)
-    };
-    let (ttft, tpot) = (fastest(|p| p.ttft), fastest(|p| p.tpot));
+    let (ttft, tpot) = (fastest(probes, |p| p.ttft), fastest(probes, |p| p.tpot));
     let longest = probes.iter().max_by_key(|p| p.shape.prompt_tokens);
     let gemm = longest.map_or(initial.gemm_gflops, |p| {
         let added = (p.ttft - ttft).max(0.1 * ttft);

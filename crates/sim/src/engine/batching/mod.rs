@@ -157,9 +157,15 @@ impl BatchingEngine {
         if let Some((_, seq)) = self.arriving.pop_front() {
             self.enqueue(at, seq);
         }
-        let set_up_now = self.setup.as_ref().and_then(setup::Setup::next_ready);
+        self.start_when_all_in(at);
+    }
+
+    /// Starts a step at `at` on an idle engine once every arrival and every slot setup of that
+    /// instant is in.
+    fn start_when_all_in(&mut self, at: SimTime) {
+        let set_up = self.setup.as_ref().and_then(setup::Setup::next_ready);
         let more_now = self.arriving.front().is_some_and(|(next, _)| *next <= at)
-            || set_up_now.is_some_and(|next| next <= at);
+            || set_up.is_some_and(|next| next <= at);
         if self.step.is_none() && self.launch_at.is_none() && !more_now {
             self.start_step(at);
         }

@@ -98,10 +98,6 @@ impl BatchingEngine {
         if let Some((_, seq)) = setup.holding.pop_front() {
             self.waiting.push_back(seq);
         }
-        let more_now = setup.next_ready().is_some_and(|next| next <= at)
-            || self.arriving.front().is_some_and(|(next, _)| *next <= at);
-        if self.step.is_none() && self.launch_at.is_none() && !more_now {
-            self.start_step(at);
-        }
+        self.start_when_all_in(at);
     }
 }
