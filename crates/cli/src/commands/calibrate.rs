@@ -33,8 +33,10 @@ use crate::output::calibrate::{self as render, CheckRow};
 use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
 use crate::wiring::session::random_seed;
 
+mod budget;
 mod probes;
 
+use budget::with_step_budget;
 use probes::{beyond_the_waves, facts, measured_probe, run_probes, with_batch_limit};
 
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -70,7 +72,7 @@ async fn calibrate(
     let (mut server, limit) = with_batch_limit(args, &client, model, server, &cancel).await?;
     let mut facts = facts(model, &server);
     let shapes = plan(&facts, args.repeats);
-    let passes = run_probes(args, client, model, (&shapes, started), &cancel).await?;
+    let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;
     let counted: Vec<(u32, f64)> = passes
         .iter()
         .flatten()
@@ -80,6 +82,14 @@ async fn calibrate(
     let (measured, repeatability) = combine_passes(&passes);
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
     beyond_the_waves((&mut server, &mut facts), limit, &probes);
+    with_step_budget(
+        (args, started),
+        (&client, model),
+        (&mut server, &mut facts),
+        &measured,
+        &cancel,
+    )
+    .await;
     let server = &server;
     let (mut fit, facts) = match server.batch_tokens {
         Some(_) => (fit(&facts, &probes).context("the fit")?, facts),

@@ -6,8 +6,8 @@
 use std::fmt::Write;
 
 use goodput_core::decide::calibrate::{
-    BatchLimit, CapacityCheck, CapacityComparison, ProbeMeasurement, Repeatability, ServerFacts,
-    StepPattern,
+    BatchLimit, BudgetProbe, CalibrateError, CapacityCheck, CapacityComparison, ProbeMeasurement,
+    Repeatability, ServerFacts, StepBudget, StepPattern,
 };
 use goodput_core::decide::capacity::Dimension;
 use goodput_sim::calibrate::{Fit, Predicted};
@@ -37,6 +37,34 @@ pub(crate) fn batch_limit_line(limit: &BatchLimit) -> String {
              waited for one to end): {} slots",
             limit.running, limit.wave, limit.running
         )
+    }
+}
+
+/// What the step-budget probe found, for stderr and the facts' sources.
+pub(crate) fn step_budget_line(
+    probe: &BudgetProbe,
+    found: &Result<Option<StepBudget>, CalibrateError>,
+) -> String {
+    let sent = format!(
+        "step budget: a {}-token prompt sent while one request decoded",
+        probe.prompt_tokens
+    );
+    match found {
+        Ok(Some(StepBudget::Measured {
+            tokens,
+            steps,
+            prompt_tokens,
+        })) => format!(
+            "{sent} ran in {steps:.1} of its steps ({prompt_tokens} tokens as the server \
+             counted them): {tokens} tokens a step"
+        ),
+        Ok(Some(StepBudget::AtLeast { tokens })) => {
+            format!("{sent} ran in one of its steps: at least {tokens} tokens a step")
+        }
+        Ok(None) => {
+            format!("{sent} did not slow its steps (or it ended first): the budget is not known")
+        }
+        Err(e) => format!("{sent}: {e}; the budget is not known"),
     }
 }
 

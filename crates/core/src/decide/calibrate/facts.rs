@@ -25,7 +25,8 @@ pub struct ServerFacts {
     pub slots: Option<u32>,
     /// Context of one slot, tokens (`/props` `default_generation_settings.n_ctx`).
     pub context_per_slot: Option<u32>,
-    /// Tokens of one engine step (`n_batch`), when reported.
+    /// Tokens of one engine step (`n_batch`), when reported (`goodput calibrate` measures it
+    /// with [`super::step_budget`] when the server does not say).
     pub batch_tokens: Option<u32>,
     /// Tokens of one micro-batch (`n_ubatch`), when reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -5,14 +5,17 @@
 //! simulator's (`goodput_sim::calibrate`), which this crate never sees; the CLI joins them.
 //! [`capacity`] is the live half of `--check`'s capacity comparison; [`combine_passes`] joins
 //! probes measured in several passes and says how closely the server repeated them;
-//! [`batch_limit`] finds how many requests a server that does not say runs at once.
+//! [`batch_limit`] finds how many requests a server that does not say runs at once, and
+//! [`step_budget`] how many tokens one of its steps carries.
 
 mod batch;
+mod budget;
 pub mod capacity;
 mod facts;
 mod passes;
 
 pub use batch::{BatchLimit, MIN_SPAN_US, WAVES, batch_limit, running_at_once};
+pub use budget::{BudgetProbe, StepBudget, read_budget, step_budget};
 pub use capacity::{
     CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, PatternCapacity, SpeedBand,
     StepPattern,
@@ -33,6 +36,7 @@ use crate::metrics::StepAggregator;
 use crate::report::{LoadReport, StepReport};
 use crate::runner::{EndReason, RecordSink, Runner};
 use crate::tokens::Tiktoken;
+use crate::workload::Workload;
 use crate::workload::synthetic::SyntheticWorkload;
 
 /// One probe: `requests` identical requests from `concurrency` closed-loop clients.
@@ -90,6 +94,9 @@ pub enum CalibrateError {
         /// What went wrong.
         message: String,
     },
+    /// The step-budget probe's run ended early or a request failed.
+    #[error("step-budget probe: {0}")]
+    Budget(String),
 }
 
 /// The run configuration of a probe (no warmup: the medians are over every request).
@@ -134,23 +141,53 @@ async fn measure_with(
     (seed, cancel): (u64, CancellationToken),
     extra: &mut dyn RecordSink,
 ) -> Result<ProbeMeasurement, CalibrateError> {
-    let openai = OpenAiConfig {
-        model: model.to_string(),
-        ignore_eos: true,
-        ..OpenAiConfig::default()
-    };
-    let backend =
-        OpenAiBackend::new(openai, client).map_err(|e| CalibrateError::Backend(e.to_string()))?;
     let workload = SyntheticWorkload {
         input_tokens: probe.input_tokens,
         output_tokens: Some(probe.output_tokens),
         seed,
     };
     let config = probe_config(probe, seed);
+    let run = (config, Arc::new(workload) as Arc<dyn Workload>);
+    let step = run_streamed(client, model, run, extra, cancel)
+        .await
+        .map_err(|message| match message {
+            ProbeFailure::Backend(e) => CalibrateError::Backend(e),
+            ProbeFailure::Ended(message) => CalibrateError::Probe {
+                probe: *probe,
+                message,
+            },
+        })?;
+    summarise(probe, &step)
+}
+
+/// Why a run of streamed requests measured nothing.
+enum ProbeFailure {
+    /// The backend could not be configured.
+    Backend(String),
+    /// The run ended before its last request.
+    Ended(String),
+}
+
+/// Runs `workload` under `config` against `client`'s target (model `model`, streamed chat
+/// completions with `ignore_eos`), every record also given to `extra`; its step report.
+async fn run_streamed(
+    client: HttpClient,
+    model: &str,
+    (config, workload): (RunConfig, Arc<dyn Workload>),
+    extra: &mut dyn RecordSink,
+    cancel: CancellationToken,
+) -> Result<StepReport, ProbeFailure> {
+    let openai = OpenAiConfig {
+        model: model.to_string(),
+        ignore_eos: true,
+        ..OpenAiConfig::default()
+    };
+    let backend =
+        OpenAiBackend::new(openai, client).map_err(|e| ProbeFailure::Backend(e.to_string()))?;
     let runner = Runner::new(
         config.clone(),
         Arc::new(backend),
-        Arc::new(workload),
+        workload,
         Arc::new(Tiktoken::cl100k()),
         true,
     );
@@ -159,14 +196,13 @@ async fn measure_with(
         let mut sinks: [&mut dyn RecordSink; 2] = [&mut aggregator, extra];
         runner.run(&mut sinks, cancel).await
     };
-    let step = aggregator.report(LoadReport::from(&config.load));
     if outcome.end_reason != EndReason::Completed {
-        return Err(CalibrateError::Probe {
-            probe: *probe,
-            message: format!("the run ended early: {}", outcome.end_reason.as_str()),
-        });
+        return Err(ProbeFailure::Ended(format!(
+            "the run ended early: {}",
+            outcome.end_reason.as_str()
+        )));
     }
-    summarise(probe, &step)
+    Ok(aggregator.report(LoadReport::from(&config.load)))
 }
 
 /// The medians of a probe's step.

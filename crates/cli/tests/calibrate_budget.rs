@@ -1,0 +1,224 @@
+//! `goodput calibrate` finds the step budget of a server that does not report it, against a
+//! streaming chat server written here with exact timing: one engine thread runs steps of
+//! [`STEP_MS`] plus [`TOKEN_MS`] a token, every running answer's next token first, then up to
+//! [`BUDGET`] tokens in all of waiting prompts (FIFO, [`SLOTS`] sequences at most), a prompt
+//! longer than what is left cut into chunks over several steps; a prompt's first token comes
+//! with the step that finished it. The probe must read the budget from the decoding stream's
+//! gaps; a server that never slows a stream (each request timed alone) leaves it unknown.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::VecDeque;
+use std::io::{BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::{goodput, ok, read_request};
+
+/// Fixed time of every step, ms.
+const STEP_MS: f64 = 4.0;
+/// Time of every token a step carries, ms.
+const TOKEN_MS: f64 = 0.25;
+/// Tokens one step carries at most.
+const BUDGET: u32 = 384;
+/// Sequences at once.
+const SLOTS: usize = 4;
+
+/// One request in the engine: prompt tokens still to run, answer tokens still to give, and
+/// where its tokens go.
+struct Sequence {
+    prompt_left: u32,
+    answer_left: u32,
+    tokens: Sender<()>,
+}
+
+#[derive(Default)]
+struct Engine {
+    waiting: VecDeque<Sequence>,
+    running: Vec<Sequence>,
+}
+
+type Shared = Arc<(Mutex<Engine>, Condvar)>;
+
+/// Forms the next step: every decoding sequence's token, then prompt tokens up to the budget
+/// (sequences mid-prompt first, then waiting ones while a slot is free). Returns the tokens
+/// and each sequence's prompt tokens in it.
+fn form_step(engine: &mut Engine) -> (u32, Vec<u32>) {
+    while engine.running.len() < SLOTS
+        && let Some(next) = engine.waiting.pop_front()
+    {
+        engine.running.push(next);
+    }
+    let decoding = engine.running.iter().filter(|s| s.prompt_left == 0).count() as u32;
+    let mut left = BUDGET.saturating_sub(decoding);
+    let chunks: Vec<u32> = engine
+        .running
+        .iter()
+        .map(|s| {
+            let chunk = s.prompt_left.min(left);
+            left -= chunk;
+            chunk
+        })
+        .collect();
+    (decoding + chunks.iter().sum::<u32>(), chunks)
+}
+
+/// Ends a step: a token for every sequence that decoded or finished its prompt in it.
+fn end_step(engine: &mut Engine, chunks: &[u32]) {
+    for (sequence, chunk) in engine.running.iter_mut().zip(chunks) {
+        let decoded = sequence.prompt_left == 0;
+        sequence.prompt_left -= chunk;
+        if decoded || (*chunk > 0 && sequence.prompt_left == 0) {
+            let _ = sequence.tokens.send(());
+            sequence.answer_left = sequence.answer_left.saturating_sub(1);
+        }
+    }
+    engine.running.retain(|s| s.answer_left > 0);
+}
+
+/// The engine thread: steps back to back by absolute deadlines while there is work.
+fn run_engine(shared: &Shared) {
+    let (lock, work) = &**shared;
+    let mut end = Instant::now();
+    loop {
+        let mut engine = lock.lock().unwrap();
+        while engine.waiting.is_empty() && engine.running.is_empty() {
+            engine = work.wait(engine).unwrap();
+        }
+        let (tokens, chunks) = form_step(&mut engine);
+        drop(engine);
+        end = end.max(Instant::now())
+            + Duration::from_secs_f64((STEP_MS + TOKEN_MS * f64::from(tokens)) / 1e3);
+        std::thread::sleep(end.saturating_duration_since(Instant::now()));
+        end_step(&mut lock.lock().unwrap(), &chunks);
+    }
+}
+
+/// Starts the server; its `/v1` URL.
+fn server() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let shared: Shared = Arc::default();
+    let engine = Arc::clone(&shared);
+    std::thread::spawn(move || run_engine(&engine));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || serve(stream, &shared));
+        }
+    });
+    format!("http://{address}/v1")
+}
+
+fn serve(stream: TcpStream, shared: &Shared) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    while let Some((path, body)) = read_request(&mut reader) {
+        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        if path.ends_with("/chat/completions") && request["stream"] == true {
+            let answer = request["max_tokens"].as_u64().unwrap_or(16).max(1) as u32;
+            let prompt: u32 = request["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["content"].as_str())
+                .map(|c| c.split_whitespace().count() as u32)
+                .sum();
+            let (tokens, arrived) = channel();
+            let (lock, work) = &**shared;
+            lock.lock().unwrap().waiting.push_back(Sequence {
+                prompt_left: prompt.max(1),
+                answer_left: answer,
+                tokens,
+            });
+            work.notify_one();
+            stream_answer(&mut writer, &arrived, (prompt.max(1), answer));
+            return;
+        }
+        let models = r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#;
+        let reply = if path.ends_with("/models") {
+            format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{models}",
+                models.len()
+            )
+        } else {
+            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_string()
+        };
+        if writer.write_all(reply.as_bytes()).is_err() {
+            return;
+        }
+    }
+}
+
+/// Writes a chunk as each token arrives from the engine; the last carries the usage.
+fn stream_answer(writer: &mut TcpStream, arrived: &Receiver<()>, (prompt, answer): (u32, u32)) {
+    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+    let _ = writer.write_all(head.as_bytes());
+    let _ = writer.flush();
+    for k in 0..answer {
+        if arrived.recv().is_err() {
+            return;
+        }
+        let (finish, usage) = if k + 1 == answer {
+            let usage = format!(
+                r#","usage":{{"prompt_tokens":{prompt},"completion_tokens":{answer},"total_tokens":{}}}"#,
+                prompt + answer
+            );
+            ("\"length\"", usage)
+        } else {
+            ("null", String::new())
+        };
+        let event = format!(
+            "data: {{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t \"}},\"finish_reason\":{finish}}}]{usage}}}\n\n"
+        );
+        if writer.write_all(event.as_bytes()).is_err() {
+            return;
+        }
+        let _ = writer.flush();
+    }
+    let _ = writer.write_all(b"data: [DONE]\n\n");
+    let _ = writer.flush();
+}
+
+#[test]
+fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = server();
+    let out = dir.path().join("calibrated.toml");
+    let output = ok(goodput()
+        .args([
+            "calibrate",
+            "--target",
+            &url,
+            "--seed",
+            "5",
+            "--repeats",
+            "1",
+        ])
+        .args(["--passes", "1", "--json", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    let facts = &report["facts"];
+    assert_eq!(facts["slots"], SLOTS, "{facts}\n{log}");
+    // The probe's prompt (3,427 words on the default 4,096-token context) took nine steps of
+    // 383 prompt tokens and one of 363.
+    assert_eq!(facts["batch_tokens"], BUDGET, "{facts}\n{log}");
+    let line = log.lines().find(|l| l.starts_with("step budget:")).unwrap();
+    assert!(
+        line.contains("3427 tokens as the server counted them"),
+        "{line}"
+    );
+    let config = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        config.contains(&format!("max_num_batched_tokens = {BUDGET}\n")),
+        "{config}"
+    );
+}
