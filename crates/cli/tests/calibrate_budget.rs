@@ -4,7 +4,9 @@
 //! [`BUDGET`] tokens in all of waiting prompts (FIFO, [`SLOTS`] sequences at most), a prompt
 //! longer than what is left cut into chunks over several steps; a prompt's first token comes
 //! with the step that finished it. The probe must read the budget from the decoding stream's
-//! gaps; a server that never slows a stream (each request timed alone) leaves it unknown.
+//! gaps (and size the prompt by the context the model card gives, as vLLM's does); a server
+//! that never slows a stream (each request timed alone, `calibrate_passes`) leaves it
+//! unknown.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -27,6 +29,8 @@ const TOKEN_MS: f64 = 0.25;
 const BUDGET: u32 = 384;
 /// Sequences at once.
 const SLOTS: usize = 4;
+/// Context of a sequence, as vLLM's model card says it (`max_model_len`).
+const CONTEXT: u32 = 2048;
 
 /// One request in the engine: prompt tokens still to run, answer tokens still to give, and
 /// where its tokens go.
@@ -140,7 +144,9 @@ fn serve(stream: TcpStream, shared: &Shared) {
             stream_answer(&mut writer, &arrived, (prompt.max(1), answer));
             return;
         }
-        let models = r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#;
+        let models = format!(
+            r#"{{"object":"list","data":[{{"id":"m","object":"model","max_model_len":{CONTEXT}}}]}}"#
+        );
         let reply = if path.ends_with("/models") {
             format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{models}",
@@ -208,12 +214,13 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
     let log = String::from_utf8_lossy(&output.stderr);
     let facts = &report["facts"];
     assert_eq!(facts["slots"], SLOTS, "{facts}\n{log}");
-    // The probe's prompt (3,427 words on the default 4,096-token context) took nine steps of
-    // 383 prompt tokens and one of 363.
+    assert_eq!(facts["context_per_slot"], CONTEXT, "{facts}");
+    // The probe's prompt (1,686 words: 85 % of the context less 64) took four steps of 383
+    // prompt tokens and one of 154.
     assert_eq!(facts["batch_tokens"], BUDGET, "{facts}\n{log}");
     let line = log.lines().find(|l| l.starts_with("step budget:")).unwrap();
     assert!(
-        line.contains("3427 tokens as the server counted them"),
+        line.contains("1686 tokens as the server counted them"),
         "{line}"
     );
     let config = std::fs::read_to_string(&out).unwrap();

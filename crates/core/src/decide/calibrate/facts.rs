@@ -1,6 +1,7 @@
 //! What a server says about its own limits and model: llama.cpp's `/props` (slots, context per
-//! slot, batch size), its chat prompts' common start (`/apply-template`, `/tokenize`) and the
-//! `meta` of its `/v1/models` entries (width, vocabulary, parameter count, weight format).
+//! slot, batch size), its chat prompts' common start (`/apply-template`, `/tokenize`) and its
+//! `/v1/models` entries (vLLM's `max_model_len`; llama.cpp's `meta`: width, vocabulary,
+//! parameter count, weight format).
 //! Every figure is optional: other servers answer none of it.
 
 use std::time::Duration;
@@ -23,7 +24,8 @@ pub struct ServerFacts {
     /// Sequences served at once (`/props` `total_slots`; `goodput calibrate` measures them
     /// with [`super::batch_limit`] when the server does not say).
     pub slots: Option<u32>,
-    /// Context of one slot, tokens (`/props` `default_generation_settings.n_ctx`).
+    /// Context of one slot, tokens (`/props` `default_generation_settings.n_ctx`, else the
+    /// model card's `max_model_len`).
     pub context_per_slot: Option<u32>,
     /// Tokens of one engine step (`n_batch`), when reported (`goodput calibrate` measures it
     /// with [`super::step_budget`] when the server does not say).
@@ -63,7 +65,17 @@ pub async fn server_facts(client: &HttpClient, timeout: Duration) -> ServerFacts
         }
     }
     let models = client.target().endpoint("models").to_string();
-    if let Some(list) = get_json(client, &models, timeout).await
+    let list = get_json(client, &models, timeout).await;
+    // vLLM (and the simulator) give every model card its context.
+    if facts.context_per_slot.is_none()
+        && let Some(context) = list
+            .as_ref()
+            .and_then(|list| as_u32(&list["data"][0]["max_model_len"]))
+    {
+        facts.context_per_slot = Some(context);
+        facts.sources.push(format!("{models} (max_model_len)"));
+    }
+    if let Some(list) = list
         && let Some(meta) = list["data"].get(0).map(|card| &card["meta"])
         && meta.is_object()
     {
