@@ -26,8 +26,9 @@ use crate::workload::synthetic::prompt_of_length;
 use crate::workload::{Workload, mix_seed};
 
 /// The longest prompt sent, `cl100k_base` tokens: it shows budgets up to half of it as two
-/// chunks or more.
-const MAX_PROMPT: u32 = 16_384;
+/// chunks or more. Not a multiple of a power of two: a prompt just over one would leave a
+/// last chunk too small to see.
+const MAX_PROMPT: u32 = 15_000;
 /// Share of a slot's context the long prompt takes (a server's tokenizer and chat template
 /// count a few per cent more than `cl100k_base`).
 const PROMPT_SHARE: f64 = 0.85;
@@ -39,6 +40,8 @@ const STREAM_PROMPT: u32 = 16;
 const SMALLEST_BUDGET: u32 = 64;
 /// A gap this many times the stream's usual one carried part of the prompt.
 const ELEVATED: f64 = 1.25;
+/// How far (a factor) from the estimate a power of two may be taken for it.
+const SNAP: f64 = 1.25;
 /// A gap's growth less than this share of the largest is not a chunk.
 const SLIVER: f64 = 0.1;
 
@@ -102,10 +105,12 @@ pub enum StepBudget {
 /// The step budget read from the decoding stream's token times (µs) and the long prompt's
 /// send and first-token times and length (the server's count). The prompt's steps are the
 /// stream's grown gaps (beyond 1.25 times its usual gap, by a tenth of the largest growth at
-/// least): their count bounds the budget (`k` steps of at most `b` prompt tokens hold the
-/// prompt, `k − 1` do not), and their growth, each a share of a full chunk's (the median of those at least half the largest: later chunks attend over more
-/// and cost a little more), estimates it within those bounds. `None` when the stream ended
-/// before the prompt's first token, too few gaps came outside it, or none grew.
+/// least): their count `k` bounds the budget — `k − 1` steps of `b` prompt tokens could not
+/// hold the prompt, `k + 1` could (one more, a last sliver of a chunk, may have grown a gap too
+/// little to count) — and their growth, each a share of a full chunk's (the median of those
+/// at least half the largest: later chunks attend over more and cost a little more),
+/// estimates it within those bounds. `None` when the stream ended before the prompt's first
+/// token, too few gaps came outside it, or none grew.
 pub fn read_budget(stream: &[u64], prompt: (u64, u64), prompt_tokens: u32) -> Option<StepBudget> {
     let excess = grown_gaps(stream, prompt)?;
     // The decoding stream's token rides in every step.
@@ -126,7 +131,7 @@ pub fn read_budget(stream: &[u64], prompt: (u64, u64), prompt_tokens: u32) -> Op
     let steps = excess.iter().sum::<f64>() / full;
     let (prompt, k) = (f64::from(prompt_tokens), excess.len() as f64);
     let bounds = (
-        tokens((prompt / k).ceil()),
+        tokens((prompt / (k + 1.0)).ceil()),
         tokens((prompt / (k - 1.0)).ceil() - 1.0),
     );
     Some(StepBudget::Measured {
@@ -172,20 +177,19 @@ fn grown_gaps(stream: &[u64], (sent, first): (u64, u64)) -> Option<Vec<f64>> {
     })
 }
 
-/// The budget within `(low, high)`: the power of two there nearest `estimate` — engines'
-/// budgets are 512, 2,048, 8,192 … unless set otherwise, and the estimate is rough where the
-/// prompt took few steps (a later chunk attends over the earlier ones and costs more a token)
-/// — else the estimate, clamped into the bounds.
+/// The budget within `(low, high)`: the power of two there nearest `estimate`, when within
+/// [`SNAP`] of it — engines' budgets are 512, 2,048, 8,192 … unless set otherwise, and the
+/// estimate is rough where the prompt took few steps (a later chunk attends over the earlier
+/// ones and costs more a token) — else the estimate, clamped into the bounds.
 fn snapped(estimate: f64, (low, high): (f64, f64)) -> u32 {
     let high = high.max(low);
     let clamped = estimate.clamp(low, high);
+    let distance = |power: &f64| (power / clamped).ln().abs();
     let powers = (low.log2().ceil() as i32)..=(high.log2().floor() as i32);
-    let nearest = powers.map(|p| 2f64.powi(p)).min_by(|a, b| {
-        (a / clamped)
-            .ln()
-            .abs()
-            .total_cmp(&(b / clamped).ln().abs())
-    });
+    let nearest = powers
+        .map(|p| 2f64.powi(p))
+        .filter(|power| distance(power) <= SNAP.ln())
+        .min_by(|a, b| distance(a).total_cmp(&distance(b)));
     nearest
         .unwrap_or(clamped.round())
         .clamp(1.0, f64::from(u32::MAX)) as u32

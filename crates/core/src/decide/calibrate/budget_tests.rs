@@ -37,8 +37,8 @@ fn a_chunked_prompt_is_counted_by_the_stream_gaps_it_grew() {
     };
     assert_eq!(tokens, 256);
     assert!((steps - 3.92).abs() < 0.01, "{steps}");
-    // With no power of two within what the count of steps allows, the estimate: 1,000 tokens
-    // in chunks of 383 (three steps: 334 to 499 prompt tokens a step).
+    // With no power of two near the estimate, the estimate: 1,000 tokens in chunks of 383
+    // (three steps: 250 to 499 prompt tokens a step; 256 is a third off).
     let (times, first) = stream(10_000, 100_000, &[383, 383, 234], 500);
     let Some(StepBudget::Measured { tokens, .. }) = read_budget(&times, (95_000, first), 1000)
     else {
@@ -121,7 +121,7 @@ fn the_probe_fits_the_slot_and_sends_the_prompt_once_the_stream_decodes() {
     assert_eq!(probe.stream_tokens, 9 + 2 * 13 + 32);
     assert_eq!(
         BudgetProbe::sized(131_072, &probes).unwrap().prompt_tokens,
-        16_384
+        15_000
     );
     // No lone decode measured, or no room for a prompt.
     assert_eq!(BudgetProbe::sized(1024, &probes[..1]), None);
@@ -171,4 +171,16 @@ fn a_sliver_of_host_work_before_the_prompt_is_no_chunk() {
         panic!()
     };
     assert_eq!(tokens, 512);
+}
+
+#[test]
+fn a_last_chunk_too_small_to_see_still_reads_the_budget() {
+    // 16,391 tokens through steps of 8,192: two full chunks and one of 9 tokens, whose gap
+    // grows too little to count (a GPU: 4 µs a token over a 10 ms step).
+    let (times, first) = stream(10_000, 100_000, &[8191, 8191, 9], 4);
+    let Some(StepBudget::Measured { tokens, .. }) = read_budget(&times, (95_000, first), 16_391)
+    else {
+        panic!()
+    };
+    assert_eq!(tokens, 8192);
 }
