@@ -217,7 +217,14 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
     assert_eq!(facts["context_per_slot"], CONTEXT, "{facts}");
     // The probe's prompt (1,686 words: 85 % of the context less 64) took four steps of 383
     // prompt tokens and one of 154.
-    assert_eq!(facts["batch_tokens"], BUDGET, "{facts}\n{log}");
+    // No power of two lies within what five steps allow (282–422), so the budget is the
+    // estimate from the gaps' growth: within 3 % on a loaded machine (its wake-ups late by
+    // up to a few ms on 100-ms chunks).
+    let read = facts["batch_tokens"].as_u64().unwrap();
+    assert!(
+        read.abs_diff(u64::from(BUDGET)) * 100 <= 3 * u64::from(BUDGET),
+        "{facts}\n{log}"
+    );
     let line = log.lines().find(|l| l.starts_with("step budget:")).unwrap();
     assert!(
         line.contains("1686 tokens as the server counted them"),
@@ -225,7 +232,7 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
     );
     let config = std::fs::read_to_string(&out).unwrap();
     assert!(
-        config.contains(&format!("max_num_batched_tokens = {BUDGET}\n")),
+        config.contains(&format!("max_num_batched_tokens = {read}\n")),
         "{config}"
     );
 }
