@@ -197,6 +197,15 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
     // `user`, `\n`): llama-server's own log gives the same common prefix (f_sim 0.106 of a
     // 93-token prompt when it picks a slot by similarity).
     assert_eq!(fit["facts"]["shared_prefix_tokens"], 10, "{}", fit["facts"]);
+    // Started with `-np 4`, every slot has a KV stream and two decodes a slot apart run as two
+    // micro-batches a step (1.6 times the TPOT of two side by side on the test machine).
+    let split = &fit["facts"]["slot_split"];
+    let (side, apart) = (split["side_by_side"].as_f64(), split["apart"].as_f64());
+    assert!(
+        side.zip(apart)
+            .is_some_and(|(side, apart)| apart > 1.2 * side),
+        "{split}"
+    );
     config
 }
 

@@ -33,11 +33,11 @@ use crate::output::calibrate::{self as render, CheckRow};
 use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
 use crate::wiring::session::random_seed;
 
-mod budget;
 mod probes;
+mod steps;
 
-use budget::with_step_budget;
 use probes::{beyond_the_waves, facts, measured_probe, run_probes, with_batch_limit};
+use steps::{with_slot_split, with_step_budget};
 
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -70,6 +70,8 @@ async fn calibrate(
     let started = Instant::now();
     let cancel = crate::wiring::session::cancel_on_signal();
     let (mut server, limit) = with_batch_limit(args, &client, model, server, &cancel).await?;
+    let reported = limit.is_none();
+    with_slot_split(args, (&client, model), &mut server, reported, &cancel).await;
     let mut facts = facts(model, &server);
     let shapes = plan(&facts, args.repeats);
     let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;

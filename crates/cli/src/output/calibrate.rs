@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use goodput_core::decide::calibrate::{
     BatchLimit, BudgetProbe, CalibrateError, CapacityCheck, CapacityComparison, ProbeMeasurement,
-    Repeatability, ServerFacts, StepBudget, StepPattern,
+    Repeatability, ServerFacts, SlotSplit, StepBudget, StepPattern,
 };
 use goodput_core::decide::capacity::Dimension;
 use goodput_sim::calibrate::{Fit, Predicted};
@@ -65,6 +65,25 @@ pub(crate) fn step_budget_line(
             format!("{sent} did not slow its steps (or it ended first): the budget is not known")
         }
         Err(e) => format!("{sent}: {e}; the budget is not known"),
+    }
+}
+
+/// What the slot probe found, for stderr and the facts' sources.
+pub(crate) fn slot_split_line(found: &Result<Option<SlotSplit>, CalibrateError>) -> String {
+    let pinned = "slots: two requests pinned to slots 0 and 1, then 0 and 2";
+    match found {
+        Ok(Some(split)) => format!(
+            "{pinned}, decoded at TPOT {:.2} and {:.2} ms: {}",
+            split.side_by_side * 1e3,
+            split.apart * 1e3,
+            if split.by_slot() {
+                "micro-batches by slot (a KV stream per slot, `-np N`)"
+            } else {
+                "one batch a step whatever the slots (a unified KV cache, llama.cpp's default)"
+            }
+        ),
+        Ok(None) => format!("{pinned}: no TPOT measured; micro-batches by slot assumed"),
+        Err(e) => format!("{pinned}: {e}; micro-batches by slot assumed"),
     }
 }
 

@@ -57,6 +57,10 @@ pub struct Facts {
     /// How such a server picks a slot by prompt similarity (llama.cpp); `None`: by age only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_prompt_similarity: Option<SlotPromptSimilarity>,
+    /// Whether the slots share one KV cache of `context_per_slot` tokens (llama.cpp's unified
+    /// cache) rather than each having that much.
+    #[serde(default)]
+    pub shared_kv: bool,
 }
 
 impl Default for Facts {
@@ -74,6 +78,7 @@ impl Default for Facts {
             chat_template_tokens: 0,
             slot_ubatch_tokens: None,
             slot_prompt_similarity: None,
+            shared_kv: false,
         }
     }
 }
@@ -256,7 +261,12 @@ fn calibrated_accelerator(c: &Constants, memory_gib: f64) -> GpuSpec {
 pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     let model = facts.model();
     let block_size = 16;
-    let kv_tokens = u64::from(facts.slots.max(1)) * u64::from(facts.context_per_slot.max(1));
+    let sharing = if facts.shared_kv {
+        1
+    } else {
+        facts.slots.max(1)
+    };
+    let kv_tokens = u64::from(sharing) * u64::from(facts.context_per_slot.max(1));
     let kv_gib = kv_tokens as f64 * model.kv_bytes_per_token() / GIB;
     // Enough memory for the weights, the reserve the deployment arithmetic sets aside and the
     // slots' KV cache; the pool itself is fixed by `kv_blocks_override`.

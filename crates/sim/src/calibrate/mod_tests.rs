@@ -155,3 +155,28 @@ fn the_speed_reference_is_the_plans_probe_with_every_slot_busy() {
     assert!(plan(&facts, 3).contains(&reference));
     assert!(!held_out(&facts, 3).contains(&reference));
 }
+
+#[test]
+fn slots_sharing_one_cache_get_the_context_once() {
+    let constants = Constants {
+        weight_gb_per_sec: 1.0,
+        gemm_gflops: 1.0,
+        attention_gflops: 1.0,
+        kv_gb_per_sec: 1.0,
+        batch_factors: Vec::new(),
+        full_rate_tokens: 64,
+        latency_ms: 0.0,
+        latency_holds_slot: false,
+    };
+    let blocks = |facts: &Facts| match calibrated_config(facts, &constants).engine {
+        EngineConfig::Batching(engine) => engine.kv_blocks_override,
+        other => panic!("{other:?}"),
+    };
+    // 16-token blocks, and one spare.
+    assert_eq!(blocks(&four_slots_of_2048()), Some(4 * 2048 / 16 + 1));
+    let shared = Facts {
+        shared_kv: true,
+        ..four_slots_of_2048()
+    };
+    assert_eq!(blocks(&shared), Some(2048 / 16 + 1));
+}

@@ -161,6 +161,8 @@ pub(super) fn measured_probe(m: &ProbeMeasurement) -> MeasuredProbe {
 /// The simulator's facts from the server's (defaults for what it did not say).
 pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
     let defaults = Facts::default();
+    // Unless the slot probe found one batch a step (a unified KV cache, shared by the slots).
+    let by_slot = server.slot_split.is_none_or(|split| split.by_slot());
     Facts {
         model_name: model.to_string(),
         slots: server.slots.unwrap_or(defaults.slots),
@@ -177,10 +179,13 @@ pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
         kv_dtype: defaults.kv_dtype,
         chat_template_tokens: defaults.chat_template_tokens,
         // llama.cpp (the server that reports its slots) with `-np N` gives every slot a KV
-        // stream and splits each step into micro-batches by slot.
+        // stream and splits each step into micro-batches by slot; without, the slots share
+        // one cache of the context each reports.
         slot_ubatch_tokens: server
             .slots
+            .filter(|_| by_slot)
             .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
+        shared_kv: !by_slot,
         // It also returns a prompt to a slot whose last prompt shares enough of it; what every
         // prompt shares is the template's header it tokenized for us.
         slot_prompt_similarity: server.slots.and(server.shared_prefix_tokens).map(
@@ -216,8 +221,10 @@ fn gguf_dtype(ftype: &str) -> Option<DType> {
 mod tests {
     use super::*;
 
+    use goodput_core::decide::calibrate::SlotSplit;
+
     #[test]
-    fn a_server_reporting_slots_is_simulated_with_micro_batches_by_slot() {
+    fn a_server_reporting_slots_is_simulated_with_micro_batches_by_slot_unless_it_has_none() {
         let llama = ServerFacts {
             slots: Some(4),
             ..ServerFacts::default()
@@ -233,6 +240,18 @@ mod tests {
         assert_eq!(facts("m", &reported).slot_ubatch_tokens, Some(256));
         let silent = ServerFacts::default();
         assert_eq!(facts("m", &silent).slot_ubatch_tokens, None);
+        // Decodes a slot apart no slower than side by side: one batch a step, one shared cache.
+        let unified = ServerFacts {
+            slot_split: Some(SlotSplit {
+                side_by_side: 0.0258,
+                apart: 0.0251,
+            }),
+            ..reported.clone()
+        };
+        let simulated = facts("m", &unified);
+        assert_eq!(simulated.slot_ubatch_tokens, None);
+        assert!(simulated.shared_kv);
+        assert!(!facts("m", &reported).shared_kv);
     }
 
     #[test]

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{CalibrateError, ProbeFailure, ProbeMeasurement, run_streamed};
+use super::{CalibrateError, ProbeFailure, ProbeMeasurement, probe_openai, run_streamed};
 use crate::backend::{RequestInput, RequestSpec};
 use crate::config::{LoadSpec, RunConfig};
 use crate::http::HttpClient;
@@ -224,8 +224,7 @@ pub async fn step_budget(
     });
     let mut seen = Seen::default();
     let step = run_streamed(
-        client.clone(),
-        model,
+        (client.clone(), probe_openai(model)),
         (config, workload),
         &mut seen,
         cancel.clone(),

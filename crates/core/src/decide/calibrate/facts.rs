@@ -45,6 +45,10 @@ pub struct ServerFacts {
     /// `/tokenize` of two one-message chats: their common prefix).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_prefix_tokens: Option<u32>,
+    /// Two requests decoding in slots 0 and 1, then 0 and 2 (llama.cpp's `id_slot`): whether
+    /// the server splits its steps by slot ([`super::slot_split`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slot_split: Option<super::SlotSplit>,
     /// Where each figure came from, for the report.
     pub sources: Vec<String>,
 }

@@ -6,13 +6,15 @@
 //! [`capacity`] is the live half of `--check`'s capacity comparison; [`combine_passes`] joins
 //! probes measured in several passes and says how closely the server repeated them;
 //! [`batch_limit`] finds how many requests a server that does not say runs at once, and
-//! [`step_budget`] how many tokens one of its steps carries.
+//! [`step_budget`] how many tokens one of its steps carries; [`slot_split`] whether a llama.cpp
+//! server runs its slots as micro-batches of their own.
 
 mod batch;
 mod budget;
 pub mod capacity;
 mod facts;
 mod passes;
+mod slots;
 
 pub use batch::{BatchLimit, MIN_SPAN_US, WAVES, batch_limit, running_at_once};
 pub use budget::{BudgetProbe, StepBudget, read_budget, step_budget};
@@ -22,6 +24,7 @@ pub use capacity::{
 };
 pub use facts::{ServerFacts, server_facts};
 pub use passes::{Repeatability, combine_passes};
+pub use slots::{SPLIT_FACTOR, SlotSplit, slot_split};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,6 +100,9 @@ pub enum CalibrateError {
     /// The step-budget probe's run ended early or a request failed.
     #[error("step-budget probe: {0}")]
     Budget(String),
+    /// A request pinned to a slot failed (a server that does not honour `id_slot`).
+    #[error("slot probe: {0}")]
+    Slots(String),
 }
 
 /// The run configuration of a probe (no warmup: the medians are over every request).
@@ -148,7 +154,7 @@ async fn measure_with(
     };
     let config = probe_config(probe, seed);
     let run = (config, Arc::new(workload) as Arc<dyn Workload>);
-    let step = run_streamed(client, model, run, extra, cancel)
+    let step = run_streamed((client, probe_openai(model)), run, extra, cancel)
         .await
         .map_err(|message| match message {
             ProbeFailure::Backend(e) => CalibrateError::Backend(e),
@@ -168,20 +174,23 @@ enum ProbeFailure {
     Ended(String),
 }
 
-/// Runs `workload` under `config` against `client`'s target (model `model`, streamed chat
-/// completions with `ignore_eos`), every record also given to `extra`; its step report.
+/// The backend of every probe: streamed chat completions of `model` with `ignore_eos`.
+fn probe_openai(model: &str) -> OpenAiConfig {
+    OpenAiConfig {
+        model: model.to_string(),
+        ignore_eos: true,
+        ..OpenAiConfig::default()
+    }
+}
+
+/// Runs `workload` under `config` against `client`'s target with the backend `openai`, every
+/// record also given to `extra`; its step report.
 async fn run_streamed(
-    client: HttpClient,
-    model: &str,
+    (client, openai): (HttpClient, OpenAiConfig),
     (config, workload): (RunConfig, Arc<dyn Workload>),
     extra: &mut dyn RecordSink,
     cancel: CancellationToken,
 ) -> Result<StepReport, ProbeFailure> {
-    let openai = OpenAiConfig {
-        model: model.to_string(),
-        ignore_eos: true,
-        ..OpenAiConfig::default()
-    };
     let backend =
         OpenAiBackend::new(openai, client).map_err(|e| ProbeFailure::Backend(e.to_string()))?;
     let runner = Runner::new(

@@ -1,10 +1,12 @@
-//! The step budget of a server that does not report it: core's step-budget probe run once
-//! after the plan's probes (which time it), and what it found put into the facts.
+//! How a server forms its steps, where it does not say: its step budget (core's step-budget
+//! probe, run once after the plan's probes, which time it) and whether a llama.cpp server
+//! splits its steps by slot (two requests pinned to slots, before the plan); what each found
+//! goes into the facts.
 
 use std::time::Instant;
 
 use goodput_core::decide::calibrate::{
-    BudgetProbe, ProbeMeasurement, ServerFacts, StepBudget, step_budget,
+    BudgetProbe, ProbeMeasurement, ServerFacts, StepBudget, slot_split, step_budget,
 };
 use goodput_core::http::HttpClient;
 use goodput_sim::calibrate::Facts;
@@ -13,8 +15,35 @@ use tokio_util::sync::CancellationToken;
 use crate::args::calibrate::CalibrateArgs;
 use crate::output::calibrate as render;
 
-/// Mixed into the probe's seed.
+/// Mixed into the probes' seeds.
 const BUDGET_SEED: u64 = 0x4255_4447_4554_0000;
+const SLOTS_SEED: u64 = 0x534c_4f54_5300_0000;
+
+/// Asks a server that reported three slots or more (llama.cpp's `/props`; `reported`) whether
+/// its steps run as micro-batches by slot (`-np N`) or as one batch (its default, a unified
+/// KV cache); a server that does not honour `id_slot` leaves it unknown (by slot, as before).
+pub(super) async fn with_slot_split(
+    args: &CalibrateArgs,
+    (client, model): (&HttpClient, &str),
+    server: &mut ServerFacts,
+    reported: bool,
+    cancel: &CancellationToken,
+) {
+    if !reported || server.slots.is_none_or(|slots| slots < 3) || args.budget.is_zero() {
+        return;
+    }
+    let seed = args
+        .seed
+        .unwrap_or_else(crate::wiring::session::random_seed)
+        ^ SLOTS_SEED;
+    let found = slot_split(client, model, (seed, cancel)).await;
+    let line = render::slot_split_line(&found);
+    eprintln!("{line}");
+    server.sources.push(line);
+    if let Ok(Some(split)) = found {
+        server.slot_split = Some(split);
+    }
+}
 
 /// Measures the step budget when `server` does not report it, one sequence can decode while
 /// another's prompt runs (two slots or more) and the budget has time left; a measured budget
