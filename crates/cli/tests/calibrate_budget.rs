@@ -19,7 +19,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{goodput, ok, read_request};
+use support::{
+    EVENT_STREAM_HEAD, goodput, ok, other_reply, prompt_words, read_request, token_event,
+};
 
 /// Fixed time of every step, ms.
 const STEP_MS: f64 = 4.0;
@@ -126,13 +128,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
         let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if path.ends_with("/chat/completions") && request["stream"] == true {
             let answer = request["max_tokens"].as_u64().unwrap_or(16).max(1) as u32;
-            let prompt: u32 = request["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| m["content"].as_str())
-                .map(|c| c.split_whitespace().count() as u32)
-                .sum();
+            let prompt = u32::try_from(prompt_words(&request)).unwrap();
             let (tokens, arrived) = channel();
             let (lock, work) = &**shared;
             lock.lock().unwrap().waiting.push_back(Sequence {
@@ -144,17 +140,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
             stream_answer(&mut writer, &arrived, (prompt.max(1), answer));
             return;
         }
-        let models = format!(
-            r#"{{"object":"list","data":[{{"id":"m","object":"model","max_model_len":{CONTEXT}}}]}}"#
-        );
-        let reply = if path.ends_with("/models") {
-            format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{models}",
-                models.len()
-            )
-        } else {
-            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_string()
-        };
+        let reply = other_reply(&path, &format!(r#","max_model_len":{CONTEXT}"#));
         if writer.write_all(reply.as_bytes()).is_err() {
             return;
         }
@@ -163,26 +149,14 @@ fn serve(stream: TcpStream, shared: &Shared) {
 
 /// Writes a chunk as each token arrives from the engine; the last carries the usage.
 fn stream_answer(writer: &mut TcpStream, arrived: &Receiver<()>, (prompt, answer): (u32, u32)) {
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-    let _ = writer.write_all(head.as_bytes());
+    let _ = writer.write_all(EVENT_STREAM_HEAD.as_bytes());
     let _ = writer.flush();
     for k in 0..answer {
         if arrived.recv().is_err() {
             return;
         }
-        let (finish, usage) = if k + 1 == answer {
-            let usage = format!(
-                r#","usage":{{"prompt_tokens":{prompt},"completion_tokens":{answer},"total_tokens":{}}}"#,
-                prompt + answer
-            );
-            ("\"length\"", usage)
-        } else {
-            ("null", String::new())
-        };
-        let event = format!(
-            "data: {{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t \"}},\"finish_reason\":{finish}}}]{usage}}}\n\n"
-        );
-        if writer.write_all(event.as_bytes()).is_err() {
+        let usage = (k + 1 == answer).then_some((u64::from(prompt), u64::from(answer)));
+        if writer.write_all(token_event(usage).as_bytes()).is_err() {
             return;
         }
         let _ = writer.flush();

@@ -20,7 +20,9 @@ use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::{goodput, ok, read_request};
+use support::{
+    EVENT_STREAM_HEAD, goodput, ok, other_reply, prompt_words, read_request, token_event,
+};
 
 /// Timing of the first pass (and of a steady server): first token, then the gap per token.
 const FAST: (u64, f64) = (100, 6.0);
@@ -117,15 +119,7 @@ fn serve(stream: TcpStream, counter: &Counter) {
             counter.slots.release();
             return;
         }
-        let reply = if path.ends_with("/models") {
-            let models = r#"{"object":"list","data":[{"id":"m","object":"model"}]}"#;
-            format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{models}",
-                models.len()
-            )
-        } else {
-            "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_string()
-        };
+        let reply = other_reply(&path, "");
         if writer.write_all(reply.as_bytes()).is_err() {
             return;
         }
@@ -145,18 +139,11 @@ fn stream_answer(
         .or(request["max_completion_tokens"].as_u64())
         .unwrap_or(16)
         .max(1);
-    let prompt: usize = request["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|m| m["content"].as_str())
-        .map(|c| c.split_whitespace().count())
-        .sum();
-    let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
-    let _ = writer.write_all(head.as_bytes());
+    let prompt = prompt_words(request);
+    let _ = writer.write_all(EVENT_STREAM_HEAD.as_bytes());
     let _ = writer.flush();
     let inverse = if sooner_for_longer {
-        4000 / prompt.max(1) as u64
+        4000 / prompt.max(1)
     } else {
         0
     };
@@ -164,20 +151,8 @@ fn stream_answer(
     for k in 0..tokens {
         let due = first + Duration::from_secs_f64(k as f64 * gap_ms / 1e3);
         std::thread::sleep(due.saturating_duration_since(Instant::now()));
-        let last = k + 1 == tokens;
-        let (finish, usage) = if last {
-            let usage = format!(
-                r#","usage":{{"prompt_tokens":{prompt},"completion_tokens":{tokens},"total_tokens":{}}}"#,
-                prompt as u64 + tokens
-            );
-            ("\"length\"", usage)
-        } else {
-            ("null", String::new())
-        };
-        let event = format!(
-            "data: {{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t \"}},\"finish_reason\":{finish}}}]{usage}}}\n\n"
-        );
-        if writer.write_all(event.as_bytes()).is_err() {
+        let usage = (k + 1 == tokens).then_some((prompt, tokens));
+        if writer.write_all(token_event(usage).as_bytes()).is_err() {
             return;
         }
         let _ = writer.flush();

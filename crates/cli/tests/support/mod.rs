@@ -36,6 +36,54 @@ pub fn read_request(reader: &mut impl std::io::BufRead) -> Option<(String, Vec<u
     Some((path, body))
 }
 
+/// The head of a streamed answer (the connection closes after it).
+pub const EVENT_STREAM_HEAD: &str =
+    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
+
+/// A test server's answer to anything but a chat completion: `/v1/models` lists model `m`
+/// (its card with `card_fields`, e.g. `,"max_model_len":2048`), anything else is 404.
+pub fn other_reply(path: &str, card_fields: &str) -> String {
+    if path.ends_with("/models") {
+        let models =
+            format!(r#"{{"object":"list","data":[{{"id":"m","object":"model"{card_fields}}}]}}"#);
+        format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{models}",
+            models.len()
+        )
+    } else {
+        "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_string()
+    }
+}
+
+/// The prompt of a chat request counted as its messages' words.
+pub fn prompt_words(request: &Value) -> u64 {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .map(|c| c.split_whitespace().count() as u64)
+        .sum()
+}
+
+/// One streamed chat token (`t `); the last (`usage`: prompt and answer tokens) finishes the
+/// answer and carries its usage.
+pub fn token_event(usage: Option<(u64, u64)>) -> String {
+    let (finish, usage) = match usage {
+        Some((prompt, answer)) => (
+            "\"length\"",
+            format!(
+                r#","usage":{{"prompt_tokens":{prompt},"completion_tokens":{answer},"total_tokens":{}}}"#,
+                prompt + answer
+            ),
+        ),
+        None => ("null", String::new()),
+    };
+    format!(
+        "data: {{\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":0,\"model\":\"m\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t \"}},\"finish_reason\":{finish}}}]{usage}}}\n\n"
+    )
+}
+
 pub fn goodput() -> Command {
     Command::cargo_bin("goodput").unwrap()
 }

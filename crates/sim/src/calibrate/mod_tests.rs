@@ -91,16 +91,7 @@ fn the_template_tokens_are_the_median_excess_over_the_simulators_count() {
             chat_template_tokens: 22,
             ..Facts::default()
         },
-        &Constants {
-            weight_gb_per_sec: 1.0,
-            gemm_gflops: 1.0,
-            attention_gflops: 1.0,
-            kv_gb_per_sec: 1.0,
-            batch_factors: Vec::new(),
-            full_rate_tokens: 64,
-            latency_ms: 0.0,
-            latency_holds_slot: false,
-        },
+        &unit_constants(),
     );
     assert_eq!(config.chat_template_tokens, 22);
 }
@@ -158,16 +149,7 @@ fn the_speed_reference_is_the_plans_probe_with_every_slot_busy() {
 
 #[test]
 fn slots_sharing_one_cache_get_the_context_once() {
-    let constants = Constants {
-        weight_gb_per_sec: 1.0,
-        gemm_gflops: 1.0,
-        attention_gflops: 1.0,
-        kv_gb_per_sec: 1.0,
-        batch_factors: Vec::new(),
-        full_rate_tokens: 64,
-        latency_ms: 0.0,
-        latency_holds_slot: false,
-    };
+    let constants = unit_constants();
     let blocks = |facts: &Facts| match calibrated_config(facts, &constants).engine {
         EngineConfig::Batching(engine) => engine.kv_blocks_override,
         other => panic!("{other:?}"),
@@ -179,4 +161,18 @@ fn slots_sharing_one_cache_get_the_context_once() {
         ..four_slots_of_2048()
     };
     assert_eq!(blocks(&shared), Some(2048 / 16 + 1));
+}
+
+/// Every rate 1, no factors, no latency.
+fn unit_constants() -> Constants {
+    Constants {
+        weight_gb_per_sec: 1.0,
+        gemm_gflops: 1.0,
+        attention_gflops: 1.0,
+        kv_gb_per_sec: 1.0,
+        batch_factors: Vec::new(),
+        full_rate_tokens: 64,
+        latency_ms: 0.0,
+        latency_holds_slot: false,
+    }
 }

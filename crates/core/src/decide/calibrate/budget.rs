@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{CalibrateError, ProbeFailure, ProbeMeasurement, probe_openai, run_streamed};
+use super::{CalibrateError, ProbeMeasurement, probe_openai, run_streamed};
 use crate::backend::{RequestInput, RequestSpec};
 use crate::config::{LoadSpec, RunConfig};
 use crate::http::HttpClient;
@@ -230,10 +230,7 @@ pub async fn step_budget(
         cancel.clone(),
     )
     .await
-    .map_err(|failure| match failure {
-        ProbeFailure::Backend(e) => CalibrateError::Backend(e),
-        ProbeFailure::Ended(e) => CalibrateError::Budget(e),
-    })?;
+    .map_err(|failure| failure.into_error(CalibrateError::Budget))?;
     if step.requests.failed > 0 {
         return Err(CalibrateError::Budget(format!(
             "{} of 2 requests failed ({:?})",

@@ -156,12 +156,11 @@ async fn measure_with(
     let run = (config, Arc::new(workload) as Arc<dyn Workload>);
     let step = run_streamed((client, probe_openai(model)), run, extra, cancel)
         .await
-        .map_err(|message| match message {
-            ProbeFailure::Backend(e) => CalibrateError::Backend(e),
-            ProbeFailure::Ended(message) => CalibrateError::Probe {
+        .map_err(|failure| {
+            failure.into_error(|message| CalibrateError::Probe {
                 probe: *probe,
                 message,
-            },
+            })
         })?;
     summarise(probe, &step)
 }
@@ -172,6 +171,16 @@ enum ProbeFailure {
     Backend(String),
     /// The run ended before its last request.
     Ended(String),
+}
+
+impl ProbeFailure {
+    /// The error of the probe that failed: a run ended early is `ended`'s.
+    fn into_error(self, ended: impl FnOnce(String) -> CalibrateError) -> CalibrateError {
+        match self {
+            ProbeFailure::Backend(e) => CalibrateError::Backend(e),
+            ProbeFailure::Ended(e) => ended(e),
+        }
+    }
 }
 
 /// The backend of every probe: streamed chat completions of `model` with `ignore_eos`.

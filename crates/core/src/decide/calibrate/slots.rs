@@ -12,12 +12,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    CalibrateError, CalibrationProbe, ProbeFailure, probe_config, probe_openai, run_streamed,
-};
+use super::{CalibrateError, CalibrationProbe, NoSink, probe_config, probe_openai, run_streamed};
 use crate::backend::openai::OpenAiConfig;
 use crate::http::HttpClient;
-use crate::runner::RecordSink;
 use crate::workload::Workload;
 use crate::workload::synthetic::SyntheticWorkload;
 
@@ -100,14 +97,11 @@ async fn pinned(
     let step = run_streamed(
         (client, openai),
         (probe_config(&PINNED, seed), workload),
-        &mut NoRecords,
+        &mut NoSink,
         cancel,
     )
     .await
-    .map_err(|failure| match failure {
-        ProbeFailure::Backend(e) => CalibrateError::Backend(e),
-        ProbeFailure::Ended(e) => CalibrateError::Slots(e),
-    })?;
+    .map_err(|failure| failure.into_error(CalibrateError::Slots))?;
     if step.requests.failed > 0 {
         return Err(CalibrateError::Slots(format!(
             "{} of {} requests pinned to slot {slot} failed ({:?})",
@@ -115,15 +109,6 @@ async fn pinned(
         )));
     }
     Ok(step.latency_ms.tpot.p50.map(|ms| ms / 1e3))
-}
-
-/// Keeps no record.
-struct NoRecords;
-
-impl RecordSink for NoRecords {
-    fn record(&mut self, _: &crate::record::RequestRecord) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[cfg(test)]
