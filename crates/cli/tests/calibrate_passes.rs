@@ -16,7 +16,7 @@ use std::io::{BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -66,6 +66,14 @@ struct Counter {
     /// Whether a longer prompt gets its first token sooner (4 s / its words more): no
     /// engine's prefill does that.
     sooner_for_longer: AtomicBool,
+}
+
+/// Holds the other tests of this file off: their servers time answers by sleeping, and the
+/// server without a limit's fit (its Jacobian on every core, minutes long) made a concurrent
+/// pass's timings late by enough to move the slowed server's repeatability by 2 points.
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static ALONE: Mutex<()> = Mutex::new(());
+    ALONE.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Starts the server; its `/v1` URL and its counter.
@@ -194,6 +202,7 @@ fn relative_sd(a: f64, b: f64) -> f64 {
 
 #[test]
 fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (url, counter) = server();
     // One pass: the wave that finds the slots, how many chat requests a pass sends, and no
@@ -243,6 +252,7 @@ fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
 
 #[test]
 fn a_steady_server_repeats_itself_and_its_misfit_is_the_engines_form() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (url, counter) = server();
     counter.sooner_for_longer.store(true, Ordering::SeqCst);
@@ -267,6 +277,7 @@ fn a_steady_server_repeats_itself_and_its_misfit_is_the_engines_form() {
 
 #[test]
 fn a_server_failing_in_the_second_pass_leaves_the_first_to_fit() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (url, counter) = server();
     let one = calibrate(&url, "1", dir.path());
@@ -300,6 +311,7 @@ fn a_server_failing_in_the_second_pass_leaves_the_first_to_fit() {
 /// fit (RMS under 10 %), every figure of one client and of the queued probe within 5 %.
 #[test]
 fn a_fixed_first_token_delay_is_fitted_as_a_latency_holding_the_slot() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (url, _) = server();
     let out = dir.path().join("calibrated.toml");
@@ -350,6 +362,7 @@ fn a_fixed_first_token_delay_is_fitted_as_a_latency_holding_the_slot() {
 /// tokens took 460 ms to a first token against 102 (RMS 88 %).
 #[test]
 fn a_server_without_a_limit_is_calibrated_without_one() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let (url, _) = server_with(u32::MAX);
     let out = dir.path().join("calibrated.toml");
