@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    EVENT_STREAM_HEAD, goodput, ok, other_reply, prompt_words, read_request, token_event,
+    EVENT_STREAM_HEAD, calibrate_json, other_reply, prompt_words, read_request, token_event,
 };
 
 /// Fixed time of every step, ms.
@@ -170,22 +170,7 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
     let dir = tempfile::tempdir().unwrap();
     let url = server();
     let out = dir.path().join("calibrated.toml");
-    let output = ok(goodput()
-        .args([
-            "calibrate",
-            "--target",
-            &url,
-            "--seed",
-            "5",
-            "--repeats",
-            "1",
-        ])
-        .args(["--passes", "1", "--json", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap());
-    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-    let log = String::from_utf8_lossy(&output.stderr);
+    let (report, log) = calibrate_json(&url, ("5", "1"), &out);
     let facts = &report["facts"];
     assert_eq!(facts["slots"], SLOTS, "{facts}\n{log}");
     assert_eq!(facts["context_per_slot"], CONTEXT, "{facts}");

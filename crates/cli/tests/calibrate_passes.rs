@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
-    EVENT_STREAM_HEAD, goodput, ok, other_reply, prompt_words, read_request, token_event,
+    EVENT_STREAM_HEAD, calibrate_json, goodput, ok, other_reply, prompt_words, read_request,
+    token_event,
 };
 
 /// Timing of the first pass (and of a steady server): first token, then the gap per token.
@@ -172,23 +173,7 @@ fn stream_answer(
 /// `goodput calibrate --json` on `url` with `passes`; its JSON and what it printed on stderr.
 fn calibrate_with_log(url: &str, passes: &str, dir: &std::path::Path) -> (Value, String) {
     let out = dir.join(format!("calibrated-{passes}.toml"));
-    let output = ok(goodput()
-        .args([
-            "calibrate",
-            "--target",
-            url,
-            "--seed",
-            "3",
-            "--repeats",
-            "1",
-        ])
-        .args(["--passes", passes, "--json", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap());
-    assert!(out.exists(), "no configuration written");
-    let log = String::from_utf8_lossy(&output.stderr).into_owned();
-    (serde_json::from_slice(&output.stdout).unwrap(), log)
+    calibrate_json(url, ("3", passes), &out)
 }
 
 fn calibrate(url: &str, passes: &str, dir: &std::path::Path) -> Value {

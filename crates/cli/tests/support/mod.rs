@@ -84,6 +84,28 @@ pub fn token_event(usage: Option<(u64, u64)>) -> String {
     )
 }
 
+/// `goodput calibrate --json` on `url` (`--seed seed --repeats 1 --passes passes`), writing
+/// the configuration to `out`: its JSON and what it printed on stderr.
+pub fn calibrate_json(url: &str, (seed, passes): (&str, &str), out: &Path) -> (Value, String) {
+    let output = ok(goodput()
+        .args([
+            "calibrate",
+            "--target",
+            url,
+            "--seed",
+            seed,
+            "--repeats",
+            "1",
+        ])
+        .args(["--passes", passes, "--json", "--out"])
+        .arg(out)
+        .output()
+        .unwrap());
+    assert!(out.exists(), "no configuration written");
+    let log = String::from_utf8_lossy(&output.stderr).into_owned();
+    (serde_json::from_slice(&output.stdout).unwrap(), log)
+}
+
 pub fn goodput() -> Command {
     Command::cargo_bin("goodput").unwrap()
 }

@@ -26,11 +26,7 @@ pub(super) async fn run_probes(
     (shapes, started): (&[ProbeShape], Instant),
     cancel: &CancellationToken,
 ) -> Result<Vec<Vec<ProbeMeasurement>>> {
-    // Fresh prompts on every run: a server that caches prompts (llama.cpp slots, vLLM prefix
-    // caching) must not answer a probe from an earlier run's cache.
-    let seed = args
-        .seed
-        .unwrap_or_else(crate::wiring::session::random_seed);
+    let seed = probe_seed(args, 0);
     let total = shapes.len() * args.passes as usize;
     let mut out: Vec<Vec<ProbeMeasurement>> = Vec::new();
     for run in 0..total {
@@ -74,6 +70,15 @@ pub(super) async fn run_probes(
     Ok(out)
 }
 
+/// The seed of a kind of probe: `--seed`, or a fresh one on every run (a server that caches
+/// prompts — llama.cpp slots, vLLM prefix caching — must not answer a probe from an earlier
+/// run's cache), mixed with `kind` so each kind sends prompts of its own.
+pub(super) fn probe_seed(args: &CalibrateArgs, kind: u64) -> u64 {
+    args.seed
+        .unwrap_or_else(crate::wiring::session::random_seed)
+        ^ kind
+}
+
 /// Mixed into the waves' seed (the probes take `--seed` plus their run's number).
 const WAVE_SEED: u64 = 0x5741_5645_0000_0000;
 
@@ -91,10 +96,7 @@ pub(super) async fn with_batch_limit(
         return Ok((server, None));
     }
     // Prompts of their own: a server's prompt cache must not answer a probe from a wave.
-    let seed = args
-        .seed
-        .unwrap_or_else(crate::wiring::session::random_seed)
-        ^ WAVE_SEED;
+    let seed = probe_seed(args, WAVE_SEED);
     let Some(limit) = batch_limit(client, model, &WAVES, (seed, cancel)).await? else {
         return Ok((server, None));
     };

@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::args::calibrate::CalibrateArgs;
 use crate::output::calibrate as render;
 
+use super::probes::probe_seed;
+
 /// Mixed into the probes' seeds.
 const BUDGET_SEED: u64 = 0x4255_4447_4554_0000;
 const SLOTS_SEED: u64 = 0x534c_4f54_5300_0000;
@@ -32,10 +34,7 @@ pub(super) async fn with_slot_split(
     if !reported || server.slots.is_none_or(|slots| slots < 3) || args.budget.is_zero() {
         return;
     }
-    let seed = args
-        .seed
-        .unwrap_or_else(crate::wiring::session::random_seed)
-        ^ SLOTS_SEED;
+    let seed = probe_seed(args, SLOTS_SEED);
     let found = slot_split(client, model, (seed, cancel)).await;
     let line = render::slot_split_line(&found);
     eprintln!("{line}");
@@ -61,10 +60,7 @@ pub(super) async fn with_step_budget(
     let Some(probe) = BudgetProbe::sized(facts.context_per_slot, measured) else {
         return;
     };
-    let seed = args
-        .seed
-        .unwrap_or_else(crate::wiring::session::random_seed)
-        ^ BUDGET_SEED;
+    let seed = probe_seed(args, BUDGET_SEED);
     let found = step_budget(client, model, &probe, (seed, cancel)).await;
     let line = render::step_budget_line(&probe, &found);
     eprintln!("{line}");

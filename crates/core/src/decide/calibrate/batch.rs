@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::{CalibrateError, CalibrationProbe, measure_with};
+use super::{CalibrateError, CalibrationProbe, measure_with, probe_openai};
 use crate::http::HttpClient;
 use crate::record::RequestRecord;
 use crate::runner::RecordSink;
@@ -98,8 +98,7 @@ pub async fn batch_limit(
         let mut times = Times::default();
         let seed = seed.wrapping_add(k as u64);
         let measured = measure_with(
-            client.clone(),
-            model,
+            (client.clone(), probe_openai(model)),
             &probe,
             (seed, cancel.clone()),
             &mut times,

@@ -100,9 +100,6 @@ pub enum CalibrateError {
     /// The step-budget probe's run ended early or a request failed.
     #[error("step-budget probe: {0}")]
     Budget(String),
-    /// A request pinned to a slot failed (a server that does not honour `id_slot`).
-    #[error("slot probe: {0}")]
-    Slots(String),
 }
 
 /// The run configuration of a probe (no warmup: the medians are over every request).
@@ -127,7 +124,8 @@ pub async fn measure(
     seed: u64,
     cancel: CancellationToken,
 ) -> Result<ProbeMeasurement, CalibrateError> {
-    measure_with(client, model, probe, (seed, cancel), &mut NoSink).await
+    let backend = (client, probe_openai(model));
+    measure_with(backend, probe, (seed, cancel), &mut NoSink).await
 }
 
 /// A sink that keeps nothing.
@@ -139,10 +137,10 @@ impl RecordSink for NoSink {
     }
 }
 
-/// [`measure`], every record also given to `extra`.
+/// [`measure`] with the backend `openai` (a probe's, [`probe_openai`], with whatever it adds),
+/// every record also given to `extra`.
 async fn measure_with(
-    client: HttpClient,
-    model: &str,
+    backend: (HttpClient, OpenAiConfig),
     probe: &CalibrationProbe,
     (seed, cancel): (u64, CancellationToken),
     extra: &mut dyn RecordSink,
@@ -154,7 +152,7 @@ async fn measure_with(
     };
     let config = probe_config(probe, seed);
     let run = (config, Arc::new(workload) as Arc<dyn Workload>);
-    let step = run_streamed((client, probe_openai(model)), run, extra, cancel)
+    let step = run_streamed(backend, run, extra, cancel)
         .await
         .map_err(|failure| {
             failure.into_error(|message| CalibrateError::Probe {

@@ -6,17 +6,13 @@
 //! with a slot between them, tell which: the second's TPOT is about 1.6 times the first's on
 //! the test server with `-np 4`, the same without.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{CalibrateError, CalibrationProbe, NoSink, probe_config, probe_openai, run_streamed};
+use super::{CalibrateError, CalibrationProbe, NoSink, measure_with, probe_openai};
 use crate::backend::openai::OpenAiConfig;
 use crate::http::HttpClient;
-use crate::workload::Workload;
-use crate::workload::synthetic::SyntheticWorkload;
 
 /// The pinned requests: a short prompt, an answer long enough for a steady TPOT.
 const PINNED: CalibrationProbe = CalibrationProbe {
@@ -78,7 +74,8 @@ async fn pinned_pair(
     Ok(a?.zip(b?).map(|(a, b)| (a + b) / 2.0))
 }
 
-/// One closed loop of [`PINNED`] requests on `slot`: its TPOT median, seconds.
+/// One closed loop of [`PINNED`] requests on `slot`: its TPOT median, seconds (`None` when
+/// none was measured).
 async fn pinned(
     client: HttpClient,
     model: &str,
@@ -89,26 +86,8 @@ async fn pinned(
         extra_body: Map::from_iter([("id_slot".to_string(), json!(slot))]),
         ..probe_openai(model)
     };
-    let workload: Arc<dyn Workload> = Arc::new(SyntheticWorkload {
-        input_tokens: PINNED.input_tokens,
-        output_tokens: Some(PINNED.output_tokens),
-        seed,
-    });
-    let step = run_streamed(
-        (client, openai),
-        (probe_config(&PINNED, seed), workload),
-        &mut NoSink,
-        cancel,
-    )
-    .await
-    .map_err(|failure| failure.into_error(CalibrateError::Slots))?;
-    if step.requests.failed > 0 {
-        return Err(CalibrateError::Slots(format!(
-            "{} of {} requests pinned to slot {slot} failed ({:?})",
-            step.requests.failed, PINNED.requests, step.requests.failed_by_kind
-        )));
-    }
-    Ok(step.latency_ms.tpot.p50.map(|ms| ms / 1e3))
+    let measured = measure_with((client, openai), &PINNED, (seed, cancel), &mut NoSink).await?;
+    Ok((measured.tpot > 0.0).then_some(measured.tpot))
 }
 
 #[cfg(test)]
