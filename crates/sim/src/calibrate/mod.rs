@@ -19,8 +19,8 @@ use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{
-    BatchingConfig, EngineConfig, EnginePolicy, Roofline, SimConfig, SlotPromptSimilarity,
-    StepOverheads,
+    BatchingConfig, EngineConfig, EnginePolicy, QueueOrder, Roofline, SimConfig,
+    SlotPromptSimilarity, StepOverheads,
 };
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
@@ -61,6 +61,10 @@ pub struct Facts {
     /// cache) rather than each having that much.
     #[serde(default)]
     pub shared_kv: bool,
+    /// Which waiting request a free slot admits next (read by `goodput calibrate`'s
+    /// queue-order probe; first come first served when not read).
+    #[serde(default, skip_serializing_if = "QueueOrder::is_fifo")]
+    pub queue_order: QueueOrder,
 }
 
 impl Default for Facts {
@@ -79,6 +83,7 @@ impl Default for Facts {
             slot_ubatch_tokens: None,
             slot_prompt_similarity: None,
             shared_kv: false,
+            queue_order: QueueOrder::Fifo,
         }
     }
 }
@@ -255,9 +260,10 @@ fn calibrated_accelerator(c: &Constants, memory_gib: f64) -> GpuSpec {
 }
 
 /// The simulator configuration of a server with `facts` and fitted `constants`: the batching
-/// engine with the server's slots and context, FIFO admission without preemption (every slot
-/// owns its context), the calibrated accelerator, the fitted latency as its frontend delay
-/// and no other overhead, and the server's micro-batches by slot when it has them.
+/// engine with the server's slots and context, admission in its queue order without preemption
+/// (every slot owns its context), the calibrated accelerator, the fitted latency as its
+/// frontend delay and no other overhead, and the server's micro-batches by slot when it has
+/// them.
 pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     let model = facts.model();
     let block_size = 16;
@@ -309,6 +315,7 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         launch_window_us: None,
         slot_setup_us: (constants.latency_holds_slot && constants.latency_ms > 0.0)
             .then_some(constants.latency_ms * 1e3),
+        queue_order: facts.queue_order,
     };
     SimConfig {
         engine: EngineConfig::Batching(engine),

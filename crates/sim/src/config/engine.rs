@@ -7,6 +7,7 @@ use goodput_protocol::hardware::{Deployment, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
 use super::policy::{EnginePolicy, Roofline, StepOverheads};
+use super::queue::QueueOrder;
 use super::{ConfigError, duration_ms, gpu_ref, model_ref, preset_gpu, preset_model};
 
 /// A continuous-batching engine (vLLM, SGLang or TensorRT-LLM style) on modelled hardware.
@@ -84,6 +85,12 @@ pub struct BatchingConfig {
     /// (`overheads.frontend_us`) passes before the queue. Unset (the default): none.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slot_setup_us: Option<f64>,
+    /// Which waiting request a free sequence slot admits next: `fifo` (the default),
+    /// `lifo`, `shortest-prompt`, `longest-prompt`, `shortest-output` or `longest-output`
+    /// (by `max_tokens`; SGLang's `lof`). A request preempted for lack of KV blocks goes back
+    /// to the head of the queue whatever the order.
+    #[serde(default, skip_serializing_if = "QueueOrder::is_fifo")]
+    pub queue_order: QueueOrder,
 }
 
 /// How llama.cpp picks a slot by prompt similarity: among the free slots that have held a
@@ -134,6 +141,7 @@ impl Default for BatchingConfig {
             slot_prompt_similarity: None,
             launch_window_us: None,
             slot_setup_us: None,
+            queue_order: QueueOrder::Fifo,
         }
     }
 }

@@ -104,7 +104,7 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
         out,
         "engine: continuous batching, {} policy, {} ({:?} weights, {:?} KV) on {} × {} (max_num_seqs {}, \
          max_num_batched_tokens {}, block_size {}, chunked_prefill {}, prefix_caching {}, \
-         admission reserves {}% of each answer, max_waiting {})",
+         admission reserves {}% of each answer, max_waiting {}, queue order {})",
         config.policy.name(),
         model.name,
         model.weight_dtype,
@@ -118,6 +118,7 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
         config.prefix_caching,
         config.policy.reserved_output_fraction() * 100.0,
         config.max_waiting,
+        config.queue_order.name(),
     );
     if let Some(speculative) = &config.speculative {
         let _ = writeln!(

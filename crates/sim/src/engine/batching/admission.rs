@@ -1,4 +1,4 @@
-//! Admission of waiting requests: FIFO under the token budget, `max_num_seqs`, the block
+//! Admission of waiting requests: in queue order under the token budget, `max_num_seqs`, the block
 //! watermark and the blocks the engine policy reserves for each answer.
 
 use super::{BatchingEngine, Scheduled, Sequence};
@@ -15,7 +15,7 @@ pub(super) struct Admission {
 }
 
 impl BatchingEngine {
-    /// Admits waiting requests in FIFO order while budget, sequence slots and blocks allow.
+    /// Admits waiting requests in queue order (the head first) while budget, sequence slots and blocks allow.
     pub(super) fn admit_waiting(
         &mut self,
         now: SimTime,

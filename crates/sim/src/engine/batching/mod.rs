@@ -2,7 +2,8 @@
 //! by the per-operator cost model, with the admission of the configured engine policy.
 //!
 //! Each step: decode sequences first (1 token, plus draft tokens with speculative decoding),
-//! then running prompt chunks, then waiting requests in FIFO order, all under the step's token
+//! then running prompt chunks, then waiting requests in the queue order (FIFO unless configured
+//! otherwise: `queue_order`), all under the step's token
 //! budget and `max_num_seqs`. Admission keeps a watermark of blocks free and, by policy,
 //! reserves blocks for part (SGLang) or all (TensorRT-LLM) of each answer. When a running
 //! sequence needs a KV block and none is free, the newest running sequence is preempted (its

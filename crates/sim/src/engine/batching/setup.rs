@@ -16,7 +16,7 @@ use crate::engine::SimTime;
 pub(super) struct Setup {
     /// The setup's length.
     length: Duration,
-    /// Requests waiting for a slot, in arrival order.
+    /// Requests waiting for a slot, in the configured queue order.
     unslotted: VecDeque<Sequence>,
     /// Requests holding a slot, with when their setup ends (in order).
     holding: VecDeque<(SimTime, Sequence)>,
@@ -61,15 +61,22 @@ impl Setup {
 }
 
 impl BatchingEngine {
-    /// Takes a request that reached the engine at `at`: straight to the waiting queue, or —
-    /// with a slot setup — to wait for a slot, taking one at once if it is free.
+    /// Takes a request that reached the engine at `at`: into the waiting queue at its place in
+    /// the configured queue order, or — with a slot setup — to wait for a slot there, taking
+    /// one at once if it is free.
     pub(super) fn enqueue(&mut self, at: SimTime, seq: Sequence) {
         match &mut self.setup {
             Some(setup) => {
-                setup.unslotted.push_back(seq);
+                let order = self.config.queue_order;
+                let at_position = order.position(setup.unslotted.iter().map(keys), keys(&seq));
+                setup.unslotted.insert(at_position, seq);
                 self.take_slots(at);
             }
-            None => self.waiting.push_back(seq),
+            None => {
+                let order = self.config.queue_order;
+                let at_position = order.position(self.waiting.iter().map(keys), keys(&seq));
+                self.waiting.insert(at_position, seq);
+            }
         }
     }
 
@@ -100,4 +107,9 @@ impl BatchingEngine {
         }
         self.start_when_all_in(at);
     }
+}
+
+/// What a queue order compares: the prompt and the answer asked for.
+fn keys(seq: &Sequence) -> (u32, u32) {
+    (seq.request.prompt_tokens, seq.request.max_output_tokens)
 }
