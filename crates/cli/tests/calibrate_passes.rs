@@ -33,8 +33,9 @@ const SLOW: (u64, f64) = (125, 7.5);
 const SLOTS: u32 = 4;
 /// The first wave calibrate sends to find them (`goodput_core`'s `WAVES[0]`).
 const WAVE: u64 = 8;
-/// Requests of the step-budget probe after the passes (one decoding, one long prompt).
-const BUDGET_PROBE: u64 = 2;
+/// Requests of the probes after the passes: the step budget's (one decoding, one long
+/// prompt), then the queue order's two rounds (a request per slot, four queued behind them).
+const AFTER_THE_PASSES: u64 = 2 + 2 * (SLOTS as u64 + 4);
 
 /// The server's free slots; a request waits on the condition for one.
 struct Slots {
@@ -203,7 +204,7 @@ fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
         .filter(|r| r["metric"] == "ttft")
         .map(|r| r["shape"]["requests"].as_u64().unwrap())
         .sum();
-    assert_eq!(served, WAVE + planned + BUDGET_PROBE, "{one}");
+    assert_eq!(served, WAVE + planned + AFTER_THE_PASSES, "{one}");
     // Each request timed alone: a long prompt never slows another's stream, so the server's
     // step budget stays unknown.
     assert!(one["facts"]["batch_tokens"].is_null(), "{}", one["facts"]);
@@ -214,7 +215,7 @@ fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
     let two = calibrate(&url, "2", dir.path());
     assert_eq!(
         counter.served.load(Ordering::SeqCst),
-        WAVE + 2 * planned + BUDGET_PROBE
+        WAVE + 2 * planned + AFTER_THE_PASSES
     );
     let r = &two["repeatability"];
     assert_eq!(r["passes"], 2, "{r}");
@@ -278,7 +279,7 @@ fn a_server_failing_in_the_second_pass_leaves_the_first_to_fit() {
         .sum();
     counter
         .fail_from
-        .store(per_pass - BUDGET_PROBE + first_two, Ordering::SeqCst);
+        .store(per_pass - AFTER_THE_PASSES + first_two, Ordering::SeqCst);
     let (two, log) = calibrate_with_log(&url, "2", dir.path());
     assert!(log.contains("pass 2 stopped at probe 3"), "{log}");
     assert_eq!(two["repeatability"]["probes"], 2, "{two}");

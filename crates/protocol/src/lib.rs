@@ -1,6 +1,6 @@
 //! Shared vocabulary of goodput: the OpenAI-compatible wire types (requests, streamed chunks,
-//! usage, error bodies, model lists) and the model/accelerator descriptions with their derived
-//! roofline figures. Used by both the client (`goodput-core`) and the simulator (`goodput-sim`),
+//! usage, error bodies, model lists), the model/accelerator descriptions with their derived
+//! roofline figures, and the order a server admits queued requests in. Used by both the client (`goodput-core`) and the simulator (`goodput-sim`),
 //! so neither depends on the other. No I/O and no async here: serde types and arithmetic only.
 #![deny(missing_docs)]
 
@@ -10,6 +10,7 @@ pub mod error;
 pub mod hardware;
 pub mod image;
 pub mod models;
+pub mod queue;
 pub mod stream;
 pub mod usage;
 pub mod vocabulary;
@@ -17,4 +18,5 @@ pub mod vocabulary;
 pub use chat::{ChatCompletionRequest, ChatMessage, MessageContent, ToolCall};
 pub use completions::{CompletionRequest, Prompt};
 pub use error::{ApiError, ApiErrorBody};
+pub use queue::QueueOrder;
 pub use usage::{StreamOptions, Usage};

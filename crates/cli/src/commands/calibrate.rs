@@ -37,7 +37,7 @@ mod probes;
 mod steps;
 
 use probes::{beyond_the_waves, facts, measured_probe, run_probes, with_batch_limit};
-use steps::{with_slot_split, with_step_budget};
+use steps::{after_the_plan, with_slot_split};
 
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -71,6 +71,8 @@ async fn calibrate(
     let cancel = crate::wiring::session::cancel_on_signal();
     let (mut server, limit) = with_batch_limit(args, &client, model, server, &cancel).await?;
     let reported = limit.is_none();
+    // Reported by the server, or a wave that queued.
+    let exact_slots = server.slots.is_some() && limit.as_ref().is_none_or(|l| !l.is_lower_bound());
     with_slot_split(args, (&client, model), &mut server, reported, &cancel).await;
     let mut facts = facts(model, &server);
     let shapes = plan(&facts, args.repeats);
@@ -84,11 +86,11 @@ async fn calibrate(
     let (measured, repeatability) = combine_passes(&passes);
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
     beyond_the_waves((&mut server, &mut facts), limit, &probes);
-    with_step_budget(
+    after_the_plan(
         (args, started),
         (&client, model),
         (&mut server, &mut facts),
-        &measured,
+        (&measured, exact_slots),
         &cancel,
     )
     .await;

@@ -7,9 +7,10 @@ use std::fmt::Write;
 
 use goodput_core::decide::calibrate::{
     BatchLimit, BudgetProbe, CalibrateError, CapacityCheck, CapacityComparison, ProbeMeasurement,
-    Repeatability, ServerFacts, SlotSplit, StepBudget, StepPattern,
+    QueueProbe, QueueReading, Repeatability, ServerFacts, SlotSplit, StepBudget, StepPattern,
 };
 use goodput_core::decide::capacity::Dimension;
+use goodput_protocol::QueueOrder;
 use goodput_sim::calibrate::{Fit, Predicted};
 
 /// One held-out shape of a check: measured on the server, predicted by the checked
@@ -65,6 +66,60 @@ pub(crate) fn step_budget_line(
             format!("{sent} did not slow its steps (or it ended first): the budget is not known")
         }
         Err(e) => format!("{sent}: {e}; the budget is not known"),
+    }
+}
+
+/// What the queue-order probe found (in `took`), for stderr and the facts' sources.
+pub(crate) fn queue_order_line(
+    probe: &QueueProbe,
+    found: &Result<QueueReading, CalibrateError>,
+    took: std::time::Duration,
+) -> String {
+    let fifo = "first come first served assumed";
+    let sequences = |served: &[Vec<usize>]| {
+        let each: Vec<String> = served
+            .iter()
+            .map(|seq| {
+                seq.iter()
+                    .map(|k| k.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect();
+        each.join(", then ")
+    };
+    let queued = format!(
+        "queue order: requests queued behind {} busy slots in two rounds were served {}",
+        probe.slots,
+        match found {
+            Ok(QueueReading::Read { served, .. } | QueueReading::Unexplained { served }) =>
+                sequences(served),
+            _ => String::new(),
+        }
+    );
+    match found {
+        Ok(QueueReading::Read { order, .. }) => format!(
+            "{queued}: {} ({:.1} s)",
+            order_words(*order),
+            took.as_secs_f64()
+        ),
+        Ok(QueueReading::Unexplained { .. }) => {
+            format!("{queued}: no one order (by arrival or by length) serves both so; {fifo}")
+        }
+        Ok(QueueReading::Unclear(why)) => format!("queue order: not read ({why}); {fifo}"),
+        Err(e) => format!("queue order: {e}; {fifo}"),
+    }
+}
+
+/// An order in words.
+fn order_words(order: QueueOrder) -> &'static str {
+    match order {
+        QueueOrder::Fifo => "first come first served",
+        QueueOrder::Lifo => "last come first served",
+        QueueOrder::ShortestPrompt => "shortest prompt first",
+        QueueOrder::LongestPrompt => "longest prompt first",
+        QueueOrder::ShortestOutput => "fewest answer tokens asked first",
+        QueueOrder::LongestOutput => "most answer tokens asked first",
     }
 }
 

@@ -6,8 +6,8 @@ use std::time::Duration;
 use goodput_protocol::hardware::{Deployment, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
+use super::QueueOrder;
 use super::policy::{EnginePolicy, Roofline, StepOverheads};
-use super::queue::QueueOrder;
 use super::{ConfigError, duration_ms, gpu_ref, model_ref, preset_gpu, preset_model};
 
 /// A continuous-batching engine (vLLM, SGLang or TensorRT-LLM style) on modelled hardware.

@@ -6,13 +6,12 @@ mod agent;
 mod engine;
 mod faults;
 mod policy;
-mod queue;
 
 pub use agent::{AgentConfig, ReasoningFormat};
 pub use engine::{BatchingConfig, FixedTimingConfig, SlotPromptSimilarity, SpeculativeConfig};
 pub use faults::FaultConfig;
+pub use goodput_protocol::QueueOrder;
 pub use policy::{EnginePolicy, Roofline, StepOverheads};
-pub use queue::QueueOrder;
 
 pub use crate::engine::replicas::Routing;
 

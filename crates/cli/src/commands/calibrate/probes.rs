@@ -188,6 +188,7 @@ pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
             .filter(|_| by_slot)
             .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
         shared_kv: !by_slot,
+        queue_order: server.queue_order.unwrap_or_default(),
         // It also returns a prompt to a slot whose last prompt shares enough of it; what every
         // prompt shares is the template's header it tokenized for us.
         slot_prompt_similarity: server.slots.and(server.shared_prefix_tokens).map(

@@ -1,12 +1,14 @@
 //! How a server forms its steps, where it does not say: its step budget (core's step-budget
-//! probe, run once after the plan's probes, which time it) and whether a llama.cpp server
-//! splits its steps by slot (two requests pinned to slots, before the plan); what each found
-//! goes into the facts.
+//! probe, run once after the plan's probes, which time it), whether a llama.cpp server
+//! splits its steps by slot (two requests pinned to slots, before the plan) and which queued
+//! request a freed slot takes (the queue-order probe, after the plan's); what each found goes
+//! into the facts.
 
 use std::time::Instant;
 
 use goodput_core::decide::calibrate::{
-    BudgetProbe, ProbeMeasurement, ServerFacts, StepBudget, slot_split, step_budget,
+    BudgetProbe, ProbeMeasurement, QueueProbe, QueueReading, ServerFacts, StepBudget, queue_order,
+    slot_split, step_budget,
 };
 use goodput_core::http::HttpClient;
 use goodput_sim::calibrate::Facts;
@@ -20,6 +22,7 @@ use super::probes::probe_seed;
 /// Mixed into the probes' seeds.
 const BUDGET_SEED: u64 = 0x4255_4447_4554_0000;
 const SLOTS_SEED: u64 = 0x534c_4f54_5300_0000;
+const QUEUE_SEED: u64 = 0x5155_4555_4500_0000;
 
 /// Asks a server that reported three slots or more (llama.cpp's `/props`; `reported`) whether
 /// its steps run as micro-batches by slot (`-np N`) or as one batch (its default, a unified
@@ -44,10 +47,25 @@ pub(super) async fn with_slot_split(
     }
 }
 
+/// The probes the plan's probes time, once after them: the step budget, then the queue order
+/// (its holders' answers sized by the steps measured).
+pub(super) async fn after_the_plan(
+    (args, started): (&CalibrateArgs, Instant),
+    (client, model): (&HttpClient, &str),
+    (server, facts): (&mut ServerFacts, &mut Facts),
+    (measured, exact_slots): (&[ProbeMeasurement], bool),
+    cancel: &CancellationToken,
+) {
+    let live = (client, model);
+    with_step_budget((args, started), live, (server, facts), measured, cancel).await;
+    let probes = (measured, exact_slots);
+    with_queue_order((args, started), live, (server, facts), probes, cancel).await;
+}
+
 /// Measures the step budget when `server` does not report it, one sequence can decode while
 /// another's prompt runs (two slots or more) and the budget has time left; a measured budget
 /// becomes the server's, a lower bound raises the typical one the fit starts from.
-pub(super) async fn with_step_budget(
+async fn with_step_budget(
     (args, started): (&CalibrateArgs, Instant),
     (client, model): (&HttpClient, &str),
     (server, facts): (&mut ServerFacts, &mut Facts),
@@ -74,5 +92,33 @@ pub(super) async fn with_step_budget(
             facts.batch_tokens = facts.batch_tokens.max(tokens);
         }
         Ok(None) | Err(_) => {}
+    }
+}
+
+/// Reads which queued request a freed slot takes, on a server whose slots are known exactly
+/// (reported, or a wave that queued) while the budget has time left; first come first served
+/// stays when the probe shows no one order.
+async fn with_queue_order(
+    (args, started): (&CalibrateArgs, Instant),
+    (client, model): (&HttpClient, &str),
+    (server, facts): (&mut ServerFacts, &mut Facts),
+    (measured, exact_slots): (&[ProbeMeasurement], bool),
+    cancel: &CancellationToken,
+) {
+    if !exact_slots || started.elapsed() >= args.budget {
+        return;
+    }
+    let Some(probe) = QueueProbe::sized(facts.slots, measured) else {
+        return;
+    };
+    let seed = probe_seed(args, QUEUE_SEED);
+    let began = Instant::now();
+    let found = queue_order(client, model, &probe, (seed, cancel)).await;
+    let line = render::queue_order_line(&probe, &found, began.elapsed());
+    eprintln!("{line}");
+    server.sources.push(line);
+    if let Ok(QueueReading::Read { order, .. }) = found {
+        server.queue_order = Some(order);
+        facts.queue_order = order;
     }
 }

@@ -287,9 +287,9 @@ impl Workload for TwoRequests {
     }
 }
 
-/// The probe's records by index.
+/// A probe's records.
 #[derive(Default)]
-struct Seen(Vec<RequestRecord>);
+pub(super) struct Seen(pub(super) Vec<RequestRecord>);
 
 impl Seen {
     fn get(&self, index: u64) -> Option<&RequestRecord> {

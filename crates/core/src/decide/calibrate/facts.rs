@@ -49,6 +49,10 @@ pub struct ServerFacts {
     /// the server splits its steps by slot ([`super::slot_split`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_split: Option<super::SlotSplit>,
+    /// Which queued request a freed slot takes, when the queue-order probe read it
+    /// ([`super::queue_order`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_order: Option<goodput_protocol::QueueOrder>,
     /// Where each figure came from, for the report.
     pub sources: Vec<String>,
 }

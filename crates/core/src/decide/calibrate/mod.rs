@@ -7,13 +7,15 @@
 //! probes measured in several passes and says how closely the server repeated them;
 //! [`batch_limit`] finds how many requests a server that does not say runs at once, and
 //! [`step_budget`] how many tokens one of its steps carries; [`slot_split`] whether a llama.cpp
-//! server runs its slots as micro-batches of their own.
+//! server runs its slots as micro-batches of their own; [`queue_order`] which queued request a
+//! freed slot takes.
 
 mod batch;
 mod budget;
 pub mod capacity;
 mod facts;
 mod passes;
+mod queue;
 mod slots;
 
 pub use batch::{BatchLimit, MIN_SPAN_US, WAVES, batch_limit, running_at_once};
@@ -24,6 +26,10 @@ pub use capacity::{
 };
 pub use facts::{ServerFacts, server_facts};
 pub use passes::{Repeatability, combine_passes};
+pub use queue::{
+    GAP_STEPS, MAX_SLOTS, QUEUED, QueueProbe, QueueReading, expected_sequence, queue_order,
+    read_order, served_sequence,
+};
 pub use slots::{SPLIT_FACTOR, SlotSplit, slot_split};
 
 use std::sync::Arc;
@@ -100,6 +106,9 @@ pub enum CalibrateError {
     /// The step-budget probe's run ended early or a request failed.
     #[error("step-budget probe: {0}")]
     Budget(String),
+    /// The queue-order probe's run ended early or a request failed.
+    #[error("queue-order probe: {0}")]
+    Queue(String),
 }
 
 /// The run configuration of a probe (no warmup: the medians are over every request).

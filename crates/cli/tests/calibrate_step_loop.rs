@@ -1,12 +1,13 @@
-//! `goodput calibrate` finds the step budget of a server that does not report it, against a
-//! streaming chat server written here with exact timing: one engine thread runs steps of
-//! [`STEP_MS`] plus [`TOKEN_MS`] a token, every running answer's next token first, then up to
-//! [`BUDGET`] tokens in all of waiting prompts (FIFO, [`SLOTS`] sequences at most), a prompt
-//! longer than what is left cut into chunks over several steps; a prompt's first token comes
-//! with the step that finished it. The probe must read the budget from the decoding stream's
-//! gaps (and size the prompt by the context the model card gives, as vLLM's does); a server
-//! that never slows a stream (each request timed alone, `calibrate_passes`) leaves it
-//! unknown.
+//! `goodput calibrate` finds the step budget and the queue order of a server that reports
+//! neither, against a streaming chat server written here with exact timing: one engine thread
+//! runs steps of [`STEP_MS`] plus [`TOKEN_MS`] a token, every running answer's next token
+//! first, then up to [`BUDGET`] tokens in all of waiting prompts ([`SLOTS`] sequences at most,
+//! a free slot taking the waiting request its [`Order`] puts first), a prompt longer than what
+//! is left cut into chunks over several steps; a prompt's first token comes with the step that
+//! finished it. The probe must read the budget from the decoding stream's gaps (and size the
+//! prompt by the context the model card gives, as vLLM's does); a server that never slows a
+//! stream (each request timed alone, `calibrate_passes`) leaves it unknown. The queue-order
+//! probe must read first come first served, or shortest prompt first.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -34,9 +35,20 @@ const SLOTS: usize = 4;
 /// Context of a sequence, as vLLM's model card says it (`max_model_len`).
 const CONTEXT: u32 = 2048;
 
-/// One request in the engine: prompt tokens still to run, answer tokens still to give, and
-/// where its tokens go.
+/// Which waiting request a free slot takes.
+#[derive(Clone, Copy, Default)]
+enum Order {
+    /// The one that came first.
+    #[default]
+    Fifo,
+    /// The one with the shortest prompt (the first of those).
+    ShortestPrompt,
+}
+
+/// One request in the engine: its prompt, prompt tokens still to run, answer tokens still to
+/// give, and where its tokens go.
 struct Sequence {
+    prompt: u32,
     prompt_left: u32,
     answer_left: u32,
     tokens: Sender<()>,
@@ -44,8 +56,22 @@ struct Sequence {
 
 #[derive(Default)]
 struct Engine {
+    order: Order,
     waiting: VecDeque<Sequence>,
     running: Vec<Sequence>,
+}
+
+impl Engine {
+    /// The waiting request a free slot takes.
+    fn next(&mut self) -> Option<Sequence> {
+        let at = match self.order {
+            Order::Fifo => 0,
+            Order::ShortestPrompt => {
+                (0..self.waiting.len()).min_by_key(|&i| self.waiting[i].prompt)?
+            }
+        };
+        self.waiting.remove(at)
+    }
 }
 
 type Shared = Arc<(Mutex<Engine>, Condvar)>;
@@ -55,7 +81,7 @@ type Shared = Arc<(Mutex<Engine>, Condvar)>;
 /// and each sequence's prompt tokens in it.
 fn form_step(engine: &mut Engine) -> (u32, Vec<u32>) {
     while engine.running.len() < SLOTS
-        && let Some(next) = engine.waiting.pop_front()
+        && let Some(next) = engine.next()
     {
         engine.running.push(next);
     }
@@ -104,11 +130,17 @@ fn run_engine(shared: &Shared) {
     }
 }
 
-/// Starts the server; its `/v1` URL.
-fn server() -> String {
+/// Starts a server admitting in `order`; its `/v1` URL.
+fn server(order: Order) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
-    let shared: Shared = Arc::default();
+    let shared: Shared = Arc::new((
+        Mutex::new(Engine {
+            order,
+            ..Engine::default()
+        }),
+        Condvar::new(),
+    ));
     let engine = Arc::clone(&shared);
     std::thread::spawn(move || run_engine(&engine));
     std::thread::spawn(move || {
@@ -132,6 +164,7 @@ fn serve(stream: TcpStream, shared: &Shared) {
             let (tokens, arrived) = channel();
             let (lock, work) = &**shared;
             lock.lock().unwrap().waiting.push_back(Sequence {
+                prompt: prompt.max(1),
                 prompt_left: prompt.max(1),
                 answer_left: answer,
                 tokens,
@@ -168,7 +201,7 @@ fn stream_answer(writer: &mut TcpStream, arrived: &Receiver<()>, (prompt, answer
 #[test]
 fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
     let dir = tempfile::tempdir().unwrap();
-    let url = server();
+    let url = server(Order::Fifo);
     let out = dir.path().join("calibrated.toml");
     let (report, log) = calibrate_json(&url, ("5", "1"), &out);
     let facts = &report["facts"];
@@ -192,6 +225,30 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
     let config = std::fs::read_to_string(&out).unwrap();
     assert!(
         config.contains(&format!("max_num_batched_tokens = {read}\n")),
+        "{config}"
+    );
+    // First come first served: read, and the engine's default (not written).
+    assert_eq!(facts["queue_order"], "fifo", "{facts}\n{log}");
+    assert!(!config.contains("queue_order"), "{config}");
+}
+
+#[test]
+fn a_server_that_takes_the_shortest_prompt_first_is_read_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = server(Order::ShortestPrompt);
+    let out = dir.path().join("calibrated.toml");
+    let (report, log) = calibrate_json(&url, ("6", "1"), &out);
+    let facts = &report["facts"];
+    assert_eq!(facts["queue_order"], "shortest-prompt", "{facts}\n{log}");
+    let line = log.lines().find(|l| l.starts_with("queue order:")).unwrap();
+    // The queued requests' prompts rank 1 3 0 2, then 2 0 3 1 (shortest 0).
+    assert!(
+        line.contains("served 2 0 3 1, then 1 3 0 2: shortest prompt first"),
+        "{line}"
+    );
+    let config = std::fs::read_to_string(&out).unwrap();
+    assert!(
+        config.contains("queue_order = \"shortest-prompt\"\n"),
         "{config}"
     );
 }

@@ -1,7 +1,8 @@
 //! The order in which a batching engine admits the requests waiting for a free sequence slot:
 //! first come first served (vLLM's default, llama.cpp, TGI, SGLang's `fcfs`), or by a request's
 //! length (SGLang's `lof`, longest output first; shortest-job-first schedulers) or newest first.
-//! `goodput calibrate` reads it from a server with its queue-order probe.
+//! The simulator's batching engine admits in it; `goodput calibrate` reads it from a server with
+//! its queue-order probe.
 
 use serde::{Deserialize, Serialize};
 
