@@ -7,7 +7,8 @@
 //! finished it. The probe must read the budget from the decoding stream's gaps (and size the
 //! prompt by the context the model card gives, as vLLM's does); a server that never slows a
 //! stream (each request timed alone, `calibrate_passes`) leaves it unknown. The queue-order
-//! probe must read first come first served, or shortest prompt first.
+//! probe must read first come first served, or shortest prompt first. Serving vLLM's info
+//! gauges on `/metrics`, its slots, step budget and KV cache must be read from them instead.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -130,8 +131,9 @@ fn run_engine(shared: &Shared) {
     }
 }
 
-/// Starts a server admitting in `order`; its `/v1` URL.
-fn server(order: Order) -> String {
+/// Starts a server admitting in `order` and answering `/metrics` with `metrics` (none: 404);
+/// its `/v1` URL.
+fn server(order: Order, metrics: Option<&'static str>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap();
     let shared: Shared = Arc::new((
@@ -147,13 +149,13 @@ fn server(order: Order) -> String {
         for stream in listener.incoming() {
             let Ok(stream) = stream else { return };
             let shared = Arc::clone(&shared);
-            std::thread::spawn(move || serve(stream, &shared));
+            std::thread::spawn(move || serve(stream, &shared, metrics));
         }
     });
     format!("http://{address}/v1")
 }
 
-fn serve(stream: TcpStream, shared: &Shared) {
+fn serve(stream: TcpStream, shared: &Shared, metrics: Option<&str>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut writer = stream;
     while let Some((path, body)) = read_request(&mut reader) {
@@ -173,7 +175,14 @@ fn serve(stream: TcpStream, shared: &Shared) {
             stream_answer(&mut writer, &arrived, (prompt.max(1), answer));
             return;
         }
-        let reply = other_reply(&path, &format!(r#","max_model_len":{CONTEXT}"#));
+        let reply = match metrics {
+            Some(body) if path == "/metrics" => format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain; version=0.0.4\r\n\
+                 content-length: {}\r\n\r\n{body}",
+                body.len()
+            ),
+            _ => other_reply(&path, &format!(r#","max_model_len":{CONTEXT}"#)),
+        };
         if writer.write_all(reply.as_bytes()).is_err() {
             return;
         }
@@ -201,7 +210,7 @@ fn stream_answer(writer: &mut TcpStream, arrived: &Receiver<()>, (prompt, answer
 #[test]
 fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
     let dir = tempfile::tempdir().unwrap();
-    let url = server(Order::Fifo);
+    let url = server(Order::Fifo, None);
     let out = dir.path().join("calibrated.toml");
     let (report, log) = calibrate_json(&url, ("5", "1"), &out);
     let facts = &report["facts"];
@@ -235,7 +244,7 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
 #[test]
 fn a_server_that_takes_the_shortest_prompt_first_is_read_so() {
     let dir = tempfile::tempdir().unwrap();
-    let url = server(Order::ShortestPrompt);
+    let url = server(Order::ShortestPrompt, None);
     let out = dir.path().join("calibrated.toml");
     let (report, log) = calibrate_json(&url, ("6", "1"), &out);
     let facts = &report["facts"];
@@ -251,4 +260,54 @@ fn a_server_that_takes_the_shortest_prompt_first_is_read_so() {
         config.contains("queue_order = \"shortest-prompt\"\n"),
         "{config}"
     );
+}
+
+/// vLLM's info gauges for this server: its scheduler's limits, and a KV cache of 200 blocks of
+/// 16 tokens (less than its four slots' contexts: a vLLM server preempts when it runs out).
+const VLLM_METRICS: &str = "\
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine=\"0\",model_name=\"m\"} 0.0
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size=\"16\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",\
+engine=\"0\",num_cpu_blocks=\"None\",num_gpu_blocks=\"200\"} 1.0
+# TYPE vllm:vllm_config_info gauge
+vllm:vllm_config_info{scheduler_config_max_num_batched_tokens=\"384\",\
+scheduler_config_max_num_seqs=\"4\"} 1.0
+";
+
+#[test]
+fn a_vllm_servers_limits_are_read_from_its_metrics() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = server(Order::Fifo, Some(VLLM_METRICS));
+    let out = dir.path().join("calibrated.toml");
+    let (report, log) = calibrate_json(&url, ("7", "1"), &out);
+    let facts = &report["facts"];
+    // Stated, so neither measured: no waves, no step-budget probe.
+    assert_eq!(facts["slots"], SLOTS, "{facts}\n{log}");
+    assert_eq!(facts["batch_tokens"], BUDGET, "{facts}");
+    assert!(!log.contains("batch limit:"), "{log}");
+    assert!(!log.contains("step budget:"), "{log}");
+    assert_eq!(facts["engine"], "vllm", "{facts}");
+    assert_eq!(facts["kv_tokens"], 3200, "{facts}");
+    assert_eq!(facts["prefix_caching"], true, "{facts}");
+    let sources = facts["sources"].to_string();
+    assert!(
+        sources.contains(
+            "/metrics (vllm: max_num_seqs, max_num_batched_tokens, KV cache, prefix caching)"
+        ),
+        "{sources}"
+    );
+    // The stated slots are exact: the queue-order probe runs.
+    assert_eq!(facts["queue_order"], "fifo", "{facts}\n{log}");
+    let config = std::fs::read_to_string(&out).unwrap();
+    for line in [
+        "max_num_seqs = 4\n",
+        "max_num_batched_tokens = 384\n",
+        // 3,200 tokens in blocks of 16, and one.
+        "kv_blocks_override = 201\n",
+        "prefix_caching = true\n",
+        "policy = \"vllm\"\n",
+    ] {
+        assert!(config.contains(line), "{line}: {config}");
+    }
 }

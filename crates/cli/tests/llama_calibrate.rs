@@ -206,6 +206,14 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
             .is_some_and(|(side, apart)| apart > 1.2 * side),
         "{split}"
     );
+    // llama-server takes queued requests first come first served: the queue-order probe
+    // reads that, or (its timing upset on a loaded machine, or the budget spent) reads
+    // nothing — never sequences that another order, or none, explains.
+    let sources = fit["facts"]["sources"].to_string();
+    match fit["facts"]["queue_order"].as_str() {
+        Some(order) => assert_eq!(order, "fifo", "{sources}"),
+        None => assert!(!sources.contains("queue order: requests"), "{sources}"),
+    }
     config
 }
 

@@ -65,6 +65,17 @@ pub struct Facts {
     /// queue-order probe; first come first served when not read).
     #[serde(default, skip_serializing_if = "QueueOrder::is_fifo")]
     pub queue_order: QueueOrder,
+    /// Tokens the server's KV cache holds, when its metrics say; `None`: every slot's context
+    /// (or the one shared), so the cache never runs out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_tokens: Option<u64>,
+    /// Whose admission and preemption the server's are (its metrics' family; vLLM's when
+    /// unknown).
+    #[serde(default)]
+    pub engine_policy: EnginePolicy,
+    /// Whether the server reuses the KV of prompt prefixes it has seen (its metrics say).
+    #[serde(default)]
+    pub prefix_caching: bool,
 }
 
 impl Default for Facts {
@@ -84,6 +95,9 @@ impl Default for Facts {
             slot_prompt_similarity: None,
             shared_kv: false,
             queue_order: QueueOrder::Fifo,
+            kv_tokens: None,
+            engine_policy: EnginePolicy::Vllm,
+            prefix_caching: false,
         }
     }
 }
@@ -259,20 +273,26 @@ fn calibrated_accelerator(c: &Constants, memory_gib: f64) -> GpuSpec {
     }
 }
 
+impl Facts {
+    /// The KV pool a calibrated configuration gets, tokens: what the server's metrics state,
+    /// else every slot's context (one context when the slots share a cache).
+    pub fn kv_pool_tokens(&self) -> u64 {
+        let sharing = if self.shared_kv { 1 } else { self.slots.max(1) };
+        self.kv_tokens
+            .unwrap_or(u64::from(sharing) * u64::from(self.context_per_slot.max(1)))
+    }
+}
+
 /// The simulator configuration of a server with `facts` and fitted `constants`: the batching
-/// engine with the server's slots and context, admission in its queue order without preemption
-/// (every slot owns its context), the calibrated accelerator, the fitted latency as its
+/// engine with the server's slots and context, admission in its queue order, a KV pool of
+/// what its metrics state (admission and preemption then its family's) or of every slot's
+/// context (never running out), the calibrated accelerator, the fitted latency as its
 /// frontend delay and no other overhead, and the server's micro-batches by slot when it has
 /// them.
 pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     let model = facts.model();
     let block_size = 16;
-    let sharing = if facts.shared_kv {
-        1
-    } else {
-        facts.slots.max(1)
-    };
-    let kv_tokens = u64::from(sharing) * u64::from(facts.context_per_slot.max(1));
+    let kv_tokens = facts.kv_pool_tokens();
     let kv_gib = kv_tokens as f64 * model.kv_bytes_per_token() / GIB;
     // Enough memory for the weights, the reserve the deployment arithmetic sets aside and the
     // slots' KV cache; the pool itself is fixed by `kv_blocks_override`.
@@ -287,11 +307,11 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         max_num_batched_tokens: facts.batch_tokens.max(1),
         block_size,
         chunked_prefill: true,
-        prefix_caching: false,
+        prefix_caching: facts.prefix_caching,
         watermark: 0.0,
         max_waiting: 100_000,
         kv_blocks_override: Some(kv_tokens.div_ceil(u64::from(block_size)) + 1),
-        policy: EnginePolicy::Vllm,
+        policy: facts.engine_policy,
         overheads: Some(StepOverheads {
             per_step_us: 0.0,
             per_layer_us: 0.0,

@@ -163,6 +163,26 @@ fn slots_sharing_one_cache_get_the_context_once() {
     assert_eq!(blocks(&shared), Some(2048 / 16 + 1));
 }
 
+#[test]
+fn a_kv_cache_the_server_states_sizes_the_pool_and_its_family_the_admission() {
+    let facts = Facts {
+        kv_tokens: Some(3200),
+        engine_policy: EnginePolicy::Sglang,
+        prefix_caching: true,
+        queue_order: QueueOrder::LongestOutput,
+        ..four_slots_of_2048()
+    };
+    let EngineConfig::Batching(engine) = calibrated_config(&facts, &unit_constants()).engine else {
+        panic!("not a batching engine");
+    };
+    assert_eq!(engine.kv_blocks_override, Some(3200 / 16 + 1));
+    assert_eq!(engine.policy, EnginePolicy::Sglang);
+    assert!(engine.prefix_caching);
+    assert_eq!(engine.queue_order, QueueOrder::LongestOutput);
+    // A stated cache smaller than the slots' contexts: the engine can run out of blocks.
+    assert!(engine.kv_blocks() < u64::from(4 * 2048 / engine.block_size));
+}
+
 /// Every rate 1, no factors, no latency.
 fn unit_constants() -> Constants {
     Constants {

@@ -9,9 +9,10 @@ use goodput_core::decide::calibrate::{
     BatchLimit, CalibrationProbe, ProbeMeasurement, ServerFacts, WAVES, batch_limit, measure,
 };
 use goodput_core::http::HttpClient;
+use goodput_core::observe::server::concepts::Flavour;
 use goodput_protocol::hardware::DType;
 use goodput_sim::calibrate::{Facts, MeasuredProbe, ProbeShape, queued_at_twice};
-use goodput_sim::config::SlotPromptSimilarity;
+use goodput_sim::config::{EnginePolicy, SlotPromptSimilarity};
 use tokio_util::sync::CancellationToken;
 
 use crate::args::calibrate::CalibrateArgs;
@@ -189,6 +190,9 @@ pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
             .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
         shared_kv: !by_slot,
         queue_order: server.queue_order.unwrap_or_default(),
+        kv_tokens: server.kv_tokens,
+        engine_policy: engine_policy(server.engine),
+        prefix_caching: server.prefix_caching.unwrap_or(false),
         // It also returns a prompt to a slot whose last prompt shares enough of it; what every
         // prompt shares is the template's header it tokenized for us.
         slot_prompt_similarity: server.slots.and(server.shared_prefix_tokens).map(
@@ -218,6 +222,18 @@ fn gguf_dtype(ftype: &str) -> Option<DType> {
     .into_iter()
     .find(|(name, _)| upper.contains(name))
     .map(|(_, dtype)| dtype)
+}
+
+/// Whose admission and preemption a server of `engine`'s family runs: vLLM's (blocks on
+/// demand, the newest preempted), SGLang's (a share of every answer reserved), TGI's (the
+/// whole `max_tokens` answer reserved, as TensorRT-LLM's guaranteed no-evict); vLLM's for
+/// any other.
+fn engine_policy(engine: Option<Flavour>) -> EnginePolicy {
+    match engine {
+        Some(Flavour::Sglang) => EnginePolicy::Sglang,
+        Some(Flavour::Tgi) => EnginePolicy::TensorrtLlm,
+        _ => EnginePolicy::Vllm,
+    }
 }
 
 #[cfg(test)]

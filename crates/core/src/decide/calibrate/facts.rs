@@ -1,7 +1,8 @@
 //! What a server says about its own limits and model: llama.cpp's `/props` (slots, context per
 //! slot, batch size), its chat prompts' common start (`/apply-template`, `/tokenize`) and its
 //! `/v1/models` entries (vLLM's `max_model_len`; llama.cpp's `meta`: width, vocabulary,
-//! parameter count, weight format).
+//! parameter count, weight format), and the limits its Prometheus `/metrics` state (vLLM's KV
+//! cache and scheduler, SGLang's and TGI's KV cache: [`super::metric_limits`]).
 //! Every figure is optional: other servers answer none of it.
 
 use std::time::Duration;
@@ -12,7 +13,11 @@ use http_body_util::Full;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use super::metric_limits;
 use crate::http::HttpClient;
+use crate::observe::server::concepts::Flavour;
+use crate::observe::server::prometheus;
+use crate::observe::server::scrape::{default_metrics_url, split_metrics_url};
 use crate::record::Exchange;
 
 /// Largest body read.
@@ -49,6 +54,16 @@ pub struct ServerFacts {
     /// the server splits its steps by slot ([`super::slot_split`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_split: Option<super::SlotSplit>,
+    /// The server family its `/metrics` names belong to (vLLM, SGLang, TGI, llama.cpp, the
+    /// simulator), when it serves them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<Flavour>,
+    /// Tokens its KV cache holds, when its metrics say ([`super::metric_limits`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_tokens: Option<u64>,
+    /// Whether it reuses the KV of prompt prefixes it has seen, when its metrics say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_caching: Option<bool>,
     /// Which queued request a freed slot takes, when the queue-order probe read it
     /// ([`super::queue_order`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,7 +108,50 @@ pub async fn server_facts(client: &HttpClient, timeout: Duration) -> ServerFacts
         facts.weight_format = meta["ftype"].as_str().map(str::to_string);
         facts.sources.push(format!("{models} (meta)"));
     }
+    with_metric_limits(client, &mut facts, timeout).await;
     facts
+}
+
+/// What the server's `/metrics` (its root's, beside `/v1`) say of its limits, where `/props`
+/// did not: its sequences and step budget (vLLM's scheduler), its KV cache, prefix caching,
+/// and its family.
+async fn with_metric_limits(client: &HttpClient, facts: &mut ServerFacts, timeout: Duration) {
+    let url = default_metrics_url(client.target());
+    let Ok((_, path)) = split_metrics_url(&url) else {
+        return;
+    };
+    let Some(body) = get_body(client, &path, timeout).await else {
+        return;
+    };
+    let limits = metric_limits(&prometheus::parse(&body));
+    let mut read = Vec::new();
+    if facts.slots.is_none() && limits.max_seqs.is_some() {
+        facts.slots = limits.max_seqs;
+        read.push("max_num_seqs");
+    }
+    if facts.batch_tokens.is_none() && limits.batch_tokens.is_some() {
+        facts.batch_tokens = limits.batch_tokens;
+        read.push("max_num_batched_tokens");
+    }
+    if limits.kv_tokens.is_some() {
+        read.push("KV cache");
+    }
+    if limits.prefix_caching.is_some() {
+        read.push("prefix caching");
+    }
+    facts.engine = limits.engine;
+    facts.kv_tokens = limits.kv_tokens;
+    facts.prefix_caching = limits.prefix_caching;
+    if let Some(engine) = limits.engine {
+        let what = if read.is_empty() {
+            "no limit".to_string()
+        } else {
+            read.join(", ")
+        };
+        facts
+            .sources
+            .push(format!("{path} ({}: {what})", engine.as_str()));
+    }
 }
 
 fn as_u32(value: &Value) -> Option<u32> {
@@ -140,9 +198,14 @@ async fn post_json(
 
 /// `GET path` as JSON; `None` on any failure (the figure is then unknown, not an error).
 async fn get_json(client: &HttpClient, path: &str, timeout: Duration) -> Option<Value> {
+    serde_json::from_slice(&get_body(client, path, timeout).await?).ok()
+}
+
+/// `GET path`'s body; `None` on any failure.
+async fn get_body(client: &HttpClient, path: &str, timeout: Duration) -> Option<Vec<u8>> {
     let uri: Uri = path.parse().ok()?;
     let request = http::Request::get(uri).body(Full::new(Bytes::new())).ok()?;
-    fetch_json(client, request, timeout).await
+    fetch_body(client, request, timeout).await
 }
 
 /// Sends `request`, reads its answer as JSON; `None` on any failure or after `timeout`.
@@ -151,6 +214,16 @@ async fn fetch_json(
     request: http::Request<Full<Bytes>>,
     timeout: Duration,
 ) -> Option<Value> {
+    serde_json::from_slice(&fetch_body(client, request, timeout).await?).ok()
+}
+
+/// Sends `request`, reads its successful answer's body (at most [`MAX_BODY`]); `None` on any
+/// failure or after `timeout`.
+async fn fetch_body(
+    client: &HttpClient,
+    request: http::Request<Full<Bytes>>,
+    timeout: Duration,
+) -> Option<Vec<u8>> {
     let fetch = async {
         let mut exchange = Exchange::default();
         let mut response = client.send(request, &mut exchange).await.ok()?;
@@ -165,7 +238,7 @@ async fn fetch_json(
             }
             body.extend_from_slice(&frame);
         }
-        serde_json::from_slice(&body).ok()
+        Some(body)
     };
     tokio::time::timeout(timeout, fetch).await.ok().flatten()
 }

@@ -14,6 +14,7 @@ mod batch;
 mod budget;
 pub mod capacity;
 mod facts;
+mod limits;
 mod passes;
 mod queue;
 mod slots;
@@ -25,6 +26,7 @@ pub use capacity::{
     StepPattern,
 };
 pub use facts::{ServerFacts, server_facts};
+pub use limits::{MetricLimits, metric_limits};
 pub use passes::{Repeatability, combine_passes};
 pub use queue::{
     GAP_STEPS, MAX_SLOTS, QUEUED, QueueProbe, QueueReading, expected_sequence, queue_order,
