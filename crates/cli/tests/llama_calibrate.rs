@@ -182,9 +182,11 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
     ]));
     let r = &fit["repeatability"];
     eprintln!(
-        "calibration: RMS {:.1} %, problems {}; repeatability of {} probes in {} passes: TTFT \
-         {:.1} %, TPOT {:.1} %, E2E {:.1} %",
+        "calibration: RMS {:.1} %, latency {} ms (holds the slot: {}), problems {}; \
+         repeatability of {} probes in {} passes: TTFT {:.1} %, TPOT {:.1} %, E2E {:.1} %",
         fit["fit"]["rms_relative_error"].as_f64().unwrap() * 100.0,
+        fit["fit"]["constants"]["latency_ms"],
+        fit["fit"]["constants"]["latency_holds_slot"],
         fit["fit"]["problems"],
         r["probes"],
         r["passes"],
