@@ -27,8 +27,9 @@ use crate::workload::{Workload, mix_seed};
 
 /// Requests queued behind the busy slots.
 pub const QUEUED: usize = 4;
-/// Most slots the probe fills (a request each).
-pub const MAX_SLOTS: u32 = 64;
+/// Most slots the probe fills (a request each): vLLM's default `max_num_seqs` (the plan's
+/// probes already run twice the slots).
+pub const MAX_SLOTS: u32 = 256;
 /// Steps between one slot freeing and the next: a queued prompt (at most 112 tokens, a few
 /// steps on a small step budget) has its first token well before.
 pub const GAP_STEPS: u32 = 12;
