@@ -70,10 +70,9 @@ async fn calibrate(
     let started = Instant::now();
     let cancel = crate::wiring::session::cancel_on_signal();
     let (mut server, limit) = with_batch_limit(args, &client, model, server, &cancel).await?;
-    let reported = limit.is_none();
     // Reported by the server, or a wave that queued.
     let exact_slots = server.slots.is_some() && limit.as_ref().is_none_or(|l| !l.is_lower_bound());
-    with_slot_split(args, (&client, model), &mut server, reported, &cancel).await;
+    with_slot_split(args, (&client, model), &mut server, &cancel).await;
     let mut facts = facts(model, &server);
     let shapes = plan(&facts, args.repeats);
     let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;

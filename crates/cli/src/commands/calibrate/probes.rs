@@ -164,8 +164,10 @@ pub(super) fn measured_probe(m: &ProbeMeasurement) -> MeasuredProbe {
 /// The simulator's facts from the server's (defaults for what it did not say).
 pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
     let defaults = Facts::default();
-    // Unless the slot probe found one batch a step (a unified KV cache, shared by the slots).
-    let by_slot = server.slot_split.is_none_or(|split| split.by_slot());
+    // llama.cpp's slots (the server that reports them in `/props`), unless the slot probe
+    // found one batch a step (a unified KV cache, shared by the slots); any other engine's
+    // (found by the waves, stated in `/metrics`) run one batch a step.
+    let by_slot = server.llama_slots && server.slot_split.is_none_or(|split| split.by_slot());
     Facts {
         model_name: model.to_string(),
         slots: server.slots.unwrap_or(defaults.slots),
@@ -188,7 +190,7 @@ pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
             .slots
             .filter(|_| by_slot)
             .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
-        shared_kv: !by_slot,
+        shared_kv: server.llama_slots && !by_slot,
         queue_order: server.queue_order.unwrap_or_default(),
         kv_tokens: server.kv_tokens,
         engine_policy: engine_policy(server.engine),
@@ -243,15 +245,25 @@ mod tests {
     use goodput_core::decide::calibrate::SlotSplit;
 
     #[test]
-    fn a_server_reporting_slots_is_simulated_with_micro_batches_by_slot_unless_it_has_none() {
+    fn llama_cpp_slots_are_simulated_with_micro_batches_by_slot_unless_it_has_none() {
         let llama = ServerFacts {
             slots: Some(4),
+            llama_slots: true,
             ..ServerFacts::default()
         };
         assert_eq!(
             facts("m", &llama).slot_ubatch_tokens,
             Some(LLAMA_CPP_UBATCH)
         );
+        // Slots another engine runs (found by the waves, or stated in its metrics): one batch
+        // a step, a cache per slot's context.
+        let waves = ServerFacts {
+            llama_slots: false,
+            ..llama.clone()
+        };
+        let simulated = facts("m", &waves);
+        assert_eq!(simulated.slot_ubatch_tokens, None);
+        assert!(!simulated.shared_kv);
         let reported = ServerFacts {
             ubatch_tokens: Some(256),
             ..llama

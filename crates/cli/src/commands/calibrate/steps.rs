@@ -24,17 +24,17 @@ const BUDGET_SEED: u64 = 0x4255_4447_4554_0000;
 const SLOTS_SEED: u64 = 0x534c_4f54_5300_0000;
 const QUEUE_SEED: u64 = 0x5155_4555_4500_0000;
 
-/// Asks a server that reported three slots or more (llama.cpp's `/props`; `reported`) whether
-/// its steps run as micro-batches by slot (`-np N`) or as one batch (its default, a unified
-/// KV cache); a server that does not honour `id_slot` leaves it unknown (by slot, as before).
+/// Asks a llama.cpp server with three slots or more (reported by its `/props`) whether its
+/// steps run as micro-batches by slot (`-np N`) or as one batch (its default, a unified KV
+/// cache); a server that does not honour `id_slot` leaves it unknown (by slot, as before).
 pub(super) async fn with_slot_split(
     args: &CalibrateArgs,
     (client, model): (&HttpClient, &str),
     server: &mut ServerFacts,
-    reported: bool,
     cancel: &CancellationToken,
 ) {
-    if !reported || server.slots.is_none_or(|slots| slots < 3) || args.budget.is_zero() {
+    let llama = server.llama_slots && server.slots.is_some_and(|slots| slots >= 3);
+    if !llama || args.budget.is_zero() {
         return;
     }
     let seed = probe_seed(args, SLOTS_SEED);

@@ -29,6 +29,12 @@ pub struct ServerFacts {
     /// Sequences served at once (`/props` `total_slots`; `goodput calibrate` measures them
     /// with [`super::batch_limit`] when the server does not say).
     pub slots: Option<u32>,
+    /// Whether the slots are llama.cpp's (reported by its `/props`): pinnable with `id_slot`,
+    /// and each with a KV stream of its own that splits every step into micro-batches by slot
+    /// unless they share one cache ([`super::slot_split`] tells). Slots found by the waves or
+    /// stated in `/metrics` are another engine's: one batch a step.
+    #[serde(default)]
+    pub llama_slots: bool,
     /// Context of one slot, tokens (`/props` `default_generation_settings.n_ctx`, else the
     /// model card's `max_model_len`).
     pub context_per_slot: Option<u32>,
@@ -78,6 +84,7 @@ pub async fn server_facts(client: &HttpClient, timeout: Duration) -> ServerFacts
     if let Some(props) = get_json(client, "/props", timeout).await {
         let settings = &props["default_generation_settings"];
         facts.slots = as_u32(&props["total_slots"]);
+        facts.llama_slots = facts.slots.is_some();
         facts.context_per_slot = as_u32(&settings["n_ctx"]);
         facts.batch_tokens = as_u32(&settings["n_batch"]).or(as_u32(&props["n_batch"]));
         facts.ubatch_tokens = as_u32(&settings["n_ubatch"]).or(as_u32(&props["n_ubatch"]));
