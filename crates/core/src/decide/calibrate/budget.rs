@@ -16,12 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::{CalibrateError, ProbeMeasurement, probe_openai, run_streamed};
+use super::{CalibrateError, ProbeMeasurement, replay_probe};
 use crate::backend::{RequestInput, RequestSpec};
-use crate::config::{LoadSpec, RunConfig};
 use crate::http::HttpClient;
-use crate::record::RequestRecord;
-use crate::runner::RecordSink;
 use crate::workload::synthetic::prompt_of_length;
 use crate::workload::{Workload, mix_seed};
 
@@ -209,35 +206,14 @@ pub async fn step_budget(
     probe: &BudgetProbe,
     (seed, cancel): (u64, &CancellationToken),
 ) -> Result<Option<StepBudget>, CalibrateError> {
-    let config = RunConfig {
-        load: LoadSpec::Replay {
-            max_concurrency: None,
-        },
-        max_requests: Some(2),
-        request_timeout: Duration::from_secs(600),
-        seed,
-        ..RunConfig::default()
-    };
     let workload = Arc::new(TwoRequests {
         probe: *probe,
         seed,
     });
-    let mut seen = Seen::default();
-    let step = run_streamed(
-        (client.clone(), probe_openai(model)),
-        (config, workload),
-        &mut seen,
-        cancel.clone(),
-    )
-    .await
-    .map_err(|failure| failure.into_error(CalibrateError::Budget))?;
-    if step.requests.failed > 0 {
-        return Err(CalibrateError::Budget(format!(
-            "{} of 2 requests failed ({:?})",
-            step.requests.failed, step.requests.failed_by_kind
-        )));
-    }
-    let (Some(stream), Some(prompt)) = (seen.get(0), seen.get(1)) else {
+    let live = (client, model);
+    let seen = replay_probe(live, (workload, 2), (seed, cancel), CalibrateError::Budget).await?;
+    let get = |index: u64| seen.iter().find(|r| r.index == index);
+    let (Some(stream), Some(prompt)) = (get(0), get(1)) else {
         return Ok(None);
     };
     let stream_times: Vec<u64> = stream.chunks.iter().map(|[at, _]| *at).collect();
@@ -284,23 +260,6 @@ impl Workload for TwoRequests {
 
     fn arrival_offsets(&self) -> Option<Arc<[Duration]>> {
         Some(Arc::new([Duration::ZERO, self.probe.offset]))
-    }
-}
-
-/// A probe's records.
-#[derive(Default)]
-pub(super) struct Seen(pub(super) Vec<RequestRecord>);
-
-impl Seen {
-    fn get(&self, index: u64) -> Option<&RequestRecord> {
-        self.0.iter().find(|r| r.index == index)
-    }
-}
-
-impl RecordSink for Seen {
-    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
-        self.0.push(record.clone());
-        Ok(())
     }
 }
 

@@ -44,6 +44,7 @@ use crate::backend::openai::{OpenAiBackend, OpenAiConfig};
 use crate::config::{LoadSpec, RunConfig};
 use crate::http::HttpClient;
 use crate::metrics::StepAggregator;
+use crate::record::RequestRecord;
 use crate::report::{LoadReport, StepReport};
 use crate::runner::{EndReason, RecordSink, Runner};
 use crate::tokens::Tiktoken;
@@ -143,7 +144,7 @@ pub async fn measure(
 struct NoSink;
 
 impl RecordSink for NoSink {
-    fn record(&mut self, _: &crate::record::RequestRecord) -> std::io::Result<()> {
+    fn record(&mut self, _: &RequestRecord) -> std::io::Result<()> {
         Ok(())
     }
 }
@@ -230,6 +231,49 @@ async fn run_streamed(
         )));
     }
     Ok(aggregator.report(LoadReport::from(&config.load)))
+}
+
+/// Runs `workload`'s first `requests` at their arrival offsets (a replay, no client limit)
+/// against the probe backend of `model`, every record kept; a run ended early, or any request
+/// failed, is an error made by `error`.
+async fn replay_probe(
+    (client, model): (&HttpClient, &str),
+    (workload, requests): (Arc<dyn Workload>, u64),
+    (seed, cancel): (u64, &CancellationToken),
+    error: fn(String) -> CalibrateError,
+) -> Result<Vec<RequestRecord>, CalibrateError> {
+    let config = RunConfig {
+        load: LoadSpec::Replay {
+            max_concurrency: None,
+        },
+        max_requests: Some(requests),
+        request_timeout: Duration::from_secs(600),
+        seed,
+        ..RunConfig::default()
+    };
+    let mut kept = Kept::default();
+    let backend = (client.clone(), probe_openai(model));
+    let step = run_streamed(backend, (config, workload), &mut kept, cancel.clone())
+        .await
+        .map_err(|failure| failure.into_error(error))?;
+    if step.requests.failed > 0 {
+        return Err(error(format!(
+            "{} of {requests} requests failed ({:?})",
+            step.requests.failed, step.requests.failed_by_kind
+        )));
+    }
+    Ok(kept.0)
+}
+
+/// A sink that keeps every record.
+#[derive(Default)]
+struct Kept(Vec<RequestRecord>);
+
+impl RecordSink for Kept {
+    fn record(&mut self, record: &RequestRecord) -> std::io::Result<()> {
+        self.0.push(record.clone());
+        Ok(())
+    }
 }
 
 /// The medians of a probe's step.

@@ -16,10 +16,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::budget::Seen;
-use super::{CalibrateError, ProbeMeasurement, probe_openai, run_streamed};
+use super::{CalibrateError, ProbeMeasurement, replay_probe};
 use crate::backend::{RequestInput, RequestSpec};
-use crate::config::{LoadSpec, RunConfig};
 use crate::http::HttpClient;
 use crate::record::RequestRecord;
 use crate::workload::synthetic::prompt_of_length;
@@ -239,37 +237,16 @@ async fn queue_round(
     (round, seed): (usize, u64),
     cancel: &CancellationToken,
 ) -> Result<Result<Vec<usize>, String>, CalibrateError> {
-    let requests = probe.slots as usize + QUEUED;
-    let config = RunConfig {
-        load: LoadSpec::Replay {
-            max_concurrency: None,
-        },
-        max_requests: Some(requests as u64),
-        request_timeout: Duration::from_secs(600),
-        seed,
-        ..RunConfig::default()
-    };
+    let requests = u64::from(probe.slots) + QUEUED as u64;
     let workload = Arc::new(QueueRound {
         probe: *probe,
         round,
         seed,
     });
-    let mut seen = Seen::default();
-    let step = run_streamed(
-        (client.clone(), probe_openai(model)),
-        (config, workload),
-        &mut seen,
-        cancel.clone(),
-    )
-    .await
-    .map_err(|failure| failure.into_error(CalibrateError::Queue))?;
-    if step.requests.failed > 0 {
-        return Err(CalibrateError::Queue(format!(
-            "{} of {requests} requests failed ({:?})",
-            step.requests.failed, step.requests.failed_by_kind
-        )));
-    }
-    Ok(served_sequence(&seen.0, probe.slots as usize))
+    let live = (client, model);
+    let error = CalibrateError::Queue;
+    let seen = replay_probe(live, (workload, requests), (seed, cancel), error).await?;
+    Ok(served_sequence(&seen, probe.slots as usize))
 }
 
 /// One round's requests: `0..slots` take the slots, the next [`QUEUED`] queue.
