@@ -76,7 +76,7 @@ pub(crate) fn queue_order_line(
     took: std::time::Duration,
 ) -> String {
     let fifo = "first come first served assumed";
-    let sequences = |served: &[Vec<usize>]| {
+    let heard = |served: &[Vec<usize>]| {
         let each: Vec<String> = served
             .iter()
             .map(|seq| {
@@ -86,26 +86,23 @@ pub(crate) fn queue_order_line(
                     .join(" ")
             })
             .collect();
-        each.join(", then ")
+        format!(
+            "queue order: requests queued behind {} busy slots in two rounds were served {}",
+            probe.slots,
+            each.join(", then ")
+        )
     };
-    let queued = format!(
-        "queue order: requests queued behind {} busy slots in two rounds were served {}",
-        probe.slots,
-        match found {
-            Ok(QueueReading::Read { served, .. } | QueueReading::Unexplained { served }) =>
-                sequences(served),
-            _ => String::new(),
-        }
-    );
     match found {
-        Ok(QueueReading::Read { order, .. }) => format!(
-            "{queued}: {} ({:.1} s)",
+        Ok(QueueReading::Read { order, served }) => format!(
+            "{}: {} ({:.1} s)",
+            heard(served),
             order_words(*order),
             took.as_secs_f64()
         ),
-        Ok(QueueReading::Unexplained { .. }) => {
-            format!("{queued}: no one order (by arrival or by length) serves both so; {fifo}")
-        }
+        Ok(QueueReading::Unexplained { served }) => format!(
+            "{}: no one order (by arrival or by length) serves both so; {fifo}",
+            heard(served)
+        ),
         Ok(QueueReading::Unclear(why)) => format!("queue order: not read ({why}); {fifo}"),
         Err(e) => format!("queue order: {e}; {fifo}"),
     }
