@@ -35,16 +35,27 @@ pub fn prompt_of_length(rng: &mut Xoshiro256PlusPlus, tokens: u32) -> String {
     text
 }
 
+/// Request `index` of a workload seeded by `seed`: a prompt of exactly `input_tokens` (its words
+/// drawn by (seed, index)), asking for `output_tokens` (`None`: the server decides).
+pub fn synthetic_request(
+    seed: u64,
+    index: u64,
+    input_tokens: u32,
+    output_tokens: Option<u32>,
+) -> RequestSpec {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix_seed(seed, index));
+    RequestSpec {
+        index,
+        input: RequestInput::Text(prompt_of_length(&mut rng, input_tokens)),
+        expected_input_tokens: Some(u64::from(input_tokens)),
+        max_output_tokens: output_tokens.map(u64::from),
+        turn: None,
+    }
+}
+
 impl Workload for SyntheticWorkload {
     fn request(&self, index: u64) -> RequestSpec {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix_seed(self.seed, index));
-        RequestSpec {
-            index,
-            input: RequestInput::Text(prompt_of_length(&mut rng, self.input_tokens)),
-            expected_input_tokens: Some(u64::from(self.input_tokens)),
-            max_output_tokens: self.output_tokens.map(u64::from),
-            turn: None,
-        }
+        synthetic_request(self.seed, index, self.input_tokens, self.output_tokens)
     }
 
     fn describe(&self) -> BTreeMap<String, serde_json::Value> {

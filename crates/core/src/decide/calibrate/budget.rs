@@ -10,17 +10,15 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rand::SeedableRng;
-use rand::rngs::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{CalibrateError, ProbeMeasurement, replay_probe};
-use crate::backend::{RequestInput, RequestSpec};
+use crate::backend::RequestSpec;
 use crate::http::HttpClient;
-use crate::workload::synthetic::prompt_of_length;
-use crate::workload::{Workload, mix_seed};
+use crate::workload::Workload;
+use crate::workload::synthetic::synthetic_request;
 
 /// The longest prompt sent, `cl100k_base` tokens: it shows budgets up to half of it as two
 /// chunks or more. Not a multiple of a power of two: a prompt just over one would leave a
@@ -236,19 +234,12 @@ struct TwoRequests {
 
 impl Workload for TwoRequests {
     fn request(&self, index: u64) -> RequestSpec {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix_seed(self.seed, index));
         let (input, output) = if index == 0 {
             (STREAM_PROMPT, self.probe.stream_tokens)
         } else {
             (self.probe.prompt_tokens, 4)
         };
-        RequestSpec {
-            index,
-            input: RequestInput::Text(prompt_of_length(&mut rng, input)),
-            expected_input_tokens: Some(u64::from(input)),
-            max_output_tokens: Some(u64::from(output)),
-            turn: None,
-        }
+        synthetic_request(self.seed, index, input, Some(output))
     }
 
     fn describe(&self) -> BTreeMap<String, serde_json::Value> {

@@ -10,17 +10,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_protocol::QueueOrder;
-use rand::SeedableRng;
-use rand::rngs::Xoshiro256PlusPlus;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{CalibrateError, ProbeMeasurement, replay_probe};
-use crate::backend::{RequestInput, RequestSpec};
+use crate::backend::RequestSpec;
 use crate::http::HttpClient;
 use crate::record::RequestRecord;
-use crate::workload::synthetic::prompt_of_length;
+use crate::workload::synthetic::synthetic_request;
 use crate::workload::{Workload, mix_seed};
 
 /// Requests queued behind the busy slots.
@@ -259,19 +257,12 @@ struct QueueRound {
 
 impl Workload for QueueRound {
     fn request(&self, index: u64) -> RequestSpec {
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(mix_seed(self.seed, index));
         let slots = u64::from(self.probe.slots);
         let (input, output) = match index.checked_sub(slots) {
             None => (HOLDER_PROMPT, self.probe.holder_tokens(index as u32)),
             Some(k) => QueueProbe::queued_lengths(self.round, k as usize),
         };
-        RequestSpec {
-            index,
-            input: RequestInput::Text(prompt_of_length(&mut rng, input)),
-            expected_input_tokens: Some(u64::from(input)),
-            max_output_tokens: Some(u64::from(output)),
-            turn: None,
-        }
+        synthetic_request(self.seed, index, input, Some(output))
     }
 
     fn describe(&self) -> BTreeMap<String, serde_json::Value> {
