@@ -5,12 +5,16 @@
 //! (`cargo test -p goodput-sim --test calibration -- --nocapture`).
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
+
+use support::engine_request as request;
 
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use goodput_sim::config::{BatchingConfig, EnginePolicy};
+use goodput_sim::engine::EngineEvent;
 use goodput_sim::engine::batching::BatchingEngine;
-use goodput_sim::engine::{EngineEvent, EngineRequest};
 use goodput_sim::virtual_time::{RequestTimeline, Simulation};
 
 /// Relative tolerance of small-batch latency (regime 1).
@@ -48,16 +52,6 @@ impl Deploy {
             max_waiting: 1 << 20,
             ..BatchingConfig::default()
         }
-    }
-}
-
-fn request(id: u64, prompt: u32, output: u32) -> EngineRequest {
-    EngineRequest {
-        id,
-        prompt_tokens: prompt,
-        block_hashes: Vec::new(),
-        max_output_tokens: output,
-        stop_after_tokens: output,
     }
 }
 

@@ -3,7 +3,11 @@
 //! interference and chunked prefill, prefix caching, speculative decoding.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
+
+use support::engine_request as request;
 
 use goodput_sim::config::{
     BatchingConfig, EngineConfig, EnginePolicy, SimConfig, SlotPromptSimilarity, SpeculativeConfig,
@@ -12,16 +16,6 @@ use goodput_sim::engine::batching::BatchingEngine;
 use goodput_sim::engine::{EngineEvent, EngineRequest, StepSummary};
 use goodput_sim::virtual_time::Simulation;
 use goodput_sim::{Engine, build_engine};
-
-fn request(id: u64, prompt: u32, output: u32) -> EngineRequest {
-    EngineRequest {
-        id,
-        prompt_tokens: prompt,
-        block_hashes: Vec::new(),
-        max_output_tokens: output,
-        stop_after_tokens: output,
-    }
-}
 
 fn engine(config: BatchingConfig) -> Box<dyn Engine> {
     let config = SimConfig {

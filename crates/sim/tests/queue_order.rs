@@ -3,25 +3,18 @@
 //! serves them one after another in the configured order, with or without a slot setup.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
+
+use support::engine_request as request;
 
 use goodput_sim::build_engine;
 use goodput_sim::config::{BatchingConfig, EngineConfig, QueueOrder, SimConfig};
-use goodput_sim::engine::EngineRequest;
 use goodput_sim::virtual_time::Simulation;
 
 /// The queued requests' `(prompt tokens, max_tokens)`, in arrival order.
 const QUEUED: [(u32, u32); 3] = [(48, 96), (16, 32), (112, 64)];
-
-fn request(id: u64, (prompt, output): (u32, u32)) -> EngineRequest {
-    EngineRequest {
-        id,
-        prompt_tokens: prompt,
-        block_hashes: Vec::new(),
-        max_output_tokens: output,
-        stop_after_tokens: output,
-    }
-}
 
 /// The queued requests (1, 2, 3) in the order their first tokens came.
 fn served_order(order: QueueOrder, setup: bool) -> Vec<u64> {
@@ -36,11 +29,11 @@ fn served_order(order: QueueOrder, setup: bool) -> Vec<u64> {
     };
     config.validate().unwrap();
     let mut sim = Simulation::new(build_engine(&config));
-    sim.submit(Duration::ZERO, request(0, (16, 200)));
+    sim.submit(Duration::ZERO, request(0, 16, 200));
     for (k, lengths) in QUEUED.iter().enumerate() {
         sim.submit(
             Duration::from_millis(1 + k as u64),
-            request(k as u64 + 1, *lengths),
+            request(k as u64 + 1, lengths.0, lengths.1),
         );
     }
     sim.run_until_idle();

@@ -4,24 +4,18 @@
 //! later for one that queued.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
 use std::time::Duration;
+
+use support::engine_request as request;
 
 use goodput_sim::build_engine;
 use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
-use goodput_sim::engine::{EngineRequest, StepSummary};
+use goodput_sim::engine::StepSummary;
 use goodput_sim::virtual_time::Simulation;
 
 const DELAY: Duration = Duration::from_millis(100);
-
-fn request(id: u64, output: u32) -> EngineRequest {
-    EngineRequest {
-        id,
-        prompt_tokens: 16,
-        block_hashes: Vec::new(),
-        max_output_tokens: output,
-        stop_after_tokens: output,
-    }
-}
 
 /// `slots` sequence slots with the delay in the slot (`in_slot`) or before the queue.
 fn simulation(slots: u32, in_slot: bool) -> Simulation {
@@ -44,7 +38,7 @@ fn simulation(slots: u32, in_slot: bool) -> Simulation {
 fn wave(in_slot: bool) -> (Vec<Duration>, Vec<StepSummary>) {
     let mut sim = simulation(4, in_slot);
     for id in 0..8 {
-        sim.submit(Duration::ZERO, request(id, 32));
+        sim.submit(Duration::ZERO, request(id, 16, 32));
     }
     sim.run_until_idle();
     let ttfts = (0..8).map(|id| sim.timeline(id).unwrap().ttft().unwrap());
@@ -81,8 +75,8 @@ fn a_queued_request_waits_for_the_setup_after_a_slot_frees() {
 #[test]
 fn a_setup_holds_a_slot_without_slowing_the_others() {
     let mut sim = simulation(2, true);
-    sim.submit(Duration::ZERO, request(0, 40));
-    sim.submit(Duration::from_millis(200), request(1, 4));
+    sim.submit(Duration::ZERO, request(0, 16, 40));
+    sim.submit(Duration::from_millis(200), request(1, 16, 4));
     sim.run_until_idle();
     let steps = sim.steps();
     // While the second request holds its slot (200–300 ms) the first decodes alone, at its
@@ -108,9 +102,9 @@ fn a_setup_holds_a_slot_without_slowing_the_others() {
     // And it took the slot when it arrived: a third request arriving meanwhile waits for
     // one to end.
     let mut sim = simulation(2, true);
-    sim.submit(Duration::ZERO, request(0, 40));
-    sim.submit(Duration::from_millis(200), request(1, 4));
-    sim.submit(Duration::from_millis(210), request(2, 4));
+    sim.submit(Duration::ZERO, request(0, 16, 40));
+    sim.submit(Duration::from_millis(200), request(1, 16, 4));
+    sim.submit(Duration::from_millis(210), request(2, 16, 4));
     sim.run_until_idle();
     let first_end = sim.timeline(1).unwrap().finished.unwrap().0;
     let third = sim.timeline(2).unwrap();
@@ -122,8 +116,8 @@ fn a_setup_holds_a_slot_without_slowing_the_others() {
 #[test]
 fn a_request_cancelled_in_its_setup_frees_the_slot() {
     let mut sim = simulation(1, true);
-    sim.submit(Duration::ZERO, request(0, 4));
-    sim.submit(Duration::ZERO, request(1, 4));
+    sim.submit(Duration::ZERO, request(0, 16, 4));
+    sim.submit(Duration::ZERO, request(1, 16, 4));
     sim.run_until(Duration::from_millis(40));
     assert_eq!(sim.engine().stats().running, 1, "the first holds the slot");
     assert_eq!(sim.engine().stats().waiting, 1, "the second waits for it");

@@ -1,4 +1,5 @@
-//! Test helpers: a minimal hyper HTTP/1.1 client, SSE parsing and simulator configurations.
+//! Test helpers: a minimal hyper HTTP/1.1 client, SSE parsing, simulator configurations and
+//! engine requests.
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
 
 use std::net::SocketAddr;
@@ -7,6 +8,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use goodput_sim::SimConfig;
 use goodput_sim::config::{EngineConfig, FixedTimingConfig};
+use goodput_sim::engine::EngineRequest;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -160,4 +162,16 @@ pub fn chat_prompt_tokens(messages: &[(&str, &str)]) -> u64 {
         .map(|(role, content)| 3 + cl100k_count(role) + cl100k_count(content))
         .sum();
     (per_message + 3) as u64
+}
+
+/// An engine request of `prompt` tokens (no prefix to share) asking for `output` tokens, all
+/// generated (EOS ignored).
+pub fn engine_request(id: u64, prompt: u32, output: u32) -> EngineRequest {
+    EngineRequest {
+        id,
+        prompt_tokens: prompt,
+        block_hashes: Vec::new(),
+        max_output_tokens: output,
+        stop_after_tokens: output,
+    }
 }
