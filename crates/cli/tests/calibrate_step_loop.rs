@@ -207,13 +207,20 @@ fn stream_answer(writer: &mut TcpStream, arrived: &Receiver<()>, (prompt, answer
     let _ = writer.flush();
 }
 
+/// `goodput calibrate` (one pass, `seed`) against a server admitting in `order` and serving
+/// `metrics`: its facts, its log and the configuration it wrote.
+fn calibrated(order: Order, metrics: Option<&'static str>, seed: &str) -> (Value, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let url = server(order, metrics);
+    let out = dir.path().join("calibrated.toml");
+    let (report, log) = calibrate_json(&url, (seed, "1"), &out);
+    let config = std::fs::read_to_string(&out).unwrap();
+    (report["facts"].clone(), log, config)
+}
+
 #[test]
 fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = server(Order::Fifo, None);
-    let out = dir.path().join("calibrated.toml");
-    let (report, log) = calibrate_json(&url, ("5", "1"), &out);
-    let facts = &report["facts"];
+    let (facts, log, config) = calibrated(Order::Fifo, None, "5");
     assert_eq!(facts["slots"], SLOTS, "{facts}\n{log}");
     assert_eq!(facts["context_per_slot"], CONTEXT, "{facts}");
     // The probe's prompt (1,686 words: 85 % of the context less 64) took four steps of 383
@@ -231,7 +238,6 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
         line.contains("1686 tokens as the server counted them"),
         "{line}"
     );
-    let config = std::fs::read_to_string(&out).unwrap();
     assert!(
         config.contains(&format!("max_num_batched_tokens = {read}\n")),
         "{config}"
@@ -243,11 +249,7 @@ fn the_step_budget_is_read_from_a_stream_slowed_by_a_chunked_prompt() {
 
 #[test]
 fn a_server_that_takes_the_shortest_prompt_first_is_read_so() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = server(Order::ShortestPrompt, None);
-    let out = dir.path().join("calibrated.toml");
-    let (report, log) = calibrate_json(&url, ("6", "1"), &out);
-    let facts = &report["facts"];
+    let (facts, log, config) = calibrated(Order::ShortestPrompt, None, "6");
     assert_eq!(facts["queue_order"], "shortest-prompt", "{facts}\n{log}");
     let line = log.lines().find(|l| l.starts_with("queue order:")).unwrap();
     // The queued requests' prompts rank 1 3 0 2, then 2 0 3 1 (shortest 0).
@@ -255,7 +257,6 @@ fn a_server_that_takes_the_shortest_prompt_first_is_read_so() {
         line.contains("served 2 0 3 1, then 1 3 0 2: shortest prompt first"),
         "{line}"
     );
-    let config = std::fs::read_to_string(&out).unwrap();
     assert!(
         config.contains("queue_order = \"shortest-prompt\"\n"),
         "{config}"
@@ -277,11 +278,7 @@ scheduler_config_max_num_seqs=\"4\"} 1.0
 
 #[test]
 fn a_vllm_servers_limits_are_read_from_its_metrics() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = server(Order::Fifo, Some(VLLM_METRICS));
-    let out = dir.path().join("calibrated.toml");
-    let (report, log) = calibrate_json(&url, ("7", "1"), &out);
-    let facts = &report["facts"];
+    let (facts, log, config) = calibrated(Order::Fifo, Some(VLLM_METRICS), "7");
     // Stated, so neither measured: no waves, no step-budget probe.
     assert_eq!(facts["slots"], SLOTS, "{facts}\n{log}");
     assert_eq!(facts["batch_tokens"], BUDGET, "{facts}");
@@ -299,7 +296,6 @@ fn a_vllm_servers_limits_are_read_from_its_metrics() {
     );
     // The stated slots are exact: the queue-order probe runs.
     assert_eq!(facts["queue_order"], "fifo", "{facts}\n{log}");
-    let config = std::fs::read_to_string(&out).unwrap();
     for line in [
         "max_num_seqs = 4\n",
         "max_num_batched_tokens = 384\n",
