@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use super::{BatchingEngine, Sequence};
+use crate::config::QueueOrder;
 use crate::engine::SimTime;
 
 /// Requests before their first step: waiting for a slot, then holding one for the setup.
@@ -65,18 +66,13 @@ impl BatchingEngine {
     /// the configured queue order, or — with a slot setup — to wait for a slot there, taking
     /// one at once if it is free.
     pub(super) fn enqueue(&mut self, at: SimTime, seq: Sequence) {
+        let order = self.config.queue_order;
         match &mut self.setup {
             Some(setup) => {
-                let order = self.config.queue_order;
-                let at_position = order.position(setup.unslotted.iter().map(keys), keys(&seq));
-                setup.unslotted.insert(at_position, seq);
+                insert_in_order(&mut setup.unslotted, seq, order);
                 self.take_slots(at);
             }
-            None => {
-                let order = self.config.queue_order;
-                let at_position = order.position(self.waiting.iter().map(keys), keys(&seq));
-                self.waiting.insert(at_position, seq);
-            }
+            None => insert_in_order(&mut self.waiting, seq, order),
         }
     }
 
@@ -109,7 +105,10 @@ impl BatchingEngine {
     }
 }
 
-/// What a queue order compares: the prompt and the answer asked for.
-fn keys(seq: &Sequence) -> (u32, u32) {
-    (seq.request.prompt_tokens, seq.request.max_output_tokens)
+/// Puts `seq` into `queue` at its place in `order`, which compares the prompt and the answer
+/// asked for.
+fn insert_in_order(queue: &mut VecDeque<Sequence>, seq: Sequence, order: QueueOrder) {
+    let keys = |seq: &Sequence| (seq.request.prompt_tokens, seq.request.max_output_tokens);
+    let at = order.position(queue.iter().map(keys), keys(&seq));
+    queue.insert(at, seq);
 }
