@@ -27,19 +27,18 @@ pub fn queued_at_twice(probes: &[MeasuredProbe], slots: u32) -> Option<bool> {
 const MIN_SERVICE_SECS: f64 = 0.020;
 
 /// Fits `probes` with the server's step budget unknown: at `facts.batch_tokens` (a typical
-/// engine's) and, when that fit is poor, unbounded (every slot's whole context in one step: a
-/// server whose prompts cost the same however many arrive together), keeping the unbounded one
-/// only when its squared error is at least a fifth lower. Returns the fit and the facts it
-/// was made with.
+/// engine's) and, when some probe's prompts arriving together exceed that budget, unbounded
+/// too (every slot's whole context in one step: a server whose prompts cost the same however
+/// many arrive together), keeping the unbounded one only when its squared error is at least a
+/// fifth lower. Both are fitted whether or not the bounded fit is poor: with free small-batch
+/// factors the bounded engine can mimic an unbounded server within the poor threshold (cheap
+/// prefill steps, decode paid per sequence), so only the comparison tells them apart. Returns
+/// the fit and the facts it was made with.
 pub fn fit_unknown_budget(
     facts: &Facts,
     probes: &[MeasuredProbe],
 ) -> Result<(Fit, Facts), FitError> {
     let bounded = fit(facts, probes)?;
-    // A good fit at the typical budget is kept as it is (each fit replays every probe).
-    if !bounded.poor {
-        return Ok((bounded, facts.clone()));
-    }
     let unbounded_facts = Facts {
         batch_tokens: facts
             .slots
@@ -47,7 +46,8 @@ pub fn fit_unknown_budget(
             .saturating_mul(facts.context_per_slot.max(1)),
         ..facts.clone()
     };
-    if unbounded_facts.batch_tokens <= facts.batch_tokens {
+    if !budget_binds(facts, probes) || unbounded_facts.batch_tokens <= facts.batch_tokens {
+        // Every probe's prompts fit one bounded step: the two fits would be the same.
         return Ok((bounded, facts.clone()));
     }
     let unbounded = fit(&unbounded_facts, probes)?;
@@ -59,13 +59,98 @@ pub fn fit_unknown_budget(
     })
 }
 
+/// Whether the prompts some probe sends together (as many as the slots run) exceed one step
+/// of `facts.batch_tokens`, so that a bound on the step changes its figures.
+fn budget_binds(facts: &Facts, probes: &[MeasuredProbe]) -> bool {
+    probes.iter().any(|p| {
+        let together = p.shape.concurrency.min(facts.slots.max(1));
+        u64::from(together) * u64::from(p.shape.prompt_tokens) > u64::from(facts.batch_tokens)
+    })
+}
+
 /// How much lower the unbounded budget's squared error must come to be kept.
 const BUDGET_GAIN: f64 = 0.8;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::ProbeShape;
+    use crate::calibrate::{
+        BatchFactor, Constants, ProbeShape, batch_layout, calibrated_config, plan, predict,
+    };
+
+    /// Four slots of 2,048 tokens at a budget of 256 tokens a step, so that the plan's long
+    /// prompts (one of 1,024, four of 512 together) run in chunks when bounded.
+    fn bounded_facts() -> Facts {
+        Facts {
+            slots: 4,
+            context_per_slot: 2048,
+            batch_tokens: 256,
+            hidden: 512,
+            vocab: 32_000,
+            params: 42_082_816.0,
+            weight_dtype: goodput_protocol::hardware::DType::Fp32,
+            ..Facts::default()
+        }
+    }
+
+    /// The plan's figures on the engine with `facts` and CPU-shaped constants, exact.
+    fn measured_on(facts: &Facts) -> Vec<MeasuredProbe> {
+        let shapes = plan(facts, 1);
+        let (points, full_rate_tokens) = batch_layout(facts, &shapes);
+        let constants = Constants {
+            weight_gb_per_sec: 18.0,
+            gemm_gflops: 85.0,
+            attention_gflops: 30.0,
+            kv_gb_per_sec: 1.5,
+            batch_factors: points
+                .into_iter()
+                .map(|tokens| BatchFactor {
+                    tokens,
+                    factor: 1.0 + 8.0 / f64::from(tokens).powf(0.8),
+                })
+                .collect(),
+            full_rate_tokens,
+            latency_ms: 20.0,
+            latency_holds_slot: false,
+        };
+        let config = calibrated_config(facts, &constants);
+        shapes
+            .iter()
+            .map(|shape| {
+                let p = predict(&config, shape);
+                MeasuredProbe {
+                    shape: *shape,
+                    ttft: p.ttft,
+                    tpot: p.tpot,
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_budget_the_figures_were_made_with_is_the_one_kept() {
+        let bounded = bounded_facts();
+        let unbounded = Facts {
+            batch_tokens: 4 * 2048,
+            ..bounded.clone()
+        };
+        for truth in [&bounded, &unbounded] {
+            let (fit, kept) = fit_unknown_budget(&bounded, &measured_on(truth)).unwrap();
+            assert_eq!(kept.batch_tokens, truth.batch_tokens, "{fit:?}");
+            assert!(fit.rms_relative_error < 0.02, "{fit:?}");
+        }
+    }
+
+    #[test]
+    fn a_budget_no_probe_exceeds_is_not_fitted_twice() {
+        let roomy = Facts {
+            batch_tokens: 4096,
+            ..bounded_facts()
+        };
+        let probes = measured_on(&roomy);
+        assert!(!budget_binds(&roomy, &probes));
+        assert!(budget_binds(&bounded_facts(), &probes));
+    }
 
     fn probe(concurrency: u32, ttft: f64) -> MeasuredProbe {
         MeasuredProbe {
