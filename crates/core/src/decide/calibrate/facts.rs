@@ -70,6 +70,10 @@ pub struct ServerFacts {
     /// Whether it reuses the KV of prompt prefixes it has seen, when its metrics say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_caching: Option<bool>,
+    /// Data-parallel engines behind the endpoint, when its metrics show more than one (vLLM's
+    /// `engine` labels): the sequences, step budget and KV cache read are theirs together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engines: Option<u32>,
     /// Which queued request a freed slot takes, when the queue-order probe read it
     /// ([`super::queue_order`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -149,12 +153,16 @@ async fn with_metric_limits(client: &HttpClient, facts: &mut ServerFacts, timeou
     facts.engine = limits.engine;
     facts.kv_tokens = limits.kv_tokens;
     facts.prefix_caching = limits.prefix_caching;
+    facts.engines = limits.engines;
     if let Some(engine) = limits.engine {
-        let what = if read.is_empty() {
+        let mut what = if read.is_empty() {
             "no limit".to_string()
         } else {
             read.join(", ")
         };
+        if let Some(n) = limits.engines {
+            what.push_str(&format!("; {n} data-parallel engines, their limits summed"));
+        }
         facts
             .sources
             .push(format!("{path} ({}: {what})", engine.as_str()));

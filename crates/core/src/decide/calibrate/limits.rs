@@ -4,7 +4,10 @@
 //! have it, `vllm:vllm_config_info` (`scheduler_config_max_num_seqs`,
 //! `scheduler_config_max_num_batched_tokens`); SGLang's `sglang:max_total_num_tokens`; TGI's
 //! `tgi_batch_max_total_tokens`. The family the metric names belong to says whose admission
-//! and preemption to simulate.
+//! and preemption to simulate. A vLLM serving several data-parallel engines behind one API
+//! server labels each engine's `cache_config_info` with its `engine` index: its limits are the
+//! engines' together (one engine's cache, sequences and step budget times their count), the
+//! deployment the probes measure as a whole.
 
 use std::collections::BTreeMap;
 
@@ -27,6 +30,9 @@ pub struct MetricLimits {
     pub batch_tokens: Option<u32>,
     /// Whether it reuses the KV of a prompt prefix it has seen.
     pub prefix_caching: Option<bool>,
+    /// Data-parallel engines behind the endpoint (vLLM's distinct `engine` labels of
+    /// `cache_config_info`), when more than one; the other limits are already their sum.
+    pub engines: Option<u32>,
 }
 
 /// The limits in one `/metrics` exposition.
@@ -40,23 +46,29 @@ pub fn metric_limits(exposition: &Exposition) -> MetricLimits {
             .filter(|v| v.is_finite() && *v >= 1.0)
             .map(|v| v as u64)
     };
+    let engines = engine_count(exposition);
+    // Each engine's own limits, times the engines.
+    let times = |v: u64| v.checked_mul(u64::from(engines));
     let cache_tokens = cache.and_then(|s| {
         number(s, "kv_cache_size_tokens").or_else(|| {
             let blocks = number(s, "num_gpu_blocks")?;
             Some(blocks * number(s, "block_size")?)
         })
     });
+    let scheduler_u32 = |label: &str| {
+        scheduler
+            .and_then(|s| number(s, label))
+            .and_then(times)
+            .and_then(|v| u32::try_from(v).ok())
+    };
     MetricLimits {
         engine: engine(exposition),
         kv_tokens: cache_tokens
+            .and_then(times)
             .or_else(|| gauge("sglang:max_total_num_tokens"))
             .or_else(|| gauge("tgi_batch_max_total_tokens")),
-        max_seqs: scheduler
-            .and_then(|s| number(s, "scheduler_config_max_num_seqs"))
-            .and_then(|v| u32::try_from(v).ok()),
-        batch_tokens: scheduler
-            .and_then(|s| number(s, "scheduler_config_max_num_batched_tokens"))
-            .and_then(|v| u32::try_from(v).ok()),
+        max_seqs: scheduler_u32("scheduler_config_max_num_seqs"),
+        batch_tokens: scheduler_u32("scheduler_config_max_num_batched_tokens"),
         prefix_caching: cache
             .and_then(|s| s.label("enable_prefix_caching"))
             .and_then(|v| match v.to_ascii_lowercase().as_str() {
@@ -64,7 +76,20 @@ pub fn metric_limits(exposition: &Exposition) -> MetricLimits {
                 "false" => Some(false),
                 _ => None,
             }),
+        engines: (engines > 1).then_some(engines),
     }
+}
+
+/// vLLM's data-parallel engines: the distinct `engine` labels of its `cache_config_info` (one
+/// sample per engine), at least one.
+fn engine_count(exposition: &Exposition) -> u32 {
+    let labels: std::collections::BTreeSet<&str> = exposition
+        .samples
+        .iter()
+        .filter(|s| s.name == "vllm:cache_config_info")
+        .map(|s| s.label("engine").unwrap_or_default())
+        .collect();
+    u32::try_from(labels.len()).unwrap_or(u32::MAX).max(1)
 }
 
 /// A label's value as a positive whole number (vLLM writes `None` for an unset one).
@@ -117,6 +142,31 @@ mod tests {
         assert_eq!(limits.max_seqs, Some(256));
         assert_eq!(limits.batch_tokens, Some(8192));
         assert_eq!(limits.prefix_caching, Some(true));
+    }
+
+    #[test]
+    fn data_parallel_engines_are_counted_and_their_limits_summed() {
+        let engine = |i: u32| {
+            format!(
+                "vllm:cache_config_info{{block_size=\"16\",engine=\"{i}\",\
+                 num_gpu_blocks=\"1000\",enable_prefix_caching=\"True\"}} 1.0\n"
+            )
+        };
+        let scheduler = "vllm:vllm_config_info{scheduler_config_max_num_batched_tokens=\"2048\",\
+                         scheduler_config_max_num_seqs=\"128\"} 1.0\n";
+        let body = format!("{}{}{}{scheduler}", engine(0), engine(1), engine(2));
+        let limits = metric_limits(&parse(body.as_bytes()));
+        assert_eq!(limits.engines, Some(3));
+        assert_eq!(limits.kv_tokens, Some(3 * 16_000));
+        assert_eq!(limits.max_seqs, Some(3 * 128));
+        assert_eq!(limits.batch_tokens, Some(3 * 2048));
+        // One engine: its own limits, and no count.
+        let one = format!("{}{scheduler}", engine(0));
+        let limits = metric_limits(&parse(one.as_bytes()));
+        assert_eq!(
+            (limits.engines, limits.kv_tokens, limits.max_seqs),
+            (None, Some(16_000), Some(128))
+        );
     }
 
     #[test]
