@@ -536,4 +536,4 @@ fn misfit_cause(rms: f64, noise: Option<f64>) -> String {
 
 #[cfg(test)]
 #[path = "fit_tests.rs"]
-mod tests;
+pub(crate) mod tests;

@@ -5,7 +5,8 @@
 use super::super::plan;
 use super::*;
 
-fn facts() -> Facts {
+/// A small model on four slots of 2,048 tokens (the other tests' server).
+pub(crate) fn facts() -> Facts {
     Facts {
         slots: 4,
         context_per_slot: 2048,
@@ -17,11 +18,16 @@ fn facts() -> Facts {
     }
 }
 
-/// Constants shaped like a CPU server's: GEMMs over one token nine times slower per token
-/// than over a full batch, the slowdown fading by the shortest prefill probe.
 fn truth() -> Constants {
-    let shapes = plan(&facts(), 1);
-    let (points, full_rate_tokens) = batch_layout(&facts(), &shapes);
+    cpu_constants(&facts())
+}
+
+/// Constants shaped like a CPU server's, at the batch points of `facts`' plan: GEMMs over one
+/// token nine times slower per token than over a full batch, the slowdown fading by the
+/// shortest prefill probe.
+pub(crate) fn cpu_constants(facts: &Facts) -> Constants {
+    let shapes = plan(facts, 1);
+    let (points, full_rate_tokens) = batch_layout(facts, &shapes);
     let slowdown = |n: u32| 1.0 + 8.0 / f64::from(n).powf(0.8);
     Constants {
         weight_gb_per_sec: 18.0,
@@ -44,8 +50,18 @@ fn truth() -> Constants {
 /// What the engine with `constants` measures on every probe of the plan, each figure
 /// scaled by `noise(i)`.
 fn measured(constants: &Constants, noise: impl Fn(usize) -> f64) -> Vec<MeasuredProbe> {
-    let config = calibrated_config(&facts(), constants);
-    plan(&facts(), 1)
+    measured_on(&facts(), constants, noise)
+}
+
+/// What the engine with `facts` and `constants` measures on every probe of `facts`' plan,
+/// each figure scaled by `noise(i)`.
+pub(crate) fn measured_on(
+    facts: &Facts,
+    constants: &Constants,
+    noise: impl Fn(usize) -> f64,
+) -> Vec<MeasuredProbe> {
+    let config = calibrated_config(facts, constants);
+    plan(facts, 1)
         .iter()
         .enumerate()
         .map(|(i, shape)| {

@@ -74,57 +74,21 @@ const BUDGET_GAIN: f64 = 0.8;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::{
-        BatchFactor, Constants, ProbeShape, batch_layout, calibrated_config, plan, predict,
-    };
+    use crate::calibrate::ProbeShape;
+    use crate::calibrate::fit::tests::{cpu_constants, facts, measured_on};
 
     /// Four slots of 2,048 tokens at a budget of 256 tokens a step, so that the plan's long
     /// prompts (one of 1,024, four of 512 together) run in chunks when bounded.
     fn bounded_facts() -> Facts {
         Facts {
-            slots: 4,
-            context_per_slot: 2048,
             batch_tokens: 256,
-            hidden: 512,
-            vocab: 32_000,
-            params: 42_082_816.0,
-            weight_dtype: goodput_protocol::hardware::DType::Fp32,
-            ..Facts::default()
+            ..facts()
         }
     }
 
     /// The plan's figures on the engine with `facts` and CPU-shaped constants, exact.
-    fn measured_on(facts: &Facts) -> Vec<MeasuredProbe> {
-        let shapes = plan(facts, 1);
-        let (points, full_rate_tokens) = batch_layout(facts, &shapes);
-        let constants = Constants {
-            weight_gb_per_sec: 18.0,
-            gemm_gflops: 85.0,
-            attention_gflops: 30.0,
-            kv_gb_per_sec: 1.5,
-            batch_factors: points
-                .into_iter()
-                .map(|tokens| BatchFactor {
-                    tokens,
-                    factor: 1.0 + 8.0 / f64::from(tokens).powf(0.8),
-                })
-                .collect(),
-            full_rate_tokens,
-            latency_ms: 20.0,
-            latency_holds_slot: false,
-        };
-        let config = calibrated_config(facts, &constants);
-        shapes
-            .iter()
-            .map(|shape| {
-                let p = predict(&config, shape);
-                MeasuredProbe {
-                    shape: *shape,
-                    ttft: p.ttft,
-                    tpot: p.tpot,
-                }
-            })
-            .collect()
+    fn exact_on(facts: &Facts) -> Vec<MeasuredProbe> {
+        measured_on(facts, &cpu_constants(facts), |_| 1.0)
     }
 
     #[test]
@@ -135,7 +99,7 @@ mod tests {
             ..bounded.clone()
         };
         for truth in [&bounded, &unbounded] {
-            let (fit, kept) = fit_unknown_budget(&bounded, &measured_on(truth)).unwrap();
+            let (fit, kept) = fit_unknown_budget(&bounded, &exact_on(truth)).unwrap();
             assert_eq!(kept.batch_tokens, truth.batch_tokens, "{fit:?}");
             assert!(fit.rms_relative_error < 0.02, "{fit:?}");
         }
@@ -147,7 +111,7 @@ mod tests {
             batch_tokens: 4096,
             ..bounded_facts()
         };
-        let probes = measured_on(&roomy);
+        let probes = exact_on(&roomy);
         assert!(!budget_binds(&roomy, &probes));
         assert!(budget_binds(&bounded_facts(), &probes));
     }
