@@ -39,6 +39,10 @@ const ELEVATED: f64 = 1.25;
 const SNAP: f64 = 1.25;
 /// A gap's growth less than this share of the largest is not a chunk.
 const SLIVER: f64 = 0.1;
+/// The share of the prompt's time to first token the stream's grown gaps must span: the steps
+/// a prompt ran in are about all of its prefill; a prompt that ran beside the stream's steps
+/// (a server timing each request alone) left only jitter in a gap or two of it.
+const CARRIED: f64 = 0.5;
 
 /// The two requests of the probe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,7 +109,8 @@ pub enum StepBudget {
 /// little to count) — and their growth, each a share of a full chunk's (the median of those
 /// at least half the largest: later chunks attend over more and cost a little more),
 /// estimates it within those bounds. `None` when the stream ended before the prompt's first
-/// token, too few gaps came outside it, or none grew.
+/// token, too few gaps came outside it, or the grown ones span less than half the prompt's
+/// time to first token (the prompt ran beside the stream's steps, not in them).
 pub fn read_budget(stream: &[u64], prompt: (u64, u64), prompt_tokens: u32) -> Option<StepBudget> {
     let excess = grown_gaps(stream, prompt)?;
     // The decoding stream's token rides in every step.
@@ -141,7 +146,8 @@ pub fn read_budget(stream: &[u64], prompt: (u64, u64), prompt_tokens: u32) -> Op
 /// [`ELEVATED`] times it by at least a [`SLIVER`] of the largest growth (less is the server's
 /// host work — llama.cpp launching the request's slot — or jitter, not a chunk). `None` when
 /// the stream ended before the prompt's first token, fewer than three gaps came outside it,
-/// or none grew.
+/// or the grown gaps span less than [`CARRIED`] of the prompt's time to first token (none grew,
+/// or a gap jittered while the prompt ran elsewhere).
 fn grown_gaps(stream: &[u64], (sent, first): (u64, u64)) -> Option<Vec<f64>> {
     if stream.last().is_none_or(|&end| end <= first) {
         return None;
@@ -164,12 +170,13 @@ fn grown_gaps(stream: &[u64], (sent, first): (u64, u64)) -> Option<Vec<f64>> {
         .map(|(_, gap)| gap - usual)
         .collect();
     let largest = excess.iter().copied().fold(0.0, f64::max);
-    (largest > 0.0).then(|| {
-        excess
-            .into_iter()
-            .filter(|e| *e >= SLIVER * largest)
-            .collect()
-    })
+    let chunks: Vec<f64> = excess
+        .into_iter()
+        .filter(|e| *e >= SLIVER * largest)
+        .collect();
+    let spanned: f64 = chunks.iter().map(|e| e + usual).sum();
+    let prefill = first.saturating_sub(sent) as f64;
+    (largest > 0.0 && spanned >= CARRIED * prefill).then_some(chunks)
 }
 
 /// The budget within `(low, high)`: the power of two there nearest `estimate`, when within

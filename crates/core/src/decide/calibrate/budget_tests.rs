@@ -184,3 +184,25 @@ fn a_last_chunk_too_small_to_see_still_reads_the_budget() {
     };
     assert_eq!(tokens, 8192);
 }
+
+#[test]
+fn a_gap_that_jittered_while_the_prompt_ran_elsewhere_is_no_step() {
+    // A server timing each request alone: the stream decodes every 6 ms ± 0.4 ms throughout,
+    // one gap 2.4 ms long (beyond 1.25 times the usual) while the prompt's 100 ms ran beside it.
+    let mut times = vec![0u64];
+    for k in 0..80u64 {
+        let jitter = [0, 400, 200, 300][(k % 4) as usize];
+        let gap = if k == 30 { 8_400 } else { 6_000 + jitter };
+        times.push(times.last().unwrap() + gap);
+    }
+    let sent = times[25] + 1_000;
+    assert_eq!(read_budget(&times, (sent, sent + 100_000), 15_000), None);
+    // The same gap carrying the whole prompt (its first token at the gap's end) is one step.
+    let mut times = times.clone();
+    times.iter_mut().skip(31).for_each(|t| *t += 91_200);
+    let first = times[31];
+    assert_eq!(
+        read_budget(&times, (sent, first), 15_000),
+        Some(StepBudget::AtLeast { tokens: 15_001 })
+    );
+}
