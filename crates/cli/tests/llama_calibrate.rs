@@ -200,13 +200,23 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
     // 93-token prompt when it picks a slot by similarity).
     assert_eq!(fit["facts"]["shared_prefix_tokens"], 10, "{}", fit["facts"]);
     // Started with `-np 4`, every slot has a KV stream and two decodes a slot apart run as two
-    // micro-batches a step (1.6 times the TPOT of two side by side on the test machine).
+    // micro-batches a step. What the second costs is the machine's: 1.6 times the TPOT of two
+    // side by side on a machine whose memory bounds the decode (this F32 model's weights read
+    // twice), none on one whose arithmetic does (15.6 against 15.9 ms on the project's CI of
+    // 2026-12-03). Both pairs are measured, and the configuration follows what they showed.
     let split = &fit["facts"]["slot_split"];
     let (side, apart) = (split["side_by_side"].as_f64(), split["apart"].as_f64());
-    assert!(
-        side.zip(apart)
-            .is_some_and(|(side, apart)| apart > 1.2 * side),
-        "{split}"
+    let (side, apart) = side.zip(apart).unwrap_or_else(|| panic!("{split}"));
+    eprintln!(
+        "slot split: {:.1} ms side by side, {:.1} ms a slot apart",
+        side * 1e3,
+        apart * 1e3
+    );
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert_eq!(
+        text.contains("slot_ubatch_tokens"),
+        apart > 1.2 * side,
+        "{split}: {text}"
     );
     // llama-server takes queued requests first come first served: the queue-order probe
     // reads that, or (its timing upset on a loaded machine, or the budget spent) reads
