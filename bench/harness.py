@@ -350,12 +350,16 @@ def peer_streams(quick):
 
 
 def micro(quick):
-    """The divan micro-benchmarks (SSE decode, chunk parse, histograms, aggregator)."""
+    """The divan micro-benchmarks: the client's (SSE decode, chunk parse, histograms,
+    aggregator) and the simulator's (one calibration probe replayed in virtual time)."""
     env = dict(os.environ)
-    proc = subprocess.run(["cargo", "bench", "-p", "goodput-core", "--bench", "hot_paths"],
-                          cwd=ROOT, capture_output=True, text=True, env=env)
-    print(proc.stdout, flush=True)
-    return {"output": proc.stdout, "load": loadavg()}
+    output = ""
+    for package, bench in (("goodput-core", "hot_paths"), ("goodput-sim", "virtual_time")):
+        proc = subprocess.run(["cargo", "bench", "-p", package, "--bench", bench],
+                              cwd=ROOT, capture_output=True, text=True, env=env)
+        print(proc.stdout, flush=True)
+        output += proc.stdout
+    return {"output": output, "load": loadavg()}
 
 
 SCENARIOS = {"micro": micro, "rate": rate_ladder, "streams": streams, "chunks": chunks,

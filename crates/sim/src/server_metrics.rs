@@ -52,10 +52,13 @@ pub fn one_two_five_buckets(max: u32) -> Vec<f64> {
 pub struct CacheConfigInfo {
     /// Tokens per KV block (0 for engines without a KV model).
     pub block_size: u32,
-    /// KV blocks in the pool.
+    /// KV blocks in one engine's pool.
     pub num_gpu_blocks: u64,
     /// Whether prefix caching is on.
     pub prefix_caching: bool,
+    /// Engines (replicas) with a pool each: more than one writes one sample per engine,
+    /// labelled `engine` as vLLM's data-parallel engines are (0 and 1 write one, unlabelled).
+    pub engines: u32,
 }
 
 /// A Prometheus histogram with fixed upper bounds.
@@ -295,13 +298,21 @@ impl ServerMetrics {
             block_size,
             num_gpu_blocks,
             prefix_caching,
+            engines,
         } = self.cache;
         let prefix = if prefix_caching { "True" } else { "False" };
-        let _ = writeln!(
-            out,
-            "{name}{{{labels},block_size=\"{block_size}\",num_gpu_blocks=\"{num_gpu_blocks}\",\
-             enable_prefix_caching=\"{prefix}\"}} 1"
-        );
+        let engine_labels: Vec<String> = if engines > 1 {
+            (0..engines).map(|i| format!(",engine=\"{i}\"")).collect()
+        } else {
+            vec![String::new()]
+        };
+        for engine in engine_labels {
+            let _ = writeln!(
+                out,
+                "{name}{{{labels}{engine},block_size=\"{block_size}\",\
+                 num_gpu_blocks=\"{num_gpu_blocks}\",enable_prefix_caching=\"{prefix}\"}} 1"
+            );
+        }
     }
 
     fn render_counters(&self, out: &mut String, stats: &EngineStats) {

@@ -145,3 +145,30 @@ fn one_two_five_series_stops_at_the_limit() {
     );
     assert!(text.contains("vllm:request_prompt_tokens_bucket{model_name=\"m\",le=\"10.0\"} 0"));
 }
+
+#[test]
+fn replicas_state_their_caches_one_engine_each_as_data_parallel_vllm_does() {
+    let cache = |engines| CacheConfigInfo {
+        block_size: 16,
+        num_gpu_blocks: 1000,
+        prefix_caching: false,
+        engines,
+    };
+    let render =
+        |engines| ServerMetrics::new("m", 10, cache(engines)).render(&EngineStats::default());
+    let lines = |text: &str| {
+        text.lines()
+            .filter(|l| l.starts_with("vllm:cache_config_info{"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let three = lines(&render(3));
+    assert_eq!(three.len(), 3, "{three:?}");
+    for (i, line) in three.iter().enumerate() {
+        assert!(line.contains(&format!("engine=\"{i}\"")), "{line}");
+        assert!(line.contains("num_gpu_blocks=\"1000\""), "{line}");
+    }
+    let one = lines(&render(1));
+    assert_eq!(one.len(), 1);
+    assert!(!one[0].contains("engine="), "{one:?}");
+}

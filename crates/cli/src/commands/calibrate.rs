@@ -178,8 +178,8 @@ async fn check(
     }
 }
 
-/// The facts of a checked server: its own, and the configuration's slots and context where
-/// it does not say.
+/// The facts of a checked server: its own, and the configuration's slots (every replica's
+/// sequences) and context where it does not say.
 fn check_facts(
     config: &SimConfig,
     path: &std::path::Path,
@@ -193,7 +193,9 @@ fn check_facts(
         );
     };
     Ok(Facts {
-        slots: server.slots.unwrap_or(engine.max_num_seqs),
+        slots: server
+            .slots
+            .unwrap_or(engine.max_num_seqs.saturating_mul(config.replicas.max(1))),
         context_per_slot: server
             .context_per_slot
             .unwrap_or(engine.effective_max_model_len()),

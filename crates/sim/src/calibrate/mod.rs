@@ -19,7 +19,7 @@ use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{
-    BatchingConfig, EngineConfig, EnginePolicy, QueueOrder, Roofline, SimConfig,
+    BatchingConfig, EngineConfig, EnginePolicy, QueueOrder, Roofline, Routing, SimConfig,
     SlotPromptSimilarity, StepOverheads,
 };
 
@@ -76,6 +76,19 @@ pub struct Facts {
     /// Whether the server reuses the KV of prompt prefixes it has seen (its metrics say).
     #[serde(default)]
     pub prefix_caching: bool,
+    /// Engines behind the endpoint, each with its own batch, KV cache and steps (vLLM's
+    /// data-parallel engines, its metrics say): `slots` and `kv_tokens` are theirs together,
+    /// each engine an equal share, `batch_tokens` one engine's step.
+    #[serde(default = "one_engine", skip_serializing_if = "is_one_engine")]
+    pub engines: u32,
+}
+
+fn one_engine() -> u32 {
+    1
+}
+
+fn is_one_engine(engines: &u32) -> bool {
+    *engines <= 1
 }
 
 impl Default for Facts {
@@ -98,6 +111,7 @@ impl Default for Facts {
             kv_tokens: None,
             engine_policy: EnginePolicy::Vllm,
             prefix_caching: false,
+            engines: 1,
         }
     }
 }
@@ -288,11 +302,13 @@ impl Facts {
 /// what its metrics state (admission and preemption then its family's) or of every slot's
 /// context (never running out), the calibrated accelerator, the fitted latency as its
 /// frontend delay and no other overhead, and the server's micro-batches by slot when it has
-/// them.
+/// them; a server of several engines as that many replicas, each with its share of the slots
+/// and the KV pool, a request going to the one with the fewest in flight.
 pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     let model = facts.model();
     let block_size = 16;
-    let kv_tokens = facts.kv_pool_tokens();
+    let engines = facts.engines.clamp(1, crate::config::MAX_REPLICAS);
+    let kv_tokens = facts.kv_pool_tokens().div_ceil(u64::from(engines));
     let kv_gib = kv_tokens as f64 * model.kv_bytes_per_token() / GIB;
     // Enough memory for the weights, the reserve the deployment arithmetic sets aside and the
     // slots' KV cache; the pool itself is fixed by `kv_blocks_override`.
@@ -303,7 +319,7 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         tensor_parallel: 1,
         gpu_memory_utilization: 1.0,
         max_model_len: Some(facts.context_per_slot.max(1)),
-        max_num_seqs: facts.slots.max(1),
+        max_num_seqs: facts.slots.div_ceil(engines).max(1),
         max_num_batched_tokens: facts.batch_tokens.max(1),
         block_size,
         chunked_prefill: true,
@@ -312,17 +328,7 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         max_waiting: 100_000,
         kv_blocks_override: Some(kv_tokens.div_ceil(u64::from(block_size)) + 1),
         policy: facts.engine_policy,
-        overheads: Some(StepOverheads {
-            per_step_us: 0.0,
-            per_layer_us: 0.0,
-            per_sequence_us: 0.0,
-            per_prefill_us: 0.0,
-            frontend_us: if constants.latency_holds_slot {
-                0.0
-            } else {
-                constants.latency_ms * 1e3
-            },
-        }),
+        overheads: Some(fitted_overheads(constants)),
         speculative: None,
         roofline: Roofline::Sum,
         gemm_batch_factors: constants.engine_batch_factors(),
@@ -341,7 +347,29 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         engine: EngineConfig::Batching(engine),
         served_model_name: Some(facts.model_name.clone()),
         chat_template_tokens: facts.chat_template_tokens,
+        replicas: engines,
+        routing: if engines > 1 {
+            Routing::LeastLoaded
+        } else {
+            Routing::default()
+        },
         ..SimConfig::default()
+    }
+}
+
+/// The fitted latency as the frontend's delay when it does not hold the slot; no other
+/// overhead (the fitted accelerator prices the steps).
+fn fitted_overheads(constants: &Constants) -> StepOverheads {
+    StepOverheads {
+        per_step_us: 0.0,
+        per_layer_us: 0.0,
+        per_sequence_us: 0.0,
+        per_prefill_us: 0.0,
+        frontend_us: if constants.latency_holds_slot {
+            0.0
+        } else {
+            constants.latency_ms * 1e3
+        },
     }
 }
 

@@ -183,6 +183,40 @@ fn a_kv_cache_the_server_states_sizes_the_pool_and_its_family_the_admission() {
     assert!(engine.kv_blocks() < u64::from(4 * 2048 / engine.block_size));
 }
 
+#[test]
+fn engines_behind_one_endpoint_are_replicas_with_a_share_each() {
+    // Two vLLM data-parallel engines: 8 sequences and 6,400 KV tokens between them, a step
+    // budget of 512 each.
+    let facts = Facts {
+        slots: 8,
+        kv_tokens: Some(6400),
+        batch_tokens: 512,
+        engines: 2,
+        ..four_slots_of_2048()
+    };
+    let config = calibrated_config(&facts, &unit_constants());
+    assert_eq!(config.replicas, 2);
+    assert_eq!(config.routing, Routing::LeastLoaded);
+    let EngineConfig::Batching(engine) = &config.engine else {
+        panic!("not a batching engine");
+    };
+    assert_eq!(engine.max_num_seqs, 4);
+    assert_eq!(engine.kv_blocks_override, Some(3200 / 16 + 1));
+    assert_eq!(engine.max_num_batched_tokens, 512);
+    config.validate().unwrap();
+    let text = toml::to_string(&config).unwrap();
+    let back: SimConfig = toml::from_str(&text).unwrap();
+    assert_eq!((back.replicas, back.routing), (2, Routing::LeastLoaded));
+    // One engine: one replica, the default routing, the facts' figures whole.
+    let one = calibrated_config(&four_slots_of_2048(), &unit_constants());
+    assert_eq!((one.replicas, one.routing), (1, Routing::RoundRobin));
+    // Facts written before the field read as one engine.
+    let written = serde_json::to_value(four_slots_of_2048()).unwrap();
+    assert!(written.get("engines").is_none(), "{written}");
+    let read: Facts = serde_json::from_value(written).unwrap();
+    assert_eq!(read.engines, 1);
+}
+
 /// Every rate 1, no factors, no latency.
 fn unit_constants() -> Constants {
     Constants {

@@ -59,11 +59,16 @@ pub fn fit_unknown_budget(
     })
 }
 
-/// Whether the prompts some probe sends together (as many as the slots run) exceed one step
-/// of `facts.batch_tokens`, so that a bound on the step changes its figures.
+/// Whether the prompts some probe sends together (as many as the slots run, shared by the
+/// engines) exceed one step of `facts.batch_tokens`, so that a bound on the step changes its
+/// figures.
 fn budget_binds(facts: &Facts, probes: &[MeasuredProbe]) -> bool {
     probes.iter().any(|p| {
-        let together = p.shape.concurrency.min(facts.slots.max(1));
+        let together = p
+            .shape
+            .concurrency
+            .min(facts.slots.max(1))
+            .div_ceil(facts.engines.max(1));
         u64::from(together) * u64::from(p.shape.prompt_tokens) > u64::from(facts.batch_tokens)
     })
 }

@@ -1,6 +1,8 @@
 //! Paged KV cache: a fixed pool of blocks with reference counts and a prefix cache keyed by
 //! chained block hashes. Freed blocks that carry a hash stay reusable until the allocator
-//! evicts them, least recently freed first (vLLM's free-block queue).
+//! evicts them, least recently freed first (vLLM's free-block queue). Blocks never used yet
+//! come first in that queue, in index order, and cost nothing until they are: building a pool of
+//! millions of blocks (an accelerator's whole memory) is free.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,8 +20,10 @@ struct Block {
 /// The pool of KV blocks.
 #[derive(Debug, Clone)]
 pub struct BlockPool {
+    /// The blocks used at least once, by index; the rest (up to `total`) were never used.
     blocks: Vec<Block>,
-    /// Free blocks in eviction order (oldest stamp first).
+    total: u32,
+    /// Freed blocks in eviction order (oldest stamp first), after every never-used block.
     free_queue: BTreeMap<u64, BlockId>,
     next_stamp: u64,
     cached: HashMap<u64, BlockId>,
@@ -28,32 +32,35 @@ pub struct BlockPool {
 impl BlockPool {
     /// A pool of `total` empty blocks.
     pub fn new(total: u32) -> Self {
-        let blocks = vec![Block::default(); total as usize];
-        let mut pool = BlockPool {
-            blocks,
+        BlockPool {
+            blocks: Vec::new(),
+            total,
             free_queue: BTreeMap::new(),
             next_stamp: 0,
             cached: HashMap::new(),
-        };
-        for id in 0..total {
-            pool.push_free(id);
         }
-        pool
     }
 
     /// Blocks in the pool.
     pub fn total(&self) -> u32 {
-        u32::try_from(self.blocks.len()).unwrap_or(u32::MAX)
+        self.total
+    }
+
+    /// Blocks never used yet.
+    fn unused(&self) -> u32 {
+        let used = u32::try_from(self.blocks.len()).unwrap_or(u32::MAX);
+        self.total.saturating_sub(used)
     }
 
     /// Blocks not referenced by any sequence (including cached-but-free ones).
     pub fn free(&self) -> u32 {
-        u32::try_from(self.free_queue.len()).unwrap_or(u32::MAX)
+        let freed = u32::try_from(self.free_queue.len()).unwrap_or(u32::MAX);
+        freed.saturating_add(self.unused())
     }
 
     /// Fraction of blocks referenced by at least one sequence.
     pub fn usage(&self) -> f64 {
-        if self.blocks.is_empty() {
+        if self.total == 0 {
             return 0.0;
         }
         f64::from(self.total() - self.free()) / f64::from(self.total())
@@ -93,7 +100,13 @@ impl BlockPool {
         }
         let mut allocated = Vec::with_capacity(count as usize);
         for _ in 0..count {
-            let (_, id) = self.free_queue.pop_first()?;
+            let id = if self.unused() > 0 {
+                let id = u32::try_from(self.blocks.len()).ok()?;
+                self.blocks.push(Block::default());
+                id
+            } else {
+                self.free_queue.pop_first()?.1
+            };
             let block = &mut self.blocks[id as usize];
             block.free_stamp = None;
             block.ref_count = 1;
@@ -187,6 +200,26 @@ mod tests {
         assert_eq!(pool.free(), 1, "still referenced once");
         pool.release(&shared);
         assert_eq!(pool.free(), 2);
+    }
+
+    #[test]
+    fn never_used_blocks_are_taken_first_in_order_then_the_oldest_freed() {
+        let mut pool = BlockPool::new(u32::MAX);
+        assert_eq!(pool.free(), u32::MAX, "a pool of any size is built at once");
+        let first = pool.allocate(3).unwrap();
+        assert_eq!(first, vec![0, 1, 2]);
+        pool.release(&first[1..2]);
+        assert_eq!(pool.free(), u32::MAX - 2);
+        let mut small = BlockPool::new(3);
+        let held = small.allocate(3).unwrap();
+        small.release(&[held[2]]);
+        small.release(&[held[0]]);
+        assert_eq!(
+            small.allocate(2),
+            Some(vec![2, 0]),
+            "least recently freed first"
+        );
+        assert_eq!(small.usage(), 1.0);
     }
 
     #[test]

@@ -93,6 +93,7 @@ fn cache_info(config: &SimConfig) -> (CacheConfigInfo, Option<u32>) {
                 block_size: batching.block_size,
                 num_gpu_blocks: batching.kv_blocks(),
                 prefix_caching: batching.prefix_caching,
+                engines: config.replicas,
             };
             (info, batching.prefix_caching.then_some(batching.block_size))
         }

@@ -195,6 +195,7 @@ pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
         kv_tokens: server.kv_tokens,
         engine_policy: engine_policy(server.engine),
         prefix_caching: server.prefix_caching.unwrap_or(false),
+        engines: server.engines.unwrap_or(1),
         // It also returns a prompt to a slot whose last prompt shares enough of it; what every
         // prompt shares is the template's header it tokenized for us.
         slot_prompt_similarity: server.slots.and(server.shared_prefix_tokens).map(

@@ -71,7 +71,8 @@ pub struct ServerFacts {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prefix_caching: Option<bool>,
     /// Data-parallel engines behind the endpoint, when its metrics show more than one (vLLM's
-    /// `engine` labels): the sequences, step budget and KV cache read are theirs together.
+    /// `engine` labels): the sequences and KV cache read are theirs together, the step budget
+    /// one engine's; the simulator runs them as that many replicas.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub engines: Option<u32>,
     /// Which queued request a freed slot takes, when the queue-order probe read it
@@ -161,7 +162,9 @@ async fn with_metric_limits(client: &HttpClient, facts: &mut ServerFacts, timeou
             read.join(", ")
         };
         if let Some(n) = limits.engines {
-            what.push_str(&format!("; {n} data-parallel engines, their limits summed"));
+            what.push_str(&format!(
+                "; {n} data-parallel engines, their caches and sequences summed"
+            ));
         }
         facts
             .sources

@@ -5,9 +5,9 @@
 //! `scheduler_config_max_num_batched_tokens`); SGLang's `sglang:max_total_num_tokens`; TGI's
 //! `tgi_batch_max_total_tokens`. The family the metric names belong to says whose admission
 //! and preemption to simulate. A vLLM serving several data-parallel engines behind one API
-//! server labels each engine's `cache_config_info` with its `engine` index: its limits are the
-//! engines' together (one engine's cache, sequences and step budget times their count), the
-//! deployment the probes measure as a whole.
+//! server labels each engine's `cache_config_info` with its `engine` index: its cache and
+//! sequences are the engines' together (one engine's times their count), the deployment the
+//! probes measure as a whole; a step is still one engine's, its budget not summed.
 
 use std::collections::BTreeMap;
 
@@ -26,12 +26,13 @@ pub struct MetricLimits {
     pub kv_tokens: Option<u64>,
     /// Most sequences a step runs (vLLM's `max_num_seqs`).
     pub max_seqs: Option<u32>,
-    /// Most tokens a step carries (vLLM's `max_num_batched_tokens`).
+    /// Most tokens a step carries (vLLM's `max_num_batched_tokens`; one engine's).
     pub batch_tokens: Option<u32>,
     /// Whether it reuses the KV of a prompt prefix it has seen.
     pub prefix_caching: Option<bool>,
     /// Data-parallel engines behind the endpoint (vLLM's distinct `engine` labels of
-    /// `cache_config_info`), when more than one; the other limits are already their sum.
+    /// `cache_config_info`), when more than one; `kv_tokens` and `max_seqs` are already their
+    /// sum.
     pub engines: Option<u32>,
 }
 
@@ -47,7 +48,7 @@ pub fn metric_limits(exposition: &Exposition) -> MetricLimits {
             .map(|v| v as u64)
     };
     let engines = engine_count(exposition);
-    // Each engine's own limits, times the engines.
+    // Each engine's cache and sequences, times the engines.
     let times = |v: u64| v.checked_mul(u64::from(engines));
     let cache_tokens = cache.and_then(|s| {
         number(s, "kv_cache_size_tokens").or_else(|| {
@@ -55,10 +56,10 @@ pub fn metric_limits(exposition: &Exposition) -> MetricLimits {
             Some(blocks * number(s, "block_size")?)
         })
     });
-    let scheduler_u32 = |label: &str| {
+    let scheduler_u32 = |label: &str, summed: bool| {
         scheduler
             .and_then(|s| number(s, label))
-            .and_then(times)
+            .and_then(|v| if summed { times(v) } else { Some(v) })
             .and_then(|v| u32::try_from(v).ok())
     };
     MetricLimits {
@@ -67,8 +68,8 @@ pub fn metric_limits(exposition: &Exposition) -> MetricLimits {
             .and_then(times)
             .or_else(|| gauge("sglang:max_total_num_tokens"))
             .or_else(|| gauge("tgi_batch_max_total_tokens")),
-        max_seqs: scheduler_u32("scheduler_config_max_num_seqs"),
-        batch_tokens: scheduler_u32("scheduler_config_max_num_batched_tokens"),
+        max_seqs: scheduler_u32("scheduler_config_max_num_seqs", true),
+        batch_tokens: scheduler_u32("scheduler_config_max_num_batched_tokens", false),
         prefix_caching: cache
             .and_then(|s| s.label("enable_prefix_caching"))
             .and_then(|v| match v.to_ascii_lowercase().as_str() {
@@ -145,7 +146,7 @@ mod tests {
     }
 
     #[test]
-    fn data_parallel_engines_are_counted_and_their_limits_summed() {
+    fn data_parallel_engines_are_counted_and_their_caches_and_sequences_summed() {
         let engine = |i: u32| {
             format!(
                 "vllm:cache_config_info{{block_size=\"16\",engine=\"{i}\",\
@@ -159,7 +160,8 @@ mod tests {
         assert_eq!(limits.engines, Some(3));
         assert_eq!(limits.kv_tokens, Some(3 * 16_000));
         assert_eq!(limits.max_seqs, Some(3 * 128));
-        assert_eq!(limits.batch_tokens, Some(3 * 2048));
+        // A step is one engine's.
+        assert_eq!(limits.batch_tokens, Some(2048));
         // One engine: its own limits, and no count.
         let one = format!("{}{scheduler}", engine(0));
         let limits = metric_limits(&parse(one.as_bytes()));
