@@ -117,6 +117,11 @@ impl Default for Facts {
 }
 
 impl Facts {
+    /// The replicas the configuration runs: one per engine, within what a configuration holds.
+    pub fn replicas(&self) -> u32 {
+        self.engines.clamp(1, crate::config::MAX_REPLICAS)
+    }
+
     /// The model as one equivalent layer of the server's width, vocabulary and parameter
     /// count (tied embeddings). Layer count and head shape cannot be read from an
     /// OpenAI-compatible server; the fitted rates are per this shape, so predictions do not
@@ -307,7 +312,7 @@ impl Facts {
 pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
     let model = facts.model();
     let block_size = 16;
-    let engines = facts.engines.clamp(1, crate::config::MAX_REPLICAS);
+    let engines = facts.replicas();
     let kv_tokens = facts.kv_pool_tokens().div_ceil(u64::from(engines));
     let kv_gib = kv_tokens as f64 * model.kv_bytes_per_token() / GIB;
     // Enough memory for the weights, the reserve the deployment arithmetic sets aside and the
@@ -474,9 +479,14 @@ pub fn plan(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
     }
     // Every slot decoding at a long context: how the KV reads of a batch add up.
     probes.push(shape(slots, longest / 2, answer));
-    probes.push(sweep_probe(facts, requests, slots * 2));
+    probes.push(sweep_probe(facts, requests.max(QUEUED_ROUNDS), slots * 2));
     probes
 }
+
+/// Rounds a probe beyond the slots sends at the least: in one, as many requests as clients,
+/// the slots' first wave is half of them and the median (nearest rank, as the client takes it)
+/// is that wave's last — no queueing seen, and one request late to the wave flips it.
+const QUEUED_ROUNDS: u32 = 2;
 
 /// The plan's longest prompt and its answer length, from the context a slot holds.
 fn plan_lengths(facts: &Facts) -> (u32, u32) {
@@ -519,7 +529,10 @@ pub fn held_out(facts: &Facts, requests: u32) -> Vec<ProbeShape> {
     vec![
         shape(slots, prompt * 4, answer),
         shape(slots, prompt, answer * 4),
-        shape(slots * 2, prompt, answer),
+        ProbeShape {
+            requests: requests.max(QUEUED_ROUNDS) * slots * 2,
+            ..shape(slots * 2, prompt, answer)
+        },
     ]
 }
 

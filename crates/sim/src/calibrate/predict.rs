@@ -1,5 +1,7 @@
 //! One probe shape replayed in virtual time: a closed loop of `concurrency` clients sending
-//! `requests` identical requests, and the medians a client would have measured.
+//! `requests` identical requests, and the medians a client would have measured — by the
+//! client's own percentile method (nearest rank), so a probe whose requests split into waves
+//! (half served at once, half queued) has the same median on both sides of the fit.
 
 use std::time::Duration;
 
@@ -106,7 +108,7 @@ fn summarise(timelines: &[RequestTimeline], end: Duration) -> Predicted {
             .map(|d| d.as_secs_f64())
             .collect()
     };
-    let pick = |f| median(values(f).into_iter());
+    let pick = |f| percentile(&values(f), 0.5);
     let tail = |f| {
         let v = values(f);
         Tail {
@@ -132,30 +134,19 @@ fn summarise(timelines: &[RequestTimeline], end: Duration) -> Predicted {
     }
 }
 
-/// The `q` quantile by linear interpolation between closest ranks; 0 for no values.
+/// The `q` quantile as the client reports it (`goodput_core::metrics::histogram`): the
+/// smallest value with at least a fraction `q` of the values at or below it (nearest rank, no
+/// interpolation — of 16 requests, 8 served at once and 8 queued, the median is the eighth,
+/// the last of the first wave); 0 for no values.
 pub(crate) fn percentile(values: &[f64], q: f64) -> f64 {
     let mut sorted = values.to_vec();
     sorted.sort_by(f64::total_cmp);
-    match sorted.len() {
-        0 => 0.0,
-        n => {
-            let rank = q.clamp(0.0, 1.0) * (n - 1) as f64;
-            let (low, high) = (rank.floor() as usize, rank.ceil() as usize);
-            sorted[low] + (sorted[high] - sorted[low]) * (rank - low as f64)
-        }
-    }
-}
-
-/// The median (mean of the middle two for an even count); 0 for no values.
-pub(crate) fn median(values: impl Iterator<Item = f64>) -> f64 {
-    let mut sorted: Vec<f64> = values.collect();
-    sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
-    match n {
-        0 => 0.0,
-        _ if n % 2 == 1 => sorted[n / 2],
-        _ => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    if n == 0 {
+        return 0.0;
     }
+    let rank = (q.clamp(0.0, 1.0) * n as f64).ceil() as usize;
+    sorted[rank.clamp(1, n) - 1]
 }
 
 #[cfg(test)]
@@ -163,12 +154,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_interpolate_between_ranks() {
+    fn percentiles_take_the_nearest_rank_as_the_client_does() {
         let values: Vec<f64> = (1..=11).map(f64::from).collect();
         assert_eq!(percentile(&values, 0.5), 6.0);
-        assert!((percentile(&values, 0.95) - 10.5).abs() < 1e-12);
+        // 0.95 × 11 = 10.45: the 11th value, not 10.5 between the 10th and 11th.
+        assert_eq!(percentile(&values, 0.95), 11.0);
+        assert_eq!(percentile(&values, 0.0), 1.0);
         assert_eq!(percentile(&values, 1.0), 11.0);
         assert_eq!(percentile(&[], 0.99), 0.0);
+        // Two waves of 8: the median is the first wave's last, not halfway to the second.
+        let waves: Vec<f64> = [10.0; 8].into_iter().chain([130.0; 8]).collect();
+        assert_eq!(percentile(&waves, 0.5), 10.0);
+        assert_eq!(percentile(&waves, 0.51), 130.0);
+    }
+
+    #[test]
+    fn a_probe_of_twice_the_slots_in_one_round_has_the_first_waves_median() {
+        // 16 clients, one request each, on 8 slots: 8 first tokens after one prefill, 8 after
+        // a whole answer. The client's median (nearest rank) is the eighth: the first wave.
+        let mut config = SimConfig::default();
+        if let crate::EngineConfig::Batching(engine) = &mut config.engine {
+            engine.max_num_seqs = 8;
+        }
+        let shape = ProbeShape {
+            concurrency: 16,
+            prompt_tokens: 64,
+            output_tokens: 48,
+            requests: 16,
+        };
+        let predicted = predict(&config, &shape);
+        let first_wave = predict(
+            &config,
+            &ProbeShape {
+                concurrency: 8,
+                requests: 8,
+                ..shape
+            },
+        );
+        assert!(
+            (predicted.ttft / first_wave.ttft - 1.0).abs() < 1e-9,
+            "{predicted:?} against {first_wave:?}"
+        );
+        assert!(
+            predicted.tails[0].p95 > 2.0 * predicted.ttft,
+            "{predicted:?}"
+        );
     }
 
     #[test]

@@ -68,7 +68,7 @@ fn budget_binds(facts: &Facts, probes: &[MeasuredProbe]) -> bool {
             .shape
             .concurrency
             .min(facts.slots.max(1))
-            .div_ceil(facts.engines.max(1));
+            .div_ceil(facts.replicas());
         u64::from(together) * u64::from(p.shape.prompt_tokens) > u64::from(facts.batch_tokens)
     })
 }
