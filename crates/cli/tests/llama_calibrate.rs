@@ -194,6 +194,12 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
         r["tpot"].as_f64().unwrap() * 100.0,
         r["e2e"].as_f64().unwrap() * 100.0
     );
+    check_facts(&fit, &config);
+    config
+}
+
+/// What calibrate read of the server, and what the configuration made of it.
+fn check_facts(fit: &Value, config: &Path) {
     // The test model's template opens every chat prompt with BOS and `<|im_start|>user\n`,
     // which its tokenizer splits into 9 tokens (` <`, `|`, `im`, `_`, `start`, `|`, `>`,
     // `user`, `\n`): llama-server's own log gives the same common prefix (f_sim 0.106 of a
@@ -212,12 +218,18 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
         side * 1e3,
         apart * 1e3
     );
-    let text = std::fs::read_to_string(&config).unwrap();
+    let text = std::fs::read_to_string(config).unwrap();
     assert_eq!(
         text.contains("slot_ubatch_tokens"),
         apart > 1.2 * side,
         "{split}: {text}"
     );
+    // Each slot's 1,024 tokens are its own whatever the split showed (the cache probe asks
+    // when it showed nothing): the pool holds all four, 4,096 tokens in blocks of 16 and one.
+    if apart <= 1.2 * side {
+        assert_eq!(fit["facts"]["kv_cache"], "per_slot", "{}", fit["facts"]);
+    }
+    assert!(text.contains("kv_blocks_override = 257\n"), "{text}");
     // llama-server takes queued requests first come first served: the queue-order probe
     // reads that, or (its timing upset on a loaded machine, or the budget spent) reads
     // nothing — never sequences that another order, or none, explains.
@@ -226,7 +238,6 @@ fn calibrate(server: &LlamaServer, dir: &Path) -> std::path::PathBuf {
         Some(order) => assert_eq!(order, "fifo", "{sources}"),
         None => assert!(!sources.contains("queue order: requests"), "{sources}"),
     }
-    config
 }
 
 /// The TTFT, TPOT and E2E medians (ms) at half the measured capacity: live, on the calibrated

@@ -6,8 +6,9 @@
 use std::fmt::Write;
 
 use goodput_core::decide::calibrate::{
-    BatchLimit, BudgetProbe, CalibrateError, CapacityCheck, CapacityComparison, ProbeMeasurement,
-    QueueProbe, QueueReading, Repeatability, ServerFacts, SlotSplit, StepBudget, StepPattern,
+    BatchLimit, BudgetProbe, CacheReading, CalibrateError, CalibrationProbe, CapacityCheck,
+    CapacityComparison, MAX_CACHE_PROBE_TOKENS, ProbeMeasurement, QueueProbe, QueueReading,
+    Repeatability, ServerFacts, SlotSplit, StepBudget, StepPattern,
 };
 use goodput_core::decide::capacity::Dimension;
 use goodput_protocol::QueueOrder;
@@ -131,12 +132,45 @@ pub(crate) fn slot_split_line(found: &Result<Option<SlotSplit>, CalibrateError>)
             if split.by_slot() {
                 "micro-batches by slot (a KV stream per slot, `-np N`)"
             } else {
-                "one batch a step whatever the slots (a unified KV cache, llama.cpp's default)"
+                "one batch a step whatever the slots (a unified KV cache, or micro-batches \
+                 that cost no more here)"
             }
         ),
         Ok(None) => format!("{pinned}: no TPOT measured; micro-batches by slot assumed"),
         Err(e) => format!("{pinned}: {e}; micro-batches by slot assumed"),
     }
+}
+
+/// What the cache probe found, for stderr and the facts' sources.
+pub(crate) fn cache_line(
+    probe: &CalibrationProbe,
+    context: u32,
+    found: &Result<Option<CacheReading>, CalibrateError>,
+) -> String {
+    let sent = format!(
+        "KV cache: {} requests of {}-token prompts sent together ({:.1} times a slot's {context} \
+         tokens)",
+        probe.requests,
+        probe.input_tokens,
+        f64::from(probe.input_tokens) * f64::from(probe.requests) / f64::from(context.max(1))
+    );
+    match found {
+        Ok(Some(CacheReading::PerSlot)) => format!("{sent}: all ran — a cache per slot"),
+        Ok(Some(CacheReading::Shared { refused })) => format!(
+            "{sent}: {refused} refused for want of context — one cache of {context} tokens the \
+             slots share"
+        ),
+        Ok(None) => format!("{sent}: requests failed for another reason; a cache per slot assumed"),
+        Err(e) => format!("{sent}: {e}; a cache per slot assumed"),
+    }
+}
+
+/// Why the cache probe did not run.
+pub(crate) fn cache_skipped_line(slots: u32, context: u32) -> String {
+    format!(
+        "KV cache: not probed ({slots} slots of {context} tokens: over {MAX_CACHE_PROBE_TOKENS} \
+         prompt tokens to fill); a cache per slot assumed"
+    )
 }
 
 /// One probe's progress line.

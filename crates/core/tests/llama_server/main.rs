@@ -9,6 +9,7 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod calibrate;
 mod encoders;
 mod keepalive;
 mod load;

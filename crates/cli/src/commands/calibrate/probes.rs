@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 use goodput_core::decide::calibrate::{
-    BatchLimit, CalibrationProbe, ProbeMeasurement, ServerFacts, WAVES, batch_limit, measure,
+    BatchLimit, CacheReading, CalibrationProbe, ProbeMeasurement, ServerFacts, WAVES, batch_limit,
+    measure,
 };
 use goodput_core::http::HttpClient;
 use goodput_core::observe::server::concepts::Flavour;
@@ -190,7 +191,11 @@ pub(super) fn facts(model: &str, server: &ServerFacts) -> Facts {
             .slots
             .filter(|_| by_slot)
             .map(|_| server.ubatch_tokens.unwrap_or(LLAMA_CPP_UBATCH)),
-        shared_kv: server.llama_slots && !by_slot,
+        // One batch a step is a unified cache or slots of their own whose micro-batches cost
+        // nothing more; the cache probe tells, and unread the slots keep their own.
+        shared_kv: server.llama_slots
+            && !by_slot
+            && matches!(server.kv_cache, Some(CacheReading::Shared { .. })),
         queue_order: server.queue_order.unwrap_or_default(),
         kv_tokens: server.kv_tokens,
         engine_policy: engine_policy(server.engine),
@@ -282,7 +287,19 @@ mod tests {
         };
         let simulated = facts("m", &unified);
         assert_eq!(simulated.slot_ubatch_tokens, None);
-        assert!(simulated.shared_kv);
+        // ... and a cache each until the cache probe says they share one (`-np 4` on a machine
+        // where the second micro-batch costs nothing: 15.8 against 16.4 ms, 2026-12-04).
+        assert!(!simulated.shared_kv);
+        let per_slot = ServerFacts {
+            kv_cache: Some(CacheReading::PerSlot),
+            ..unified.clone()
+        };
+        assert!(!facts("m", &per_slot).shared_kv);
+        let shared = ServerFacts {
+            kv_cache: Some(CacheReading::Shared { refused: 4 }),
+            ..unified
+        };
+        assert!(facts("m", &shared).shared_kv);
         assert!(!facts("m", &reported).shared_kv);
     }
 

@@ -7,8 +7,8 @@
 use std::time::Instant;
 
 use goodput_core::decide::calibrate::{
-    BudgetProbe, ProbeMeasurement, QueueProbe, QueueReading, ServerFacts, StepBudget, queue_order,
-    slot_split, step_budget,
+    BudgetProbe, ProbeMeasurement, QueueProbe, QueueReading, ServerFacts, StepBudget, cache_probe,
+    kv_sharing, queue_order, slot_split, step_budget,
 };
 use goodput_core::http::HttpClient;
 use goodput_sim::calibrate::Facts;
@@ -23,6 +23,7 @@ use super::probes::probe_seed;
 const BUDGET_SEED: u64 = 0x4255_4447_4554_0000;
 const SLOTS_SEED: u64 = 0x534c_4f54_5300_0000;
 const QUEUE_SEED: u64 = 0x5155_4555_4500_0000;
+const CACHE_SEED: u64 = 0x4341_4348_4500_0000;
 
 /// Asks a llama.cpp server with three slots or more (reported by its `/props`) whether its
 /// steps run as micro-batches by slot (`-np N`) or as one batch (its default, a unified KV
@@ -44,6 +45,37 @@ pub(super) async fn with_slot_split(
     server.sources.push(line);
     if let Ok(Some(split)) = found {
         server.slot_split = Some(split);
+        if !split.by_slot() {
+            with_kv_sharing(args, (client, model), server, cancel).await;
+        }
+    }
+}
+
+/// Asks a llama.cpp server whose slots ran as one batch whether they share one KV cache
+/// (`--kv-unified`) or each has its own (`-np N` on a machine where the micro-batches cost
+/// nothing more): the slot probe cannot tell, and the simulated pool differs by the slots.
+async fn with_kv_sharing(
+    args: &CalibrateArgs,
+    live: (&HttpClient, &str),
+    server: &mut ServerFacts,
+    cancel: &CancellationToken,
+) {
+    let (Some(slots), Some(context)) = (server.slots, server.context_per_slot) else {
+        return;
+    };
+    let Some(probe) = cache_probe(slots, context) else {
+        let line = render::cache_skipped_line(slots, context);
+        eprintln!("{line}");
+        server.sources.push(line);
+        return;
+    };
+    let seed = probe_seed(args, CACHE_SEED);
+    let found = kv_sharing(live, &probe, (seed, cancel)).await;
+    let line = render::cache_line(&probe, context, &found);
+    eprintln!("{line}");
+    server.sources.push(line);
+    if let Ok(reading) = found {
+        server.kv_cache = reading;
     }
 }
 

@@ -31,7 +31,8 @@ pub struct ServerFacts {
     pub slots: Option<u32>,
     /// Whether the slots are llama.cpp's (reported by its `/props`): pinnable with `id_slot`,
     /// and each with a KV stream of its own that splits every step into micro-batches by slot
-    /// unless they share one cache ([`super::slot_split`] tells). Slots found by the waves or
+    /// unless they share one cache ([`super::slot_split`] tells where a micro-batch costs,
+    /// [`super::kv_sharing`] where it does not). Slots found by the waves or
     /// stated in `/metrics` are another engine's: one batch a step.
     #[serde(default)]
     pub llama_slots: bool,
@@ -60,6 +61,10 @@ pub struct ServerFacts {
     /// the server splits its steps by slot ([`super::slot_split`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_split: Option<super::SlotSplit>,
+    /// Whether llama.cpp's slots share one KV cache, where the slot split could not tell
+    /// ([`super::kv_sharing`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_cache: Option<super::CacheReading>,
     /// The server family its `/metrics` names belong to (vLLM, SGLang, TGI, llama.cpp, the
     /// simulator), when it serves them.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -7,11 +7,12 @@
 //! probes measured in several passes and says how closely the server repeated them;
 //! [`batch_limit`] finds how many requests a server that does not say runs at once, and
 //! [`step_budget`] how many tokens one of its steps carries; [`slot_split`] whether a llama.cpp
-//! server runs its slots as micro-batches of their own; [`queue_order`] which queued request a
-//! freed slot takes.
+//! server runs its slots as micro-batches of their own, and [`kv_sharing`] whether they share
+//! one KV cache; [`queue_order`] which queued request a freed slot takes.
 
 mod batch;
 mod budget;
+mod cache;
 pub mod capacity;
 mod facts;
 mod limits;
@@ -21,6 +22,7 @@ mod slots;
 
 pub use batch::{BatchLimit, MIN_SPAN_US, WAVES, batch_limit, running_at_once};
 pub use budget::{BudgetProbe, StepBudget, read_budget, step_budget};
+pub use cache::{CacheReading, MAX_CACHE_PROBE_TOKENS, cache_probe, kv_sharing, read_cache};
 pub use capacity::{
     CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, PatternCapacity, SpeedBand,
     StepPattern,

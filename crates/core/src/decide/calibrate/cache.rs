@@ -1,0 +1,188 @@
+//! Whether a llama.cpp server's slots share one KV cache: started with `-np N` each slot has a
+//! cache of its own (`/props` reports each slot's share of `-c`), with `--kv-unified` (its
+//! default without `-np`) the slots share one of the size each reports. The slot probe
+//! ([`super::slot_split`]) tells them apart only where two micro-batches cost more than one;
+//! this probe asks the cache directly: every slot gets a prompt that fits its own share, the
+//! prompts together half as much again as one slot's context. A cache per slot runs them all;
+//! a shared one fills and llama-server refuses the rest ("Context size has been exceeded").
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use super::{CalibrateError, CalibrationProbe, Kept, probe_openai, run_streamed};
+use crate::config::{LoadSpec, RunConfig};
+use crate::http::HttpClient;
+use crate::record::{OutcomeKind, RequestRecord};
+use crate::workload::Workload;
+use crate::workload::synthetic::SyntheticWorkload;
+
+/// The prompts together, in slot contexts: more than one (a shared cache overflows) with room
+/// for the server counting fewer tokens than `cl100k_base`.
+const TOGETHER: f64 = 1.5;
+/// The longest prompt, in slot contexts: room in its own slot for a template, a tokenizer that
+/// counts more, and the answer.
+const LONGEST: f64 = 0.7;
+/// The most prompt tokens the probe sends in all: beyond, a CPU server would take minutes.
+pub const MAX_CACHE_PROBE_TOKENS: u32 = 32_768;
+/// Answer tokens of each request.
+const ANSWER: u32 = 4;
+
+/// The probe for `slots` slots of `context` tokens each: one request per slot, all sent
+/// together; `None` for fewer than two slots or more than [`MAX_CACHE_PROBE_TOKENS`] in all.
+pub fn cache_probe(slots: u32, context: u32) -> Option<CalibrationProbe> {
+    if slots < 2 || context < 64 {
+        return None;
+    }
+    let together = TOGETHER * f64::from(context);
+    let prompt = (together / f64::from(slots))
+        .min(LONGEST * f64::from(context))
+        .ceil() as u32;
+    let total = u64::from(prompt) * u64::from(slots);
+    (total <= u64::from(MAX_CACHE_PROBE_TOKENS)).then_some(CalibrationProbe {
+        concurrency: slots,
+        input_tokens: prompt,
+        output_tokens: ANSWER,
+        requests: slots,
+    })
+}
+
+/// What the cache probe found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheReading {
+    /// Every request ran: each slot has a cache of its own.
+    PerSlot,
+    /// The server refused `refused` of the requests for want of context: the slots share one.
+    Shared {
+        /// Requests refused.
+        refused: u32,
+    },
+}
+
+/// Runs `probe` ([`cache_probe`]) on the server; `Ok(None)` when requests failed for another
+/// reason than the context (nothing read).
+pub async fn kv_sharing(
+    (client, model): (&HttpClient, &str),
+    probe: &CalibrationProbe,
+    (seed, cancel): (u64, &CancellationToken),
+) -> Result<Option<CacheReading>, CalibrateError> {
+    let config = RunConfig {
+        load: LoadSpec::Closed {
+            concurrency: probe.concurrency.max(1),
+        },
+        max_requests: Some(u64::from(probe.requests.max(1))),
+        request_timeout: Duration::from_secs(600),
+        seed,
+        ..RunConfig::default()
+    };
+    let workload = SyntheticWorkload {
+        input_tokens: probe.input_tokens,
+        output_tokens: Some(probe.output_tokens),
+        seed,
+    };
+    let mut kept = Kept::default();
+    let backend = (client.clone(), probe_openai(model));
+    let run = (config, Arc::new(workload) as Arc<dyn Workload>);
+    run_streamed(backend, run, &mut kept, cancel.clone())
+        .await
+        .map_err(|failure| {
+            failure.into_error(|message| CalibrateError::Probe {
+                probe: *probe,
+                message,
+            })
+        })?;
+    Ok(read_cache(&kept.0))
+}
+
+/// The reading of the probe's records: all completed, a cache per slot; some refused for want
+/// of context and every other completed, a shared cache; anything else, `None`.
+pub fn read_cache(records: &[RequestRecord]) -> Option<CacheReading> {
+    let mut refused = 0u32;
+    for record in records {
+        match &record.failure {
+            None => {}
+            Some(failure) if refused_for_context(failure.kind, &failure.message) => refused += 1,
+            Some(_) => return None,
+        }
+    }
+    match (records.is_empty(), refused) {
+        (true, _) => None,
+        (false, 0) => Some(CacheReading::PerSlot),
+        (false, refused) => Some(CacheReading::Shared { refused }),
+    }
+}
+
+/// Whether a failure is llama-server's for a full cache: "Context size has been exceeded." in
+/// the stream, the prompt under way. A prompt too long for its own slot is refused before
+/// (HTTP 400, "exceeds the available context size"): that says nothing of the sharing.
+fn refused_for_context(kind: OutcomeKind, message: &str) -> bool {
+    kind == OutcomeKind::StreamError && message.to_ascii_lowercase().contains("context")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn record(index: usize, failure: Option<(&str, &str)>) -> RequestRecord {
+        let mut value = json!({
+            "index": index, "phase": "measure", "scheduled_us": 0, "dequeued_us": 0,
+            "sent_us": 0, "end_us": 1000, "streamed": true, "input_tokens": 600,
+            "input_tokens_source": "usage", "output_tokens": 4, "output_tokens_source": "usage",
+            "chunks": [], "items": 1, "status": 200
+        });
+        if let Some((kind, message)) = failure {
+            value["failure"] = json!({"kind": kind, "message": message});
+            value["output_tokens"] = json!(0);
+        }
+        serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn the_probe_overflows_one_slots_context_and_fits_in_each() {
+        // The real-server test's `-np 4 -c 4096`: 4 × 384 tokens, 1.5 slot contexts.
+        let probe = cache_probe(4, 1024).unwrap_or_else(|| panic!("no probe"));
+        assert_eq!((probe.concurrency, probe.requests), (4, 4));
+        assert_eq!(probe.input_tokens, 384);
+        // Two slots: 0.7 of a context each, 1.4 together.
+        let two = cache_probe(2, 1000).unwrap_or_else(|| panic!("no probe"));
+        assert_eq!(two.input_tokens, 700);
+        assert_eq!(cache_probe(1, 4096), None);
+        // llama-server's default (4 slots of a model's 131,072 tokens): minutes of prefill.
+        assert_eq!(cache_probe(4, 131_072), None);
+        assert!(cache_probe(4, 8192).is_some());
+    }
+
+    #[test]
+    fn refusals_for_context_read_as_a_shared_cache() {
+        let exceeded = Some((
+            "stream_error",
+            "server error in stream: Context size has been exceeded. (server_error)",
+        ));
+        let all_ran: Vec<_> = (0..4).map(|i| record(i, None)).collect();
+        assert_eq!(read_cache(&all_ran), Some(CacheReading::PerSlot));
+        // llama-server with `--kv-unified`: every request of the batch refused (2026-12-04).
+        let refused: Vec<_> = (0..4).map(|i| record(i, exceeded)).collect();
+        assert_eq!(
+            read_cache(&refused),
+            Some(CacheReading::Shared { refused: 4 })
+        );
+        let some = vec![record(0, None), record(1, exceeded)];
+        assert_eq!(read_cache(&some), Some(CacheReading::Shared { refused: 1 }));
+        // A prompt too long for its own slot (the server counting many more tokens) is
+        // refused before it runs: nothing read. Nor from another failure.
+        let too_long = Some((
+            "http",
+            "HTTP 400 Bad Request: request (1149 tokens) exceeds the available context size \
+             (1024 tokens), try increasing it (exceed_context_size_error)",
+        ));
+        assert_eq!(read_cache(&[record(0, None), record(1, too_long)]), None);
+        let reset = vec![record(0, None), record(1, Some(("transport", "reset")))];
+        assert_eq!(read_cache(&reset), None);
+        assert_eq!(read_cache(&[]), None);
+    }
+}
