@@ -6,18 +6,12 @@
 //! prompts together half as much again as one slot's context. A cache per slot runs them all;
 //! a shared one fills and llama-server refuses the rest ("Context size has been exceeded").
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::{CalibrateError, CalibrationProbe, Kept, probe_openai, run_streamed};
-use crate::config::{LoadSpec, RunConfig};
+use super::{CalibrateError, CalibrationProbe, Kept, probe_openai, run_probe};
 use crate::http::HttpClient;
 use crate::record::{OutcomeKind, RequestRecord};
-use crate::workload::Workload;
-use crate::workload::synthetic::SyntheticWorkload;
 
 /// The prompts together, in slot contexts: more than one (a shared cache overflows) with room
 /// for the server counting fewer tokens than `cl100k_base`.
@@ -69,31 +63,9 @@ pub async fn kv_sharing(
     probe: &CalibrationProbe,
     (seed, cancel): (u64, &CancellationToken),
 ) -> Result<Option<CacheReading>, CalibrateError> {
-    let config = RunConfig {
-        load: LoadSpec::Closed {
-            concurrency: probe.concurrency.max(1),
-        },
-        max_requests: Some(u64::from(probe.requests.max(1))),
-        request_timeout: Duration::from_secs(600),
-        seed,
-        ..RunConfig::default()
-    };
-    let workload = SyntheticWorkload {
-        input_tokens: probe.input_tokens,
-        output_tokens: Some(probe.output_tokens),
-        seed,
-    };
     let mut kept = Kept::default();
     let backend = (client.clone(), probe_openai(model));
-    let run = (config, Arc::new(workload) as Arc<dyn Workload>);
-    run_streamed(backend, run, &mut kept, cancel.clone())
-        .await
-        .map_err(|failure| {
-            failure.into_error(|message| CalibrateError::Probe {
-                probe: *probe,
-                message,
-            })
-        })?;
+    run_probe(backend, probe, (seed, cancel.clone()), &mut kept).await?;
     Ok(read_cache(&kept.0))
 }
 

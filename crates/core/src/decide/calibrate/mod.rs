@@ -159,6 +159,18 @@ async fn measure_with(
     (seed, cancel): (u64, CancellationToken),
     extra: &mut dyn RecordSink,
 ) -> Result<ProbeMeasurement, CalibrateError> {
+    let step = run_probe(backend, probe, (seed, cancel), extra).await?;
+    summarise(probe, &step)
+}
+
+/// Runs `probe`'s synthetic requests on `backend`, every record also given to `extra`: its
+/// step, failed requests and all; a run that ended early is an error.
+async fn run_probe(
+    backend: (HttpClient, OpenAiConfig),
+    probe: &CalibrationProbe,
+    (seed, cancel): (u64, CancellationToken),
+    extra: &mut dyn RecordSink,
+) -> Result<StepReport, CalibrateError> {
     let workload = SyntheticWorkload {
         input_tokens: probe.input_tokens,
         output_tokens: Some(probe.output_tokens),
@@ -166,15 +178,14 @@ async fn measure_with(
     };
     let config = probe_config(probe, seed);
     let run = (config, Arc::new(workload) as Arc<dyn Workload>);
-    let step = run_streamed(backend, run, extra, cancel)
+    run_streamed(backend, run, extra, cancel)
         .await
         .map_err(|failure| {
             failure.into_error(|message| CalibrateError::Probe {
                 probe: *probe,
                 message,
             })
-        })?;
-    summarise(probe, &step)
+        })
 }
 
 /// Why a run of streamed requests measured nothing.
