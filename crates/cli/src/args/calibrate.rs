@@ -47,7 +47,8 @@ pub(crate) struct CalibrateArgs {
     #[arg(long)]
     pub(crate) seed: Option<u64>,
     /// Requests of each probe shape per client (a concurrency-c probe sends c times as many):
-    /// more give steadier medians and a longer profile.
+    /// more give steadier medians and a longer profile. Probes beyond the slots send at least
+    /// two per client (with one, half their requests never queue).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub(crate) repeats: u32,
     /// Times the probes are measured, one whole pass after the other with fresh prompts (with
