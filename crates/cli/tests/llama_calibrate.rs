@@ -21,6 +21,7 @@ mod support;
 
 use std::path::Path;
 
+use goodput_core::decide::calibrate::SlotSplit;
 use serde_json::Value;
 use server::{LlamaServer, Model, Options};
 use support::goodput;
@@ -211,22 +212,22 @@ fn check_facts(fit: &Value, config: &Path) {
     // twice), none on one whose arithmetic does (15.6 against 15.9 ms on the project's CI of
     // 2026-12-03). Both pairs are measured, and the configuration follows what they showed.
     let split = &fit["facts"]["slot_split"];
-    let (side, apart) = (split["side_by_side"].as_f64(), split["apart"].as_f64());
-    let (side, apart) = side.zip(apart).unwrap_or_else(|| panic!("{split}"));
+    let measured: SlotSplit = serde_json::from_value(split.clone())
+        .unwrap_or_else(|e| panic!("both pairs measured: {e}: {split}"));
     eprintln!(
         "slot split: {:.1} ms side by side, {:.1} ms a slot apart",
-        side * 1e3,
-        apart * 1e3
+        measured.side_by_side * 1e3,
+        measured.apart * 1e3
     );
     let text = std::fs::read_to_string(config).unwrap();
     assert_eq!(
         text.contains("slot_ubatch_tokens"),
-        apart > 1.2 * side,
+        measured.by_slot(),
         "{split}: {text}"
     );
     // Each slot's 1,024 tokens are its own whatever the split showed (the cache probe asks
     // when it showed nothing): the pool holds all four, 4,096 tokens in blocks of 16 and one.
-    if apart <= 1.2 * side {
+    if !measured.by_slot() {
         assert_eq!(fit["facts"]["kv_cache"], "per_slot", "{}", fit["facts"]);
     }
     assert!(text.contains("kv_blocks_override = 257\n"), "{text}");
