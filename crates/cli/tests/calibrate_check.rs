@@ -43,6 +43,8 @@ fn assert_within_one_step(capacity: &Value) {
     );
     let mut bracketed = 0;
     for shape in shapes {
+        // Each request's lengths spread a quarter either side of the shape's.
+        assert_eq!(shape["shape"]["spread"].as_f64(), Some(0.25), "{shape}");
         let measured = shape["measured"]["lower_bound"].as_f64().unwrap();
         let predicted = shape["predicted"]["lower_bound"].as_f64().unwrap();
         let at_speed = shape["predicted_at_speed"]["lower_bound"].as_f64().unwrap();

@@ -1,7 +1,8 @@
 //! `goodput calibrate` against the real llama.cpp server: calibrate on the default probe plan,
 //! then `goodput calibrate --check --slo` searches the capacity of two held-out shapes —
-//! prompts four times longer, answers four times longer — on the server and in virtual time
-//! on the calibrated configuration, and the TTFT, TPOT and E2E medians at half the measured
+//! prompts four times longer, answers four times longer, each request's lengths within a
+//! quarter of those either way — on the server and in virtual time on the calibrated
+//! configuration, and the TTFT, TPOT and E2E medians at half the measured
 //! capacity are compared (live against the calibrated simulator). The figures are printed (see
 //! docs/validation.md). On a 2-core machine shared with compilers the server's speed drifts by
 //! tens of per cent between the calibration and the comparison; the check measures that drift
@@ -21,7 +22,7 @@ mod support;
 
 use std::path::Path;
 
-use goodput_core::decide::calibrate::SlotSplit;
+use goodput_core::decide::calibrate::{CAPACITY_SPREAD, CapacityShape, SlotSplit};
 use serde_json::Value;
 use server::{LlamaServer, Model, Options};
 use support::goodput;
@@ -65,7 +66,8 @@ fn strings(list: &[&str]) -> Vec<String> {
 }
 
 /// The request shape and where it goes: the live server, or the calibrated simulator.
-fn shape(target: &[String], input: u32, output: u32) -> Vec<String> {
+fn shape(target: &[String], shape: &CapacityShape) -> Vec<String> {
+    let (input, output) = shape.lengths();
     let mut args = target.to_vec();
     args.extend(strings(&[
         "--input-tokens",
@@ -128,9 +130,9 @@ fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &P
 }
 
 /// TTFT, TPOT and E2E medians (ms) of a closed-loop run at `concurrency`.
-fn medians(target: &[String], input: u32, output: u32, concurrency: f64) -> [f64; 3] {
+fn medians(target: &[String], requests: &CapacityShape, concurrency: f64) -> [f64; 3] {
     let mut args = strings(&["run", "--no-live"]);
-    args.extend(shape(target, input, output));
+    args.extend(shape(target, requests));
     args.extend(strings(&[
         "--concurrency",
         &concurrency.to_string(),
@@ -305,7 +307,7 @@ fn print_figures(name: &str, slo: f64, capacity: &Value, at_half: &AtHalf) {
 /// figures printed, what is outside the bounds returned.
 fn judge(
     name: &str,
-    (input, output): (u32, u32),
+    requests: &CapacityShape,
     capacity: &Value,
     (live, simulated, in_step): (&[String], &[String], &[String]),
     slo: f64,
@@ -318,9 +320,9 @@ fn judge(
     let half = (measured / 2.0).round().max(1.0);
     let at_half = AtHalf {
         concurrency: half,
-        measured: medians(live, input, output, half),
-        predicted: medians(simulated, input, output, half),
-        in_step: (half > f64::from(SLOTS)).then(|| medians(in_step, input, output, half)),
+        measured: medians(live, requests, half),
+        predicted: medians(simulated, requests, half),
+        in_step: (half > f64::from(SLOTS)).then(|| medians(in_step, requests, half)),
     };
     print_figures(name, slo, capacity, &at_half);
     if !within(predicted, measured, CAPACITY_FACTOR) {
@@ -360,13 +362,19 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
         "--extra-body",
         r#"{"cache_prompt": false}"#,
     ]);
-    // The held-out shapes `--check` searches (every slot busy: 4 slots, 1024 tokens each).
+    // The held-out shapes `--check` searches (every slot busy: 4 slots, 1024 tokens each),
+    // each request's lengths within a quarter of them either way, as the check sends them.
+    let spread = |input_tokens, output_tokens| CapacityShape {
+        input_tokens,
+        output_tokens,
+        spread: CAPACITY_SPREAD,
+    };
     let shapes = [
-        ("4x prompt", PROMPT * 4, ANSWER),
-        ("4x answer", PROMPT, ANSWER * 4),
+        ("4x prompt", spread(PROMPT * 4, ANSWER)),
+        ("4x answer", spread(PROMPT, ANSWER * 4)),
     ];
     // One SLO for both: three times the slower shape's median E2E alone.
-    let alone = shapes.map(|(_, input, output)| medians(&live, input, output, 1.0)[2]);
+    let alone = shapes.map(|(_, requests)| medians(&live, &requests, 1.0)[2]);
     let slo = 3.0 * alone[0].max(alone[1]);
     let rescaled = dir.path().join("now.toml");
     let capacities = check_capacity(&server, &config, slo, &rescaled);
@@ -377,18 +385,12 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     let in_step = in_step(&rescaled);
     let in_step = strings(&["--virtual-time", "--sim-config", in_step.to_str().unwrap()]);
     let mut failures = Vec::new();
-    for ((name, input, output), capacity) in shapes.into_iter().zip(&capacities) {
-        assert_eq!(
-            (
-                capacity["shape"]["input_tokens"].as_u64(),
-                capacity["shape"]["output_tokens"].as_u64()
-            ),
-            (Some(u64::from(input)), Some(u64::from(output))),
-            "{capacity}"
-        );
+    for ((name, requests), capacity) in shapes.iter().zip(&capacities) {
+        let searched: CapacityShape = serde_json::from_value(capacity["shape"].clone()).unwrap();
+        assert_eq!(&searched, requests, "{capacity}");
         failures.extend(judge(
             name,
-            (input, output),
+            requests,
             capacity,
             (&live, &simulated, &in_step),
             slo,

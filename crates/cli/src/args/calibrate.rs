@@ -62,8 +62,9 @@ pub(crate) struct CalibrateArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// With --check: latency targets (as `goodput capacity --slo`, e.g. e2e=2s) under which
-    /// the capacity of the held-out shapes is searched on the server and on the configuration
-    /// in virtual time, and compared; without it (or `none`) capacity is not searched.
+    /// the capacity of the held-out shapes that fill the slots (each request's lengths within
+    /// ±25 % of the shape's) is searched on the server and on the configuration in virtual
+    /// time, and compared; without it (or `none`) capacity is not searched.
     #[arg(long)]
     pub(crate) slo: Option<String>,
     /// How the check's capacity searches probe and judge (as `goodput capacity`'s).

@@ -357,7 +357,7 @@ async fn search_capacities(
     let mut skipped = Vec::new();
     for (index, (shape, start)) in shapes.iter().enumerate() {
         let left = args.budget.saturating_sub(live.started.elapsed());
-        let name = format!("{}+{} tokens", shape.input_tokens, shape.output_tokens);
+        let name = shape.to_string();
         let Some(start) = args.search.start.or(*start) else {
             skipped.push(format!("{name}: no request completed on it"));
             continue;
@@ -415,8 +415,7 @@ impl Both<'_> {
     ) -> Result<CapacityComparison> {
         let (plan, seed) = (self.plan, self.seed);
         let show = |probe: &Probe| print_probe(probe, plan.dimension);
-        let (input, output) = (shape.input_tokens, shape.output_tokens);
-        eprintln!("capacity of {input}+{output} tokens on the server:");
+        eprintln!("capacity of {shape} on the server:");
         let live = self.live;
         let server = (live.client.clone(), live.model);
         let (measured, _) =
@@ -450,7 +449,7 @@ impl Both<'_> {
     ) -> CapacityReport {
         let target = VirtualTarget {
             sim: sim.clone(),
-            requests: VirtualRequests::fixed(shape.input_tokens, shape.output_tokens, self.seed),
+            requests: VirtualRequests::generated(shape.workload(self.seed)),
         };
         let unbudgeted = SearchConfig {
             budget_secs: None,

@@ -447,10 +447,8 @@ pub(crate) fn capacity_table(check: &CapacityCheck) -> String {
         let dimension = c.measured.dimension;
         let _ = writeln!(
             out,
-            "  {}-token prompts, {} answer tokens: measured {} ({:?}, resolution {}), predicted \
-             {} ({:?}, resolution {}), error {}",
-            c.shape.input_tokens,
-            c.shape.output_tokens,
+            "  {}: measured {} ({:?}, resolution {}), predicted {} ({:?}, resolution {}), error {}",
+            c.shape,
             load(c.measured.lower_bound, dimension),
             c.measured.conclusion,
             resolution(c.measured_resolution),

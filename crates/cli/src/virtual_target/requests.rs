@@ -38,13 +38,18 @@ impl VirtualRequests {
     /// Synthetic chat prompts of exactly `input` tokens asking for exactly `output` tokens
     /// (`ignore_eos`), streamed.
     pub(crate) fn fixed(input: u32, output: u32, seed: u64) -> VirtualRequests {
-        let workload = GeneratedWorkload {
+        VirtualRequests::generated(GeneratedWorkload {
             input: LengthDistribution::Fixed(input),
             output: Some(LengthDistribution::Fixed(output)),
             prefix: None,
             vocabulary: Arc::new(PromptVocabulary::cl100k()),
             seed,
-        };
+        })
+    }
+
+    /// The synthetic chat prompts of `workload`, each asking for its answer length
+    /// (`ignore_eos`), streamed.
+    pub(crate) fn generated(workload: GeneratedWorkload) -> VirtualRequests {
         VirtualRequests {
             workload: Arc::new(workload),
             openai: OpenAiConfig {

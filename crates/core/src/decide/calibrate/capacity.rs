@@ -22,22 +22,51 @@ use crate::report::StepReport;
 use crate::tokens::Tiktoken;
 use crate::workload::{GeneratedWorkload, LengthDistribution, PromptVocabulary};
 
-/// The request shape of one capacity search: every request alike.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How far each request's lengths spread either side of a capacity shape's: drawn uniformly
+/// within ±25 % of its prompt and its answer. Alike requests run in synchronized rounds, so
+/// under a median SLO a closed loop's attainment jumps by whole rounds and ties at exactly half
+/// between them: a few per cent of speed then move the capacity from one round to the next
+/// (5 or 9 clients of 256 → 24 on 4 slots under one SLO, docs/validation.md). Spread, the
+/// rounds come apart and the median latency rises smoothly with the load, so the capacity moves
+/// with the speed no more than in proportion.
+pub const CAPACITY_SPREAD: f64 = 0.25;
+
+/// The request shape of one capacity search: its mean lengths, and how far each request's
+/// spread either side of them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct CapacityShape {
-    /// Prompt length in `cl100k_base` tokens.
+    /// Mean prompt length in `cl100k_base` tokens.
     pub input_tokens: u32,
-    /// Answer tokens (EOS ignored).
+    /// Mean answer tokens (EOS ignored).
     pub output_tokens: u32,
+    /// Each request's lengths are drawn uniformly within this fraction of the means (0: every
+    /// request alike).
+    #[serde(default)]
+    pub spread: f64,
 }
 
 impl CapacityShape {
-    /// Synthetic chat prompts of exactly this shape: the workload of both searches (live and
-    /// virtual), so they send the same requests.
+    /// The prompt and answer length distributions: uniform over the integers within `spread`
+    /// of the means (at least one token), or fixed.
+    pub fn lengths(&self) -> (LengthDistribution, LengthDistribution) {
+        let spread = self.spread.clamp(0.0, 1.0);
+        let within = |mean: u32| {
+            let at = |factor: f64| ((f64::from(mean) * factor).round() as u32).max(1);
+            match (at(1.0 - spread), at(1.0 + spread)) {
+                (min, max) if min < max => LengthDistribution::Uniform { min, max },
+                _ => LengthDistribution::Fixed(mean),
+            }
+        };
+        (within(self.input_tokens), within(self.output_tokens))
+    }
+
+    /// Synthetic chat prompts of this shape: the workload of both searches (live and
+    /// virtual), so they draw their lengths alike.
     pub fn workload(&self, seed: u64) -> GeneratedWorkload {
+        let (input, output) = self.lengths();
         GeneratedWorkload {
-            input: LengthDistribution::Fixed(self.input_tokens),
-            output: Some(LengthDistribution::Fixed(self.output_tokens)),
+            input,
+            output: Some(output),
             prefix: None,
             vocabulary: Arc::new(PromptVocabulary::cl100k()),
             seed,
@@ -45,8 +74,24 @@ impl CapacityShape {
     }
 }
 
+impl std::fmt::Display for CapacityShape {
+    /// `256-token prompts, 24 answer tokens (each within ±25 %)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}-token prompts, {} answer tokens",
+            self.input_tokens, self.output_tokens
+        )?;
+        match self.lengths() {
+            (LengthDistribution::Fixed(_), LengthDistribution::Fixed(_)) => Ok(()),
+            _ => write!(f, " (each within ±{:.0} %)", self.spread * 100.0),
+        }
+    }
+}
+
 /// The shapes whose capacity `--check` searches — the held-out shapes that fill every slot
-/// (prompts four times longer, answers four times longer) — each with where its search
+/// (prompts four times longer, answers four times longer), their lengths spread by
+/// [`CAPACITY_SPREAD`] — each with where its search
 /// starts: the slots (concurrency) or half the throughput measured on that shape with every
 /// slot busy (rate, as `goodput capacity` starts from half a calibration run's throughput).
 /// Both searches start there, so they probe the same loads until their verdicts differ.
@@ -62,6 +107,7 @@ pub fn capacity_shapes(
             let shape = CapacityShape {
                 input_tokens: m.probe.input_tokens,
                 output_tokens: m.probe.output_tokens,
+                spread: CAPACITY_SPREAD,
             };
             let start = match dimension {
                 Dimension::Concurrency => Some(f64::from(slots.max(1))),
@@ -331,6 +377,42 @@ mod tests {
         assert_eq!(by_rate[1].1, Some(1.0));
         let by_concurrency = capacity_shapes(&measured, 4, Dimension::Concurrency);
         assert!(by_concurrency.iter().all(|(_, start)| *start == Some(4.0)));
+        assert!(by_rate.iter().all(|(s, _)| s.spread == CAPACITY_SPREAD));
+    }
+
+    #[test]
+    fn a_shape_spreads_its_lengths_uniformly_around_its_means() {
+        let shape = |input, output, spread| CapacityShape {
+            input_tokens: input,
+            output_tokens: output,
+            spread,
+        };
+        let uniform = |min, max| LengthDistribution::Uniform { min, max };
+        assert_eq!(
+            shape(256, 24, 0.25).lengths(),
+            (uniform(192, 320), uniform(18, 30))
+        );
+        assert_eq!(
+            shape(64, 96, 0.25).lengths(),
+            (uniform(48, 80), uniform(72, 120))
+        );
+        // Alike when nothing spreads, or too little to reach another integer; never 0 tokens.
+        let fixed = LengthDistribution::Fixed;
+        assert_eq!(shape(256, 24, 0.0).lengths(), (fixed(256), fixed(24)));
+        assert_eq!(shape(1, 1, 0.25).lengths(), (fixed(1), fixed(1)));
+        assert_eq!(shape(2, 4, 1.0).lengths(), (uniform(1, 4), uniform(1, 8)));
+        // The workload draws within those bounds, the same lengths for the same seed.
+        let workload = shape(256, 24, 0.25).workload(7);
+        assert_eq!(workload.input, uniform(192, 320));
+        assert_eq!(workload.output, Some(uniform(18, 30)));
+        assert_eq!(
+            shape(256, 24, 0.25).to_string(),
+            "256-token prompts, 24 answer tokens (each within ±25 %)"
+        );
+        assert_eq!(
+            shape(256, 24, 0.0).to_string(),
+            "256-token prompts, 24 answer tokens"
+        );
     }
 
     #[test]
@@ -362,6 +444,7 @@ mod tests {
             CapacityShape {
                 input_tokens: 8,
                 output_tokens: 8,
+                spread: 0.0,
             },
             4.0,
             report(Some(4.0), Some(5.0)),

@@ -24,8 +24,8 @@ pub use batch::{BatchLimit, MIN_SPAN_US, WAVES, batch_limit, running_at_once};
 pub use budget::{BudgetProbe, StepBudget, read_budget, step_budget};
 pub use cache::{CacheReading, MAX_CACHE_PROBE_TOKENS, cache_probe, kv_sharing, read_cache};
 pub use capacity::{
-    CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, PatternCapacity, SpeedBand,
-    StepPattern,
+    CAPACITY_SPREAD, CapacityCheck, CapacityComparison, CapacityShape, CheckPlan, PatternCapacity,
+    SpeedBand, StepPattern,
 };
 pub use facts::{ServerFacts, server_facts};
 pub use limits::{MetricLimits, metric_limits};
