@@ -160,7 +160,10 @@ pub(crate) fn cache_line(
             "{sent}: {refused} refused for want of context — one cache of {context} tokens the \
              slots share"
         ),
-        Ok(None) => format!("{sent}: requests failed for another reason; a cache per slot assumed"),
+        Ok(None) => format!(
+            "{sent}: requests failed for another reason, or ran one after another; a cache per \
+             slot assumed"
+        ),
         Err(e) => format!("{sent}: {e}; a cache per slot assumed"),
     }
 }

@@ -21,8 +21,10 @@ const TOGETHER: f64 = 1.5;
 const LONGEST: f64 = 0.7;
 /// The most prompt tokens the probe sends in all: beyond, a CPU server would take minutes.
 pub const MAX_CACHE_PROBE_TOKENS: u32 = 32_768;
-/// Answer tokens of each request.
-const ANSWER: u32 = 4;
+/// Answer tokens of each request: enough decode steps that every request still holds its cells
+/// when the last arrives, even from a client slowed down by a loaded machine (with 4, a CI run
+/// of 2026-12-04 read a shared cache as one per slot).
+const ANSWER: u32 = 32;
 
 /// The probe for `slots` slots of `context` tokens each: one request per slot, all sent
 /// together; `None` for fewer than two slots or more than [`MAX_CACHE_PROBE_TOKENS`] in all.
@@ -47,7 +49,7 @@ pub fn cache_probe(slots: u32, context: u32) -> Option<CalibrationProbe> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CacheReading {
-    /// Every request ran: each slot has a cache of its own.
+    /// Every request ran, all of them in the cache at once: each slot has a cache of its own.
     PerSlot,
     /// The server refused `refused` of the requests for want of context: the slots share one.
     Shared {
@@ -57,7 +59,8 @@ pub enum CacheReading {
 }
 
 /// Runs `probe` ([`cache_probe`]) on the server; `Ok(None)` when requests failed for another
-/// reason than the context (nothing read).
+/// reason than the context, or all ran but one ended before another's prompt was in (nothing
+/// read).
 pub async fn kv_sharing(
     (client, model): (&HttpClient, &str),
     probe: &CalibrationProbe,
@@ -69,8 +72,10 @@ pub async fn kv_sharing(
     Ok(read_cache(&kept.0))
 }
 
-/// The reading of the probe's records: all completed, a cache per slot; some refused for want
-/// of context and every other completed, a shared cache; anything else, `None`.
+/// The reading of the probe's records: all completed, all held in the cache at once (the last
+/// first token before the first end), a cache per slot; some refused for want of context and
+/// every other completed, a shared cache; anything else, `None` — requests that ran one after
+/// another say nothing of a cache they never filled together.
 pub fn read_cache(records: &[RequestRecord]) -> Option<CacheReading> {
     let mut refused = 0u32;
     for record in records {
@@ -80,10 +85,17 @@ pub fn read_cache(records: &[RequestRecord]) -> Option<CacheReading> {
             Some(_) => return None,
         }
     }
-    match (records.is_empty(), refused) {
-        (true, _) => None,
-        (false, 0) => Some(CacheReading::PerSlot),
-        (false, refused) => Some(CacheReading::Shared { refused }),
+    // Held together: every prompt in the cache (its first token out) before any answer ended.
+    let first: Option<Vec<u64>> = records.iter().map(|r| r.first_token_us).collect();
+    let last_first = first.and_then(|first| first.into_iter().max());
+    let first_end = records.iter().map(|r| r.end_us).min();
+    let together = last_first
+        .zip(first_end)
+        .is_some_and(|(first, end)| first < end);
+    match (together, refused) {
+        (_, refused) if refused > 0 => Some(CacheReading::Shared { refused }),
+        (true, _) => Some(CacheReading::PerSlot),
+        (false, _) => None,
     }
 }
 
@@ -101,9 +113,13 @@ mod tests {
     use super::*;
 
     fn record(index: usize, failure: Option<(&str, &str)>) -> RequestRecord {
+        sent_at(index, failure, 0)
+    }
+
+    fn sent_at(index: usize, failure: Option<(&str, &str)>, sent_us: u64) -> RequestRecord {
         let mut value = json!({
-            "index": index, "phase": "measure", "scheduled_us": 0, "dequeued_us": 0,
-            "sent_us": 0, "end_us": 1000, "streamed": true, "input_tokens": 600,
+            "index": index, "phase": "measure", "scheduled_us": sent_us, "dequeued_us": sent_us,
+            "sent_us": sent_us, "first_token_us": sent_us + 500, "end_us": sent_us + 1000, "streamed": true, "input_tokens": 600,
             "input_tokens_source": "usage", "output_tokens": 4, "output_tokens_source": "usage",
             "chunks": [], "items": 1, "status": 200
         });
@@ -156,5 +172,26 @@ mod tests {
         let reset = vec![record(0, None), record(1, Some(("transport", "reset")))];
         assert_eq!(read_cache(&reset), None);
         assert_eq!(read_cache(&[]), None);
+    }
+
+    #[test]
+    fn requests_that_ran_one_after_another_read_nothing() {
+        // Each request takes 1 ms, its first token at 0.5: sent 0.1 ms apart, the last first
+        // token 0.2 ms before the first end — all in the cache at once.
+        let together: Vec<_> = (0..4).map(|i| sent_at(i, None, 100 * i as u64)).collect();
+        assert_eq!(read_cache(&together), Some(CacheReading::PerSlot));
+        // Sent 0.25 ms apart, all before the first ended, but the last prompt in 0.25 ms after
+        // it: a shared cache need never have held them together.
+        let late: Vec<_> = (0..4).map(|i| sent_at(i, None, 250 * i as u64)).collect();
+        assert_eq!(read_cache(&late), None);
+        let apart: Vec<_> = (0..4).map(|i| sent_at(i, None, 1000 * i as u64)).collect();
+        assert_eq!(read_cache(&apart), None);
+        // A refusal for want of context says a shared cache whenever they were sent.
+        let exceeded = Some(("stream_error", "Context size has been exceeded."));
+        let refused = vec![sent_at(0, None, 0), sent_at(1, exceeded, 5000)];
+        assert_eq!(
+            read_cache(&refused),
+            Some(CacheReading::Shared { refused: 1 })
+        );
     }
 }
