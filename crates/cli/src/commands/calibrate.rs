@@ -2,7 +2,7 @@
 //! simulator's constants to what it measured (`goodput_sim::calibrate`) and writes the
 //! configuration; `--check` replays a held-out workload live and in virtual time and, with an
 //! SLO, searches its shapes' capacity on both (core's `decide::calibrate::capacity` live,
-//! `virtual_target::virtual_capacity` on the configuration).
+//! `virtual_target::virtual_capacity_with` on the configuration, the same prompts each probe).
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -11,12 +11,12 @@ use anyhow::{Context, Result, bail};
 use goodput_core::backend::discovery::list_models;
 use goodput_core::config::RunConfig;
 use goodput_core::decide::calibrate::CapacityShape;
-use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity};
+use goodput_core::decide::calibrate::capacity::{capacity_shapes, live_capacity, run_seed};
 use goodput_core::decide::calibrate::{
     CapacityCheck, CapacityComparison, CheckPlan, PatternCapacity, ProbeMeasurement, Repeatability,
     ServerFacts, SpeedBand, StepPattern, combine_passes, server_facts,
 };
-use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, SearchConfig};
+use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, ProbeRun, SearchConfig};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::metrics::Slo;
 use goodput_sim::calibrate::{
@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 use crate::args::calibrate::CalibrateArgs;
 use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_config};
 use crate::output::calibrate::{self as render, CheckRow};
-use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity};
+use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity_with};
 use crate::wiring::session::random_seed;
 
 mod probes;
@@ -447,9 +447,10 @@ impl Both<'_> {
         sim: &SimConfig,
         shown: bool,
     ) -> CapacityReport {
-        let target = VirtualTarget {
+        // Each probe run's prompts and lengths are those the live search sends on that run.
+        let target_for = |call: &ProbeRun| VirtualTarget {
             sim: sim.clone(),
-            requests: VirtualRequests::generated(shape.workload(self.seed)),
+            requests: VirtualRequests::generated(shape.workload(run_seed(self.seed, call))),
         };
         let unbudgeted = SearchConfig {
             budget_secs: None,
@@ -461,7 +462,7 @@ impl Both<'_> {
                 print_probe(probe, dimension);
             }
         };
-        virtual_capacity(&target, self.plan, unbudgeted, show).0
+        virtual_capacity_with(target_for, self.plan, unbudgeted, show).0
     }
 
     /// `compared` with the same search at the server's speed now, and at a margin either side

@@ -70,8 +70,19 @@ pub(crate) fn virtual_capacity(
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
+    virtual_capacity_with(|_| target.clone(), plan, search, on_probe)
+}
+
+/// [`virtual_capacity`] with each probe run on the target `target_for` makes for it (e.g. its
+/// own prompts, as a live search sends).
+pub(crate) fn virtual_capacity_with(
+    target_for: impl Fn(&ProbeRun) -> VirtualTarget,
+    plan: &ProbePlan,
+    search: SearchConfig,
+    on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
+) -> (CapacityReport, Vec<StepReport>) {
     let probe = |call: ProbeRun| {
-        let result = target.probe(&plan.config_for(&call));
+        let result = target_for(&call).probe(&plan.config_for(&call));
         std::future::ready(Ok::<_, ProbeError>(result))
     };
     let search = find_capacity(

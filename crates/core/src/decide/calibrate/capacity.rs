@@ -148,9 +148,7 @@ pub async fn live_capacity(
         streamed: true,
     };
     let probe = async |call: ProbeRun| {
-        let runs = u64::from(MAX_RUNS);
-        let fresh = seed.wrapping_add(1 + call.index as u64 * runs + u64::from(call.run));
-        prober.workload = Arc::new(shape.workload(fresh));
+        prober.workload = Arc::new(shape.workload(run_seed(seed, &call)));
         prober.probe(call, None, cancel).await
     };
     Ok(find_capacity(
@@ -162,6 +160,15 @@ pub async fn live_capacity(
         on_probe,
     )
     .await)
+}
+
+/// The prompt seed of one probe run of a search seeded `seed`: its own for every probe and
+/// every run of it, so a server's prompt cache never answers one from an earlier run. The
+/// virtual-time search takes the same, so while both searches probe the same loads they send
+/// the same requests (and, spread, the same lengths).
+pub fn run_seed(seed: u64, call: &ProbeRun) -> u64 {
+    let runs = u64::from(MAX_RUNS);
+    seed.wrapping_add(1 + call.index as u64 * runs + u64::from(call.run))
 }
 
 /// The relative width of a search's final bracket, `(upper − lower) / lower`: the finest
@@ -378,6 +385,30 @@ mod tests {
         let by_concurrency = capacity_shapes(&measured, 4, Dimension::Concurrency);
         assert!(by_concurrency.iter().all(|(_, start)| *start == Some(4.0)));
         assert!(by_rate.iter().all(|(s, _)| s.spread == CAPACITY_SPREAD));
+    }
+
+    #[test]
+    fn every_probe_run_has_its_own_prompt_seed() {
+        let call = |index, run| ProbeRun {
+            index,
+            load: 4.0,
+            run,
+            time_left: None,
+        };
+        let mut seeds: Vec<u64> = (0..8)
+            .flat_map(|index| (0..MAX_RUNS).map(move |run| (index, run)))
+            .map(|(index, run)| run_seed(11, &call(index, run)))
+            .collect();
+        let count = seeds.len();
+        assert!(
+            !seeds.contains(&11),
+            "the search's own seed is never a probe's"
+        );
+        seeds.sort_unstable();
+        seeds.dedup();
+        assert_eq!(seeds.len(), count, "no two runs share a seed");
+        // The same call, the same seed: the live and the virtual search agree on it.
+        assert_eq!(run_seed(11, &call(3, 1)), run_seed(11, &call(3, 1)));
     }
 
     #[test]
