@@ -84,11 +84,10 @@ fn shape(target: &[String], shape: &CapacityShape) -> Vec<String> {
     args
 }
 
-/// `goodput calibrate --check` with a capacity search under `slo_ms` (median E2E, by
-/// concurrency), writing the configuration at the server's speed now to `rescaled`: its
-/// capacity comparisons, one per held-out shape that fills the slots.
-fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &Path) -> Vec<Value> {
-    let report = json_of(&strings(&[
+/// `goodput calibrate --check config` on the server with `extra`, writing the configuration at
+/// the server's speed now to `rescaled`: the report.
+fn check(server: &LlamaServer, (config, rescaled): (&Path, &Path), extra: &[&str]) -> Value {
+    let mut args = strings(&[
         "calibrate",
         "--target",
         &server.url(),
@@ -96,25 +95,39 @@ fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &P
         config.to_str().unwrap(),
         "--rescaled",
         rescaled.to_str().unwrap(),
-        // Two passes of the speed reference (and of the held-out shapes): the at-speed
-        // configuration of the half-load runs takes that probe's noise (one pass of a probe's
-        // E2E varied by 4–8 % on the test machine); a minute more for the capacity searches.
-        "--budget",
-        "5m",
-        "--json",
-        "--slo",
-        &format!("e2e={slo_ms:.0}ms"),
-        "--dimension",
-        "concurrency",
-        "--attainment",
-        "0.5",
-        "--confidence",
-        "0.5",
-        "--probe-requests",
-        REQUESTS,
-        "--max-load",
-        "16",
-    ]));
+    ]);
+    args.extend(strings(extra));
+    json_of(&args)
+}
+
+/// `goodput calibrate --check` with a capacity search under `slo_ms` (median E2E, by
+/// concurrency), writing the configuration at the server's speed now to `rescaled`: its
+/// capacity comparisons, one per held-out shape that fills the slots.
+fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &Path) -> Vec<Value> {
+    let report = check(
+        server,
+        (config, rescaled),
+        &[
+            // Two passes of the speed reference (and of the held-out shapes): the at-speed
+            // configuration of the half-load runs takes that probe's noise (one pass of a probe's
+            // E2E varied by 4–8 % on the test machine); a minute more for the capacity searches.
+            "--budget",
+            "5m",
+            "--json",
+            "--slo",
+            &format!("e2e={slo_ms:.0}ms"),
+            "--dimension",
+            "concurrency",
+            "--attainment",
+            "0.5",
+            "--confidence",
+            "0.5",
+            "--probe-requests",
+            REQUESTS,
+            "--max-load",
+            "16",
+        ],
+    );
     let capacity = &report["capacity"];
     let speed = &report["speed_reference"];
     let e2e = |side: &str| speed[side]["e2e"].as_f64().unwrap_or(f64::NAN);
@@ -326,16 +339,7 @@ struct Targets {
 /// the configuration at that speed to `out`; the virtual-time targets on it and with clients
 /// in step.
 fn speed_now(server: &LlamaServer, config: &Path, out: &Path) -> (Vec<String>, Vec<String>) {
-    let report = json_of(&strings(&[
-        "calibrate",
-        "--target",
-        &server.url(),
-        "--check",
-        config.to_str().unwrap(),
-        "--rescaled",
-        out.to_str().unwrap(),
-        "--json",
-    ]));
+    let report = check(server, (config, out), &["--json"]);
     eprintln!("speed now: factor {}", report["speed_factor"]);
     let virtual_on =
         |path: &Path| strings(&["--virtual-time", "--sim-config", path.to_str().unwrap()]);
