@@ -448,9 +448,13 @@ impl Both<'_> {
         shown: bool,
     ) -> CapacityReport {
         // Each probe run's prompts and lengths are those the live search sends on that run.
-        let target_for = |call: &ProbeRun| VirtualTarget {
-            sim: sim.clone(),
-            requests: VirtualRequests::generated(shape.workload(run_seed(self.seed, call))),
+        let run_probe = |call: &ProbeRun, config: &RunConfig| {
+            let requests = VirtualRequests::generated(shape.workload(run_seed(self.seed, call)));
+            let target = VirtualTarget {
+                sim: sim.clone(),
+                requests,
+            };
+            target.probe(config)
         };
         let unbudgeted = SearchConfig {
             budget_secs: None,
@@ -462,7 +466,7 @@ impl Both<'_> {
                 print_probe(probe, dimension);
             }
         };
-        virtual_capacity_with(target_for, self.plan, unbudgeted, show).0
+        virtual_capacity_with(run_probe, self.plan, unbudgeted, show).0
     }
 
     /// `compared` with the same search at the server's speed now, and at a margin either side

@@ -70,19 +70,19 @@ pub(crate) fn virtual_capacity(
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
-    virtual_capacity_with(|_| target.clone(), plan, search, on_probe)
+    virtual_capacity_with(|_, config| target.probe(config), plan, search, on_probe)
 }
 
-/// [`virtual_capacity`] with each probe run on the target `target_for` makes for it (e.g. its
-/// own prompts, as a live search sends).
+/// [`virtual_capacity`] with each probe run measured by `run_probe` (given the run and its
+/// configuration): e.g. on a target with that run's own prompts, as a live search sends.
 pub(crate) fn virtual_capacity_with(
-    target_for: impl Fn(&ProbeRun) -> VirtualTarget,
+    run_probe: impl Fn(&ProbeRun, &RunConfig) -> (StepReport, Compliance),
     plan: &ProbePlan,
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
     let probe = |call: ProbeRun| {
-        let result = target_for(&call).probe(&plan.config_for(&call));
+        let result = run_probe(&call, &plan.config_for(&call));
         std::future::ready(Ok::<_, ProbeError>(result))
     };
     let search = find_capacity(

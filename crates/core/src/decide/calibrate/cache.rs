@@ -119,7 +119,8 @@ mod tests {
     fn sent_at(index: usize, failure: Option<(&str, &str)>, sent_us: u64) -> RequestRecord {
         let mut value = json!({
             "index": index, "phase": "measure", "scheduled_us": sent_us, "dequeued_us": sent_us,
-            "sent_us": sent_us, "first_token_us": sent_us + 500, "end_us": sent_us + 1000, "streamed": true, "input_tokens": 600,
+            "sent_us": sent_us, "first_token_us": sent_us + 500, "end_us": sent_us + 1000,
+            "streamed": true, "input_tokens": 600,
             "input_tokens_source": "usage", "output_tokens": 4, "output_tokens_source": "usage",
             "chunks": [], "items": 1, "status": 200
         });
