@@ -12,7 +12,9 @@
 //! The token sequence built for hashing has exactly that length: each message becomes
 //! `[start] role [separator] content [end]` and the priming adds `[start] [assistant] [separator]`,
 //! with reserved ids standing in for the template markers. A configured `chat_template_tokens`
-//! puts that many more template ids before the first message (a real template's preamble).
+//! puts that many more template ids before the first message (a real template's preamble); a
+//! negative one drops that many ids from the start (a server that counts a chat as its text
+//! alone), leaving at least one.
 //!
 //! # Prefix-cache block hashes
 //!
@@ -68,8 +70,9 @@ fn cl100k() -> Option<&'static CoreBPE> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tokenizer {
     mode: PromptTokenizer,
-    /// Template tokens every chat prompt starts with (`chat_template_tokens`).
-    preamble: u32,
+    /// Template tokens every chat prompt starts with (`chat_template_tokens`); negative:
+    /// ids dropped from its start.
+    preamble: i32,
 }
 
 impl Tokenizer {
@@ -78,8 +81,9 @@ impl Tokenizer {
         Tokenizer { mode, preamble: 0 }
     }
 
-    /// This tokenizer with `tokens` template tokens at the start of every chat prompt.
-    pub fn with_chat_template(self, tokens: u32) -> Self {
+    /// This tokenizer with `tokens` template tokens at the start of every chat prompt
+    /// (negative: that many fewer).
+    pub fn with_chat_template(self, tokens: i32) -> Self {
         Tokenizer {
             preamble: tokens,
             ..self
@@ -116,7 +120,7 @@ impl Tokenizer {
     /// Token ids of a chat prompt with its template markers (see the module documentation);
     /// its length is the prompt's token count.
     pub fn encode_chat(&self, messages: &[ChatMessage]) -> Vec<u32> {
-        let mut ids = vec![MARK_PREAMBLE; self.preamble as usize];
+        let mut ids = vec![MARK_PREAMBLE; self.preamble.max(0).unsigned_abs() as usize];
         for message in messages {
             ids.push(MARK_START);
             ids.extend(self.encode(&message.role));
@@ -135,6 +139,8 @@ impl Tokenizer {
             ids.push(MARK_END);
         }
         ids.extend([MARK_START, MARK_ASSISTANT, MARK_SEPARATOR]);
+        let dropped = (self.preamble.min(0).unsigned_abs() as usize).min(ids.len() - 1);
+        ids.drain(..dropped);
         ids
     }
 }
@@ -294,6 +300,15 @@ mod tests {
         );
         // Text alone is not a chat: no template.
         assert_eq!(templated.count("hi there"), 2);
+        // A server counting the text alone: the 7 markers dropped, from the start.
+        let fewer = plain.with_chat_template(-7);
+        assert_eq!(fewer.encode_chat(&messages), a[7..].to_vec());
+        assert_eq!(fewer.encode_chat(&messages).len(), 2);
+        // Never fewer than one token.
+        assert_eq!(
+            plain.with_chat_template(-100).encode_chat(&messages).len(),
+            1
+        );
     }
 
     #[test]

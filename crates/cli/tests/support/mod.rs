@@ -9,6 +9,7 @@ use assert_cmd::cargo::CommandCargoExt;
 
 pub mod layout;
 pub mod sim_process;
+pub mod step_server;
 pub mod vision;
 use serde_json::Value;
 

@@ -48,8 +48,8 @@ pub struct Facts {
     /// KV cache format.
     pub kv_dtype: DType,
     /// Tokens the server's chat template adds beyond OpenAI's per-message rule (measured:
-    /// [`chat_template_tokens`]).
-    pub chat_template_tokens: u32,
+    /// [`chat_template_tokens`]); negative when it counts fewer.
+    pub chat_template_tokens: i32,
     /// Micro-batch size of a server whose slots each have a KV stream (llama.cpp with
     /// `-np N`); `None`: it runs each step as one batch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -388,8 +388,9 @@ fn simulator_chat_tokens() -> f64 {
 /// The server's chat-template tokens beyond what the simulator counts: the median, over the
 /// probes, of the prompt tokens the server counted less the simulator's count of the same
 /// one-message chat (`(input tokens sent, mean prompt tokens the server counted)` pairs).
-/// A server whose tokenizer splits text differently shifts it by that difference.
-pub fn chat_template_tokens(probes: &[(u32, f64)]) -> u32 {
+/// A server whose tokenizer splits text differently shifts it by that difference; one that
+/// counts a chat as its text alone (a plain word count) gives minus the simulator's markers.
+pub fn chat_template_tokens(probes: &[(u32, f64)]) -> i32 {
     let chat = simulator_chat_tokens();
     let mut extra: Vec<f64> = probes
         .iter()
@@ -401,7 +402,9 @@ pub fn chat_template_tokens(probes: &[(u32, f64)]) -> u32 {
     }
     extra.sort_by(f64::total_cmp);
     let median = extra[extra.len() / 2];
-    median.round().clamp(0.0, f64::from(u32::MAX)) as u32
+    median
+        .round()
+        .clamp(f64::from(i32::MIN), f64::from(i32::MAX)) as i32
 }
 
 /// Answer tokens of a prefill probe: few enough that its TTFT is the prompt's cost.

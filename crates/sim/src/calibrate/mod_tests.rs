@@ -84,7 +84,9 @@ fn the_template_tokens_are_the_median_excess_over_the_simulators_count() {
     ];
     assert_eq!(chat_template_tokens(&probes), 22);
     assert_eq!(chat_template_tokens(&[(64, 71.0)]), 0);
-    assert_eq!(chat_template_tokens(&[(64, 60.0)]), 0);
+    // A server counting the text alone (the simulator's chat adds 7), or fewer still.
+    assert_eq!(chat_template_tokens(&[(64, 64.0), (256, 256.0)]), -7);
+    assert_eq!(chat_template_tokens(&[(64, 60.0)]), -11);
     assert_eq!(chat_template_tokens(&[]), 0);
     let config = calibrated_config(
         &Facts {

@@ -41,8 +41,10 @@ pub struct SimConfig {
     pub prompt_tokenizer: PromptTokenizer,
     /// Tokens the model's chat template adds to every chat prompt beyond the per-message
     /// markers of OpenAI's rule (a system preamble, longer tags: 21–31 on llama.cpp's test
-    /// model); `goodput calibrate` measures it. Default 0.
-    pub chat_template_tokens: u32,
+    /// model); negative for a server that counts fewer (no template, a coarser tokenizer:
+    /// the prompt's first tokens are dropped, at least one left). `goodput calibrate`
+    /// measures it. Default 0.
+    pub chat_template_tokens: i32,
     /// Mean answer length when a request lets the model stop (no `ignore_eos`): the
     /// end-of-sequence position is drawn from a geometric distribution with this mean (never
     /// before `min_tokens`). Absent: the model never stops early and answers fill `max_tokens`.
