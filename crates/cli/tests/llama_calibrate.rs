@@ -9,12 +9,13 @@
 //! (its speed reference) and predicts at the server's speed now too (`--rescaled`). The test
 //! judges the capacity at the check's speed, and the half-load medians at the speed a check
 //! without an SLO measures just before them (printing them at the capacity check's speed too),
-//! at the bounds such a machine can keep: capacity and TPOT
-//! within a factor of 2, E2E of 1.5, TTFT of 4 — beyond the slots, where the server runs its
+//! at the bounds such a machine can keep: capacity and E2E
+//! within a factor of 1.5, TPOT of 2, TTFT of 4 — beyond the slots, where the server runs its
 //! clients in step or staggered as a race decides round by round, of the range between the
 //! two patterns' predictions. They catch a wrong engine form or a broken fit (a prompt cache
 //! the simulator does not model gave a capacity of 3 for a measured 11), not the issue's
-//! ±15 % and ±10 %, which the printed figures show run by run (docs/validation.md).
+//! ±15 % and ±10 %, which the printed figures show run by run (docs/validation.md), and which
+//! `calibrate_predicts` asserts against an exact-timing server.
 #![allow(clippy::unwrap_used)]
 
 #[path = "../../core/tests/llama_server/server.rs"]
@@ -39,8 +40,10 @@ const REQUESTS: &str = "8";
 /// run's medians moved by 10–40 % from one minute to the next on this server (TTFT
 /// 770–1,076 ms); with 24 by 3–6 %.
 const HALF_LOAD_REQUESTS: &str = "24";
-/// Largest factor between predicted (at the server's speed now) and measured capacity.
-const CAPACITY_FACTOR: f64 = 2.0;
+/// Largest factor between predicted (at the server's speed now) and measured capacity: since
+/// the capacity shapes spread their lengths, six of six by hand within one step (the worst 4
+/// against 5), so 1.5 (was 2) still leaves a step's margin at 4–8 clients.
+const CAPACITY_FACTOR: f64 = 1.5;
 /// Largest factor between predicted and measured E2E median.
 const E2E_FACTOR: f64 = 1.5;
 /// Largest factor between predicted and measured TPOT median.
