@@ -13,7 +13,7 @@ mod support;
 
 use std::path::Path;
 
-use goodput_core::decide::calibrate::{CAPACITY_SPREAD, CapacityShape};
+use goodput_core::decide::calibrate::CapacityShape;
 use serde_json::Value;
 use support::step_server::{self, Order, Spec};
 use support::{goodput, ok};
@@ -140,14 +140,9 @@ fn the_calibrated_simulator_predicts_an_exact_servers_capacity_and_latency() {
     let url = step_server::start(SPEC);
     let dir = tempfile::tempdir().unwrap();
     let config = calibrate(&url, dir.path());
-    let spread = |input_tokens, output_tokens| CapacityShape {
-        input_tokens,
-        output_tokens,
-        spread: CAPACITY_SPREAD,
-    };
     let shapes = [
-        ("4x prompt", spread(PROMPT * 4, ANSWER)),
-        ("4x answer", spread(PROMPT, ANSWER * 4)),
+        ("4x prompt", CapacityShape::around(PROMPT * 4, ANSWER)),
+        ("4x answer", CapacityShape::around(PROMPT, ANSWER * 4)),
     ];
     let live = ["--target", url.as_str()];
     let simulated = ["--virtual-time", "--sim-config", config.to_str().unwrap()];

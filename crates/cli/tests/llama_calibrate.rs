@@ -25,7 +25,7 @@ mod support;
 
 use std::path::Path;
 
-use goodput_core::decide::calibrate::{CAPACITY_SPREAD, CapacityShape, SlotSplit};
+use goodput_core::decide::calibrate::{CapacityShape, SlotSplit};
 use serde_json::Value;
 use server::{LlamaServer, Model, Options};
 use support::goodput;
@@ -411,14 +411,9 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     ]);
     // The held-out shapes `--check` searches (every slot busy: 4 slots, 1024 tokens each),
     // each request's lengths within a quarter of them either way, as the check sends them.
-    let spread = |input_tokens, output_tokens| CapacityShape {
-        input_tokens,
-        output_tokens,
-        spread: CAPACITY_SPREAD,
-    };
     let shapes = [
-        ("4x prompt", spread(PROMPT * 4, ANSWER)),
-        ("4x answer", spread(PROMPT, ANSWER * 4)),
+        ("4x prompt", CapacityShape::around(PROMPT * 4, ANSWER)),
+        ("4x answer", CapacityShape::around(PROMPT, ANSWER * 4)),
     ];
     // One SLO for both: three times the slower shape's median E2E alone.
     let alone = shapes.map(|(_, requests)| medians(&live, &requests, 1.0)[2]);

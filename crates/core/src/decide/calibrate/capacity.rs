@@ -46,6 +46,15 @@ pub struct CapacityShape {
 }
 
 impl CapacityShape {
+    /// The shape `--check` searches around these mean lengths: spread by [`CAPACITY_SPREAD`].
+    pub fn around(input_tokens: u32, output_tokens: u32) -> Self {
+        CapacityShape {
+            input_tokens,
+            output_tokens,
+            spread: CAPACITY_SPREAD,
+        }
+    }
+
     /// The prompt and answer length distributions: uniform over the integers within `spread`
     /// of the means (at least one token), or fixed.
     pub fn lengths(&self) -> (LengthDistribution, LengthDistribution) {
@@ -104,11 +113,7 @@ pub fn capacity_shapes(
         .iter()
         .filter(|m| m.probe.concurrency == slots.max(1))
         .map(|m| {
-            let shape = CapacityShape {
-                input_tokens: m.probe.input_tokens,
-                output_tokens: m.probe.output_tokens,
-                spread: CAPACITY_SPREAD,
-            };
+            let shape = CapacityShape::around(m.probe.input_tokens, m.probe.output_tokens);
             let start = match dimension {
                 Dimension::Concurrency => Some(f64::from(slots.max(1))),
                 Dimension::Rate => calibrated_start(m.requests_per_sec),
