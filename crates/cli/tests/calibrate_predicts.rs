@@ -16,7 +16,7 @@ use std::path::Path;
 use goodput_core::decide::calibrate::CapacityShape;
 use serde_json::Value;
 use support::step_server::{self, Order, Spec};
-use support::{goodput, ok};
+use support::{MEDIAN_BY_CONCURRENCY, goodput, ok};
 
 /// The server: four slots of 2,048 tokens, steps of 5 ms and 0.25 ms a token, 256 tokens a
 /// step, first come first served, no `/metrics`.
@@ -83,26 +83,19 @@ fn calibrate(url: &str, dir: &Path) -> std::path::PathBuf {
 /// `calibrate --check config --slo slo` on the server: its capacity comparisons, one per
 /// held-out shape.
 fn check_capacity(url: &str, config: &Path, slo: &str) -> Vec<Value> {
-    let report = json(&[
+    let config = config.to_str().unwrap();
+    let mut args = vec![
         "calibrate",
         "--target",
         url,
         "--seed",
         "3",
         "--check",
-        config.to_str().unwrap(),
-        "--json",
-        "--slo",
-        slo,
-        "--dimension",
-        "concurrency",
-        "--attainment",
-        "0.5",
-        "--confidence",
-        "0.5",
-        "--max-load",
-        "32",
-    ]);
+        config,
+    ];
+    args.extend(["--json", "--slo", slo, "--max-load", "32"]);
+    args.extend(MEDIAN_BY_CONCURRENCY);
+    let report = json(&args);
     report["capacity"]["shapes"].as_array().unwrap().clone()
 }
 

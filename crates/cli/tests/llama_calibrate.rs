@@ -28,7 +28,7 @@ use std::path::Path;
 use goodput_core::decide::calibrate::{CapacityShape, SlotSplit};
 use serde_json::Value;
 use server::{LlamaServer, Model, Options};
-use support::goodput;
+use support::{MEDIAN_BY_CONCURRENCY, goodput};
 
 /// The held-out base shape of `--check` (`goodput_sim::calibrate::held_out` at 1,024 tokens
 /// of context per slot); the plan never probes it or its fourfold variants.
@@ -107,30 +107,14 @@ fn check(server: &LlamaServer, (config, rescaled): (&Path, &Path), extra: &[&str
 /// concurrency), writing the configuration at the server's speed now to `rescaled`: its
 /// capacity comparisons, one per held-out shape that fills the slots.
 fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &Path) -> Vec<Value> {
-    let report = check(
-        server,
-        (config, rescaled),
-        &[
-            // Two passes of the speed reference (and of the held-out shapes): the at-speed
-            // configuration of the half-load runs takes that probe's noise (one pass of a probe's
-            // E2E varied by 4–8 % on the test machine); a minute more for the capacity searches.
-            "--budget",
-            "5m",
-            "--json",
-            "--slo",
-            &format!("e2e={slo_ms:.0}ms"),
-            "--dimension",
-            "concurrency",
-            "--attainment",
-            "0.5",
-            "--confidence",
-            "0.5",
-            "--probe-requests",
-            REQUESTS,
-            "--max-load",
-            "16",
-        ],
-    );
+    let slo = format!("e2e={slo_ms:.0}ms");
+    // Two passes of the speed reference (and of the held-out shapes): the at-speed
+    // configuration of the half-load runs takes that probe's noise (one pass of a probe's E2E
+    // varied by 4–8 % on the test machine); a minute more for the capacity searches.
+    let mut extra = vec!["--budget", "5m", "--json", "--slo", &slo];
+    extra.extend(["--probe-requests", REQUESTS, "--max-load", "16"]);
+    extra.extend(MEDIAN_BY_CONCURRENCY);
+    let report = check(server, (config, rescaled), &extra);
     let capacity = &report["capacity"];
     let speed = &report["speed_reference"];
     let e2e = |side: &str| speed[side]["e2e"].as_f64().unwrap_or(f64::NAN);

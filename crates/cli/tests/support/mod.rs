@@ -107,6 +107,17 @@ pub fn calibrate_json(url: &str, (seed, passes): (&str, &str), out: &Path) -> (V
     (serde_json::from_slice(&output.stdout).unwrap(), log)
 }
 
+/// A capacity search's flags for an SLO on the median, by concurrency: attainment 0.5, at
+/// confidence 0.5 (the calibration tests' capacity checks).
+pub const MEDIAN_BY_CONCURRENCY: [&str; 6] = [
+    "--dimension",
+    "concurrency",
+    "--attainment",
+    "0.5",
+    "--confidence",
+    "0.5",
+];
+
 pub fn goodput() -> Command {
     Command::cargo_bin("goodput").unwrap()
 }
