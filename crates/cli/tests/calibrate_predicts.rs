@@ -45,7 +45,7 @@ fn json(args: &[&str]) -> Value {
 /// TTFT, TPOT and E2E medians (ms) of 24 requests of `shape` at `concurrency` on `target`.
 fn medians(target: &[&str], shape: &CapacityShape, concurrency: u32) -> [f64; 3] {
     let (input, output) = shape.lengths();
-    let (input, output, concurrency) = (input.to_string(), output.to_string(), concurrency);
+    let (input, output) = (input.to_string(), output.to_string());
     let concurrency = concurrency.to_string();
     let mut args = vec!["run", "--no-live", "--quiet", "--json", "--seed", "11"];
     args.extend(target);
