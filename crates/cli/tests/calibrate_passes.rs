@@ -13,7 +13,7 @@
 mod support;
 
 use std::io::{BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -85,8 +85,6 @@ fn server() -> (String, Arc<Counter>) {
 
 /// Starts the server with `slots` slots.
 fn server_with(slots: u32) -> (String, Arc<Counter>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
     let counter = Arc::new(Counter {
         served: AtomicU64::new(0),
         slow_from: AtomicU64::new(u64::MAX),
@@ -98,13 +96,7 @@ fn server_with(slots: u32) -> (String, Arc<Counter>) {
         sooner_for_longer: AtomicBool::new(false),
     });
     let shared = Arc::clone(&counter);
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let counter = Arc::clone(&shared);
-            std::thread::spawn(move || serve(stream, &counter));
-        }
-    });
+    let address = support::spawn_server(move |stream| serve(stream, &shared));
     (format!("http://{address}/v1"), counter)
 }
 

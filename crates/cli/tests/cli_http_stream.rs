@@ -7,7 +7,6 @@
 mod support;
 
 use std::io::{BufReader, Write};
-use std::net::TcpListener;
 use std::time::Duration;
 
 use support::{goodput, validate_against_schema};
@@ -22,14 +21,7 @@ const EVENTS: usize = 4;
 /// Serves every POST with a chunked SSE reply: `EVENTS` events of one token each, the last one
 /// also holding 3 items, then `[DONE]`; `sleep` before each event.
 fn sse_server() -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            std::thread::spawn(move || serve(stream));
-        }
-    });
+    let address = support::spawn_server(serve);
     format!("http://{address}/generate_stream")
 }
 

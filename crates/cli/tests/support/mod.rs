@@ -118,6 +118,24 @@ pub const MEDIAN_BY_CONCURRENCY: [&str; 6] = [
     "0.5",
 ];
 
+/// Starts a test server on a free loopback port, every connection handled by `handle` on a
+/// thread of its own; its address.
+pub fn spawn_server(
+    handle: impl Fn(std::net::TcpStream) + Send + Sync + 'static,
+) -> std::net::SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap();
+    let handle = std::sync::Arc::new(handle);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            let handle = std::sync::Arc::clone(&handle);
+            std::thread::spawn(move || handle(stream));
+        }
+    });
+    address
+}
+
 pub fn goodput() -> Command {
     Command::cargo_bin("goodput").unwrap()
 }

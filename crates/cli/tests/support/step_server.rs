@@ -6,7 +6,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -135,8 +135,6 @@ fn run_engine(shared: &Shared) {
 
 /// Starts a server as `spec` says; its `/v1` URL.
 pub fn start(spec: Spec) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
     let shared: Shared = Arc::new((
         Mutex::new(Engine {
             spec,
@@ -147,13 +145,7 @@ pub fn start(spec: Spec) -> String {
     ));
     let engine = Arc::clone(&shared);
     std::thread::spawn(move || run_engine(&engine));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let shared = Arc::clone(&shared);
-            std::thread::spawn(move || serve(stream, &shared, spec));
-        }
-    });
+    let address = super::spawn_server(move |stream| serve(stream, &shared, spec));
     format!("http://{address}/v1")
 }
 

@@ -4,7 +4,7 @@
 //! images' pixels — whole JSON, or streamed as two SSE events with a fixed gap.
 
 use std::io::{BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,15 +29,7 @@ pub fn instant(_: &[(u32, u32)]) -> Duration {
 
 /// Starts the server; returns its `/v1` URL.
 pub fn server(seen: Seen, delay: Delay) -> String {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(stream) = stream else { return };
-            let seen = Arc::clone(&seen);
-            std::thread::spawn(move || serve(stream, &seen, delay));
-        }
-    });
+    let address = super::spawn_server(move |stream| serve(stream, &seen, delay));
     format!("http://{address}/v1")
 }
 
