@@ -1,21 +1,22 @@
-//! `goodput calibrate` against the real llama.cpp server: calibrate on the default probe plan,
-//! then `goodput calibrate --check --slo` searches the capacity of two held-out shapes —
-//! prompts four times longer, answers four times longer, each request's lengths within a
-//! quarter of those either way — on the server and in virtual time on the calibrated
-//! configuration, and the TTFT, TPOT and E2E medians at half the measured
-//! capacity are compared (live against the calibrated simulator). The figures are printed (see
-//! docs/validation.md). On a 2-core machine shared with compilers the server's speed drifts by
-//! tens of per cent between the calibration and the comparison; the check measures that drift
-//! (its speed reference) and predicts at the server's speed now too (`--rescaled`). The test
-//! judges the capacity at the check's speed, and the half-load medians at the speed a check
-//! without an SLO measures just before them (printing them at the capacity check's speed too),
-//! at the bounds such a machine can keep: capacity and E2E
-//! within a factor of 1.5, TPOT of 2, TTFT of 4 — beyond the slots, where the server runs its
-//! clients in step or staggered as a race decides round by round, of the range between the
-//! two patterns' predictions. They catch a wrong engine form or a broken fit (a prompt cache
-//! the simulator does not model gave a capacity of 3 for a measured 11), not the issue's
-//! ±15 % and ±10 %, which the printed figures show run by run (docs/validation.md), and which
-//! `calibrate_predicts` asserts against an exact-timing server.
+//! `goodput calibrate` against the real llama.cpp server, held to the issue's figures:
+//! calibrate on the default probe plan, then `goodput calibrate --check --slo` searches the
+//! capacity of two held-out shapes — prompts four times longer, answers four times longer,
+//! each request's lengths within a quarter of those either way — on the server and in virtual
+//! time on the calibrated configuration, and the TTFT, TPOT and E2E medians at half the
+//! measured capacity are compared (live against the calibrated simulator). The figures are
+//! printed (see docs/validation.md).
+//!
+//! On a 2-core machine shared with compilers the server's speed drifts by tens of per cent
+//! between the calibration and the comparison; the check measures that drift (its speed
+//! reference) and predicts at the server's speed now too (`--rescaled`). The capacity is
+//! judged at the check's speed: within 15 %, or one client where that is finer than the
+//! search's step. The half-load medians are judged at the speeds checks without an SLO
+//! measure just before and just after the live run (and beyond the slots, where the server
+//! runs its clients in step or staggered as a race decides round by round, with both
+//! patterns): some prediction within 10 % of a value the measured median may take at 95 %
+//! confidence — a median of 21 requests whose latencies come in two modes sits in either,
+//! run to run (TTFT 353–519 ms in five runs of one shape on a quiet machine, the engine's
+//! 346). `calibrate_predicts` holds the plain medians to 10 % against an exact-timing server.
 #![allow(clippy::unwrap_used)]
 
 #[path = "../../core/tests/llama_server/server.rs"]
@@ -28,6 +29,7 @@ use std::path::Path;
 use goodput_core::decide::calibrate::{CapacityShape, SlotSplit};
 use serde_json::Value;
 use server::{LlamaServer, Model, Options};
+use support::median::{self, Median};
 use support::{MEDIAN_BY_CONCURRENCY, goodput};
 
 /// The held-out base shape of `--check` (`goodput_sim::calibrate::held_out` at 1,024 tokens
@@ -40,21 +42,22 @@ const REQUESTS: &str = "8";
 /// run's medians moved by 10–40 % from one minute to the next on this server (TTFT
 /// 770–1,076 ms); with 24 by 3–6 %.
 const HALF_LOAD_REQUESTS: &str = "24";
-/// Largest factor between predicted (at the server's speed now) and measured capacity: since
-/// the capacity shapes spread their lengths, six of six by hand within one step (the worst 4
-/// against 5), so 1.5 (was 2) still leaves a step's margin at 4–8 clients.
-const CAPACITY_FACTOR: f64 = 1.5;
-/// Largest factor between predicted and measured E2E median.
-const E2E_FACTOR: f64 = 1.5;
-/// Largest factor between predicted and measured TPOT median.
-const TPOT_FACTOR: f64 = 2.0;
+/// The issue's bound on the predicted capacity (at the server's speed in the check): within
+/// 15 % of the measured, or within one client — a concurrency search's step, which at 4–6
+/// clients is 17–25 % (since the capacity shapes spread their lengths, every comparison by
+/// hand within one step).
+const CAPACITY_TOLERANCE: f64 = 0.15;
+/// The issue's bound on the half-load medians: the predicted TTFT, TPOT and E2E p50 within
+/// 10 % of a value the server's true median may take (the measured median's 95 % range:
+/// where a shape's latencies have two modes — one client's prompt alone in a step or beside
+/// another's, a decode batch in one micro-batch or two — the median of 21 requests sits in
+/// either, run to run, while the engine reproduces both modes request by request).
+const MEDIAN_TOLERANCE: f64 = 0.10;
 /// The server's slots: beyond them its step pattern is a race it runs each round, its clients
 /// in step (TPOT 21 ms at 5 clients of 256 → 24 on a quiet machine, CI of 2026-12-03) or one's
 /// prompt riding in the others' decode steps (47–58 ms); the calibrated engine predicts the
 /// second, with a launch window the first (docs/validation.md).
 const SLOTS: u32 = 4;
-/// Largest factor between predicted and measured TTFT median.
-const TTFT_FACTOR: f64 = 4.0;
 
 fn json_of(args: &[String]) -> Value {
     let output = goodput().args(args).output().unwrap();
@@ -131,8 +134,14 @@ fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &P
     capacity["shapes"].as_array().unwrap().clone()
 }
 
-/// TTFT, TPOT and E2E medians (ms) of a closed-loop run at `concurrency`.
-fn medians(target: &[String], requests: &CapacityShape, concurrency: f64) -> [f64; 3] {
+/// A closed-loop run at `concurrency` of 24 requests of `requests`, its journal written to
+/// `out` when given: its report.
+fn closed_loop(
+    target: &[String],
+    requests: &CapacityShape,
+    concurrency: f64,
+    out: Option<&Path>,
+) -> Value {
     let mut args = strings(&["run", "--no-live"]);
     args.extend(shape(target, requests));
     args.extend(strings(&[
@@ -141,7 +150,38 @@ fn medians(target: &[String], requests: &CapacityShape, concurrency: f64) -> [f6
         "--requests",
         HALF_LOAD_REQUESTS,
     ]));
-    let report = json_of(&args);
+    if let Some(out) = out {
+        args.extend(strings(&["--out", out.to_str().unwrap()]));
+    }
+    json_of(&args)
+}
+
+/// TTFT, TPOT and E2E medians (ms) of a closed-loop run at `concurrency`, as reported.
+fn medians(target: &[String], requests: &CapacityShape, concurrency: f64) -> [f64; 3] {
+    medians_of(&closed_loop(target, requests, concurrency, None))
+}
+
+/// TTFT, TPOT and E2E medians (ms) of a live closed-loop run at `concurrency`, each with the
+/// range the server's true median lies in (from the run's journal, written to `out`).
+fn measured_medians(
+    target: &[String],
+    requests: &CapacityShape,
+    concurrency: f64,
+    out: &Path,
+) -> [Median; 3] {
+    let reported = medians_of(&closed_loop(target, requests, concurrency, Some(out)));
+    let measured = median::medians(&out.join("requests.jsonl"));
+    // The journal's medians are the report's (its histograms hold them to within 0.1 %).
+    for (journal, report) in measured.iter().zip(reported) {
+        assert!(
+            (journal.value / report - 1.0).abs() < 0.01,
+            "{journal:?} against {report}"
+        );
+    }
+    measured
+}
+
+fn medians_of(report: &Value) -> [f64; 3] {
     let latency = &report["steps"][0]["latency_ms"];
     ["ttft", "tpot", "e2e"].map(|m| latency[m]["p50"].as_f64().unwrap())
 }
@@ -150,16 +190,12 @@ fn error(predicted: f64, measured: f64) -> f64 {
     predicted / measured - 1.0
 }
 
-/// Whether `predicted` is within a factor `factor` of `measured`, either way.
-fn within(predicted: f64, measured: f64, factor: f64) -> bool {
-    predicted > 0.0 && measured > 0.0 && (predicted / measured).ln().abs() <= factor.ln()
-}
-
-/// Whether `measured` is within a factor `factor` of the range between two predictions.
-fn within_range((a, b): (f64, f64), measured: f64, factor: f64) -> bool {
-    within(a, measured, factor)
-        || within(b, measured, factor)
-        || (a.min(b)..=a.max(b)).contains(&measured)
+/// Whether the predicted capacity is within the issue's 15 % of the measured, or within one
+/// client of it: a concurrency search's step, coarser than 15 % below 7 clients.
+fn capacity_within(predicted: f64, measured: f64) -> bool {
+    predicted > 0.0
+        && measured > 0.0
+        && (predicted - measured).abs() <= (CAPACITY_TOLERANCE * measured).max(1.0)
 }
 
 /// `config` with a launch window: clients beyond the slots kept in step.
@@ -245,20 +281,77 @@ fn check_facts(fit: &Value, config: &Path) {
     }
 }
 
-/// The TTFT, TPOT and E2E medians (ms) at half the measured capacity: live, on the calibrated
-/// configuration at the server's speed just before (beyond the slots also with clients kept
-/// in step), and at its speed in the capacity check, minutes earlier.
+/// The calibrated configuration at the server's speed at one moment, in virtual time: as
+/// calibrate writes it (clients beyond the slots staggered), and with them kept in step.
+struct AtSpeed {
+    factor: f64,
+    staggered: Vec<String>,
+    in_step: Vec<String>,
+}
+
+/// The server's speed now: `calibrate --check` without an SLO (its speed reference, a
+/// calibration probe measured again, and the held-out shapes, about half a minute), writing
+/// the configuration at that speed to `out`.
+fn speed_now(server: &LlamaServer, config: &Path, out: &Path) -> AtSpeed {
+    let report = check(server, (config, out), &["--json"]);
+    let factor = report["speed_factor"].as_f64().unwrap();
+    eprintln!("speed now: factor {factor:.3}");
+    let virtual_on =
+        |path: &Path| strings(&["--virtual-time", "--sim-config", path.to_str().unwrap()]);
+    AtSpeed {
+        factor,
+        staggered: virtual_on(out),
+        in_step: virtual_on(&in_step(out)),
+    }
+}
+
+/// The TTFT, TPOT and E2E medians (ms) at half the measured capacity: live with the range of
+/// each true median, and on the calibrated configuration at the server's speed just before and
+/// just after the live run (beyond the slots also with clients kept in step), and at its
+/// speed in the capacity check, minutes earlier.
 struct AtHalf {
     concurrency: f64,
-    measured: [f64; 3],
-    predicted: [f64; 3],
-    in_step: Option<[f64; 3]>,
+    measured: [Median; 3],
+    predicted: Vec<(String, [f64; 3])>,
     at_check: [f64; 3],
 }
 
 impl AtHalf {
+    fn predict(
+        (concurrency, measured): (f64, [Median; 3]),
+        requests: &CapacityShape,
+        speeds: [(&str, &AtSpeed); 2],
+        at_check: &[String],
+    ) -> AtHalf {
+        let mut predicted = Vec::new();
+        for (when, at) in speeds {
+            let label = format!("{when} (speed {:.3})", at.factor);
+            predicted.push((label.clone(), medians(&at.staggered, requests, concurrency)));
+            if concurrency > f64::from(SLOTS) {
+                let in_step = medians(&at.in_step, requests, concurrency);
+                predicted.push((format!("{label}, in step"), in_step));
+            }
+        }
+        AtHalf {
+            concurrency,
+            measured,
+            predicted,
+            at_check: medians(at_check, requests, concurrency),
+        }
+    }
+
     fn errors(&self, predicted: [f64; 3]) -> [String; 3] {
-        [0, 1, 2].map(|i| format!("{:+.1} %", error(predicted[i], self.measured[i]) * 100.0))
+        [0, 1, 2].map(|i| {
+            let error = error(predicted[i], self.measured[i].value);
+            format!("{:+.1} %", error * 100.0)
+        })
+    }
+
+    /// Metric `i`'s predictions (at both speeds and both patterns) as a range.
+    fn range(&self, i: usize) -> (f64, f64) {
+        let values = self.predicted.iter().map(|(_, p)| p[i]);
+        let low = values.clone().fold(f64::INFINITY, f64::min);
+        (low, values.fold(f64::NEG_INFINITY, f64::max))
     }
 }
 
@@ -271,8 +364,7 @@ fn print_figures(name: &str, slo: f64, capacity: &Value, at_half: &AtHalf) {
     eprintln!(
         "{name}: SLO e2e {slo:.0} ms; capacity measured {} ({}, resolution {}), predicted {} \
          ({}, resolution {}), error {}; at the server's speed now {} ({}), error {}, band \
-         {}, other pattern {}; at concurrency {} (at speed): measured {:?} ms, predicted {:?} \
-         ms (TTFT, TPOT, E2E {:?})",
+         {}, other pattern {}",
         capacity["measured"]["lower_bound"],
         capacity["measured"]["conclusion"],
         percent(&capacity["measured_resolution"]),
@@ -285,19 +377,30 @@ fn print_figures(name: &str, slo: f64, capacity: &Value, at_half: &AtHalf) {
         percent(&capacity["error_at_speed"]),
         capacity["speed_band"],
         capacity["other_pattern"],
-        at_half.concurrency,
-        at_half.measured,
-        at_half.predicted,
-        at_half.errors(at_half.predicted)
     );
-    if let Some(in_step) = at_half.in_step {
+    let m = at_half.measured;
+    eprintln!(
+        "  at concurrency {}: measured medians TTFT {:.1} ({:.1}–{:.1}), TPOT {:.1} \
+         ({:.1}–{:.1}), E2E {:.1} ({:.1}–{:.1}) ms (95 % ranges)",
+        at_half.concurrency,
+        m[0].value,
+        m[0].low,
+        m[0].high,
+        m[1].value,
+        m[1].low,
+        m[1].high,
+        m[2].value,
+        m[2].low,
+        m[2].high
+    );
+    for (label, predicted) in &at_half.predicted {
         eprintln!(
-            "  in step: predicted {in_step:?} ms ({:?})",
-            at_half.errors(in_step)
+            "  {label}: predicted {predicted:.1?} ms (TTFT, TPOT, E2E {:?})",
+            at_half.errors(*predicted)
         );
     }
     eprintln!(
-        "  at the speed of the capacity check: predicted {:?} ms ({:?})",
+        "  at the speed of the capacity check: predicted {:.1?} ms ({:?})",
         at_half.at_check,
         at_half.errors(at_half.at_check)
     );
@@ -311,65 +414,34 @@ fn print_figures(name: &str, slo: f64, capacity: &Value, at_half: &AtHalf) {
     }
 }
 
-/// Where the half-load runs go: the live server, and the calibrated configuration in virtual
-/// time at the server's speed just before them (`now`, and `in_step`: with clients kept in
-/// step beyond the slots) and at its speed in the capacity check (`at_check`).
-struct Targets {
-    live: Vec<String>,
-    now: Vec<String>,
-    in_step: Vec<String>,
-    at_check: Vec<String>,
-}
-
-/// The server's speed now: `calibrate --check` without an SLO (its speed reference, a
-/// calibration probe measured again, and the held-out shapes, about half a minute), writing
-/// the configuration at that speed to `out`; the virtual-time targets on it and with clients
-/// in step.
-fn speed_now(server: &LlamaServer, config: &Path, out: &Path) -> (Vec<String>, Vec<String>) {
-    let report = check(server, (config, out), &["--json"]);
-    eprintln!("speed now: factor {}", report["speed_factor"]);
-    let virtual_on =
-        |path: &Path| strings(&["--virtual-time", "--sim-config", path.to_str().unwrap()]);
-    (virtual_on(out), virtual_on(&in_step(out)))
+/// Half the measured capacity of a comparison (at least one client).
+fn half_of(capacity: &Value) -> f64 {
+    let measured = capacity["measured"]["lower_bound"].as_f64().unwrap_or(0.0);
+    (measured / 2.0).round().max(1.0)
 }
 
 /// One shape's capacity comparison and its medians at half the measured capacity, live and
-/// predicted: the figures printed, what is outside the bounds returned.
-fn judge(
-    name: &str,
-    requests: &CapacityShape,
-    capacity: &Value,
-    to: &Targets,
-    slo: f64,
-) -> Vec<String> {
+/// predicted: the figures printed, what is outside the issue's bounds returned.
+fn judge(name: &str, capacity: &Value, at_half: &AtHalf, slo: f64) -> Vec<String> {
+    print_figures(name, slo, capacity, at_half);
     let mut failures = Vec::new();
     let measured = capacity["measured"]["lower_bound"].as_f64().unwrap_or(0.0);
     let predicted = capacity["predicted_at_speed"]["lower_bound"]
         .as_f64()
         .unwrap_or(0.0);
-    let half = (measured / 2.0).round().max(1.0);
-    let at_half = AtHalf {
-        concurrency: half,
-        measured: medians(&to.live, requests, half),
-        predicted: medians(&to.now, requests, half),
-        in_step: (half > f64::from(SLOTS)).then(|| medians(&to.in_step, requests, half)),
-        at_check: medians(&to.at_check, requests, half),
-    };
-    print_figures(name, slo, capacity, &at_half);
-    if !within(predicted, measured, CAPACITY_FACTOR) {
+    if !capacity_within(predicted, measured) {
         failures.push(format!(
             "{name}: capacity {predicted} predicted at the server's speed, {measured} measured"
         ));
     }
-    let factors = [TTFT_FACTOR, TPOT_FACTOR, E2E_FACTOR];
     for (i, metric) in ["TTFT", "TPOT", "E2E"].iter().enumerate() {
-        let (m, p) = (at_half.measured[i], at_half.predicted[i]);
-        let other = at_half.in_step.map_or(p, |in_step| in_step[i]);
-        if !within_range((p, other), m, factors[i]) {
+        let (low, high) = at_half.range(i);
+        let m = at_half.measured[i];
+        if !m.admits_range((low, high), MEDIAN_TOLERANCE) {
             failures.push(format!(
-                "{name}: {metric} p50 {:+.1} % (in step {:+.1} %)",
-                error(p, m) * 100.0,
-                error(other, m) * 100.0
+                "{name}: {metric} p50 predicted {low:.1}–{high:.1} ms, measured {:.1} ms \
+                 (the true median within {:.1}–{:.1} ms)",
+                m.value, m.low, m.high
             ));
         }
     }
@@ -406,22 +478,38 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
     let capacities = check_capacity(&server, &config, slo, &rescaled);
     assert_eq!(capacities.len(), shapes.len(), "{capacities:?}");
     // The calibrated configuration in virtual time (as `--check` runs it: seconds of CPU) at
-    // the server's speed in the check, and again just before each shape's half-load runs: the
-    // capacity searches take minutes, over which this machine's pace moves by 10–25 %.
+    // the server's speed in the check, and again just before and just after each shape's
+    // half-load run: the capacity searches take minutes, over which this machine's pace
+    // moves by 10–25 %, and it moves within a run too.
     let at_check = strings(&["--virtual-time", "--sim-config", rescaled.to_str().unwrap()]);
+    let speed_file = |index: usize| dir.path().join(format!("speed-{index}.toml"));
+    let mut before = speed_now(&server, &config, &speed_file(0));
     let mut failures = Vec::new();
     for (index, ((name, requests), capacity)) in shapes.iter().zip(&capacities).enumerate() {
         let searched: CapacityShape = serde_json::from_value(capacity["shape"].clone()).unwrap();
         assert_eq!(&searched, requests, "{capacity}");
-        let now = dir.path().join(format!("now-{index}.toml"));
-        let (now, in_step) = speed_now(&server, &config, &now);
-        let to = Targets {
-            live: live.clone(),
-            now,
-            in_step,
-            at_check: at_check.clone(),
-        };
-        failures.extend(judge(name, requests, capacity, &to, slo));
+        let half = half_of(capacity);
+        let journal = dir.path().join(format!("half-load-{index}"));
+        let measured = measured_medians(&live, requests, half, &journal);
+        let after = speed_now(&server, &config, &speed_file(index + 1));
+        let speeds = [("just before", &before), ("just after", &after)];
+        let at_half = AtHalf::predict((half, measured), requests, speeds, &at_check);
+        failures.extend(judge(name, capacity, &at_half, slo));
+        before = after;
     }
     assert!(failures.is_empty(), "outside the tolerances: {failures:?}");
+}
+
+#[test]
+fn the_range_of_a_median_of_21_is_the_6th_to_the_16th() {
+    let median = Median::of((1..=21).rev().map(f64::from).collect()).unwrap();
+    let expected = Median {
+        value: 11.0,
+        low: 6.0,
+        high: 16.0,
+    };
+    assert_eq!(median, expected);
+    assert!(median.admits(5.4, 0.1) && !median.admits(5.3, 0.1));
+    assert!(median.admits(17.6, 0.1) && !median.admits(17.7, 0.1));
+    assert!(Median::of(vec![1.0; 5]).is_none());
 }

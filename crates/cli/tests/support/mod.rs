@@ -8,6 +8,7 @@ use std::process::{Command, Output};
 use assert_cmd::cargo::CommandCargoExt;
 
 pub mod layout;
+pub mod median;
 pub mod sim_process;
 pub mod step_server;
 pub mod vision;

@@ -102,6 +102,28 @@ pub fn probe_requests(p: f64, confidence: f64) -> u64 {
     }
 }
 
+/// The order statistics that bound the `p`-quantile of a distribution at `confidence`, from
+/// `n` independent samples, free of any assumption on its shape: 1-based ranks `(lo, hi)` of
+/// the sorted samples such that `x(lo) ≤ Q(p) ≤ x(hi)` with probability at least
+/// `confidence` — each side missing with at most half the rest (`x(l) > Q(p)` when fewer
+/// than `l` samples fall at or below it: `P[Binomial(n, p) < l]`). `None` when `n` samples
+/// cannot bound it so (fewer than 6 for a median at 95 %). A measured median of 21 requests at
+/// 95 % lies between the 6th and the 16th: where a server's latencies come in two modes — a
+/// request's prompt alone in a step or beside another's — the median of so few requests
+/// may sit in either, and a prediction is only wrong beyond that range.
+pub fn quantile_ranks(n: u64, p: f64, confidence: f64) -> Option<(u64, u64)> {
+    if n == 0 || !(0.0..=1.0).contains(&p) || !(0.0..1.0).contains(&confidence) {
+        return None;
+    }
+    let tail = (1.0 - confidence) / 2.0;
+    // The largest `lo` with `P[X ≤ lo − 1] ≤ tail`, the smallest `hi` with `P[X ≥ hi] ≤ tail`.
+    let lo = (1..=n)
+        .take_while(|&l| binomial_cdf(l - 1, n, p) <= tail)
+        .last()?;
+    let hi = (1..=n).find(|&h| 1.0 - binomial_cdf(h - 1, n, p) <= tail)?;
+    Some((lo, hi))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,5 +177,22 @@ mod tests {
         assert_eq!(binomial_cdf(5, 5, 0.3), 1.0);
         assert!((binomial_cdf(0, 10, 0.5) - 0.5f64.powi(10)).abs() < 1e-12);
         assert!((binomial_cdf(1, 2, 0.5) - 0.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn quantile_ranks_match_the_binomial_tables() {
+        // Median at 95 %: the ranks of the sign test's tables.
+        for (n, expected) in [(6, (1, 6)), (10, (2, 9)), (21, (6, 16)), (45, (16, 30))] {
+            assert_eq!(quantile_ranks(n, 0.5, 0.95), Some(expected), "n = {n}");
+        }
+        assert_eq!(quantile_ranks(5, 0.5, 0.95), None);
+        // p90 of 100 samples at 95 %: between the 84th and the 96th.
+        let (lo, hi) = quantile_ranks(100, 0.9, 0.95).unwrap();
+        assert!(binomial_cdf(lo - 1, 100, 0.9) <= 0.025 && binomial_cdf(lo, 100, 0.9) > 0.025);
+        assert!(1.0 - binomial_cdf(hi - 1, 100, 0.9) <= 0.025);
+        assert!(1.0 - binomial_cdf(hi - 2, 100, 0.9) > 0.025);
+        assert_eq!((lo, hi), (84, 96));
+        assert_eq!(quantile_ranks(0, 0.5, 0.95), None);
+        assert_eq!(quantile_ranks(21, 0.5, 1.0), None);
     }
 }
