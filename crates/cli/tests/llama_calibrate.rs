@@ -282,11 +282,13 @@ fn check_facts(fit: &Value, config: &Path) {
 }
 
 /// The calibrated configuration at the server's speed at one moment, in virtual time: as
-/// calibrate writes it (clients beyond the slots staggered), and with them kept in step.
+/// calibrate writes it (clients beyond the slots staggered), and with them kept in step where
+/// the check found that pattern physical (none when the configuration's frontend delay is
+/// longer than llama-server's launch window: requests reaching the engine that late miss it).
 struct AtSpeed {
     factor: f64,
     staggered: Vec<String>,
-    in_step: Vec<String>,
+    in_step: Option<Vec<String>>,
 }
 
 /// The server's speed now: `calibrate --check` without an SLO (its speed reference, a
@@ -298,10 +300,12 @@ fn speed_now(server: &LlamaServer, config: &Path, out: &Path) -> AtSpeed {
     eprintln!("speed now: factor {factor:.3}");
     let virtual_on =
         |path: &Path| strings(&["--virtual-time", "--sim-config", path.to_str().unwrap()]);
+    let held_out = report["held_out"].as_array().unwrap();
+    let in_step_physical = held_out.iter().any(|row| !row["other_pattern"].is_null());
     AtSpeed {
         factor,
         staggered: virtual_on(out),
-        in_step: virtual_on(&in_step(out)),
+        in_step: in_step_physical.then(|| virtual_on(&in_step(out))),
     }
 }
 
@@ -327,8 +331,12 @@ impl AtHalf {
         for (when, at) in speeds {
             let label = format!("{when} (speed {:.3})", at.factor);
             predicted.push((label.clone(), medians(&at.staggered, requests, concurrency)));
-            if concurrency > f64::from(SLOTS) {
-                let in_step = medians(&at.in_step, requests, concurrency);
+            if let Some(in_step) = at
+                .in_step
+                .as_ref()
+                .filter(|_| concurrency > f64::from(SLOTS))
+            {
+                let in_step = medians(in_step, requests, concurrency);
                 predicted.push((format!("{label}, in step"), in_step));
             }
         }
