@@ -9,8 +9,8 @@
 //! On a 2-core machine shared with compilers the server's speed drifts by tens of per cent
 //! between the calibration and the comparison; the check measures that drift (its speed
 //! reference) and predicts at the server's speed now too (`--rescaled`). The capacity is
-//! judged at the check's speed: within 15 %, or one client where that is finer than the
-//! search's step. The half-load medians are judged at the speeds checks without an SLO
+//! judged at the check's speed: within 15 %, or within one client where 15 % is finer than a
+//! concurrency search's step. The half-load medians are judged at the speeds checks without an SLO
 //! measure just before and just after the live run (and beyond the slots, where the server
 //! runs its clients in step or staggered as a race decides round by round, with both
 //! patterns): some prediction within 10 % of a value the measured median may take at 95 %
