@@ -37,24 +37,51 @@ const WAVE: u64 = 8;
 /// prompt), then the queue order's two rounds (a request per slot, four queued behind them).
 const AFTER_THE_PASSES: u64 = 2 + 2 * (SLOTS as u64 + 4);
 
-/// The server's free slots; a request waits on the condition for one.
+/// The server's free slots, taken in arrival order: a request draws a ticket and waits until
+/// it is the next to serve and a slot is free (a plain condition would let a request arriving
+/// the moment a slot frees take it before the one woken for it, which on a loaded machine
+/// moved a queued probe's median TTFT by a round).
 struct Slots {
-    free: Mutex<u32>,
+    state: Mutex<SlotState>,
     freed: Condvar,
 }
 
+/// Free slots, the next ticket to draw, and the ticket served next.
+struct SlotState {
+    free: u32,
+    drawn: u64,
+    next: u64,
+}
+
 impl Slots {
-    fn take(&self) {
-        let mut free = self.free.lock().unwrap();
-        while *free == 0 {
-            free = self.freed.wait(free).unwrap();
+    fn new(free: u32) -> Self {
+        let state = SlotState {
+            free,
+            drawn: 0,
+            next: 0,
+        };
+        Slots {
+            state: Mutex::new(state),
+            freed: Condvar::new(),
         }
-        *free -= 1;
+    }
+
+    fn take(&self) {
+        let mut state = self.state.lock().unwrap();
+        let ticket = state.drawn;
+        state.drawn += 1;
+        while state.next != ticket || state.free == 0 {
+            state = self.freed.wait(state).unwrap();
+        }
+        state.free -= 1;
+        state.next += 1;
+        drop(state);
+        self.freed.notify_all();
     }
 
     fn release(&self) {
-        *self.free.lock().unwrap() += 1;
-        self.freed.notify_one();
+        self.state.lock().unwrap().free += 1;
+        self.freed.notify_all();
     }
 }
 
@@ -89,10 +116,7 @@ fn server_with(slots: u32) -> (String, Arc<Counter>) {
         served: AtomicU64::new(0),
         slow_from: AtomicU64::new(u64::MAX),
         fail_from: AtomicU64::new(u64::MAX),
-        slots: Slots {
-            free: Mutex::new(slots),
-            freed: Condvar::new(),
-        },
+        slots: Slots::new(slots),
         sooner_for_longer: AtomicBool::new(false),
     });
     let shared = Arc::clone(&counter);
