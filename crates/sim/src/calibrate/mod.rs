@@ -5,10 +5,12 @@
 //! command accepts; [`predict`] replays one probe shape in virtual time; [`fit`](fit::fit)
 //! finds the constants whose predictions match the measured probes.
 
+mod coordinates;
 pub mod fit;
 mod linalg;
 mod predict;
 mod unreported;
+mod verdict;
 
 pub use fit::{ConstantFit, Fit, FitError, MeasuredProbe, POOR_RMS, Residual, fit};
 pub use predict::{Predicted, ProbeShape, Tail, predict, speed_factor};
