@@ -1,9 +1,9 @@
 //! The fit: Levenberg–Marquardt over the logarithms of the constants (the small-batch factors
 //! held falling with the batch: `coordinates`), each residual the log-ratio of a probe's
-//! median TTFT or TPOT predicted in virtual time to the one measured, through a robust loss. The simulator itself is the model function, so whatever the engine
-//! does (chunked prompts, weight streaming against arithmetic, queueing for slots) is part of
-//! the fit.
-//! Uncertainties come from the Jacobian at the optimum: `cov = s² (JᵀJ)⁻¹`.
+//! median TTFT or TPOT predicted in virtual time to the one measured, through a robust loss.
+//! The simulator itself is the model function, so whatever the engine does (chunked prompts,
+//! weight streaming against arithmetic, queueing for slots) is part of the fit. Uncertainties
+//! come from the Jacobian of the plain log-ratios at the optimum: `cov = s² (JᵀJ)⁻¹`.
 
 use serde::{Deserialize, Serialize};
 
