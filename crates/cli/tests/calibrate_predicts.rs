@@ -47,6 +47,8 @@ fn json(args: &[&str]) -> Value {
 /// exact server measures it within ~2 % from run to run (2026-12-05: 4x prompt at 9 clients,
 /// TPOT 12.4–12.8 ms over 24 requests, 12.9–13.2 over 72).
 const HALF_LOAD_REQUESTS: u32 = 72;
+/// Requests of a run of one client (the SLO's reference): no race to average out.
+const ALONE_REQUESTS: u32 = 24;
 
 /// TTFT, TPOT and E2E medians (ms) of `requests` requests of `shape` at `concurrency` on
 /// `target`.
@@ -147,7 +149,7 @@ fn the_calibrated_simulator_predicts_an_exact_servers_capacity_and_latency() {
     let live = ["--target", url.as_str()];
     let simulated = ["--virtual-time", "--sim-config", config.to_str().unwrap()];
     // One SLO for both: three times the slower shape's median E2E alone.
-    let alone = shapes.map(|(_, shape)| medians(&live, &shape, 1, 24)[2]);
+    let alone = shapes.map(|(_, shape)| medians(&live, &shape, 1, ALONE_REQUESTS)[2]);
     let slo = format!("e2e={:.0}ms", 3.0 * alone[0].max(alone[1]));
     eprintln!("SLO {slo}");
     let capacities = check_capacity(&url, &config, &slo);

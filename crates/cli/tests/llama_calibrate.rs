@@ -17,7 +17,8 @@
 //! round, with both patterns): some prediction within 10 % of a value the measured median may
 //! take at 95 % confidence — a median of 21 requests whose latencies come in two modes sits in
 //! either, run to run (TTFT 353–519 ms in five runs of one shape on a quiet machine, the
-//! engine's 346). `calibrate_predicts` holds the plain medians to 10 % against an exact-timing server.
+//! engine's 346). `calibrate_predicts` holds the plain medians to 10 % against an exact-timing
+//! server.
 #![allow(clippy::unwrap_used)]
 
 #[path = "../../core/tests/llama_server/server.rs"]

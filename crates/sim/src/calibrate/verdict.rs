@@ -19,8 +19,9 @@ fn far_off(residuals: &[Residual]) -> usize {
     residuals.iter().filter(far).count()
 }
 
-/// Why a fit is poor: too few figures, a large RMS error (naming the worst figure, and
-/// whether the server's `noise` explains it) and the constants the probes leave undetermined.
+/// Why a fit is poor or where it is weak: too few figures, a large RMS error or the few figures
+/// the robust loss left out (naming the worst figure, and whether the server's `noise` explains
+/// it) and the constants the probes leave undetermined.
 pub(super) fn problems(
     table: &[ConstantFit],
     residuals: &[Residual],
@@ -35,10 +36,9 @@ pub(super) fn problems(
             table.len()
         ));
     }
-    let misfit = misfit(residuals, table.len(), rms, noise);
-    let quiet = misfit.is_none();
-    out.extend(misfit);
-    if quiet && let Some(noise) = noise.filter(|n| *n > NOISY) {
+    if let Some(misfit) = misfit(residuals, table.len(), rms, noise) {
+        out.push(misfit);
+    } else if let Some(noise) = noise.filter(|n| *n > NOISY) {
         out.push(format!(
             "the server's own figures vary by {:.1} % from one pass of the same probes to the \
              next: predictions of it can be no closer than that",
@@ -75,12 +75,13 @@ fn misfit(
     rms: f64,
     noise: Option<f64>,
 ) -> Option<String> {
+    if rms <= POOR_RMS {
+        return None;
+    }
     let worst = residuals
         .iter()
-        .max_by(|a, b| a.relative_error.abs().total_cmp(&b.relative_error.abs()));
-    let poor = is_poor(residuals, constants, rms);
-    let worst = worst.filter(|_| rms > POOR_RMS)?;
-    let lead = if poor {
+        .max_by(|a, b| a.relative_error.abs().total_cmp(&b.relative_error.abs()))?;
+    let lead = if is_poor(residuals, constants, rms) {
         format!(
             "RMS error {:.1} % exceeds {:.0} %",
             rms * 100.0,
