@@ -15,10 +15,10 @@
 //! checks without an SLO measure just before and just after the live run (and beyond the
 //! slots, where the server runs its clients in step or staggered as a race decides round by
 //! round, with both patterns): some prediction within 10 % of a value the measured median may
-//! take at 95 % confidence — a median of 21 requests whose latencies come in two modes sits in
-//! either, run to run (TTFT 353–519 ms in five runs of one shape on a quiet machine, the
-//! engine's 346). `calibrate_predicts` holds the plain medians to 10 % against an exact-timing
-//! server.
+//! take at 95 % confidence — where a shape's latencies come in two modes, a median of 21
+//! requests sat in either, run to run (TTFT 353–519 ms in five runs of one shape on a quiet
+//! machine, the engine's 346), so the half-load runs measure 64 (72 with the warm-up).
+//! `calibrate_predicts` holds the plain medians to 10 % against an exact-timing server.
 #![allow(clippy::unwrap_used)]
 
 #[path = "../../core/tests/llama_server/server.rs"]
@@ -40,10 +40,14 @@ const PROMPT: u32 = 64;
 const ANSWER: u32 = 24;
 /// Requests of every capacity probe.
 const REQUESTS: &str = "8";
-/// Requests of every half-load run and of the runs alone that set the SLO: with 8, the same
-/// run's medians moved by 10–40 % from one minute to the next on this server (TTFT
-/// 770–1,076 ms); with 24 by 3–6 %.
-const HALF_LOAD_REQUESTS: &str = "24";
+/// Requests of the runs alone that set the SLO: with 8, the same run's medians moved by
+/// 10–40 % from one minute to the next on this server (TTFT 770–1,076 ms); with 24 by 3–6 %.
+const ALONE_REQUESTS: &str = "24";
+/// Requests of every half-load run: with 24, which slot a few requests of the first rounds
+/// took (a race) decided a median of two modes (the long answers' TPOT +22 to +25 % in three
+/// quiet runs); over 72 the engine followed the server request by request and the medians
+/// within 4 % (docs/validation.md, 2026-12-05).
+const HALF_LOAD_REQUESTS: &str = "72";
 /// The bound on the predicted capacity (at the server's speed in the check): within
 /// 15 % of the measured, or within one client — a concurrency search's step, which at 4–6
 /// clients is 17–25 % (since the capacity shapes spread their lengths, every comparison by
@@ -52,7 +56,7 @@ const CAPACITY_TOLERANCE: f64 = 0.15;
 /// The bound on the half-load medians: the predicted TTFT, TPOT and E2E p50 within
 /// 10 % of a value the server's true median may take (the measured median's 95 % range:
 /// where a shape's latencies have two modes — one client's prompt alone in a step or beside
-/// another's, a decode batch in one micro-batch or two — the median of 21 requests sits in
+/// another's, a decode batch in one micro-batch or two — the median of a few rounds sits in
 /// either, run to run, while the engine reproduces both modes request by request).
 const MEDIAN_TOLERANCE: f64 = 0.10;
 /// The server's slots: beyond them its step pattern is a race it runs each round, its clients
@@ -136,12 +140,12 @@ fn check_capacity(server: &LlamaServer, config: &Path, slo_ms: f64, rescaled: &P
     capacity["shapes"].as_array().unwrap().clone()
 }
 
-/// A closed-loop run at `concurrency` of 24 requests of `requests`, its journal written to
-/// `out` when given: its report.
+/// A closed-loop run of `count` requests of `requests` at `concurrency`, its journal written
+/// to `out` when given: its report.
 fn closed_loop(
     target: &[String],
     requests: &CapacityShape,
-    concurrency: f64,
+    (concurrency, count): (f64, &str),
     out: Option<&Path>,
 ) -> Value {
     let mut args = strings(&["run", "--no-live"]);
@@ -150,7 +154,7 @@ fn closed_loop(
         "--concurrency",
         &concurrency.to_string(),
         "--requests",
-        HALF_LOAD_REQUESTS,
+        count,
     ]));
     if let Some(out) = out {
         args.extend(strings(&["--out", out.to_str().unwrap()]));
@@ -158,12 +162,13 @@ fn closed_loop(
     json_of(&args)
 }
 
-/// TTFT, TPOT and E2E medians (ms) of a closed-loop run at `concurrency`, as reported.
-fn medians(target: &[String], requests: &CapacityShape, concurrency: f64) -> [f64; 3] {
-    medians_of(&closed_loop(target, requests, concurrency, None))
+/// TTFT, TPOT and E2E medians (ms) of a closed-loop run (at a concurrency, of a count of
+/// requests), as reported.
+fn medians(target: &[String], requests: &CapacityShape, run: (f64, &str)) -> [f64; 3] {
+    medians_of(&closed_loop(target, requests, run, None))
 }
 
-/// TTFT, TPOT and E2E medians (ms) of a live closed-loop run at `concurrency`, each with the
+/// TTFT, TPOT and E2E medians (ms) of a live half-load run at `concurrency`, each with the
 /// range the server's true median lies in (from the run's journal, written to `out`).
 fn measured_medians(
     target: &[String],
@@ -171,7 +176,8 @@ fn measured_medians(
     concurrency: f64,
     out: &Path,
 ) -> [Median; 3] {
-    let reported = medians_of(&closed_loop(target, requests, concurrency, Some(out)));
+    let run = (concurrency, HALF_LOAD_REQUESTS);
+    let reported = medians_of(&closed_loop(target, requests, run, Some(out)));
     let measured = median::medians(&out.join("requests.jsonl"));
     // The journal's medians are the report's (its histograms hold them to within 0.1 %).
     for (journal, report) in measured.iter().zip(reported) {
@@ -329,16 +335,17 @@ impl AtHalf {
         speeds: [(&str, &AtSpeed); 2],
         at_check: &[String],
     ) -> AtHalf {
+        let run = (concurrency, HALF_LOAD_REQUESTS);
         let mut predicted = Vec::new();
         for (when, at) in speeds {
             let label = format!("{when} (speed {:.3})", at.factor);
-            predicted.push((label.clone(), medians(&at.staggered, requests, concurrency)));
+            predicted.push((label.clone(), medians(&at.staggered, requests, run)));
             if let Some(in_step) = at
                 .in_step
                 .as_ref()
                 .filter(|_| concurrency > f64::from(SLOTS))
             {
-                let in_step = medians(in_step, requests, concurrency);
+                let in_step = medians(in_step, requests, run);
                 predicted.push((format!("{label}, in step"), in_step));
             }
         }
@@ -346,7 +353,7 @@ impl AtHalf {
             concurrency,
             measured,
             predicted,
-            at_check: medians(at_check, requests, concurrency),
+            at_check: medians(at_check, requests, run),
         }
     }
 
@@ -493,7 +500,7 @@ fn calibrated_simulator_predicts_capacity_and_latency_of_held_out_shapes() {
         ("4x answer", CapacityShape::around(PROMPT, ANSWER * 4)),
     ];
     // One SLO for both: three times the slower shape's median E2E alone.
-    let alone = shapes.map(|(_, requests)| medians(&live, &requests, 1.0)[2]);
+    let alone = shapes.map(|(_, requests)| medians(&live, &requests, (1.0, ALONE_REQUESTS))[2]);
     let slo = 3.0 * alone[0].max(alone[1]);
     let rescaled = dir.path().join("at-check.toml");
     let capacities = check_capacity(&server, &config, slo, &rescaled);

@@ -157,6 +157,25 @@ fn criteria(args: &SimulateArgs) -> Result<Criteria> {
     })
 }
 
+/// `value` units a second with a decimal prefix and three significant digits: 3.35 TB/s for
+/// an H100's HBM, 66.7 GFLOP/s for a calibrated CPU.
+fn per_second(value: f64, unit: &str) -> String {
+    let prefixes = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    let (scale, prefix) = prefixes
+        .into_iter()
+        .find(|(scale, _)| value >= *scale)
+        .unwrap_or((1.0, ""));
+    let scaled = value / scale;
+    let decimals = if scaled >= 100.0 {
+        0
+    } else if scaled >= 10.0 {
+        1
+    } else {
+        2
+    };
+    format!("{scaled:.decimals$} {prefix}{unit}/s")
+}
+
 /// Where the capacity comes from: the batch it runs (Little's law) and that batch's decode
 /// step on this hardware.
 fn explain(
@@ -167,12 +186,12 @@ fn explain(
     at_capacity: Option<&StepReport>,
 ) -> String {
     let mut lines = vec![format!(
-        "simulated capacity: {rate:.2} req/s per device ({} on {} × {}: {} TB/s HBM, {:.0} TFLOP/s dense){}",
+        "simulated capacity: {rate:.2} req/s per device ({} on {} × {}: {} memory, {} dense){}",
         engine.model.name,
         engine.tensor_parallel,
         engine.gpu.name,
-        engine.gpu.hbm_tb_per_sec,
-        engine.gpu.peak_flops(engine.model.weight_dtype) / 1e12,
+        per_second(engine.gpu.hbm_tb_per_sec * 1e12, "B"),
+        per_second(engine.gpu.peak_flops(engine.model.weight_dtype), "FLOP"),
         upper.map_or(String::new(), |u| format!("; fails at {u:.2} req/s"))
     )];
     if let Some(step) = at_capacity {
@@ -200,4 +219,18 @@ fn explain(
         ));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::per_second;
+
+    #[test]
+    fn rates_keep_three_significant_digits_at_any_scale() {
+        assert_eq!(per_second(3.35e12, "B"), "3.35 TB/s");
+        assert_eq!(per_second(989.5e12, "FLOP"), "990 TFLOP/s");
+        assert_eq!(per_second(66.7038e9, "FLOP"), "66.7 GFLOP/s");
+        assert_eq!(per_second(160.33e9, "B"), "160 GB/s");
+        assert_eq!(per_second(0.5, "B"), "0.50 B/s");
+    }
 }

@@ -14,7 +14,10 @@ use crate::engine::cost::{StepCost, StepCostModel, decode_batch, prompt};
 use crate::engine::fixed::FixedTimingEngine;
 use crate::engine::kv::blocks_for;
 
+mod figures;
 mod slots;
+
+use figures::sig;
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 /// Context length of the decode rows.
@@ -272,13 +275,14 @@ fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
             "linear compute",
             step.linear_compute_secs,
             format!(
-                "2 · layer params · tokens{} / ({:.1} TFLOP/s {dtype:?} peak · GEMM efficiency {gemm_eff} · tp {tp})",
+                "2 · layer params · tokens{} / ({} TFLOP/s {dtype:?} peak · GEMM efficiency {} · tp {tp})",
                 if config.gemm_batch_factors.is_empty() {
                     ""
                 } else {
                     " · small-batch factor (gemm_batch_factors at the step's tokens)"
                 },
-                gpu.peak_flops(dtype) / 1e12
+                sig(gpu.peak_flops(dtype) / 1e12),
+                sig(gemm_eff)
             ),
         ),
         (
@@ -287,8 +291,8 @@ fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
             format!(
                 "{:.2} GB of layer weights / ({} TB/s · weight-streaming efficiency {} · tp {tp}); the GEMMs take {}",
                 model.layer_weight_bytes() / 1e9,
-                gpu.hbm_tb_per_sec,
-                gpu.bandwidth_efficiency,
+                sig(gpu.hbm_tb_per_sec),
+                sig(gpu.bandwidth_efficiency),
                 if step.summed {
                     "the sum of the two"
                 } else {
@@ -319,7 +323,8 @@ fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
             step.prefill_attention_secs,
             format!(
                 "4 · layers · heads · head_dim · n · (context + (n − 1)/2) / ({} TFLOP/s BF16 · attention efficiency {} · tp {tp})",
-                gpu.bf16_tflops, gpu.attention_efficiency
+                sig(gpu.bf16_tflops),
+                sig(gpu.attention_efficiency)
             ),
         ),
         (
@@ -329,8 +334,8 @@ fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
                 "KV reads of every decode context + KV writes of every new token ({} B/token, {:?} KV) / ({} TB/s · KV-read efficiency {} · tp {tp})",
                 model.kv_bytes_per_token(),
                 model.kv_dtype,
-                gpu.hbm_tb_per_sec,
-                gpu.kv_read_efficiency
+                sig(gpu.hbm_tb_per_sec),
+                sig(gpu.kv_read_efficiency)
             ),
         ),
         (
@@ -338,7 +343,8 @@ fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
             step.comm_secs,
             format!(
                 "2 · layers · ({} µs · log2 tp + tokens · hidden · 2 B · 2(tp − 1)/tp / {} GB/s), tp {tp}",
-                gpu.all_reduce_us, gpu.interconnect_gb_per_sec
+                sig(gpu.all_reduce_us),
+                sig(gpu.interconnect_gb_per_sec)
             ),
         ),
         (
@@ -359,8 +365,8 @@ fn overhead_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
             step.fixed_secs,
             format!(
                 "per step {} µs + per layer {} µs · {} layers ({} policy)",
-                o.per_step_us,
-                o.per_layer_us,
+                sig(o.per_step_us),
+                sig(o.per_layer_us),
                 config.model.layers,
                 config.policy.name()
             ),
@@ -368,14 +374,14 @@ fn overhead_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
         (
             "per sequence",
             step.sequence_secs,
-            format!("{} µs · sequences", o.per_sequence_us),
+            format!("{} µs · sequences", sig(o.per_sequence_us)),
         ),
         (
             "prefill overhead",
             step.prefill_overhead_secs,
             format!(
                 "{} µs when the step carries prompt tokens",
-                o.per_prefill_us
+                sig(o.per_prefill_us)
             ),
         ),
     ]
