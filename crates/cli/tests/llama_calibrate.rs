@@ -45,8 +45,9 @@ const REQUESTS: &str = "8";
 const ALONE_REQUESTS: &str = "24";
 /// Requests of every half-load run: with 24, which slot a few requests of the first rounds
 /// took (a race) decided a median of two modes (the long answers' TPOT +22 to +25 % in three
-/// quiet runs); over 72 the engine followed the server request by request and the medians
-/// within 4 % (docs/validation.md, 2026-12-05).
+/// quiet runs); over 72 the engine followed the server request by request, the medians within
+/// 3 % of three live runs but that TPOT (+2.5 to +10.8 %: its median near the boundary of the
+/// modes) (docs/validation.md, 2026-12-05).
 const HALF_LOAD_REQUESTS: &str = "72";
 /// The bound on the predicted capacity (at the server's speed in the check): within
 /// 15 % of the measured, or within one client — a concurrency search's step, which at 4–6
