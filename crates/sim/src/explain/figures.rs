@@ -1,7 +1,8 @@
 //! Numbers in the explanation's formulas: a calibrated configuration's fitted constants (a
 //! bandwidth of 0.16033265081649647 TB/s) printed to four significant digits.
 
-/// `value` to four significant digits, without trailing zeros: 0.1603, 3.35, 989.5, 12810.
+/// `value` to four significant digits, without trailing zeros (0.1603, 3.35, 989.5); from
+/// 10,000 up, whole (12812).
 pub(super) fn sig(value: f64) -> String {
     if value == 0.0 || !value.is_finite() {
         return format!("{value}");
