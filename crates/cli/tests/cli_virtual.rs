@@ -172,3 +172,34 @@ fn a_probe_in_flight_stops_scheduling_at_the_budget() {
     let probes = capacity["probes"].as_array().unwrap();
     assert!(!probes.is_empty(), "{capacity}");
 }
+
+/// A shape the configuration refuses (prompts longer than its context) fails the search at
+/// once with the server's own reason, not a bare "completed nothing".
+#[test]
+fn a_shape_the_configuration_refuses_is_reported_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("sim.json");
+    let config = r#"{"engine": {"kind": "batching", "model": "llama-3.2-1b", "gpu": "h100",
+        "max_num_seqs": 4, "max_model_len": 512}}"#;
+    std::fs::write(&sim, config).unwrap();
+    let output = goodput()
+        .args(["capacity", "--virtual-time", "--quiet", "--slo", "e2e=2s"])
+        .args([
+            "--input-tokens",
+            "1024",
+            "--sim-config",
+            sim.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("completed no request of the calibration run"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("maximum context length is 512 tokens"),
+        "{stderr}"
+    );
+}

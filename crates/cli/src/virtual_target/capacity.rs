@@ -110,8 +110,21 @@ pub(crate) fn calibrated_start(
     base: &RunConfig,
 ) -> Result<(f64, StepReport)> {
     let (step, _) = target.probe(&calibration_config(base, None));
-    let start = calibration::calibrated_start(step.throughput.requests_per_sec)
-        .context("the simulated target completed no request in calibration: check --sim-config")?;
+    let Some(start) = calibration::calibrated_start(step.throughput.requests_per_sec) else {
+        let why: Vec<String> = (step.requests.failure_examples.iter())
+            .map(|(kind, message)| format!("{kind}: {message}"))
+            .collect();
+        bail!(
+            "the simulated target completed no request of the calibration run ({} of {} \
+             failed{}): check the request shape against --sim-config",
+            step.requests.failed,
+            step.requests.sent,
+            match why.is_empty() {
+                true => String::new(),
+                false => format!("; {}", why.join("; ")),
+            }
+        );
+    };
     Ok((start, step))
 }
 

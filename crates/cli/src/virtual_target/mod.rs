@@ -70,7 +70,19 @@ pub(crate) fn virtual_capacity(
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
-    virtual_capacity_with(|_, config| target.probe(config), plan, search, on_probe)
+    let probe = |call: &ProbeRun, config: &RunConfig| target.probe(&own_arrivals(call, config));
+    virtual_capacity_with(probe, plan, search, on_probe)
+}
+
+/// `config` for run `call` with arrivals of its own: virtual time is deterministic, so an
+/// extension of an undecided probe (run 2, 3) on the first run's seed would replay its
+/// arrivals request for request, and, judged together with it, count the same requests twice.
+fn own_arrivals(call: &ProbeRun, config: &RunConfig) -> RunConfig {
+    let mut config = config.clone();
+    if call.run > 1 {
+        config.seed = goodput_core::workload::mix_seed(config.seed, u64::from(call.run));
+    }
+    config
 }
 
 /// [`virtual_capacity`] with each probe run measured by `run_probe` (given the run and its

@@ -412,3 +412,28 @@ fn a_request_ending_at_its_deadline_has_ended() {
     assert!(records.iter().all(|r| r.failure.is_none()), "{records:?}");
     assert!(records.iter().all(|r| e2e_ms(r) == 300.0));
 }
+
+#[test]
+fn an_extended_probe_draws_fresh_arrivals_for_each_run() {
+    // 20 s at 2 req/s: about 40 arrivals, too few to decide, so the probe is extended; each
+    // extension capped at the same 20 s would, on the first run's seed, be that run again.
+    let mut plan = plan("ttft=1s,tpot=50ms");
+    plan.max_probe_duration = Duration::from_secs(20);
+    plan.min_duration = Duration::from_secs(10);
+    let search = SearchConfig {
+        start: 2.0,
+        min: 0.5,
+        max: 1000.0,
+        tolerance: 0.1,
+        max_probes: 2,
+        integer: false,
+        budget_secs: None,
+    };
+    let mut runs = Vec::new();
+    let (_, steps) = virtual_capacity(&llama_8b_on("h100"), &plan, search, |probe| {
+        runs.push((probe.load, probe.runs));
+    });
+    assert_eq!(runs[..2], [(2.0, 1), (2.0, 2)], "{runs:?}");
+    let arrivals = |step: &StepReport| (step.interval.last_arrival_secs, step.requests.sent);
+    assert_ne!(arrivals(&steps[0]), arrivals(&steps[1]));
+}
