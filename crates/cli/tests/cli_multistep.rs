@@ -259,3 +259,45 @@ fn multi_step_commands_refuse_flags_that_set_the_load() {
         assert!(stderr.contains(needle), "{args:?}: {stderr}");
     }
 }
+
+/// Each step of a sweep sends prompts of its own: against a server with a prefix cache, the
+/// second step finds none of its prompts cached (it used to re-send the
+/// first step's, every full block a cache hit).
+#[test]
+fn a_sweeps_later_steps_send_prompts_no_cache_has_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("cached.json");
+    let text = r#"{"engine": {"kind": "batching", "model": "llama-3.2-1b", "gpu": "h100",
+        "max_num_seqs": 4, "max_model_len": 2048, "prefix_caching": true},
+        "prompt_tokenizer": "words"}"#;
+    std::fs::write(&config, text).unwrap();
+    let sim = support::sim_process::Sim::start(&config, &["--enable-prompt-tokens-details"]);
+    let out = ok(goodput()
+        .args(["sweep", "--quiet", "--json", "--target", &sim.url])
+        .args([
+            "--concurrency-steps",
+            "1,2",
+            "--requests",
+            "8",
+            "--warmup",
+            "0",
+        ])
+        .args([
+            "--input-tokens",
+            "256",
+            "--output-tokens",
+            "4",
+            "--seed",
+            "7",
+        ])
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for step in steps {
+        let reuse = &step["prefix_reuse"];
+        assert_eq!(reuse["requests_reporting_cached"], 8, "{reuse}");
+        assert_eq!(reuse["cached_tokens_total"], 0, "{reuse}");
+    }
+}

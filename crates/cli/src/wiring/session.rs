@@ -19,14 +19,13 @@ use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
-use goodput_core::metrics::StepAggregator;
-use goodput_core::metrics::aggregate::Compliance;
+use goodput_core::metrics::{StepAggregator, aggregate::Compliance};
 use goodput_core::observe::overhead::ClientOverhead;
 use goodput_core::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, RunOutcome, Runner};
 use goodput_core::tokens::TokenCounter;
 use goodput_core::units::rfc3339;
-use goodput_core::workload::Workload;
+use goodput_core::workload::{Workload, step::for_step};
 use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
@@ -177,14 +176,16 @@ impl Session {
         })
     }
 
-    /// A runner for `config` (step `index`), sending `workload` (the session's by default).
+    /// A runner for `config` (step `index`), sending `workload`, by default the session's
+    /// (read further along at each later step: prompts no cache has seen).
     pub(crate) fn runner(
         &self,
         config: &RunConfig,
         index: u32,
         workload: Option<Arc<dyn Workload>>,
     ) -> Runner {
-        let workload = workload.unwrap_or_else(|| Arc::clone(&self.built.workload));
+        let workload =
+            workload.unwrap_or_else(|| for_step(Arc::clone(&self.built.workload), index));
         let runner = Runner::new(
             config.clone(),
             Arc::clone(&self.backend),

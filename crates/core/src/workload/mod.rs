@@ -23,6 +23,7 @@ pub mod replay;
 pub mod samples;
 pub mod session;
 pub mod source;
+pub mod step;
 pub mod synthetic;
 pub mod tokenize;
 pub mod trace;
