@@ -261,10 +261,11 @@ fn a_steady_server_repeats_itself_and_its_misfit_is_the_engines_form() {
     let two = calibrate(&url, "2", dir.path());
     let r = &two["repeatability"];
     // Sleeps of a few ms on a loaded 2-core machine: a prefill probe's TPOT (three gaps of
-    // 6 ms) moves by a few per cent, far from the 15.7 % of a server that slowed.
+    // 6 ms, one woken 1 ms late moves it by 5.6 %) repeats within a few per cent (6.0 % in
+    // the clean-clone CI of 2026-12-05), well below the 15.7 % of a server that slowed.
     for figure in ["ttft", "tpot", "e2e"] {
         let got = r[figure].as_f64().unwrap();
-        assert!(got < 0.05, "{figure}: {r}");
+        assert!(got < 0.10, "{figure}: {r}");
     }
     // A first token sooner for a longer prompt is no engine's prefill: the fit is poor, and
     // the passes agreeing says why.
