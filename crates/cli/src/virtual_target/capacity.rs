@@ -111,7 +111,10 @@ pub(crate) fn calibrated_start(
 ) -> Result<(f64, StepReport)> {
     let (step, _) = target.probe(&calibration_config(base, None));
     let Some(start) = calibration::calibrated_start(step.throughput.requests_per_sec) else {
-        let why: Vec<String> = (step.requests.failure_examples.iter())
+        let why: Vec<String> = step
+            .requests
+            .failure_examples
+            .iter()
             .map(|(kind, message)| format!("{kind}: {message}"))
             .collect();
         bail!(
