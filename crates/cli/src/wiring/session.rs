@@ -176,16 +176,16 @@ impl Session {
         })
     }
 
-    /// A runner for `config` (step `index`), sending `workload`, by default the session's
-    /// (read further along at each later step: prompts no cache has seen).
+    /// A runner for `config` (step `index`), sending `workload` (the session's by default),
+    /// read further along at each later step: prompts no cache has seen.
     pub(crate) fn runner(
         &self,
         config: &RunConfig,
         index: u32,
         workload: Option<Arc<dyn Workload>>,
     ) -> Runner {
-        let workload =
-            workload.unwrap_or_else(|| for_step(Arc::clone(&self.built.workload), index));
+        let workload = workload.unwrap_or_else(|| Arc::clone(&self.built.workload));
+        let workload = for_step(workload, index);
         let runner = Runner::new(
             config.clone(),
             Arc::clone(&self.backend),

@@ -14,8 +14,9 @@ use crate::backend::RequestSpec;
 const STRIDE: u64 = 1 << 32;
 
 /// `workload` as step `step` sends it: from request `step · 2³²` on (each spec still numbered
-/// from 0 in its step). Step 0, a trace replay (its rows carry their own send times) and
-/// multi-turn sessions (their conversations index themselves) are sent as they are.
+/// from 0 in its step; a batch sweep's batched workload reads its inner one from further along
+/// too). Step 0, a trace replay (its rows carry their own send times) and multi-turn sessions
+/// (their conversations index themselves) are sent as they are.
 pub fn for_step(workload: Arc<dyn Workload>, step: u32) -> Arc<dyn Workload> {
     let as_is = workload.arrival_offsets().is_some() || workload.conversations().is_some();
     if step == 0 || as_is {
@@ -94,5 +95,33 @@ mod tests {
             assert_eq!(spec.max_output_tokens, Some(8));
         }
         assert_eq!(prompt(first.as_ref(), 3), prompt(first.as_ref(), 3));
+    }
+
+    #[test]
+    fn a_batch_sweeps_levels_share_no_prompt() {
+        let inner: Arc<dyn Workload> = Arc::new(SyntheticWorkload {
+            input_tokens: 16,
+            output_tokens: Some(1),
+            seed: 3,
+        });
+        let level = |batch: u32, step: u32| {
+            let batched = crate::decide::sweep::BatchedWorkload {
+                inner: Arc::clone(&inner),
+                batch,
+            };
+            let workload = for_step(Arc::new(batched), step);
+            (0..8)
+                .flat_map(|i| match workload.request(i).input {
+                    RequestInput::Batch(prompts) => prompts,
+                    other => panic!("{other:?}"),
+                })
+                .collect::<Vec<String>>()
+        };
+        // Batch 1 sends inner requests 0–7, batch 4 on the same start 0–31: the first eight
+        // again. Read from the second step on, none of them.
+        let (one, four) = (level(1, 0), level(4, 1));
+        assert_eq!(four.len(), 32);
+        assert!(one.iter().all(|p| !four.contains(p)));
+        assert!(one.iter().all(|p| level(4, 0).contains(p)));
     }
 }
