@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::Slo;
+pub use crate::profile::Arrival;
 
 /// How load is applied.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,33 +46,6 @@ pub enum LoadSpec {
         /// Client-side cap on requests in flight, as in open loop.
         max_concurrency: Option<u32>,
     },
-}
-
-/// Arrival process of open-loop load.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Arrival {
-    /// Exponential inter-arrival times (memoryless).
-    Poisson,
-    /// Equal spacing.
-    Constant,
-    /// Gamma inter-arrival times with shape `burstiness` (1 = Poisson, < 1 burstier, > 1
-    /// smoother), mean `1 / rate`.
-    Gamma {
-        /// Gamma shape parameter.
-        burstiness: f64,
-    },
-}
-
-impl Arrival {
-    /// `poisson`, `constant` or `gamma`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Arrival::Poisson => "poisson",
-            Arrival::Constant => "constant",
-            Arrival::Gamma { .. } => "gamma",
-        }
-    }
 }
 
 /// Which leading part of the run is excluded from the metrics.
@@ -276,7 +250,16 @@ impl RunConfig {
         }
     }
 
-    /// Whether request `index`, scheduled `offset` after the start, is part of the warmup.
+    /// Whether request `index`, due `offset` (target time) after the start, may still be
+    /// scheduled: within `--requests` and `--duration`. The one rule every runner, session
+    /// and journal merge applies.
+    pub fn admits(&self, index: u64, offset: Duration) -> bool {
+        self.max_requests.is_none_or(|max| index < max)
+            && self.duration.is_none_or(|duration| offset < duration)
+    }
+
+    /// Whether request `index`, scheduled `offset` after the start, falls in the warm-up
+    /// (read from the same offset as [`RunConfig::admits`]).
     pub fn is_warmup(&self, index: u64, offset: Duration) -> bool {
         match self.warmup {
             Warmup::None => false,

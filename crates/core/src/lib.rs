@@ -8,37 +8,39 @@
 //!                        cancellation
 //! ```
 //!
-//! Layout — the pipeline, in the order data flows:
-//! - [`config`]: the validated description of a run (load, stop conditions, warmup, SLO, seed);
-//!   [`profile`]: phase profiles (a load that changes over the run).
-//! - [`workload`]: what to send (synthetic prompts of exact token length, datasets, traces,
-//!   multi-turn sessions).
-//! - [`schedule`]: when to send it (closed loop, or open-loop arrival processes).
-//! - [`runner`]: sends on schedule, enforces timeouts and the no-progress deadline, finalizes
-//!   each request into a [`record::RequestRecord`], journals it and aggregates it.
-//! - [`backend`]: the [`backend::Backend`] seam and the OpenAI-compatible backend (SSE decoder).
-//! - [`html`]: the self-contained HTML report and comparison page (one renderer for the
-//!   command line and the Python package).
-//! - [`http`]: a small purpose-built HTTP/1.1 client with a connection pool, TLS and pluggable
-//!   connectors (TCP, or in-memory for tests).
-//! - [`record`]: [`record::Exchange`] (filled while a request runs) and
-//!   [`record::RequestRecord`] (the journal line every metric is computed from);
-//!   [`manifest`]: the run manifest (`run.json`) that turns a journal back into its report.
-//! - [`metrics`]: histograms, windows, SLOs, and the aggregator.
-//! - [`assemble`]: steps into a report — one function for a live run and a journal rebuild.
-//! - [`report`]: the versioned report structure every exporter reads — the leaf contract: every
-//!   serde section type, importing no producer.
+//! Layout — by layer, from the leaves up. A module imports only modules of the layers below
+//! it (`scripts/check-imports.py` fails CI on a cycle; `--layers` prints this order):
 //!
-//! Around the pipeline:
-//! - [`observe`]: the server's `/metrics` during a run (server-side truth) or without one
-//!   (monitoring), the machines involved, the client's own overhead, live snapshots for a UI.
-//! - [`analysis`]: utilisation, speculative decoding, cost and energy derived from a step.
-//! - [`methodology`]: the warnings a report carries when the run undermines its numbers.
-//! - [`decide`]: sweeps and their knee, capacity searches, capacity planning, release gates,
-//!   run comparisons and their statistics, dotted paths into reports.
-//! - [`measure`]: in-process measurement of any async call (a model, a `generate` function)
-//!   with the same runner, metrics and report.
-//! - [`tokens`], [`units`]: token counting and unit handling at the edges.
+//! 0. [`record`] (what one request did: [`record::Exchange`], filled while it runs, and
+//!    [`record::RequestRecord`], the journal line every metric is computed from), [`shard`]
+//!    (one process's part of a global schedule), [`tokens`], [`units`]: the leaves.
+//! 1. [`http`] (a purpose-built HTTP/1.1 client with a pool, TLS and pluggable connectors)
+//!    → record; [`report`] (the versioned report every exporter reads — the leaf contract,
+//!    importing no producer) → units.
+//! 2. [`backend`] (the [`backend::Backend`] seam: OpenAI chat/completions/responses, encoders,
+//!    KServe v2, JSON templates) → http, record; [`profile`] (phase profiles and arrival
+//!    processes) → report, units.
+//! 3. [`workload`] (what to send: synthetic prompts, datasets, traces, sessions, images) →
+//!    backend, http, record, tokens, units.
+//! 4. [`metrics`] (histograms, windows, SLOs, the aggregator) → record, report, units, workload.
+//! 5. [`config`] (the validated description of a run) → metrics, profile, units.
+//! 6. [`schedule`] (when to send: closed loop or open-loop arrivals) → config, profile.
+//! 7. [`runner`] (sends on schedule, enforces timeouts and the no-progress deadline, hands
+//!    each finished record to the journal and sinks) → backend, config, metrics, record,
+//!    schedule, shard, tokens, workload.
+//! 8. [`methodology`] (the warnings a report carries) → config, metrics, report, runner;
+//!    [`observe`] (the server's `/metrics`, monitoring, the machines, the client's overhead,
+//!    live snapshots) → http, metrics, record, report, runner.
+//! 9. [`analysis`] (utilisation, speculative decoding, cost, energy) → observe, report;
+//!    [`decide`] (sweeps, capacity searches, calibration probes, plans, gates, comparisons)
+//!    → the layers below.
+//! 10. [`html`] (the report and comparison pages) → decide; [`manifest`] (`run.json`, which
+//!     turns a journal back into its report) → config, decide, record, report, shard.
+//! 11. [`assemble`] (steps into a report, for live runs, virtual runs and journal rebuilds) →
+//!     decide, manifest, methodology, metrics, observe, …; [`merge`] (shards' journals into
+//!     one run) → manifest, observe, runner, schedule, shard, ….
+//! 12. [`measure`] (in-process measurement of any async call, for `goodput.measure`) → runner,
+//!     assemble, ….
 #![deny(missing_docs)]
 
 pub mod analysis;

@@ -123,14 +123,6 @@ pub fn redact_url(url: &str) -> String {
 
 /// Flags whose value is a secret.
 const SECRET_FLAGS: [&str; 1] = ["--api-key"];
-/// Header names whose value is a secret (never recorded, in the manifest or a request record).
-pub const SECRET_HEADERS: [&str; 5] = [
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    "x-api-key",
-    "api-key",
-];
 
 /// The command line with secrets replaced by `***`: values of `--api-key`, of secret
 /// `--header` values, and credentials inside URLs.
@@ -173,7 +165,10 @@ pub fn redact_command_line(args: &[String]) -> Vec<String> {
 
 fn redact_header(header: &str) -> String {
     match header.split_once(':') {
-        Some((name, _)) if SECRET_HEADERS.contains(&name.trim().to_ascii_lowercase().as_str()) => {
+        Some((name, _))
+            if crate::record::SECRET_HEADERS
+                .contains(&name.trim().to_ascii_lowercase().as_str()) =>
+        {
             format!("{name}: ***")
         }
         _ => header.to_string(),

@@ -5,11 +5,37 @@
 use std::path::Path;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::config::Arrival;
 pub use crate::report::phases::RatePhase;
 use crate::units::parse_duration;
+
+/// Arrival process of open-loop load.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Arrival {
+    /// Exponential inter-arrival times (memoryless).
+    Poisson,
+    /// Equal spacing.
+    Constant,
+    /// Gamma inter-arrival times with shape `burstiness` (1 = Poisson, < 1 burstier, > 1
+    /// smoother), mean `1 / rate`.
+    Gamma {
+        /// Gamma shape parameter.
+        burstiness: f64,
+    },
+}
+
+impl Arrival {
+    /// `poisson`, `constant` or `gamma`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arrival::Poisson => "poisson",
+            Arrival::Constant => "constant",
+            Arrival::Gamma { .. } => "gamma",
+        }
+    }
+}
 
 /// A profile that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

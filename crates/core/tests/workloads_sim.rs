@@ -397,3 +397,73 @@ async fn open_loop_arrivals_start_sessions_and_requests_count_turns() {
     // (second turns follow 1 s after each reply, third turns 1 s later).
     assert_eq!(openings.len(), 6);
 }
+
+/// Sessions of `turns` turns (10-token messages, 4-token answers) after a 1 s think time.
+fn short_sessions(turns: &str) -> Arc<SyntheticConversations> {
+    Arc::new(SyntheticConversations {
+        turns: turns.parse().unwrap(),
+        user_tokens: "10".parse().unwrap(),
+        output_tokens: Some("4".parse().unwrap()),
+        think_time: ThinkTime::Fixed(Duration::from_secs(1)),
+        prefix: None,
+        agent: None,
+        vocabulary: vocabulary(),
+        seed: 2,
+    })
+}
+
+#[tokio::test(start_paused = true)]
+async fn sessions_on_a_sped_up_target_keep_its_time() {
+    // The simulator runs 4× faster than real time: sessions open at the arrivals and users
+    // think for 1 s of the target's time, as single requests are scheduled in it.
+    let sessions = short_sessions("2");
+    let mut sim = fixed(20, 5, 16);
+    sim.time_scale = 4.0;
+    let server = SimServer::new(sim).unwrap();
+    let mut config = open(2.0, 8);
+    config.time_scale = 4.0;
+    let started = tokio::time::Instant::now();
+    let result = run_with(
+        config,
+        in_memory_client(&server),
+        openai(server.model_name()),
+        sessions,
+        CancellationToken::new(),
+    )
+    .await;
+    assert_eq!(result.records.len(), 8);
+    let mut turns: BTreeMap<u64, Vec<&RequestRecord>> = BTreeMap::new();
+    for record in &result.records {
+        turns
+            .entry(record.session.unwrap())
+            .or_default()
+            .push(record);
+    }
+    let mut thought = 0;
+    for (session, turns) in turns.iter_mut() {
+        turns.sort_by_key(|r| r.turn);
+        assert_eq!(
+            turns[0].scheduled_us,
+            session * 500_000,
+            "opens at its arrival"
+        );
+        // Sessions opened late end when `--requests` is reached before their second turn.
+        let Some(second) = turns.get(1) else {
+            continue;
+        };
+        thought += 1;
+        let think = second.scheduled_us - turns[0].end_us;
+        assert!(
+            think.abs_diff(1_000_000) <= 1_000,
+            "thinks 1 s of target time, not {think} µs"
+        );
+    }
+    assert!(thought >= 2, "{thought} sessions reached their second turn");
+    // Eight requests over 2.5 s and a 1 s think take about 3 s of target time, a quarter of
+    // that really.
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}

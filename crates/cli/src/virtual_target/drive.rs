@@ -206,7 +206,7 @@ impl<'a> VirtualRun<'a> {
             }
             Job::Arrival | Job::Worker => {
                 let index = self.next_index;
-                if !self.admits(index, scheduled) {
+                if !self.config.admits(index, scheduled) {
                     return self.stop_arrivals();
                 }
                 self.next_index += 1;
@@ -215,11 +215,6 @@ impl<'a> VirtualRun<'a> {
             }
             Job::Deadline(_) => {}
         }
-    }
-
-    fn admits(&self, index: u64, offset: SimTime) -> bool {
-        self.config.max_requests.is_none_or(|max| index < max)
-            && self.config.duration.is_none_or(|d| offset < d)
     }
 
     /// No request may start any more: open-loop arrivals end (workers end by themselves).
@@ -235,7 +230,7 @@ impl<'a> VirtualRun<'a> {
             return;
         };
         let index = self.next_index;
-        if !self.admits(index, scheduled) {
+        if !self.config.admits(index, scheduled) {
             return self.stop_arrivals();
         }
         self.next_index += 1;

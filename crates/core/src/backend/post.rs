@@ -15,7 +15,7 @@ use crate::record::{Exchange, Failure, OutcomeKind};
 
 /// Whether a header carries a credential (never shown, never echoed).
 pub(crate) fn is_secret(name: &HeaderName) -> bool {
-    crate::manifest::SECRET_HEADERS.contains(&name.as_str())
+    crate::record::SECRET_HEADERS.contains(&name.as_str())
 }
 
 /// `content-type: application/json`, `authorization: Bearer KEY` when a key is given, then the

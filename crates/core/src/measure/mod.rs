@@ -46,6 +46,7 @@ use goodput_protocol::Usage;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::assemble::{ReportInputs, assemble};
 use crate::backend::{Activity, Backend, BoxFuture, RequestInput, RequestSpec};
 use crate::config::{ConfigError, RunConfig};
 use crate::metrics::StepAggregator;
@@ -177,11 +178,15 @@ where
     let steps = vec![aggregator.report(LoadReport::from(&config.load))];
     let mut run = run_info(config, spec, workload.as_ref(), started_at);
     run.end_reason = outcome.end_reason.as_str().to_string();
-    let mut warnings = crate::methodology::warnings::check(config, &steps, outcome.end_reason);
-    warnings.extend(crate::methodology::checks::check_run(&run, &steps));
-    let mut report = Report::new(tool_info(), run, steps, warnings);
-    overhead.attach(&mut report);
-    Ok(report)
+    let inputs = ReportInputs {
+        tool: tool_info(),
+        run,
+        config,
+        end: outcome.end_reason,
+        extra_warnings: &[],
+        overhead: Some(&overhead),
+    };
+    Ok(assemble(inputs, steps))
 }
 
 /// The report's tool section for goodput-core itself.

@@ -85,8 +85,7 @@ fn missing_arrivals(
     let seen: BTreeSet<u64> = recorded.iter().map(|r| r.index).collect();
     let (mut missing, mut first) = (0, None);
     for (index, offset) in (0u64..).zip(schedule).take(MAX_SCHEDULE) {
-        let admitted = config.max_requests.is_none_or(|max| index < max)
-            && config.duration.is_none_or(|d| offset < d);
+        let admitted = config.admits(index, offset);
         if !admitted {
             break;
         }

@@ -12,7 +12,7 @@
 //!   phase's attainment).
 
 use super::windows::WindowReport;
-use crate::profile::RatePhase;
+use crate::report::phases::RatePhase;
 pub use crate::report::windows::RecoveryReport;
 
 /// Windows needed in a row to call the SLO recovered.

@@ -11,12 +11,13 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 mod chunk;
+pub mod resolution;
 pub mod think;
 
 pub use chunk::ChunkArrival;
 
+pub use self::resolution::Resolution;
 use self::think::ThinkTags;
-use crate::workload::image::Resolution;
 
 /// How a request ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -123,6 +124,15 @@ pub struct OutputParts<'a> {
     /// Tool-call deltas as `(index, has_id)`.
     pub tool_calls: &'a [(u32, bool)],
 }
+
+/// Header names whose value is a secret (never recorded, in the manifest or a request record).
+pub const SECRET_HEADERS: [&str; 5] = [
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    "x-api-key",
+    "api-key",
+];
 
 /// Response headers worth keeping (lower-case names).
 pub const KEPT_HEADERS: [&str; 6] = [

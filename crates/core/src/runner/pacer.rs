@@ -32,22 +32,41 @@ pub(super) fn available() -> bool {
     Handle::try_current().is_ok_and(|handle| handle.runtime_flavor() == RuntimeFlavor::MultiThread)
 }
 
-/// Calls `launch(index, at)` at each arrival `at` (in order) from a thread of the blocking
-/// pool; returns when the arrivals run out or `stopped()` says so (checked at least every
-/// few milliseconds).
-pub(super) async fn pace<A, L, S>(arrivals: A, mut launch: L, stopped: S)
+/// Something due at an instant of this machine's clock.
+pub(super) trait Deadline {
+    /// When it is due.
+    fn real_at(&self) -> Instant;
+}
+
+impl Deadline for Instant {
+    fn real_at(&self) -> Instant {
+        *self
+    }
+}
+
+impl Deadline for super::request::Due {
+    fn real_at(&self) -> Instant {
+        self.at
+    }
+}
+
+/// Calls `launch(index, due)` when each arrival is due (in order) from a thread of the
+/// blocking pool; returns when the arrivals run out or `stopped()` says so (checked at least
+/// every few milliseconds).
+pub(super) async fn pace<D, A, L, S>(arrivals: A, mut launch: L, stopped: S)
 where
-    A: Iterator<Item = (u64, Instant)> + Send + 'static,
-    L: FnMut(u64, Instant) + Send + 'static,
+    D: Deadline,
+    A: Iterator<Item = (u64, D)> + Send + 'static,
+    L: FnMut(u64, D) + Send + 'static,
     S: Fn() -> bool + Send + 'static,
 {
     let pacing = tokio::task::spawn_blocking(move || {
         let mut sleeper = Sleeper::default();
-        for (index, at) in arrivals {
-            if !sleeper.wait_until(at.into_std(), &stopped) {
+        for (index, due) in arrivals {
+            if !sleeper.wait_until(due.real_at().into_std(), &stopped) {
                 return;
             }
-            launch(index, at);
+            launch(index, due);
         }
     });
     // A panic in `launch` is a bug; the runner then ends with what it has.

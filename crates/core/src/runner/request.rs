@@ -18,12 +18,24 @@ use crate::tokens::{TokenCounter, apportion};
 
 use super::channels;
 
+/// When a request is due: its offset from the run start in the target's time — the
+/// schedule's own value (an arrival, a worker freed, a turn's think time over), which decides
+/// admission and warm-up and becomes the record's `scheduled_us` — and the instant of this
+/// machine's clock it maps to (`start + offset / time_scale`), which only the waiting reads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Due {
+    /// Target time since the run start.
+    pub(crate) offset: Duration,
+    /// The real instant at which it is due.
+    pub(crate) at: Instant,
+}
+
 /// What the runner knows about a request before it is sent.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Ticket {
     pub(crate) index: u64,
     pub(crate) phase: Phase,
-    pub(crate) scheduled: Instant,
+    pub(crate) scheduled: Due,
 }
 
 /// Shared by every request of a run.
@@ -56,9 +68,35 @@ impl RequestContext {
         scaled as u64
     }
 
-    /// Target time elapsed since the run start at real instant `at`.
-    pub(crate) fn target_offset(&self, at: Instant) -> Duration {
-        Duration::from_micros(self.target_micros(at))
+    /// A request due `offset` of target time after the run start (a schedule's arrival).
+    pub(crate) fn due_at(&self, offset: Duration) -> Due {
+        let real = if self.time_scale == 1.0 {
+            offset
+        } else {
+            offset.div_f64(self.time_scale)
+        };
+        Due {
+            offset,
+            at: self.start + real,
+        }
+    }
+
+    /// A request due at real instant `at` (a closed-loop worker freed, a turn after its think
+    /// time, measured on this machine's clock).
+    pub(crate) fn due_now(&self, at: Instant) -> Due {
+        Due {
+            offset: Duration::from_micros(self.target_micros(at)),
+            at,
+        }
+    }
+
+    /// The real instant `after` of target time past `at` (a think time in the target's time).
+    pub(crate) fn real_after(&self, at: Instant, after: Duration) -> Instant {
+        if self.time_scale == 1.0 {
+            at + after
+        } else {
+            at + after.div_f64(self.time_scale)
+        }
     }
 
     /// The failure of a request stopped by the run's cancellation.
@@ -119,7 +157,7 @@ pub(crate) async fn execute_keeping_reply(
     let dequeued = if capped {
         Instant::now()
     } else {
-        ticket.scheduled
+        ticket.scheduled.at
     };
     let send = ctx.backend.send(&spec, &mut exchange, &ctx.activity);
     let outcome = tokio::select! {
@@ -167,7 +205,7 @@ pub(crate) fn finalize(
     RequestRecord {
         index: ticket.index,
         phase: ticket.phase,
-        scheduled_us: us(ticket.scheduled),
+        scheduled_us: u64::try_from(ticket.scheduled.offset.as_micros()).unwrap_or(u64::MAX),
         dequeued_us: us(dequeued),
         sent_us: exchange.sent_at.map(us),
         response_us: exchange.response_at.map(us),

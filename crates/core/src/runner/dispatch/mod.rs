@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::RunMonitor;
-use super::request::{RequestContext, Ticket, execute};
+use super::request::{Due, RequestContext, Ticket, execute};
 use crate::backend::Activity;
 use crate::config::{LoadSpec, RunConfig};
 use crate::record::{Phase, RequestRecord};
@@ -49,23 +49,21 @@ impl Plan {
             .collect();
     }
 
-    /// Whether request `index` at `offset` may still be scheduled.
-    fn admits(&self, index: u64, offset: Duration) -> bool {
-        self.config.max_requests.is_none_or(|max| index < max)
-            && self
-                .config
-                .duration
-                .is_none_or(|duration| offset < duration)
-    }
-
     /// This shard's part of a client-side cap of `total` requests in flight.
     fn client_cap(&self, total: u32) -> usize {
         self.shard.split(total).max(1) as usize
     }
 
-    fn ticket(&self, index: u64, scheduled: Instant) -> Ticket {
-        let offset = self.context.target_offset(scheduled);
-        let phase = if self.config.is_warmup(index, offset) {
+    /// Whether request `index`, due at `due`, may still be scheduled and then its ticket
+    /// (warm-up read from the same offset as the admission).
+    fn admit(&self, index: u64, due: Due) -> Option<Ticket> {
+        self.config
+            .admits(index, due.offset)
+            .then(|| self.ticket(index, due))
+    }
+
+    fn ticket(&self, index: u64, scheduled: Due) -> Ticket {
+        let phase = if self.config.is_warmup(index, scheduled.offset) {
             Phase::Warmup
         } else {
             Phase::Measure
@@ -107,48 +105,46 @@ async fn open_loop(
     stop: CancellationToken,
 ) {
     if super::pacer::available() {
-        let start = plan.context.start;
-        let time_scale = plan.config.time_scale;
-        let admitted = Arc::clone(&plan);
+        let (admitted, timed) = (Arc::clone(&plan), Arc::clone(&plan));
         let shard = plan.shard;
         let arrivals = (0u64..)
             .zip(schedule)
-            .take_while(move |(index, offset)| admitted.admits(*index, *offset))
+            .take_while(move |(index, offset)| admitted.config.admits(*index, *offset))
             .filter(move |(index, _)| shard.owns(*index))
-            .map(move |(index, offset)| (index, start + offset.div_f64(time_scale)));
+            .map(move |(index, offset)| (index, timed.context.due_at(offset)));
         let (pacer_stop, finish) = (stop.clone(), plan.finish.clone());
         let stopped = move || pacer_stop.is_cancelled() || finish.is_cancelled();
-        let launch_one = move |index, at| launch(&plan, index, at, &limit, &sender, &stop);
+        let launch_one = move |index, due| launch(&plan, index, due, &limit, &sender, &stop);
         return super::pacer::pace(arrivals, launch_one, stopped).await;
     }
     for (index, offset) in (0u64..).zip(schedule) {
-        if !plan.admits(index, offset) {
+        if !plan.config.admits(index, offset) {
             break;
         }
         if !plan.shard.owns(index) {
             continue;
         }
-        let at = plan.context.start + offset.div_f64(plan.config.time_scale);
+        let due = plan.context.due_at(offset);
         tokio::select! {
             biased;
             () = stop.cancelled() => break,
             () = plan.finish.cancelled() => break,
-            () = tokio::time::sleep_until(at) => {}
+            () = tokio::time::sleep_until(due.at) => {}
         }
-        launch(&plan, index, at, &limit, &sender, &stop);
+        launch(&plan, index, due, &limit, &sender, &stop);
     }
 }
 
-/// Schedules request `index` due at `at` and spawns its task on the runtime.
+/// Schedules request `index` due at `due` and spawns its task on the runtime.
 fn launch(
     plan: &Arc<Plan>,
     index: u64,
-    at: Instant,
+    due: Due,
     limit: &Option<Arc<Semaphore>>,
     sender: &RecordSender,
     stop: &CancellationToken,
 ) {
-    let ticket = plan.ticket(index, at);
+    let ticket = plan.ticket(index, due);
     plan.monitor.scheduled();
     let (plan, sender, stop, limit) = (
         Arc::clone(plan),
@@ -185,11 +181,10 @@ async fn closed_loop(
                 let index = plan
                     .shard
                     .global_index(next.fetch_add(1, Ordering::Relaxed));
-                let now = Instant::now();
-                if !plan.admits(index, plan.context.target_offset(now)) {
+                let due = plan.context.due_now(Instant::now());
+                let Some(ticket) = plan.admit(index, due) else {
                     break;
-                }
-                let ticket = plan.ticket(index, now);
+                };
                 plan.monitor.scheduled();
                 let spec = plan.workload.request(index);
                 let mut record = execute(&plan.context, ticket, spec, None, &stop).await;

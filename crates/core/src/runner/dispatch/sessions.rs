@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Plan, RecordSender};
 use crate::config::LoadSpec;
-use crate::runner::request::execute_keeping_reply;
+use crate::runner::request::{Due, execute_keeping_reply};
 use crate::schedule::open_loop_arrivals;
 use crate::workload::history::History;
 
@@ -81,11 +81,10 @@ pub(super) async fn dispatch_sessions(
 impl SessionContext {
     /// Whether a session may start `offset` after the run start.
     fn may_start(&self, offset: Duration) -> bool {
-        let config = &self.plan.config;
         let next = self.counters.next_request.load(Ordering::Relaxed);
-        let sent = self.plan.shard.global_index(next);
-        config.duration.is_none_or(|duration| offset < duration)
-            && config.max_requests.is_none_or(|max| sent < max)
+        self.plan
+            .config
+            .admits(self.plan.shard.global_index(next), offset)
     }
 
     fn share(&self) -> SessionContext {
@@ -107,21 +106,21 @@ async fn open_sessions(context: SessionContext, arrivals: impl Iterator<Item = D
         if !context.plan.shard.owns(session) {
             continue;
         }
-        let at = context.plan.context.start + offset;
+        let due = context.plan.context.due_at(offset);
         tokio::select! {
             biased;
             () = context.stop.cancelled() => break,
-            () = tokio::time::sleep_until(at) => {}
+            () = tokio::time::sleep_until(due.at) => {}
         }
         let shared = context.share();
-        tokio::spawn(async move { play(&shared, session, at).await });
+        tokio::spawn(async move { play(&shared, session, due).await });
     }
 }
 
 async fn closed_worker(context: SessionContext) {
     while !context.stop.is_cancelled() {
-        let now = Instant::now();
-        if !context.may_start(now.saturating_duration_since(context.plan.context.start)) {
+        let due = context.plan.context.due_now(Instant::now());
+        if !context.may_start(due.offset) {
             break;
         }
         let local = context
@@ -129,7 +128,7 @@ async fn closed_worker(context: SessionContext) {
             .next_session
             .fetch_add(1, Ordering::Relaxed);
         let session = context.plan.shard.global_index(local);
-        if !play(&context, session, now).await {
+        if !play(&context, session, due).await {
             break;
         }
     }
@@ -137,7 +136,7 @@ async fn closed_worker(context: SessionContext) {
 
 /// Plays session `session` from `first` (when its opening turn is due). Returns whether the
 /// run may go on (false once scheduling has stopped).
-async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
+async fn play(context: &SessionContext, session: u64, first: Due) -> bool {
     let plan = &context.plan;
     let Some(conversations) = plan.workload.conversations() else {
         return false;
@@ -150,20 +149,17 @@ async fn play(context: &SessionContext, session: u64, first: Instant) -> bool {
     let mut scheduled = first;
     for (turn_index, turn) in script.turns.into_iter().enumerate() {
         if turn_index > 0 {
-            scheduled = Instant::now() + turn.think_time;
-            if !sleep_until(&context.stop, scheduled).await {
+            let at = plan.context.real_after(Instant::now(), turn.think_time);
+            scheduled = plan.context.due_now(at);
+            if !sleep_until(&context.stop, scheduled.at).await {
                 return false;
             }
         }
         let index = context.counters.claim_request(plan.shard);
-        if !plan.admits(
-            index,
-            scheduled.saturating_duration_since(plan.context.start),
-        ) {
+        let Some(ticket) = plan.admit(index, scheduled) else {
             return false;
-        }
+        };
         let request = history.request(&turn, turn_index, index, &plan.workload.images(index));
-        let ticket = plan.ticket(index, scheduled);
         plan.monitor.scheduled();
         let limit = context.limit.clone();
         let (mut record, reply) = execute_keeping_reply(
