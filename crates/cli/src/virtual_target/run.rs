@@ -16,8 +16,8 @@ use goodput_core::runner::{EndReason, RecordSink, RunOutcome};
 
 use crate::args::run::RunArgs;
 use crate::embedded_sim::describe_simulator;
-use crate::virtual_target::requests::check_emulated;
-use crate::virtual_target::{VirtualRequests, VirtualTarget};
+use crate::virtual_target::VirtualTarget;
+use crate::virtual_target::check_emulated;
 use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
 use crate::wiring::session::{finish, prepare_output, random_seed, run_info, tool_info};
@@ -67,7 +67,7 @@ pub(super) async fn simulated(
     check_emulated(&sim)?;
     let model = model.unwrap_or_else(|| sim.model_name());
     let label = format!("{} in virtual time", describe_simulator(&sim));
-    let requests = VirtualRequests::from_run(args, seed, model.clone(), config).await?;
+    let requests = super::requests::from_run(args, seed, model.clone(), config).await?;
     Ok((VirtualTarget { sim, requests }, label, model))
 }
 

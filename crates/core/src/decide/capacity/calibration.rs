@@ -28,6 +28,28 @@ pub fn calibration_config(base: &RunConfig, duration: Option<Duration>) -> RunCo
     }
 }
 
+/// Where a capacity search starts, live or in virtual time.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum SearchStart {
+    /// At this load: the one the user gave, or, searching concurrency,
+    /// [`CALIBRATION_CONCURRENCY`].
+    At(f64),
+    /// At half the throughput of a calibration run ([`calibration_config`], then
+    /// [`calibrated_start`]): a rate search without a given start.
+    Calibrate,
+}
+
+impl SearchStart {
+    /// The start of a search over `dimension` from `given` (`--start`).
+    pub fn choose(given: Option<f64>, dimension: Dimension) -> SearchStart {
+        match (given, dimension) {
+            (Some(start), _) => SearchStart::At(start),
+            (None, Dimension::Concurrency) => SearchStart::At(f64::from(CALIBRATION_CONCURRENCY)),
+            (None, Dimension::Rate) => SearchStart::Calibrate,
+        }
+    }
+}
+
 /// Where a rate search starts after a calibration that completed `requests_per_sec`: half of
 /// it; `None` when the calibration completed nothing.
 pub fn calibrated_start(requests_per_sec: f64) -> Option<f64> {
@@ -50,6 +72,18 @@ pub fn drop_calibration_warnings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_given_start_wins_and_only_a_rate_search_calibrates() {
+        use SearchStart::{At, Calibrate};
+        assert_eq!(SearchStart::choose(Some(3.0), Dimension::Rate), At(3.0));
+        assert_eq!(
+            SearchStart::choose(Some(5.0), Dimension::Concurrency),
+            At(5.0)
+        );
+        assert_eq!(SearchStart::choose(None, Dimension::Concurrency), At(16.0));
+        assert_eq!(SearchStart::choose(None, Dimension::Rate), Calibrate);
+    }
 
     #[test]
     fn calibration_is_closed_loop_and_starts_at_half_its_throughput() {

@@ -11,29 +11,29 @@ use goodput_sim::virtual_time::RequestTimeline;
 
 /// What the client knows of one request besides the engine's timelines.
 #[derive(Debug, Clone)]
-pub(super) struct Sent {
+pub(crate) struct Sent {
     /// The request as the workload made it.
-    pub(super) spec: RequestSpec,
+    pub(crate) spec: RequestSpec,
     /// Warm-up or measured.
-    pub(super) phase: Phase,
+    pub(crate) phase: Phase,
     /// When the load scheduled it.
-    pub(super) scheduled: Duration,
+    pub(crate) scheduled: Duration,
     /// When it reached the server (later than `scheduled` behind a client-side cap).
-    pub(super) sent: Duration,
+    pub(crate) sent: Duration,
     /// Prompt tokens as the server counted them (all prompts).
-    pub(super) input_tokens: u64,
+    pub(crate) input_tokens: u64,
     /// Whether the answer is streamed.
-    pub(super) stream: bool,
+    pub(crate) stream: bool,
     /// Whether usage reports prefix-cache hits.
-    pub(super) cached_details: bool,
+    pub(crate) cached_details: bool,
     /// An encoder request (embeddings, rerank): one whole body, no output tokens.
-    pub(super) encoder: bool,
+    pub(crate) encoder: bool,
     /// Prompt tokens served from the prefix cache.
-    pub(super) cached_tokens: u64,
+    pub(crate) cached_tokens: u64,
     /// The server refused the body before any engine saw it (HTTP 400).
-    pub(super) invalid: Option<String>,
+    pub(crate) invalid: Option<String>,
     /// The request timed out at this instant.
-    pub(super) timed_out: Option<Duration>,
+    pub(crate) timed_out: Option<Duration>,
 }
 
 fn micros(at: Duration) -> u64 {
@@ -123,7 +123,7 @@ impl Reply {
 }
 
 /// The record of request `sent` from its engine requests' timelines.
-pub(super) fn record(sent: &Sent, timelines: &[&RequestTimeline]) -> RequestRecord {
+pub(crate) fn record(sent: &Sent, timelines: &[&RequestTimeline]) -> RequestRecord {
     let failure = failure(sent, timelines);
     let Reply {
         chunks,

@@ -20,7 +20,7 @@ fn llama_8b_on(gpu: &str) -> VirtualTarget {
     };
     VirtualTarget {
         sim,
-        requests: crate::virtual_target::VirtualRequests::fixed(512, 128, 0),
+        requests: crate::VirtualRequests::fixed(512, 128, 0),
     }
 }
 
@@ -78,7 +78,7 @@ fn virtual_fixed_timing_matches_the_configuration_exactly() {
     };
     let target = VirtualTarget {
         sim,
-        requests: crate::virtual_target::VirtualRequests::fixed(32, 11, 0),
+        requests: crate::VirtualRequests::fixed(32, 11, 0),
     };
     let config = RunConfig {
         load: LoadSpec::Open {

@@ -59,7 +59,7 @@ struct InFlight {
 }
 
 /// One virtual-time run of `config` against `target`.
-pub(super) struct VirtualRun<'a> {
+pub(crate) struct VirtualRun<'a> {
     target: &'a VirtualTarget,
     config: &'a RunConfig,
     sim: Simulation,
@@ -84,7 +84,7 @@ pub(super) struct VirtualRun<'a> {
 
 impl<'a> VirtualRun<'a> {
     /// A run of `config` against `target`, nothing sent yet.
-    pub(super) fn new(
+    pub(crate) fn new(
         target: &'a VirtualTarget,
         config: &'a RunConfig,
         sink: &'a mut dyn FnMut(RequestRecord),
@@ -116,7 +116,7 @@ impl<'a> VirtualRun<'a> {
 
     /// Runs until nothing is due and the engine is idle, handing every request's record to
     /// the sink as it ends.
-    pub(super) fn run(mut self) {
+    pub(crate) fn run(mut self) {
         self.start();
         loop {
             let engine_at = self.sim.engine().next_event_at();

@@ -69,7 +69,7 @@ fn target() -> VirtualTarget {
     // 31 tokens: 100 ms + 30 × 10 ms = 400 ms per request.
     VirtualTarget {
         sim,
-        requests: crate::virtual_target::VirtualRequests::fixed(16, 31, 0),
+        requests: crate::VirtualRequests::fixed(16, 31, 0),
     }
 }
 

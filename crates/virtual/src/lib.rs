@@ -1,0 +1,132 @@
+//! The bridge between `goodput-core` and `goodput-sim`, which never see each other: the
+//! simulated engine as a virtual-time target. The engine is driven directly in virtual time
+//! (no HTTP, no sleeping) and its request timelines become `RequestRecord`s, so the same
+//! aggregator, SLO verdicts and capacity search give figures for a model × accelerator in
+//! seconds of CPU. `goodput run|sweep|capacity --virtual-time`, `plan --simulate` and
+//! `calibrate --check` wire it to the command line.
+//!
+//! - [`VirtualTarget`]: a simulator configuration and the requests sent to it; runs a
+//!   [`RunConfig`] and hands each request's record on as it ends (`drive`: the client side on
+//!   the engine's clock — arrivals, closed-loop workers, sessions, the client-side cap,
+//!   timeouts; `record`: a request's engine timelines as the record a real client would
+//!   have written).
+//! - [`VirtualRequests`]: the workload and the API settings that shape each request's body,
+//!   parsed and tokenized by the simulator's own front end as it would over HTTP.
+//! - [`virtual_capacity`]: `core`'s capacity search with each probe run in virtual time.
+#![deny(missing_docs)]
+
+mod drive;
+mod record;
+mod requests;
+
+use goodput_core::config::RunConfig;
+use goodput_core::decide::capacity::{
+    CapacityReport, ProbeError, ProbePlan, ProbeRun, SearchConfig, find_capacity,
+};
+use goodput_core::metrics::StepAggregator;
+use goodput_core::metrics::aggregate::Compliance;
+use goodput_core::record::RequestRecord;
+use goodput_core::report::{LoadReport, StepReport};
+use goodput_sim::SimConfig;
+
+pub use requests::{NotEmulated, VirtualRequests, check_emulated};
+
+/// A simulated deployment and the requests sent to it.
+#[derive(Debug, Clone)]
+pub struct VirtualTarget {
+    /// The simulator (engine, hardware, scheduler, replicas).
+    pub sim: SimConfig,
+    /// What the client sends: the workload and the API settings.
+    pub requests: VirtualRequests,
+}
+
+impl VirtualTarget {
+    /// Runs `config` (open loop, phase profile, trace replay or closed loop) in virtual time
+    /// and returns every request's record, in the order they ended.
+    pub fn records(&self, config: &RunConfig) -> Vec<RequestRecord> {
+        let mut records = Vec::new();
+        self.each_record(config, &mut |record| records.push(record));
+        records
+    }
+
+    /// Runs `config` in virtual time, handing each request's record to `sink` as it ends
+    /// (memory stays bounded by the requests in flight).
+    pub fn each_record(&self, config: &RunConfig, sink: &mut dyn FnMut(RequestRecord)) {
+        drive::VirtualRun::new(self, config, sink).run();
+    }
+
+    /// Runs `config` in virtual time and aggregates it as a live step.
+    pub fn probe(&self, config: &RunConfig) -> (StepReport, Compliance) {
+        let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
+            .with_length_buckets(self.requests.buckets.clone());
+        self.each_record(config, &mut |record| aggregator.add(&record));
+        (
+            aggregator.report(LoadReport::from(&config.load)),
+            aggregator.compliance(),
+        )
+    }
+}
+
+/// Searches the capacity of `target` in virtual time, probes shaped by `plan`; `on_probe`
+/// sees each judged probe. Returns the verdict and every probe's step report.
+pub fn virtual_capacity(
+    target: &VirtualTarget,
+    plan: &ProbePlan,
+    search: SearchConfig,
+    on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
+) -> (CapacityReport, Vec<StepReport>) {
+    let probe = |call: &ProbeRun, config: &RunConfig| target.probe(&own_arrivals(call, config));
+    virtual_capacity_with(probe, plan, search, on_probe)
+}
+
+/// `config` for run `call` with arrivals of its own: virtual time is deterministic, so an
+/// extension of an undecided probe (run 2, 3) on the first run's seed would replay its
+/// arrivals request for request, and, judged together with it, count the same requests twice.
+fn own_arrivals(call: &ProbeRun, config: &RunConfig) -> RunConfig {
+    let mut config = config.clone();
+    if call.run > 1 {
+        config.seed = goodput_core::workload::mix_seed(config.seed, u64::from(call.run));
+    }
+    config
+}
+
+/// [`virtual_capacity`] with each probe run measured by `run_probe` (given the run and its
+/// configuration): e.g. on a target with that run's own prompts, as a live search sends.
+pub fn virtual_capacity_with(
+    run_probe: impl Fn(&ProbeRun, &RunConfig) -> (StepReport, Compliance),
+    plan: &ProbePlan,
+    search: SearchConfig,
+    on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
+) -> (CapacityReport, Vec<StepReport>) {
+    let probe = |call: ProbeRun| {
+        let result = run_probe(&call, &plan.config_for(&call));
+        std::future::ready(Ok::<_, ProbeError>(result))
+    };
+    let search = find_capacity(
+        plan.dimension,
+        search,
+        &plan.criteria,
+        plan.measured_requests,
+        probe,
+        on_probe,
+    );
+    // Every probe is synchronous, so the future completes on its first poll.
+    futures_executor_block_on(search)
+}
+
+/// Polls a future that never waits to completion on the current thread.
+fn futures_executor_block_on<F: std::future::Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+    }
+}
+
+#[cfg(test)]
+mod coverage;
+
+#[cfg(test)]
+mod tests;
