@@ -17,8 +17,7 @@ use goodput_core::decide::calibrate::{
     ServerFacts, SpeedBand, StepPattern, combine_passes, server_facts,
 };
 use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, ProbeRun, SearchConfig};
-use goodput_core::http::{HttpClient, HttpConfig, Target};
-use goodput_core::metrics::Slo;
+use goodput_core::http::{HttpClient, HttpConfig};
 use goodput_sim::calibrate::{
     Facts, MeasuredProbe, Predicted, calibrated_config, chat_template_tokens, fit,
     fit_unknown_budget, held_out, plan, predict, speed_factor, speed_reference,
@@ -27,11 +26,12 @@ use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::calibrate::CalibrateArgs;
-use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_config};
+use crate::commands::capacity::{print_probe, probe_plan, search_config};
+use crate::options::calibrate::CalibrateOptions;
+use crate::options::capacity::SearchOptions;
+use crate::options::random_seed;
 use crate::output::calibrate::{self as render, CheckRow};
 use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity_with};
-use crate::wiring::session::random_seed;
 
 mod probes;
 mod steps;
@@ -42,11 +42,8 @@ use steps::{after_the_plan, with_slot_split};
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `goodput calibrate`.
-pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
-    let slo = args.slo()?;
-    let target =
-        Target::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
-    let client = HttpClient::tcp(target, HttpConfig::default());
+pub(crate) async fn run(args: CalibrateOptions) -> Result<ExitCode> {
+    let client = HttpClient::tcp(args.target.clone(), HttpConfig::default());
     let model = list_models(&client, FACTS_TIMEOUT)
         .await
         .context("--target")?
@@ -55,13 +52,13 @@ pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
         .unwrap_or_default();
     let server = server_facts(&client, FACTS_TIMEOUT).await;
     match &args.check {
-        Some(path) => check(&args, client, &model, &server, (path, slo)).await,
+        Some(path) => check(&args, client, &model, &server, path).await,
         None => calibrate(&args, client, &model, &server).await,
     }
 }
 
 async fn calibrate(
-    args: &CalibrateArgs,
+    args: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
@@ -104,7 +101,7 @@ async fn calibrate(
     }
     let config = calibrated_config(&facts, &fit.constants);
     let text = toml::to_string(&config).context("serialising the configuration")?;
-    let header = render::config_header(&args.target, server, &fit);
+    let header = render::config_header(&args.target_url, server, &fit);
     std::fs::write(&args.out, format!("{header}{text}"))
         .with_context(|| format!("--out: cannot write {}", args.out.display()))?;
     if args.json {
@@ -120,11 +117,11 @@ async fn calibrate(
 }
 
 async fn check(
-    args: &CalibrateArgs,
+    args: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
-    (path, slo): (&std::path::Path, Option<Slo>),
+    path: &std::path::Path,
 ) -> Result<ExitCode> {
     let started = Instant::now();
     let config =
@@ -157,8 +154,10 @@ async fn check(
         now: now.as_ref().map(|(f, c)| (*f, c)),
         other: other.as_ref().map(|(pattern, c)| (*pattern, c)),
     };
-    let capacity = match slo {
-        Some(slo) => search_capacities(args, &live, sims, &measured, (facts.slots, slo)).await?,
+    let capacity = match &args.capacity {
+        Some(search) => {
+            search_capacities(args, search, &live, sims, (&measured, facts.slots)).await?
+        }
         None => not_searched(
             "no --slo: capacity is the highest load that meets an SLO; give one (e.g. --slo e2e=2s) to search it on the server and in virtual time",
         ),
@@ -325,30 +324,29 @@ fn not_searched(reason: &str) -> CapacityCheck {
 /// `config` in virtual time, with the same probes; the live searches share what is left of
 /// the budget.
 async fn search_capacities(
-    args: &CalibrateArgs,
+    args: &CalibrateOptions,
+    search: &SearchOptions,
     live: &Live<'_>,
     sims: Sims<'_>,
-    held_out: &[ProbeMeasurement],
-    (slots, slo): (u32, Slo),
+    (held_out, slots): (&[ProbeMeasurement], u32),
 ) -> Result<CapacityCheck> {
-    let tolerance = args.search.validate()?;
-    let criteria = criteria_with(slo, &args.search);
-    let measured_requests = args.search.measured_requests(&criteria)?;
+    let criteria = search.criteria.clone();
+    let measured_requests = search.measured_requests;
     let seed = args.seed.unwrap_or_else(random_seed);
     let base = RunConfig {
         seed,
         request_timeout: Duration::from_secs(600),
         ..RunConfig::default()
     };
-    let plan = probe_plan(&args.search, base, criteria.clone(), measured_requests);
-    let given = args.search.start.unwrap_or(0.0);
+    let plan = probe_plan(search, base);
+    let given = search.start.unwrap_or(0.0);
     let mut check = CapacityCheck {
         plan: Some(CheckPlan {
             dimension: plan.dimension,
             criteria,
             requests_per_probe: measured_requests,
             timing: plan.timing(),
-            search: search_config(&args.search, given, tolerance, None),
+            search: search_config(search, given, None),
         }),
         not_searched: None,
         shapes: Vec::new(),
@@ -358,7 +356,7 @@ async fn search_capacities(
     for (index, (shape, start)) in shapes.iter().enumerate() {
         let left = args.budget.saturating_sub(live.started.elapsed());
         let name = shape.to_string();
-        let Some(start) = args.search.start.or(*start) else {
+        let Some(start) = search.start.or(*start) else {
             skipped.push(format!("{name}: no request completed on it"));
             continue;
         };
@@ -367,7 +365,7 @@ async fn search_capacities(
             continue;
         }
         let share = left / u32::try_from(shapes.len() - index).unwrap_or(1);
-        let search = search_config(&args.search, start, tolerance, Some(share));
+        let bounds = search_config(search, start, Some(share));
         let both = Both {
             live,
             sims,
@@ -376,7 +374,7 @@ async fn search_capacities(
         };
         check
             .shapes
-            .push(both.compare(*shape, start, search).await?);
+            .push(both.compare(*shape, start, bounds).await?);
     }
     if !skipped.is_empty() {
         check.not_searched = Some(format!("not searched: {}", skipped.join("; ")));

@@ -16,13 +16,13 @@ use goodput_sim::calibrate::{Facts, MeasuredProbe, ProbeShape, queued_at_twice};
 use goodput_sim::config::{EnginePolicy, SlotPromptSimilarity};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::calibrate::CalibrateArgs;
+use crate::options::calibrate::CalibrateOptions;
 use crate::output::calibrate as render;
 
 /// Runs `shapes` in order, `--passes` times over, until the budget (counted from `started`)
 /// is spent: `out[k][i]` is shape `i` in pass `k` (the last pass may stop short).
 pub(super) async fn run_probes(
-    args: &CalibrateArgs,
+    args: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     (shapes, started): (&[ProbeShape], Instant),
@@ -75,10 +75,8 @@ pub(super) async fn run_probes(
 /// The seed of a kind of probe: `--seed`, or a fresh one on every run (a server that caches
 /// prompts — llama.cpp slots, vLLM prefix caching — must not answer a probe from an earlier
 /// run's cache), mixed with `kind` so each kind sends prompts of its own.
-pub(super) fn probe_seed(args: &CalibrateArgs, kind: u64) -> u64 {
-    args.seed
-        .unwrap_or_else(crate::wiring::session::random_seed)
-        ^ kind
+pub(super) fn probe_seed(args: &CalibrateOptions, kind: u64) -> u64 {
+    args.seed.unwrap_or_else(crate::options::random_seed) ^ kind
 }
 
 /// Mixed into the waves' seed (the probes take `--seed` plus their run's number).
@@ -87,7 +85,7 @@ const WAVE_SEED: u64 = 0x5741_5645_0000_0000;
 /// `server`'s facts, with the requests it runs at once measured ([`batch_limit`]) when it
 /// does not report its slots, and what the waves found.
 pub(super) async fn with_batch_limit(
-    args: &CalibrateArgs,
+    args: &CalibrateOptions,
     client: &HttpClient,
     model: &str,
     server: &ServerFacts,

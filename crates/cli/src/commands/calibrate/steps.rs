@@ -14,7 +14,7 @@ use goodput_core::http::HttpClient;
 use goodput_sim::calibrate::Facts;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::calibrate::CalibrateArgs;
+use crate::options::calibrate::CalibrateOptions;
 use crate::output::calibrate as render;
 
 use super::probes::probe_seed;
@@ -29,7 +29,7 @@ const CACHE_SEED: u64 = 0x4341_4348_4500_0000;
 /// steps run as micro-batches by slot (`-np N`) or as one batch (its default, a unified KV
 /// cache); a server that does not honour `id_slot` leaves it unknown (by slot, as before).
 pub(super) async fn with_slot_split(
-    args: &CalibrateArgs,
+    args: &CalibrateOptions,
     (client, model): (&HttpClient, &str),
     server: &mut ServerFacts,
     cancel: &CancellationToken,
@@ -55,7 +55,7 @@ pub(super) async fn with_slot_split(
 /// (`--kv-unified`) or each has its own (`-np N` on a machine where the micro-batches cost
 /// nothing more): the slot probe cannot tell, and the simulated pool differs by the slots.
 async fn with_kv_sharing(
-    args: &CalibrateArgs,
+    args: &CalibrateOptions,
     live: (&HttpClient, &str),
     server: &mut ServerFacts,
     cancel: &CancellationToken,
@@ -82,7 +82,7 @@ async fn with_kv_sharing(
 /// The probes the plan's probes time, once after them: the step budget, then the queue order
 /// (its holders' answers sized by the steps measured).
 pub(super) async fn after_the_plan(
-    (args, started): (&CalibrateArgs, Instant),
+    (args, started): (&CalibrateOptions, Instant),
     (client, model): (&HttpClient, &str),
     (server, facts): (&mut ServerFacts, &mut Facts),
     (measured, exact_slots): (&[ProbeMeasurement], bool),
@@ -98,7 +98,7 @@ pub(super) async fn after_the_plan(
 /// another's prompt runs (two slots or more) and the budget has time left; a measured budget
 /// becomes the server's, a lower bound raises the typical one the fit starts from.
 async fn with_step_budget(
-    (args, started): (&CalibrateArgs, Instant),
+    (args, started): (&CalibrateOptions, Instant),
     (client, model): (&HttpClient, &str),
     (server, facts): (&mut ServerFacts, &mut Facts),
     measured: &[ProbeMeasurement],
@@ -131,7 +131,7 @@ async fn with_step_budget(
 /// (reported, or a wave that queued) while the budget has time left; first come first served
 /// stays when the probe shows no one order.
 async fn with_queue_order(
-    (args, started): (&CalibrateArgs, Instant),
+    (args, started): (&CalibrateOptions, Instant),
     (client, model): (&HttpClient, &str),
     (server, facts): (&mut ServerFacts, &mut Facts),
     (measured, exact_slots): (&[ProbeMeasurement], bool),
