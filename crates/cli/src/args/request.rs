@@ -17,14 +17,14 @@ use crate::options::run::{HttpTemplate, Images, RequestOptions};
 
 impl RunArgs {
     /// What every request carries: `template`, `images` and `tensors` were read first (as
-    /// the run's configuration is checked), the rest is read here.
+    /// the run's configuration is checked), and `--extra-body` parsed (as the embedded
+    /// simulator is configured); the rest is read here.
     pub(super) fn request(
         &self,
-        template: Option<HttpTemplate>,
-        images: Option<Images>,
-        tensors: Option<TensorSource>,
+        (template, images, tensors): (Option<HttpTemplate>, Option<Images>, Option<TensorSource>),
+        extra_body: Option<serde_json::Result<serde_json::Value>>,
     ) -> Result<RequestOptions> {
-        let openai = self.openai()?;
+        let openai = self.openai(extra_body)?;
         Ok(RequestOptions {
             api: self.api.api(),
             openai,
@@ -68,13 +68,15 @@ impl RunArgs {
         }))
     }
 
-    /// The settings that shape every body; the model is named once the target is known.
-    fn openai(&self) -> Result<OpenAiConfig> {
-        let mut extra_body = match &self.extra_body {
+    /// The settings that shape every body (`extra_body`: `--extra-body`, parsed); the model
+    /// is named once the target is known.
+    fn openai(
+        &self,
+        extra_body: Option<serde_json::Result<serde_json::Value>>,
+    ) -> Result<OpenAiConfig> {
+        let mut extra_body = match extra_body {
             None => serde_json::Map::new(),
-            Some(text) => match serde_json::from_str(text)
-                .context("--extra-body: not valid JSON")?
-            {
+            Some(parsed) => match parsed.context("--extra-body: not valid JSON")? {
                 serde_json::Value::Object(map) => map,
                 _ => bail!("--extra-body: must be a JSON object, e.g. '{{\"temperature\": 0}}'"),
             },

@@ -309,8 +309,10 @@ impl RunArgs {
             .sharding
             .plan(self.seed.is_some(), self.out.is_some())?;
         crate::args::shard::check(&shard, &config)?;
-        let target = self.target(seed)?;
-        let request = self.request(template, images, tensors)?;
+        let extra_body = self.extra_body.as_deref().map(serde_json::from_str);
+        let parsed_body = extra_body.as_ref().and_then(|body| body.as_ref().ok());
+        let target = self.target(seed, parsed_body)?;
+        let request = self.request((template, images, tensors), extra_body)?;
         let bounds = ReplayBounds {
             max_concurrency: self.max_concurrency,
             requests: self.requests,
@@ -362,8 +364,8 @@ impl RunArgs {
     }
 
     /// Where the requests go: `--target`, else the embedded simulator (which serves neither
-    /// `--api responses` nor `--api http` on the wire).
-    fn target(&self, seed: u64) -> Result<TargetOptions> {
+    /// `--api responses` nor `--api http` on the wire); `extra_body` is `--extra-body`, parsed.
+    fn target(&self, seed: u64, extra_body: Option<&serde_json::Value>) -> Result<TargetOptions> {
         if let Some(url) = &self.target {
             return Ok(TargetOptions::Server {
                 url: url.clone(),
@@ -378,7 +380,7 @@ impl RunArgs {
         if !self.virtual_time && self.api == ApiArg::Http {
             bail!("--api http needs --target: the URL every templated request is POSTed to");
         }
-        let config = crate::args::sim_deploy::embedded_sim_config(self, seed)?;
+        let config = crate::args::sim_deploy::embedded_sim_config(self, seed, extra_body)?;
         Ok(TargetOptions::Embedded(Box::new(config)))
     }
 

@@ -135,8 +135,12 @@ impl EmbeddedSimArgs {
 /// The simulator `run`/`capacity` start (or drive in virtual time) for `args`: a
 /// `--sim-config` file or the defaults, then `--sim-model`/`--sim-gpu`, the deployment flags,
 /// and the target hardware flags that describe the simulator when no `--model-spec`/`--gpu`
-/// is given.
-pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig> {
+/// is given. `extra_body` is `--extra-body` when it parsed (whether requests offer tools).
+pub(crate) fn embedded_sim_config(
+    args: &RunArgs,
+    seed: u64,
+    extra_body: Option<&serde_json::Value>,
+) -> Result<SimConfig> {
     let mut config = match &args.sim_config {
         Some(path) => SimConfig::from_file(path)?,
         None => SimConfig {
@@ -177,7 +181,7 @@ pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig
         config.agent.reasoning_tokens = tokens;
     }
     if let Some(probability) = args.sim_tool_calls {
-        if !offers_tools(args.extra_body.as_deref()) {
+        if !offers_tools(extra_body) {
             bail!(
                 "--sim-tool-calls applies to requests that offer tools; add them with \
                  --extra-body '{{\"tools\": [...]}}'"
@@ -190,8 +194,6 @@ pub(crate) fn embedded_sim_config(args: &RunArgs, seed: u64) -> Result<SimConfig
 }
 
 /// Whether `--extra-body` puts a `tools` list in every request.
-fn offers_tools(extra_body: Option<&str>) -> bool {
-    extra_body
-        .and_then(|body| serde_json::from_str::<serde_json::Value>(body).ok())
-        .is_some_and(|body| body.get("tools").is_some_and(serde_json::Value::is_array))
+fn offers_tools(extra_body: Option<&serde_json::Value>) -> bool {
+    extra_body.is_some_and(|body| body.get("tools").is_some_and(serde_json::Value::is_array))
 }

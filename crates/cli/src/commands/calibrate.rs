@@ -42,8 +42,8 @@ use steps::{after_the_plan, with_slot_split};
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `goodput calibrate`.
-pub(crate) async fn run(args: CalibrateOptions) -> Result<ExitCode> {
-    let client = HttpClient::tcp(args.target.clone(), HttpConfig::default());
+pub(crate) async fn run(options: CalibrateOptions) -> Result<ExitCode> {
+    let client = HttpClient::tcp(options.target.clone(), HttpConfig::default());
     let model = list_models(&client, FACTS_TIMEOUT)
         .await
         .context("--target")?
@@ -51,14 +51,14 @@ pub(crate) async fn run(args: CalibrateOptions) -> Result<ExitCode> {
         .next()
         .unwrap_or_default();
     let server = server_facts(&client, FACTS_TIMEOUT).await;
-    match &args.check {
-        Some(path) => check(&args, client, &model, &server, path).await,
-        None => calibrate(&args, client, &model, &server).await,
+    match &options.check {
+        Some(path) => check(&options, client, &model, &server, path).await,
+        None => calibrate(&options, client, &model, &server).await,
     }
 }
 
 async fn calibrate(
-    args: &CalibrateOptions,
+    options: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
@@ -66,13 +66,13 @@ async fn calibrate(
     // The budget counts the batch-limit waves too.
     let started = Instant::now();
     let cancel = crate::wiring::session::cancel_on_signal();
-    let (mut server, limit) = with_batch_limit(args, &client, model, server, &cancel).await?;
+    let (mut server, limit) = with_batch_limit(options, &client, model, server, &cancel).await?;
     // Reported by the server, or a wave that queued.
     let exact_slots = server.slots.is_some() && limit.as_ref().is_none_or(|l| !l.is_lower_bound());
-    with_slot_split(args, (&client, model), &mut server, &cancel).await;
+    with_slot_split(options, (&client, model), &mut server, &cancel).await;
     let mut facts = facts(model, &server);
-    let shapes = plan(&facts, args.repeats);
-    let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;
+    let shapes = plan(&facts, options.repeats);
+    let passes = run_probes(options, client.clone(), model, (&shapes, started), &cancel).await?;
     let counted: Vec<(u32, f64)> = passes
         .iter()
         .flatten()
@@ -83,7 +83,7 @@ async fn calibrate(
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
     beyond_the_waves((&mut server, &mut facts), limit, &probes);
     after_the_plan(
-        (args, started),
+        (options, started),
         (&client, model),
         (&mut server, &mut facts),
         (&measured, exact_slots),
@@ -101,23 +101,23 @@ async fn calibrate(
     }
     let config = calibrated_config(&facts, &fit.constants);
     let text = toml::to_string(&config).context("serialising the configuration")?;
-    let header = render::config_header(&args.target_url, server, &fit);
-    std::fs::write(&args.out, format!("{header}{text}"))
-        .with_context(|| format!("--out: cannot write {}", args.out.display()))?;
-    if args.json {
+    let header = render::config_header(&options.target_url, server, &fit);
+    std::fs::write(&options.out, format!("{header}{text}"))
+        .with_context(|| format!("--out: cannot write {}", options.out.display()))?;
+    if options.json {
         let value = json!({"facts": server, "fit": fit, "repeatability": repeatability,
-                           "config": args.out});
+                           "config": options.out});
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", render::fit_table(&fit, server));
         print!("{}", render::repeatability_line(repeatability.as_ref()));
-        println!("wrote {}", args.out.display());
+        println!("wrote {}", options.out.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
 async fn check(
-    args: &CalibrateOptions,
+    options: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
@@ -129,10 +129,10 @@ async fn check(
     let facts = check_facts(&config, path, model, server)?;
     // A calibration probe first (twice the requests: its median scales every at-speed
     // figure, so its own noise is halved in variance), then the held-out shapes.
-    let mut shapes = vec![speed_reference(&facts, 2 * args.repeats)];
-    shapes.extend(held_out(&facts, args.repeats));
+    let mut shapes = vec![speed_reference(&facts, 2 * options.repeats)];
+    shapes.extend(held_out(&facts, options.repeats));
     let cancel = crate::wiring::session::cancel_on_signal();
-    let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;
+    let passes = run_probes(options, client.clone(), model, (&shapes, started), &cancel).await?;
     let (mut measured, repeatability) = combine_passes(&passes);
     let reference = (!measured.is_empty()).then(|| measured.remove(0));
     let reference = reference.map(|m| (m, predict(&config, &measured_probe(&m).shape)));
@@ -154,9 +154,9 @@ async fn check(
         now: now.as_ref().map(|(f, c)| (*f, c)),
         other: other.as_ref().map(|(pattern, c)| (*pattern, c)),
     };
-    let capacity = match &args.capacity {
+    let capacity = match &options.capacity {
         Some(search) => {
-            search_capacities(args, search, &live, sims, (&measured, facts.slots)).await?
+            search_capacities(options, search, &live, sims, (&measured, facts.slots)).await?
         }
         None => not_searched(
             "no --slo: capacity is the highest load that meets an SLO; give one (e.g. --slo e2e=2s) to search it on the server and in virtual time",
@@ -170,8 +170,8 @@ async fn check(
         rows: &rows,
         capacity: &capacity,
     };
-    print_check(args.json, &figures)?;
-    match &args.rescaled {
+    print_check(options.json, &figures)?;
+    match &options.rescaled {
         Some(out) => write_rescaled(out, path, now),
         None => Ok(ExitCode::SUCCESS),
     }
@@ -324,7 +324,7 @@ fn not_searched(reason: &str) -> CapacityCheck {
 /// `config` in virtual time, with the same probes; the live searches share what is left of
 /// the budget.
 async fn search_capacities(
-    args: &CalibrateOptions,
+    options: &CalibrateOptions,
     search: &SearchOptions,
     live: &Live<'_>,
     sims: Sims<'_>,
@@ -332,7 +332,7 @@ async fn search_capacities(
 ) -> Result<CapacityCheck> {
     let criteria = search.criteria.clone();
     let measured_requests = search.measured_requests;
-    let seed = args.seed.unwrap_or_else(random_seed);
+    let seed = options.seed.unwrap_or_else(random_seed);
     let base = RunConfig {
         seed,
         request_timeout: Duration::from_secs(600),
@@ -354,7 +354,7 @@ async fn search_capacities(
     let shapes = capacity_shapes(held_out, slots, plan.dimension);
     let mut skipped = Vec::new();
     for (index, (shape, start)) in shapes.iter().enumerate() {
-        let left = args.budget.saturating_sub(live.started.elapsed());
+        let left = options.budget.saturating_sub(live.started.elapsed());
         let name = shape.to_string();
         let Some(start) = search.start.or(*start) else {
             skipped.push(format!("{name}: no request completed on it"));

@@ -42,22 +42,22 @@ pub(crate) async fn run(options: CapacityOptions, command_line: Vec<String>) -> 
 
 /// The search bounds and tolerance from `start`, and at most `budget` of target time.
 pub(crate) fn search_config(
-    args: &SearchOptions,
+    search: &SearchOptions,
     start: f64,
     budget: Option<Duration>,
 ) -> SearchConfig {
-    let integer = args.dimension == Dimension::Concurrency;
+    let integer = search.dimension == Dimension::Concurrency;
     let min = if integer {
-        args.min_load.max(1.0)
+        search.min_load.max(1.0)
     } else {
-        args.min_load
+        search.min_load
     };
     SearchConfig {
-        start: start.clamp(min, args.max_load),
+        start: start.clamp(min, search.max_load),
         min,
-        max: args.max_load,
-        tolerance: args.tolerance,
-        max_probes: args.max_probes,
+        max: search.max_load,
+        tolerance: search.tolerance,
+        max_probes: search.max_probes,
         integer,
         budget_secs: budget.map(|b| b.as_secs_f64()),
     }
@@ -66,14 +66,14 @@ pub(crate) fn search_config(
 /// How probes are shaped around `base` (arrival process and client cap from --arrival and
 /// --max-concurrency; timing from --probe-warmup, --probe-min-duration and
 /// --max-probe-duration), judged by the search's criteria.
-pub(crate) fn probe_plan(args: &SearchOptions, base: RunConfig) -> ProbePlan {
+pub(crate) fn probe_plan(search: &SearchOptions, base: RunConfig) -> ProbePlan {
     let timing = ProbeTiming {
-        warmup: args.probe_warmup,
-        min_duration: args.probe_min_duration,
-        max_duration: args.max_probe_duration,
+        warmup: search.probe_warmup,
+        min_duration: search.probe_min_duration,
+        max_duration: search.max_probe_duration,
     };
-    let (criteria, measured) = (args.criteria.clone(), args.measured_requests);
-    ProbePlan::around(base, args.dimension, criteria, measured, timing)
+    let (criteria, measured) = (search.criteria.clone(), search.measured_requests);
+    ProbePlan::around(base, search.dimension, criteria, measured, timing)
 }
 
 /// One progress line per judged probe.
@@ -93,23 +93,28 @@ pub(crate) fn print_probe(probe: &Probe, dimension: Dimension) {
 }
 
 /// The live search's bounds (its start is settled after the calibration run).
-fn live_bounds(args: &CapacityOptions) -> SearchConfig {
-    let start = args.search.start.unwrap_or(args.search.min_load);
-    search_config(&args.search, start, args.budget)
+fn live_bounds(options: &CapacityOptions) -> SearchConfig {
+    let start = options.search.start.unwrap_or(options.search.min_load);
+    search_config(&options.search, start, options.budget)
 }
 
-async fn live(args: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
-    let dimension = args.search.dimension;
-    let accelerators = args.run.server_side.accelerators;
-    let quiet = args.run.output.quiet;
-    let bounds = live_bounds(&args);
-    let (criteria, measured) = (args.search.criteria.clone(), args.search.measured_requests);
-    let mut session = Session::open(args.run, command_line).await?.coordinated();
+async fn live(options: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
+    let dimension = options.search.dimension;
+    let accelerators = options.run.server_side.accelerators;
+    let quiet = options.run.output.quiet;
+    let bounds = live_bounds(&options);
+    let (criteria, measured) = (
+        options.search.criteria.clone(),
+        options.search.measured_requests,
+    );
+    let mut session = Session::open(options.run, command_line)
+        .await?
+        .coordinated();
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
-    let plan = probe_plan(&args.search, session.config.clone());
+    let plan = probe_plan(&options.search, session.config.clone());
     let mut steps = Vec::new();
-    let start = match (args.search.start, dimension) {
+    let start = match (options.search.start, dimension) {
         (Some(start), _) => start,
         (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
         (None, Dimension::Rate) => match calibrate_start(&mut session, &plan, &mut steps).await? {

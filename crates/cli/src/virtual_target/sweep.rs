@@ -25,18 +25,18 @@ use crate::wiring::server_side::ServerSide;
 use crate::wiring::session::{finish, prepare_output, tool_info};
 
 /// Runs the sweep of `options` (its plan: the dimension and levels) in virtual time.
-pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Result<ExitCode> {
+pub(crate) async fn run(sweep: SweepOptions, command_line: Vec<String>) -> Result<ExitCode> {
     let SweepOptions {
-        run: args,
+        run: options,
         mut plan,
         rate_given,
-    } = options;
+    } = sweep;
     let Prepared {
         config,
         gate,
         target,
         info,
-    } = prepare(&args, command_line).await?;
+    } = prepare(&options, command_line).await?;
     let levels: Vec<_> = plan
         .loads
         .iter()
@@ -49,8 +49,8 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
             )
         })
         .collect();
-    let mut journal = prepare_output(args.output.out.as_deref(), &info, &config)?;
-    if let Some(dir) = &args.output.out {
+    let mut journal = prepare_output(options.output.out.as_deref(), &info, &config)?;
+    if let Some(dir) = &options.output.out {
         let mut manifest = RunManifest::new(tool_info(), info.clone(), config.clone());
         manifest.steps = levels.iter().map(|(step, _)| step.load.clone()).collect();
         manifest.sweep = Some(plan.clone());
@@ -59,13 +59,14 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
     let started_at = SystemTime::now();
     let (mut steps, mut warnings, mut last) = (Vec::new(), Vec::new(), None);
     for (index, level) in levels.iter().enumerate() {
-        if !args.output.quiet {
+        if !options.output.quiet {
             let what = describe(plan.dimension, &level.0, plan.loads[index]);
             eprintln!("step {}/{}: {what}", index + 1, levels.len());
         }
-        let (mut taken, step_warnings) = run_level(&args, &target, level, index, journal.as_mut())?;
+        let (mut taken, step_warnings) =
+            run_level(&options, &target, level, index, journal.as_mut())?;
         warnings.extend(step_warnings);
-        if !args.output.quiet {
+        if !options.output.quiet {
             print_result(index, levels.len(), &taken.step);
         }
         steps.push(taken.step.clone());
@@ -78,13 +79,13 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
     let Some(outcome) = last else {
         anyhow::bail!("the sweep has no levels");
     };
-    finish(&args.output, &report, &outcome, None, gate.as_ref())
+    finish(&options.output, &report, &outcome, None, gate.as_ref())
 }
 
 /// Runs one level (its configuration and, for batch sweeps, its workload) as step `index`;
 /// returns what it handed on and its server-side warnings.
 fn run_level(
-    args: &RunOptions,
+    options: &RunOptions,
     target: &VirtualTarget,
     (config, workload): &(RunConfig, Option<Arc<dyn Workload>>),
     index: usize,
@@ -94,8 +95,8 @@ fn run_level(
     if let Some(workload) = workload {
         step_target.requests.workload = Arc::clone(workload);
     }
-    let out = args.output.out.as_deref();
-    let mut server_side = ServerSide::offline(&args.server_side, out, 1.0, Some(index))?;
+    let out = options.output.out.as_deref();
+    let mut server_side = ServerSide::offline(&options.server_side, out, 1.0, Some(index))?;
     let number = u32::try_from(index).unwrap_or(u32::MAX);
     let mut taken = take(&step_target, config, number, (journal, &mut server_side));
     let warnings = server_side.enrich_step(&mut taken.step, index, config.window);

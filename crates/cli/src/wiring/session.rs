@@ -317,25 +317,25 @@ impl Session {
 
 /// Writes and prints the report, stops the simulator, and picks the exit status.
 pub(crate) fn finish(
-    args: &OutputOptions,
+    output: &OutputOptions,
     report: &Report,
     outcome: &RunOutcome,
     simulator: Option<goodput_sim::RunningSim>,
     gate: Option<&GateCriteria>,
 ) -> Result<ExitCode> {
-    if let Some(dir) = &args.out {
+    if let Some(dir) = &output.out {
         output::json::write_report(&dir.join("report.json"), report)?;
         super::run_extras::write_exports(dir, report)?;
     }
-    output::table::print_report(report, args.summary, args.details)?;
+    output::table::print_report(report, output.summary, output.details)?;
     if let Some(simulator) = simulator {
         simulator.shutdown();
     }
     if let Some(error) = &outcome.sink_error {
         eprintln!("error: the journal could not be written: {error}");
     }
-    let gate_passed = super::run_extras::gate_and_store(args, report, gate)?;
-    let status = exit_status(args, report, outcome);
+    let gate_passed = super::run_extras::gate_and_store(output, report, gate)?;
+    let status = exit_status(output, report, outcome);
     let gate_failed = status == EXIT_OK && gate_passed == Some(false);
     Ok(ExitCode::from(if gate_failed {
         EXIT_RUN_FAILED
@@ -344,7 +344,7 @@ pub(crate) fn finish(
     }))
 }
 
-pub(crate) fn exit_status(args: &OutputOptions, report: &Report, outcome: &RunOutcome) -> u8 {
+pub(crate) fn exit_status(output: &OutputOptions, report: &Report, outcome: &RunOutcome) -> u8 {
     match outcome.end_reason {
         EndReason::Interrupted => return EXIT_INTERRUPTED,
         EndReason::NoProgress | EndReason::SinkFailed => return EXIT_RUN_FAILED,
@@ -357,7 +357,7 @@ pub(crate) fn exit_status(args: &OutputOptions, report: &Report, outcome: &RunOu
             return EXIT_RUN_FAILED;
         }
         let error_rate = requests.failed as f64 / requests.scheduled.max(1) as f64;
-        if let Some(max) = args.max_error_rate.filter(|max| error_rate > *max) {
+        if let Some(max) = output.max_error_rate.filter(|max| error_rate > *max) {
             eprintln!(
                 "error: {:.2} % of requests failed, above --max-error-rate {:.2} %",
                 error_rate * 100.0,
