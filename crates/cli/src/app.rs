@@ -1,4 +1,5 @@
-//! Wiring: builds the tokio runtime and dispatches to the subcommand (exit codes: [`crate::exit`]).
+//! Dispatch: builds the tokio runtime, turns the subcommand's arguments into its plain
+//! configuration (`crate::args` → `crate::options`) and runs it (exit codes: [`crate::exit`]).
 
 use std::process::ExitCode;
 
@@ -16,18 +17,20 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
     let command_line: Vec<String> = std::env::args().collect();
     runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => commands::run::run(*args, command_line).await,
-            Command::Sweep(args) => commands::sweep::run(*args, command_line).await,
-            Command::Capacity(args) => commands::capacity::run(*args, command_line).await,
-            Command::Calibrate(args) => commands::calibrate::run(args).await,
-            Command::Sim(args) => commands::sim::run(*args).await,
-            Command::Report(args) => commands::report::run(args),
-            Command::Merge(args) => commands::merge::run(args),
-            Command::Compare(args) => commands::compare::run(args),
-            Command::Gate(args) => commands::gate::run(args),
-            Command::History(args) => commands::history::run(args),
-            Command::Plan(args) => commands::plan::run(args),
-            Command::Monitor(args) => commands::monitor::run(args).await,
+            Command::Run(args) => commands::run::run(args.into_options()?, command_line).await,
+            Command::Sweep(args) => commands::sweep::run(args.into_options()?, command_line).await,
+            Command::Capacity(args) => {
+                commands::capacity::run(args.into_options()?, command_line).await
+            }
+            Command::Calibrate(args) => commands::calibrate::run(args.into_options()?).await,
+            Command::Sim(args) => commands::sim::run(args.into_options()?).await,
+            Command::Report(args) => commands::report::run(args.into_options()?),
+            Command::Merge(args) => commands::merge::run(args.into_options()?),
+            Command::Compare(args) => commands::compare::run(args.into_options()?),
+            Command::Gate(args) => commands::gate::run(args.into_options()?),
+            Command::History(args) => commands::history::run(args.into_options()?),
+            Command::Plan(args) => commands::plan::run(args.into_options()?),
+            Command::Monitor(args) => commands::monitor::run(args.into_options()?).await,
         }
     })
 }

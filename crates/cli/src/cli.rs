@@ -1,8 +1,8 @@
-//! The command line: `goodput run | sweep | capacity | calibrate | sim | report | merge | compare | gate | history
-//! | plan | monitor`, defined with clap derive. Doc comments are the help text. Values are parsed here; cross-field validation happens when the arguments
-//! are turned into the engine's configuration (see `args`).
-
-use std::path::PathBuf;
+//! The command line: `goodput run | sweep | capacity | calibrate | sim | report | merge |
+//! compare | gate | history | plan | monitor`, defined with clap derive over the argument
+//! groups of `args` (doc comments are the help text); [`parse`] reads this process's. Single
+//! values are parsed by clap; the cross-field checks happen when `app` turns a subcommand's
+//! arguments into its plain configuration (`args` → `options`).
 
 use clap::{Parser, Subcommand};
 
@@ -42,7 +42,7 @@ pub(crate) enum Command {
     /// derived figures (--explain).
     Sim(Box<SimArgs>),
     /// Rebuild a report from a run's journal (requests.jsonl).
-    Report(ReportArgs),
+    Report(crate::args::report::ReportArgs),
     /// Merge the shards of a sharded run (`--shards`) into one run and one report.
     Merge(crate::args::merge::MergeArgs),
     /// Compare two runs: every figure side by side, significance of latency changes, and
@@ -59,30 +59,10 @@ pub(crate) enum Command {
     Monitor(crate::args::monitor::MonitorArgs),
 }
 
-/// Arguments of `goodput report`.
-#[derive(Debug, clap::Args)]
-pub(crate) struct ReportArgs {
-    /// The journal (`requests.jsonl`) or the run's output directory.
-    pub(crate) journal: PathBuf,
-    /// Override the SLO recorded with the run (`none` to drop it).
-    #[arg(long)]
-    pub(crate) slo: Option<String>,
-    /// Write `report.json` into this directory (default: print only).
-    #[arg(long)]
-    pub(crate) out: Option<PathBuf>,
-    /// Print the report as JSON instead of the summary table (= --format json).
-    #[arg(long)]
-    pub(crate) json: bool,
-    /// What is printed on stdout: the terminal summary, the report as JSON, or Markdown tables.
-    #[arg(long, value_enum, default_value_t)]
-    pub(crate) format: crate::args::reporting::SummaryFormat,
-    /// Terminal summary: also show the sections beyond the first screen (see `goodput run
-    /// --help`).
-    #[arg(long)]
-    pub(crate) details: bool,
-    /// Record the rebuilt report in this SQLite history store.
-    #[arg(long, value_name = "DB")]
-    pub(crate) store: Option<PathBuf>,
+/// The command line of this process, parsed (clap prints help, versions and usage errors and
+/// exits).
+pub(crate) fn parse() -> Cli {
+    Cli::parse()
 }
 
 #[cfg(test)]

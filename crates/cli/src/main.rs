@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod embedded_sim;
 mod exit;
+mod options;
 mod output;
 mod store;
 mod ui;
@@ -15,10 +16,8 @@ mod wiring;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match app::run(cli) {
         Ok(code) => code,
         Err(error) if app::is_broken_pipe(&error) => ExitCode::SUCCESS,

@@ -1,13 +1,19 @@
-//! Arguments of the commands that read finished runs: `goodput compare`, `goodput gate` and
-//! `goodput history`.
+//! Arguments of the commands that read finished runs — `goodput compare`, `goodput gate` and
+//! `goodput history` — and their conversion into [`crate::options::analysis`].
 
 use std::path::PathBuf;
 
+use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use goodput_core::decide::gate::{Condition, StepSelector};
+use goodput_core::decide::significance::Thresholds;
+
+use crate::args::reporting::parse_tags;
+use crate::options::analysis::{CompareFormat, CompareOptions, GateOptions, HistoryOptions};
 
 /// Output format of `goodput compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub(crate) enum CompareFormat {
+pub(crate) enum CompareFormatArg {
     /// Aligned text for the terminal.
     #[default]
     Text,
@@ -28,7 +34,7 @@ pub(crate) struct CompareArgs {
     pub(crate) runs: Vec<PathBuf>,
     /// Output format on stdout (or in --output).
     #[arg(long, short, value_enum, default_value_t)]
-    pub(crate) format: CompareFormat,
+    pub(crate) format: CompareFormatArg,
     /// Write the output to this file instead of stdout.
     #[arg(long, short)]
     pub(crate) output: Option<PathBuf>,
@@ -108,4 +114,79 @@ pub(crate) struct HistoryArgs {
     /// Record these reports (run directories or report.json files) first.
     #[arg(long = "add", value_name = "REPORT")]
     pub(crate) add: Vec<PathBuf>,
+}
+
+impl CompareArgs {
+    /// `goodput compare`'s configuration.
+    pub(crate) fn into_options(self) -> Result<CompareOptions> {
+        if !(0.0..1.0).contains(&self.alpha) || self.alpha == 0.0 {
+            bail!("--alpha: must be in (0, 1), e.g. 0.01");
+        }
+        if self.min_effect < 0.0 {
+            bail!("--min-effect: must be a non-negative fraction, e.g. 0.05");
+        }
+        let format = match self.format {
+            CompareFormatArg::Text => CompareFormat::Text,
+            CompareFormatArg::Markdown => CompareFormat::Markdown,
+            CompareFormatArg::Html => CompareFormat::Html,
+            CompareFormatArg::Json => CompareFormat::Json,
+        };
+        if self.details && matches!(format, CompareFormat::Html | CompareFormat::Json) {
+            bail!("--details: only for --format text or markdown (HTML and JSON hold everything)");
+        }
+        Ok(CompareOptions {
+            runs: self.runs,
+            format,
+            output: self.output,
+            html: self.html,
+            details: self.details,
+            thresholds: Thresholds {
+                alpha: self.alpha,
+                min_effect: self.min_effect,
+            },
+            fail_on_regression: self.fail_on_regression,
+        })
+    }
+}
+
+impl GateArgs {
+    /// `goodput gate`'s configuration: the `--condition`s and `--step` parsed (the criteria
+    /// file is read by the command).
+    pub(crate) fn into_options(self) -> Result<GateOptions> {
+        let conditions = self
+            .conditions
+            .iter()
+            .map(|text| Condition::parse(text).map_err(anyhow::Error::from))
+            .collect::<Result<Vec<_>>>()?;
+        let step = self
+            .step
+            .as_deref()
+            .map(|text| {
+                StepSelector::parse(text).with_context(|| {
+                    format!("step `{text}`: expected all, first, last or a step index")
+                })
+            })
+            .transpose()?;
+        Ok(GateOptions {
+            report: self.report,
+            criteria: self.criteria,
+            conditions,
+            step,
+        })
+    }
+}
+
+impl HistoryArgs {
+    /// `goodput history`'s configuration.
+    pub(crate) fn into_options(self) -> Result<HistoryOptions> {
+        Ok(HistoryOptions {
+            tags: parse_tags(&self.tags)?,
+            store: self.store,
+            metric: self.metric,
+            by: self.by,
+            model: self.model,
+            last: self.last,
+            add: self.add,
+        })
+    }
 }

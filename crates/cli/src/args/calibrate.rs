@@ -1,17 +1,18 @@
-//! `goodput calibrate` arguments: the server, the probing budget, and where the fitted
-//! simulator configuration goes (or which one to check, with the SLO and search flags of the
-//! check's capacity comparison).
+//! `goodput calibrate` arguments and their conversion into [`CalibrateOptions`]: the server,
+//! the probing budget, and where the fitted simulator configuration goes (or which one to
+//! check, with the SLO and search flags of the check's capacity comparison).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use goodput_core::http::Target;
+use goodput_core::metrics::Slo;
 use goodput_core::units::parse_duration;
 
-use goodput_core::metrics::Slo;
-
 use crate::args::capacity::SearchArgs;
-use crate::args::run::parse_slo;
+use crate::args::slo::parse_slo;
+use crate::options::calibrate::CalibrateOptions;
 
 /// Fit the simulator to a real server, or check a fitted configuration against it.
 #[derive(Debug, clap::Args)]
@@ -73,9 +74,32 @@ pub(crate) struct CalibrateArgs {
 }
 
 impl CalibrateArgs {
+    /// `goodput calibrate`'s configuration.
+    pub(crate) fn into_options(self) -> Result<CalibrateOptions> {
+        let capacity = self
+            .slo()?
+            .map(|slo| self.search.options(slo))
+            .transpose()?;
+        let target =
+            Target::parse(&self.target).with_context(|| format!("--target {}", self.target))?;
+        Ok(CalibrateOptions {
+            target_url: self.target,
+            target,
+            budget: self.budget,
+            out: self.out,
+            check: self.check,
+            rescaled: self.rescaled,
+            seed: self.seed,
+            repeats: self.repeats,
+            passes: self.passes,
+            json: self.json,
+            capacity,
+        })
+    }
+
     /// The check's SLO (`None`: capacity is not searched); refuses capacity-search flags
     /// where no capacity is searched, and `--rescaled` without a check.
-    pub(crate) fn slo(&self) -> Result<Option<Slo>> {
+    fn slo(&self) -> Result<Option<Slo>> {
         if let (Some(_), None) = (&self.rescaled, &self.check) {
             bail!(
                 "--rescaled: the configuration at the server's speed is written by a check: give --check FILE"

@@ -1,16 +1,20 @@
-//! `goodput capacity` arguments: every `run` flag, plus the search (dimension, start, bounds,
-//! tolerance), the attainment target and confidence, and the probe shape.
+//! `goodput capacity` arguments — every `run` flag, plus the search (dimension, start, bounds,
+//! tolerance), the attainment target and confidence, and the probe shape — and their
+//! conversion into [`CapacityOptions`].
 
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use goodput_core::decide::capacity::early_stopping::probe_requests;
 use goodput_core::decide::capacity::{Criteria, Dimension};
+use goodput_core::metrics::Slo;
 use goodput_core::units::parse_duration;
 
 use crate::args::plan::parse_percent;
 use crate::args::run::RunArgs;
+use crate::args::slo::parse_slo;
+use crate::options::capacity::{CapacityOptions, SearchOptions};
 
 /// What to search.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -96,16 +100,45 @@ pub(crate) struct SearchArgs {
 }
 
 impl SearchArgs {
-    /// The dimension.
-    pub(crate) fn dimension(&self) -> Dimension {
-        match self.dimension {
-            DimensionArg::Rate => Dimension::Rate,
-            DimensionArg::Concurrency => Dimension::Concurrency,
+    /// The search settings judging `slo`: the flags checked, the measured requests per probe
+    /// settled.
+    pub(crate) fn options(&self, slo: Slo) -> Result<SearchOptions> {
+        let tolerance = self.validate()?;
+        self.settle(tolerance, self.criteria(slo))
+    }
+
+    /// `slo` at --attainment and --confidence.
+    fn criteria(&self, slo: Slo) -> Criteria {
+        Criteria {
+            slo,
+            attainment: self.attainment,
+            confidence: self.confidence,
         }
     }
 
+    /// The checked settings with `tolerance` (from [`SearchArgs::validate`]) and `criteria`.
+    fn settle(&self, tolerance: f64, criteria: Criteria) -> Result<SearchOptions> {
+        let measured_requests = self.measured_requests(&criteria)?;
+        Ok(SearchOptions {
+            dimension: match self.dimension {
+                DimensionArg::Rate => Dimension::Rate,
+                DimensionArg::Concurrency => Dimension::Concurrency,
+            },
+            start: self.start,
+            min_load: self.min_load,
+            max_load: self.max_load,
+            tolerance,
+            max_probes: self.max_probes,
+            criteria,
+            measured_requests,
+            probe_warmup: self.probe_warmup,
+            probe_min_duration: self.probe_min_duration,
+            max_probe_duration: self.max_probe_duration,
+        })
+    }
+
     /// Checks the search flags; returns the tolerance as a fraction.
-    pub(crate) fn validate(&self) -> Result<f64> {
+    fn validate(&self) -> Result<f64> {
         let tolerance = parse_percent("--tolerance", &self.tolerance)?;
         if !(tolerance > 0.0 && tolerance < 1.0) {
             bail!("--tolerance: between 0% and 100%, e.g. 5%");
@@ -135,7 +168,7 @@ impl SearchArgs {
 
     /// Measured requests per probe: --probe-requests, or enough to prove a miss rate of half
     /// the budget under `criteria`.
-    pub(crate) fn measured_requests(&self, criteria: &Criteria) -> Result<u64> {
+    fn measured_requests(&self, criteria: &Criteria) -> Result<u64> {
         let measured = self
             .probe_requests
             .unwrap_or_else(|| probe_requests(criteria.attainment, criteria.confidence));
@@ -155,14 +188,30 @@ impl SearchArgs {
 }
 
 impl CapacityArgs {
-    /// The dimension.
-    pub(crate) fn dimension(&self) -> Dimension {
-        self.search.dimension()
+    /// `goodput capacity`'s configuration: the search flags, the run flags the search leaves
+    /// (checked in that order), the SLO parsed once for the criteria and every probe.
+    pub(crate) fn into_options(self) -> Result<CapacityOptions> {
+        let tolerance = self.search.validate()?;
+        self.refuse_run_flags()?;
+        self.check_shards()?;
+        let slo = parse_slo(self.run.slo_text())?.context(
+            "--slo none: a capacity search needs latency targets, e.g. --slo ttft=500ms,tpot=50ms",
+        )?;
+        let search = self
+            .search
+            .settle(tolerance, self.search.criteria(slo.clone()))?;
+        if self.run.workload.trace.is_some() {
+            bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");
+        }
+        Ok(CapacityOptions {
+            run: self.run.options(Some(Some(slo)))?,
+            search,
+            budget: self.budget,
+        })
     }
 
-    /// Checks the search and run flags; returns the tolerance as a fraction.
-    pub(crate) fn validate(&self) -> Result<f64> {
-        let tolerance = self.search.validate()?;
+    /// Refuses the run flags the search sets itself, and `--no-live`.
+    fn refuse_run_flags(&self) -> Result<()> {
         let run = &self.run;
         if run.rate.is_some()
             || run.concurrency.is_some()
@@ -174,7 +223,24 @@ impl CapacityArgs {
                 "the search sets each probe's load and length: drop --rate, --concurrency, --phases, --profile, --requests and --duration"
             );
         }
-        run.reporting.refuse_no_live("capacity")?;
-        Ok(tolerance)
+        run.reporting.refuse_no_live("capacity")
+    }
+
+    /// Refuses a sharded capacity search whose probes could leave a shard idle.
+    fn check_shards(&self) -> Result<()> {
+        let Some(count) = self.run.sharding.shards.filter(|n| *n > 1) else {
+            return Ok(());
+        };
+        if self.run.virtual_time {
+            bail!("--virtual-time runs the whole search in this process: drop --shards");
+        }
+        let search = &self.search;
+        if search.dimension == DimensionArg::Concurrency && search.min_load < f64::from(count) {
+            bail!(
+                "--dimension concurrency with --shards {count}: set --min-load to at least {count} \
+                 (every shard needs a worker)"
+            );
+        }
+        Ok(())
     }
 }

@@ -2,12 +2,12 @@
 //! and JPEG files), `--images-per-request`; refused with any API but chat.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use goodput_core::workload::Workload;
-use goodput_core::workload::image::{Image, Resolution, WithImages};
+use goodput_core::workload::image::{Image, Resolution};
 use goodput_core::workload::mix_seed;
+
+use crate::options::run::Images;
 
 /// Images beside each chat prompt.
 #[derive(Debug, Clone, clap::Args)]
@@ -30,25 +30,9 @@ pub(crate) struct ImageArgs {
 }
 
 impl ImageArgs {
-    /// `workload` with the images beside its prompts (as given without images).
-    pub(crate) fn wrap(
-        &self,
-        chat: bool,
-        seed: u64,
-        workload: Arc<dyn Workload>,
-    ) -> Result<Arc<dyn Workload>> {
-        let Some((images, n)) = self.images(chat, seed)? else {
-            return Ok(workload);
-        };
-        Ok(match WithImages::new(Arc::clone(&workload), images, n) {
-            Some(with) => Arc::new(with),
-            None => workload,
-        })
-    }
-
     /// The images and how many go with each request; `None` without images. `chat`: whether
-    /// the API takes chat messages.
-    pub(crate) fn images(&self, chat: bool, seed: u64) -> Result<Option<(Vec<Image>, u32)>> {
+    /// the API takes chat messages; `seed` draws the generated ones.
+    pub(crate) fn images(&self, chat: bool, seed: u64) -> Result<Option<Images>> {
         let given = self.image_resolution.is_some() || self.image_dir.is_some();
         if !given {
             if self.images_per_request.is_some() {
@@ -77,7 +61,10 @@ impl ImageArgs {
             (None, Some(dir)) => read_dir(dir)?,
             (None, None) => Vec::new(),
         };
-        Ok(Some((images, per_request)))
+        Ok(Some(Images {
+            images,
+            per_request,
+        }))
     }
 }
 

@@ -1,6 +1,11 @@
-//! `goodput merge` arguments.
+//! `goodput merge` arguments and their conversion into [`MergeOptions`].
 
 use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::args::slo::parse_slo;
+use crate::options::report::MergeOptions;
 
 /// Merge the shards of a sharded run (`--shards`) into one report.
 #[derive(Debug, clap::Args)]
@@ -18,4 +23,17 @@ pub(crate) struct MergeArgs {
     /// Print the report as JSON instead of the summary table.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+impl MergeArgs {
+    /// `goodput merge`'s configuration.
+    pub(crate) fn into_options(self) -> Result<MergeOptions> {
+        let slo = self.slo.as_deref().map(parse_slo).transpose()?;
+        Ok(MergeOptions {
+            dirs: self.dirs,
+            out: self.out,
+            slo,
+            json: self.json,
+        })
+    }
 }

@@ -1,11 +1,16 @@
-//! `goodput monitor` arguments and their conversion into core's [`MonitorConfig`].
+//! `goodput monitor` arguments and their conversion into [`MonitorOptions`] (core's
+//! [`MonitorConfig`] and the URL watched).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use goodput_core::http::Target;
 use goodput_core::observe::monitor::MonitorConfig;
+use goodput_core::observe::server::default_metrics_url;
 use goodput_core::units::parse_duration;
+
+use crate::options::monitor::MonitorOptions;
 
 /// Watch a live server's metrics.
 #[derive(Debug, clap::Args)]
@@ -37,8 +42,27 @@ pub(crate) struct MonitorArgs {
 }
 
 impl MonitorArgs {
+    /// `goodput monitor`'s configuration.
+    pub(crate) fn into_options(self) -> Result<MonitorOptions> {
+        let config = self.config()?;
+        let url = match (&self.metrics_url, &self.target) {
+            (Some(url), _) => url.clone(),
+            (None, Some(target)) => {
+                default_metrics_url(&Target::parse(target).context("--target")?)
+            }
+            (None, None) => bail!("give --metrics-url or --target"),
+        };
+        Ok(MonitorOptions {
+            url,
+            config,
+            duration: self.duration,
+            jsonl: self.jsonl,
+            json: self.json,
+        })
+    }
+
     /// The validated monitor settings.
-    pub(crate) fn config(&self) -> Result<MonitorConfig> {
+    fn config(&self) -> Result<MonitorConfig> {
         if self.interval < Duration::from_millis(10) {
             bail!("--interval: at least 10ms");
         }

@@ -1,10 +1,17 @@
-//! `goodput plan` arguments and their conversion into core's [`PlanInputs`] (the capacity is
-//! resolved by the command, from `--capacity` or a report).
+//! `goodput plan` arguments and their conversion into [`PlanOptions`]: core's [`PlanInputs`]
+//! but for the capacity, which the command resolves from `--capacity`, a report, or a
+//! simulated capacity search configured here.
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::plan::{DEFAULT_SAFETY_FACTOR, DemandUnit, PlanInputs};
+use goodput_protocol::hardware::{GpuSpec, ModelSpec};
+use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
+
+use crate::args::slo::parse_slo;
+use crate::options::plan::{CapacitySource, PlanOptions, SimulateOptions};
 
 /// How many devices a peak demand needs.
 ///
@@ -128,18 +135,22 @@ pub(crate) fn parse_percent(flag: &str, text: &str) -> Result<f64> {
 }
 
 impl PlanArgs {
-    /// The demand and its unit.
-    pub(crate) fn demand(&self) -> (f64, DemandUnit) {
-        match (self.peak_rps, self.peak_output_tps) {
-            (Some(rps), _) => (rps, DemandUnit::RequestsPerSec),
-            (None, Some(tps)) => (tps, DemandUnit::OutputTokensPerSec),
-            (None, None) => (0.0, DemandUnit::RequestsPerSec),
-        }
-    }
-
-    /// The validated plan inputs, with one device's capacity already resolved.
-    pub(crate) fn inputs(&self, capacity_per_device: f64, source: String) -> Result<PlanInputs> {
+    /// `goodput plan`'s configuration.
+    pub(crate) fn into_options(self) -> Result<PlanOptions> {
         let (peak_demand, unit) = self.demand();
+        let capacity = match (self.capacity, &self.capacity_from) {
+            (Some(per_device), _) => CapacitySource::Given(per_device),
+            (None, Some(path)) => CapacitySource::Report {
+                path: path.clone(),
+                devices: self.report_devices,
+            },
+            (None, None) if self.simulate.simulate => CapacitySource::Simulate(Box::new(
+                self.simulate.options(self.accelerators_per_device)?,
+            )),
+            (None, None) => bail!(
+                "give the per-device capacity: --capacity N, --capacity-from report.json or --simulate"
+            ),
+        };
         let growth_per_month = match &self.growth {
             Some(text) => parse_percent("--growth", text)?,
             None => 0.0,
@@ -147,11 +158,11 @@ impl PlanArgs {
         let horizon_months = self
             .horizon
             .unwrap_or(if self.growth.is_some() { 12 } else { 0 });
-        let inputs = PlanInputs {
+        let terms = PlanInputs {
             peak_demand,
             unit,
-            capacity_per_device,
-            capacity_source: source,
+            capacity_per_device: 0.0,
+            capacity_source: String::new(),
             safety_factor: self.safety_factor,
             failure_headroom: self.failures,
             growth_per_month,
@@ -159,15 +170,89 @@ impl PlanArgs {
             accelerators_per_device: self.accelerators_per_device,
             accelerator_hour_cost: self.gpu_hour_cost,
         };
-        inputs.validate().map_err(|error| {
-            let flag = match error.flag.as_str() {
-                "peak demand" if unit == DemandUnit::RequestsPerSec => "--peak-rps",
-                "peak demand" => "--peak-output-tps",
-                other => other,
-            };
-            anyhow::anyhow!("{flag}: {}", error.message)
-        })?;
-        Ok(inputs)
+        Ok(PlanOptions {
+            terms,
+            capacity,
+            json: self.json,
+        })
+    }
+
+    /// The demand and its unit.
+    fn demand(&self) -> (f64, DemandUnit) {
+        match (self.peak_rps, self.peak_output_tps) {
+            (Some(rps), _) => (rps, DemandUnit::RequestsPerSec),
+            (None, Some(tps)) => (tps, DemandUnit::OutputTokensPerSec),
+            (None, None) => (0.0, DemandUnit::RequestsPerSec),
+        }
+    }
+}
+
+impl SimulateArgs {
+    /// The simulated device (`accelerators_per_device` of them, tensor parallel) and what its
+    /// capacity must meet.
+    fn options(&self, accelerators_per_device: u32) -> Result<SimulateOptions> {
+        let sim = self.sim_config(accelerators_per_device)?;
+        let EngineConfig::Batching(engine) = &sim.engine else {
+            bail!(
+                "--sim-config: --simulate needs a batching engine (a fixed-timing engine has no hardware)"
+            );
+        };
+        let engine = engine.clone();
+        Ok(SimulateOptions {
+            criteria: self.criteria()?,
+            sim,
+            engine,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            seed: self.seed,
+        })
+    }
+
+    fn sim_config(&self, accelerators_per_device: u32) -> Result<SimConfig> {
+        let mut config = match &self.sim_config {
+            Some(path) => SimConfig::from_file(path)?,
+            None => SimConfig {
+                seed: self.seed,
+                engine: EngineConfig::Batching(BatchingConfig {
+                    model: ModelSpec::preset(&self.sim_model).with_context(|| {
+                        format!("--sim-model {}: unknown preset", self.sim_model)
+                    })?,
+                    gpu: GpuSpec::preset(&self.sim_gpu)
+                        .with_context(|| format!("--sim-gpu {}: unknown preset", self.sim_gpu))?,
+                    ..BatchingConfig::default()
+                }),
+                ..SimConfig::default()
+            },
+        };
+        if let EngineConfig::Batching(engine) = &mut config.engine {
+            if self.sim_config.is_none() {
+                engine.tensor_parallel = accelerators_per_device.max(1);
+            }
+            self.sim_precision.apply_to(engine);
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn criteria(&self) -> Result<Criteria> {
+        for (flag, value) in [
+            ("--attainment", self.attainment),
+            ("--confidence", self.confidence),
+        ] {
+            if !(value > 0.0 && value < 1.0) {
+                bail!("{flag}: a fraction between 0 and 1, e.g. 0.99");
+            }
+        }
+        if self.input_tokens == 0 || self.output_tokens == 0 {
+            bail!("--input-tokens / --output-tokens: at least 1");
+        }
+        let slo = parse_slo(&self.slo)?
+            .context("--slo none: the simulated capacity is the load that meets an SLO")?;
+        Ok(Criteria {
+            slo,
+            attainment: self.attainment,
+            confidence: self.confidence,
+        })
     }
 }
 

@@ -4,12 +4,14 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+
+use crate::options::run::SummaryFormat;
 
 /// What `goodput run` (and `goodput report`) prints on stdout when it finishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
-pub(crate) enum SummaryFormat {
+pub(crate) enum SummaryFormatArg {
     /// The terminal summary, one screen (more with --details).
     #[default]
     Text,
@@ -25,7 +27,7 @@ pub(crate) struct ReportingArgs {
     /// What is printed on stdout at the end: the terminal summary, the report as JSON, or
     /// Markdown tables.
     #[arg(long, value_enum, default_value_t, help_heading = "Output")]
-    pub(crate) format: SummaryFormat,
+    pub(crate) format: SummaryFormatArg,
     /// Terminal summary: also show the utilisation figures with their formulas, per-bucket and
     /// per-channel figures, server histograms and every latency row (default: one screen).
     #[arg(long, help_heading = "Output")]
@@ -51,18 +53,32 @@ pub(crate) struct ReportingArgs {
 /// and `--details`; `--details` outside the text summary is a usage error.
 pub(crate) fn summary_format(
     json: bool,
-    format: SummaryFormat,
+    format: SummaryFormatArg,
     details: bool,
 ) -> Result<SummaryFormat> {
     let format = match (json, format) {
-        (true, SummaryFormat::Text | SummaryFormat::Json) => SummaryFormat::Json,
-        (true, SummaryFormat::Markdown) => bail!("--json and --format markdown: choose one"),
-        (false, format) => format,
+        (true, SummaryFormatArg::Text | SummaryFormatArg::Json) => SummaryFormat::Json,
+        (true, SummaryFormatArg::Markdown) => bail!("--json and --format markdown: choose one"),
+        (false, SummaryFormatArg::Text) => SummaryFormat::Text,
+        (false, SummaryFormatArg::Json) => SummaryFormat::Json,
+        (false, SummaryFormatArg::Markdown) => SummaryFormat::Markdown,
     };
     if details && format != SummaryFormat::Text {
         bail!("--details: only for the text summary (JSON and Markdown hold every step already)");
     }
     Ok(format)
+}
+
+/// `--tag KEY=VALUE` pairs.
+pub(crate) fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
+    tags.iter()
+        .map(|tag| {
+            let (key, value) = tag
+                .split_once('=')
+                .with_context(|| format!("--tag {tag}: expected KEY=VALUE"))?;
+            Ok((key.trim().to_string(), value.trim().to_string()))
+        })
+        .collect()
 }
 
 impl ReportingArgs {
@@ -84,14 +100,17 @@ mod tests {
 
     #[test]
     fn json_format_and_details_reconcile() {
-        let text = SummaryFormat::Text;
-        assert_eq!(summary_format(false, text, true).ok(), Some(text));
+        let text = SummaryFormatArg::Text;
+        assert_eq!(
+            summary_format(false, text, true).ok(),
+            Some(SummaryFormat::Text)
+        );
         assert_eq!(
             summary_format(true, text, false).ok(),
             Some(SummaryFormat::Json)
         );
-        assert!(summary_format(true, SummaryFormat::Markdown, false).is_err());
-        assert!(summary_format(false, SummaryFormat::Markdown, true).is_err());
+        assert!(summary_format(true, SummaryFormatArg::Markdown, false).is_err());
+        assert!(summary_format(false, SummaryFormatArg::Markdown, true).is_err());
         assert!(summary_format(true, text, true).is_err());
     }
 }

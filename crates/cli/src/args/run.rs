@@ -1,16 +1,20 @@
-//! `goodput run` arguments and their conversion into a validated [`RunConfig`].
+//! `goodput run` arguments and their conversion into [`RunOptions`]: the run's configuration
+//! (`args::load`), what every request carries (`args::request`), the workload, the target
+//! (the embedded simulator's configuration included), the server side, the outputs and the
+//! shard — each flag parsed once, in the order a run used to meet them.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::ValueEnum;
 use goodput_core::backend::openai::ApiKind;
-use goodput_core::backend::template::{ItemsPath, RequestTemplate, StreamFormat};
-use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
 use goodput_core::metrics::Slo;
-use goodput_core::profile::{ProfileFile, parse_phases, total_duration};
 use goodput_core::units::parse_duration;
+
+use crate::args::reporting::parse_tags;
+use crate::options::run::{Api, OutputOptions, RunOptions, TargetOptions};
+use crate::options::workload::ReplayBounds;
 
 /// The SLO applied when none is given: MLPerf Inference's llama3.1-8b Server-scenario limits.
 pub(crate) const DEFAULT_SLO: &str = "ttft=2s,tpot=100ms";
@@ -79,6 +83,19 @@ impl ApiArg {
             ApiArg::Completions | ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Http | ApiArg::V2
         )
     }
+
+    /// The API in the run's configuration.
+    pub(crate) fn api(self) -> Api {
+        match self {
+            ApiArg::Chat => Api::Chat,
+            ApiArg::Completions => Api::Completions,
+            ApiArg::Responses => Api::Responses,
+            ApiArg::Embeddings => Api::Embeddings,
+            ApiArg::Rerank => Api::Rerank,
+            ApiArg::Http => Api::Http,
+            ApiArg::V2 => Api::V2,
+        }
+    }
 }
 
 /// Open-loop arrival process.
@@ -91,19 +108,6 @@ pub(crate) enum ArrivalArg {
     Constant,
     /// Gamma gaps with shape --burstiness.
     Gamma,
-}
-
-/// `--api http`'s request template and how its replies are read.
-#[derive(Debug, Clone)]
-pub(crate) struct HttpTemplate {
-    /// The body template.
-    pub(crate) template: RequestTemplate,
-    /// `--items-path`.
-    pub(crate) items: Option<ItemsPath>,
-    /// `--stream-format`.
-    pub(crate) stream: StreamFormat,
-    /// `--tokens-path`.
-    pub(crate) tokens: Option<ItemsPath>,
 }
 
 /// Benchmark a target under load.
@@ -280,42 +284,65 @@ pub(crate) struct RunArgs {
     pub(crate) sharding: crate::args::shard::ShardArgs,
 }
 
-/// A `--warmup` value.
-pub(crate) fn parse_warmup(text: &str) -> Result<Warmup> {
-    let text = text.trim();
-    if text == "0" || text.eq_ignore_ascii_case("none") {
-        return Ok(Warmup::None);
-    }
-    if let Some(percent) = text.strip_suffix('%') {
-        let percent: f64 = percent
-            .trim()
-            .parse()
-            .with_context(|| format!("--warmup {text}: not a percentage"))?;
-        return Ok(if percent == 0.0 {
-            Warmup::None
-        } else {
-            Warmup::Fraction(percent / 100.0)
-        });
-    }
-    if let Ok(count) = text.parse::<u64>() {
-        return Ok(Warmup::Requests(count));
-    }
-    parse_duration(text).map(Warmup::Duration).with_context(|| {
-        format!(
-            "--warmup {text}: expected a percentage (10%), a request count (50) or a duration (5s)"
-        )
-    })
-}
-
-/// The SLO from `--slo` (`none` disables).
-pub(crate) fn parse_slo(text: &str) -> Result<Option<Slo>> {
-    if text.trim().eq_ignore_ascii_case("none") {
-        return Ok(None);
-    }
-    Ok(Some(Slo::parse(text).context("--slo")?))
-}
-
 impl RunArgs {
+    /// `goodput run`'s configuration, every flag parsed once; the seed drawn when `--seed` is
+    /// not given.
+    pub(crate) fn into_options(self) -> Result<RunOptions> {
+        self.options(None)
+    }
+
+    /// [`RunArgs::into_options`]; `slo` is `--slo` when the caller parsed it already (a
+    /// capacity search's criteria), else `None` and it is parsed here.
+    pub(crate) fn options(self, slo: Option<Option<Slo>>) -> Result<RunOptions> {
+        if self.virtual_time {
+            self.refuse_live_only()?;
+        }
+        let seed = self.seed.unwrap_or_else(crate::options::random_seed);
+        let template = self.template()?;
+        let images = self.images.images(self.api == ApiArg::Chat, seed)?;
+        let tensors = self
+            .tensors
+            .source(self.api == ApiArg::V2, self.batch_size)?;
+        let config = self.run_config(seed, slo)?;
+        let summary = self.summary_format()?;
+        let shard = self
+            .sharding
+            .plan(self.seed.is_some(), self.out.is_some())?;
+        crate::args::shard::check(&shard, &config)?;
+        let extra_body = self.extra_body.as_deref().map(serde_json::from_str);
+        let parsed_body = extra_body.as_ref().and_then(|body| body.as_ref().ok());
+        let target = self.target(seed, parsed_body)?;
+        let request = self.request((template, images, tensors), extra_body)?;
+        let bounds = ReplayBounds {
+            max_concurrency: self.max_concurrency,
+            requests: self.requests,
+            duration_given: self.duration.is_some(),
+        };
+        let rate_or_concurrency = self.rate.is_some() || self.concurrency.is_some();
+        let workload = self
+            .workload
+            .options(&self.tokenizer, bounds, rate_or_concurrency)?;
+        let output = self.output(summary)?;
+        let simulator = match &target {
+            TargetOptions::Embedded(config) => Some(config.as_ref()),
+            TargetOptions::Server { .. } => None,
+        };
+        let server_side = self.server_side.options(simulator)?;
+        Ok(RunOptions {
+            virtual_time: self.virtual_time,
+            seed,
+            config,
+            described: self.described(),
+            target,
+            model: self.model,
+            request,
+            workload,
+            server_side,
+            output,
+            shard,
+        })
+    }
+
     /// `--slo` as given; its default for the encoder APIs is [`ENCODER_DEFAULT_SLO`] (their
     /// answers have no first token).
     pub(crate) fn slo_text(&self) -> &str {
@@ -327,138 +354,8 @@ impl RunArgs {
         }
     }
 
-    /// What one item is in reports: `inputs`, `documents`, `prompts` (batched completions),
-    /// `rows` (v2 batch rows) or `items`.
-    pub(crate) fn item_unit(&self) -> &'static str {
-        match self.api {
-            ApiArg::Embeddings | ApiArg::Rerank => self.api.kind().item_unit(),
-            ApiArg::Completions if self.batch_size.is_some() => "prompts",
-            ApiArg::V2 => "rows",
-            _ => "items",
-        }
-    }
-
-    /// `--api http`'s template, items path and streaming, read and checked (`None` for the
-    /// other APIs).
-    pub(crate) fn template(&self) -> Result<Option<HttpTemplate>> {
-        let http = self.api == ApiArg::Http;
-        let (stream, tokens) = self.http_stream.checked(http, self.no_stream)?;
-        if !http && (self.request_template.is_some() || self.items_path.is_some()) {
-            bail!("--request-template and --items-path go with --api http");
-        }
-        if !http {
-            return Ok(None);
-        }
-        let Some(path) = &self.request_template else {
-            bail!("--api http needs --request-template FILE (the JSON body of every request)");
-        };
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("--request-template: cannot read {}", path.display()))?;
-        let template = RequestTemplate::parse(&text)
-            .with_context(|| format!("--request-template {}", path.display()))?;
-        let items = self
-            .items_path
-            .as_deref()
-            .map(ItemsPath::parse)
-            .transpose()
-            .context("--items-path")?;
-        Ok(Some(HttpTemplate {
-            template,
-            items,
-            stream,
-            tokens,
-        }))
-    }
-
-    /// `--query`, checked: rerank only, not empty.
-    pub(crate) fn rerank_query(&self) -> Result<Option<String>> {
-        match &self.query {
-            Some(_) if self.api != ApiArg::Rerank => {
-                bail!(
-                    "--query is the query of --api rerank (the {} API has none)",
-                    self.api.name()
-                )
-            }
-            Some(query) if query.trim().is_empty() => bail!("--query must not be empty"),
-            query => Ok(query.clone()),
-        }
-    }
-
-    /// `--batch-size`, checked against the API: `None` for one input per request.
-    pub(crate) fn batch(&self) -> Result<Option<u32>> {
-        match self.batch_size {
-            None => Ok(None),
-            Some(0) => bail!("--batch-size must be at least 1"),
-            Some(_) if !self.api.batches() => bail!(
-                "--batch-size sends several inputs per request: use --api completions, \
-                 embeddings, rerank, http or v2 (the {} API takes one conversation)",
-                self.api.name()
-            ),
-            Some(_) if self.workload.trace.is_some() => {
-                bail!("--batch-size cannot batch a --trace replay (its requests are the trace's)")
-            }
-            Some(n) => Ok(Some(n)),
-        }
-    }
-
-    /// The load: closed loop with --concurrency, else open loop (default 10/s).
-    fn load(&self) -> Result<LoadSpec> {
-        if let Some(concurrency) = self.concurrency {
-            if self.arrival != ArrivalArg::Poisson || self.burstiness.is_some() {
-                bail!(
-                    "--arrival and --burstiness shape open-loop arrivals (--rate); a closed loop \
-                     (--concurrency) sends each request when the previous one ends"
-                );
-            }
-            if self.max_concurrency.is_some() {
-                bail!(
-                    "--max-concurrency applies to open loop (--rate); closed loop already caps at --concurrency"
-                );
-            }
-            return Ok(LoadSpec::Closed { concurrency });
-        }
-        let arrival = self.arrival()?;
-        if let Some(load) = self.phased_load(arrival)? {
-            return Ok(load);
-        }
-        Ok(LoadSpec::Open {
-            rate_per_sec: self.rate.unwrap_or(10.0),
-            arrival,
-            max_concurrency: self.max_concurrency,
-        })
-    }
-
-    /// The arrival process from --arrival and --burstiness.
-    fn arrival(&self) -> Result<Arrival> {
-        Ok(match (self.arrival, self.burstiness) {
-            (ArrivalArg::Poisson, None) => Arrival::Poisson,
-            (ArrivalArg::Constant, None) => Arrival::Constant,
-            (ArrivalArg::Gamma, Some(burstiness)) => Arrival::Gamma { burstiness },
-            (ArrivalArg::Gamma, None) => bail!("--arrival gamma needs --burstiness (e.g. 0.5)"),
-            (_, Some(_)) => bail!("--burstiness applies to --arrival gamma"),
-        })
-    }
-
-    /// The phase profile of --phases or --profile (a file's arrival process wins).
-    fn phased_load(&self, arrival: Arrival) -> Result<Option<LoadSpec>> {
-        let (phases, arrival) = match (&self.phases, &self.profile) {
-            (Some(text), _) => (parse_phases(text).context("--phases")?, arrival),
-            (None, Some(path)) => {
-                let (phases, from_file) = ProfileFile::read(path)
-                    .with_context(|| format!("--profile {}", path.display()))?;
-                (phases, from_file)
-            }
-            (None, None) => return Ok(None),
-        };
-        Ok(Some(LoadSpec::Profile {
-            phases,
-            arrival,
-            max_concurrency: self.max_concurrency,
-        }))
-    }
-
     /// What the summary on stdout is (`--json`, `--format`, `--details` reconciled).
-    pub(crate) fn summary_format(&self) -> Result<crate::args::reporting::SummaryFormat> {
+    fn summary_format(&self) -> Result<crate::options::run::SummaryFormat> {
         crate::args::reporting::summary_format(
             self.json,
             self.reporting.format,
@@ -466,81 +363,58 @@ impl RunArgs {
         )
     }
 
-    /// Whether the load is a phase profile.
-    pub(crate) fn has_phases(&self) -> bool {
-        self.phases.is_some() || self.profile.is_some()
-    }
-
-    /// The validated run configuration (`seed` already chosen).
-    pub(crate) fn run_config(&self, seed: u64) -> Result<RunConfig> {
-        self.template()?;
-        self.images.images(self.api == ApiArg::Chat, seed)?;
-        self.tensors
-            .source(self.api == ApiArg::V2, self.batch_size)?;
-        let load = self.load()?;
-        let duration = match (&load, self.requests, self.duration) {
-            (LoadSpec::Profile { .. }, _, Some(_)) => {
-                bail!("--duration: a phase profile lasts as long as its phases; drop --duration")
-            }
-            (LoadSpec::Profile { phases, .. }, _, None) => Some(total_duration(phases)),
-            (_, None, None) => Some(Duration::from_secs(30)),
-            (_, _, duration) => duration,
-        };
-        let config = RunConfig {
-            load,
-            max_requests: self.requests,
-            duration,
-            warmup: parse_warmup(&self.warmup)?,
-            request_timeout: self.request_timeout,
-            no_progress_timeout: self.no_progress_timeout,
-            slo: parse_slo(self.slo_text())?,
-            seed,
-            window: self.window,
-            time_scale: self.time_scale.unwrap_or(1.0),
-        };
-        config.validate()?;
-        if let Some(rate) = self.max_error_rate
-            && !(0.0..=1.0).contains(&rate)
-        {
-            bail!("--max-error-rate: must be a fraction in [0, 1], e.g. 0.01");
+    /// Where the requests go: `--target`, else the embedded simulator (which serves neither
+    /// `--api responses` nor `--api http` on the wire); `extra_body` is `--extra-body`, parsed.
+    fn target(&self, seed: u64, extra_body: Option<&serde_json::Value>) -> Result<TargetOptions> {
+        if let Some(url) = &self.target {
+            return Ok(TargetOptions::Server {
+                url: url.clone(),
+                time_scale: self.time_scale.unwrap_or(1.0),
+            });
         }
-        Ok(config)
+        if !self.virtual_time && self.api == ApiArg::Responses {
+            bail!(
+                "--api responses needs --target: the embedded simulator serves chat and completions"
+            );
+        }
+        if !self.virtual_time && self.api == ApiArg::Http {
+            bail!("--api http needs --target: the URL every templated request is POSTed to");
+        }
+        let config = crate::args::sim_deploy::embedded_sim_config(self, seed, extra_body)?;
+        Ok(TargetOptions::Embedded(Box::new(config)))
     }
 
-    /// `--tag key=value` pairs.
-    pub(crate) fn tags(&self) -> Result<Vec<(String, String)>> {
-        self.tags
-            .iter()
-            .map(|tag| {
-                let (key, value) = tag
-                    .split_once('=')
-                    .with_context(|| format!("--tag {tag}: expected KEY=VALUE"))?;
-                Ok((key.trim().to_string(), value.trim().to_string()))
-            })
-            .collect()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-
-    #[test]
-    fn warmup_forms() {
-        assert_eq!(parse_warmup("10%").unwrap(), Warmup::Fraction(0.1));
-        assert_eq!(parse_warmup("50").unwrap(), Warmup::Requests(50));
-        assert_eq!(
-            parse_warmup("5s").unwrap(),
-            Warmup::Duration(Duration::from_secs(5))
-        );
-        assert_eq!(parse_warmup("0").unwrap(), Warmup::None);
-        assert!(parse_warmup("lots").is_err());
+    /// What happens with the results.
+    fn output(&self, summary: crate::options::run::SummaryFormat) -> Result<OutputOptions> {
+        Ok(OutputOptions {
+            out: self.out.clone(),
+            quiet: self.quiet,
+            summary,
+            details: self.reporting.details,
+            gate: self.reporting.gate.clone(),
+            store: self.reporting.store.clone(),
+            live_view: !self.reporting.no_live,
+            tags: parse_tags(&self.tags)?,
+            max_error_rate: self.max_error_rate,
+        })
     }
 
-    #[test]
-    fn slo_none_disables() {
-        assert!(parse_slo("none").unwrap().is_none());
-        assert!(parse_slo(DEFAULT_SLO).unwrap().is_some());
+    /// Refuses the flags that only mean something against a server on the wire.
+    fn refuse_live_only(&self) -> Result<()> {
+        let server = &self.server_side;
+        let live_only = [
+            ("--metrics-url", server.metrics_url.is_some()),
+            ("--no-metrics", server.no_metrics),
+            ("--time-scale", self.time_scale.is_some()),
+            ("--header", !self.headers.is_empty()),
+            ("--api-key", self.api_key.is_some()),
+            ("--shards", self.sharding.shards.is_some()),
+            ("--shard-index", self.sharding.shard_index.is_some()),
+            ("--start-at", self.sharding.start_at.is_some()),
+        ];
+        if let Some((flag, _)) = live_only.iter().find(|(_, given)| *given) {
+            bail!("{flag} applies to a live run; in virtual time nothing goes over the wire");
+        }
+        Ok(())
     }
 }

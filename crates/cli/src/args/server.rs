@@ -1,6 +1,6 @@
 //! `goodput run` flags for server-side figures: metrics scraping, the hardware description
 //! behind the utilisation figures, speculative-decoding parameters, prices and power — and
-//! their conversion into core's [`AnalysisConfig`]. Model and accelerator descriptions are a
+//! their conversion into [`ServerSideOptions`] (core's [`AnalysisConfig`] among them). Model and accelerator descriptions are a
 //! preset name (shared with the simulator) or a JSON/TOML file.
 
 use std::path::Path;
@@ -10,7 +10,10 @@ use anyhow::{Context, Result, bail};
 use goodput_core::analysis::{AnalysisConfig, CostInputs, Hardware, SpeculativeInputs};
 use goodput_core::units::parse_duration;
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
+use goodput_sim::config::{EngineConfig, SimConfig};
 use serde::de::DeserializeOwned;
+
+use crate::options::run::ServerSideOptions;
 
 /// vLLM's default `gpu_memory_utilization`.
 pub(crate) const DEFAULT_GPU_MEMORY_UTILIZATION: f64 = 0.9;
@@ -101,7 +104,7 @@ fn load_file<T: DeserializeOwned>(path: &str) -> Result<T> {
 
 /// The embedded simulator's hardware, used when no description is given.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SimulatedHardware {
+struct SimulatedHardware {
     /// Its model, accelerator, tensor parallel degree and memory fraction.
     pub(crate) hardware: Option<Hardware>,
     /// Its draft cost ratio, when it speculates.
@@ -109,8 +112,24 @@ pub(crate) struct SimulatedHardware {
 }
 
 impl ServerSideArgs {
+    /// The server side of a run whose target is `simulator` when it is the embedded one (its
+    /// hardware fills what the flags leave out).
+    pub(crate) fn options(&self, simulator: Option<&SimConfig>) -> Result<ServerSideOptions> {
+        let analysis = self.analysis(simulated_hardware(simulator))?;
+        if self.metrics_interval < Duration::from_millis(10) {
+            bail!("--metrics-interval: at least 10ms");
+        }
+        Ok(ServerSideOptions {
+            metrics_url: self.metrics_url.clone(),
+            scrape: !self.no_metrics,
+            metrics_interval: self.metrics_interval,
+            analysis,
+            accelerators: self.accelerators,
+        })
+    }
+
     /// The analysis configuration; `simulated` fills what the flags leave out.
-    pub(crate) fn analysis(&self, simulated: SimulatedHardware) -> Result<AnalysisConfig> {
+    fn analysis(&self, simulated: SimulatedHardware) -> Result<AnalysisConfig> {
         for (flag, value) in [
             ("--gpu-hour-cost", self.gpu_hour_cost),
             ("--watts", self.watts),
@@ -160,5 +179,26 @@ impl ServerSideArgs {
         };
         hardware.validate().context("--model-spec/--gpu")?;
         Ok(Some(hardware))
+    }
+}
+
+/// The embedded simulator's hardware (figures are in its time, whatever its time scale).
+fn simulated_hardware(simulator: Option<&SimConfig>) -> SimulatedHardware {
+    let Some(config) = simulator else {
+        return SimulatedHardware::default();
+    };
+    let EngineConfig::Batching(batching) = &config.engine else {
+        return SimulatedHardware::default();
+    };
+    let hardware = Some(Hardware {
+        model: batching.model.clone(),
+        gpu: batching.gpu.clone(),
+        accelerators: batching.tensor_parallel * config.replicas.max(1),
+        tensor_parallel: batching.tensor_parallel,
+        gpu_memory_utilization: batching.gpu_memory_utilization,
+    });
+    SimulatedHardware {
+        hardware,
+        draft_cost_ratio: batching.speculative.as_ref().map(|s| s.draft_cost_ratio),
     }
 }

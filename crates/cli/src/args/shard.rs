@@ -1,11 +1,14 @@
 //! `--shards`, `--shard-index` and `--start-at`: one process's part of a sharded run (see
-//! `goodput_core::shard`), shared by `run`, `sweep` and `capacity`.
+//! `goodput_core::shard`), shared by `run`, `sweep` and `capacity`, turned into a checked
+//! [`ShardPlan`].
 
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::shard::{Shard, ShardError, parse_start_at};
+
+use crate::options::run::ShardPlan;
 
 /// The environment variable a Kubernetes Indexed Job sets to each pod's index.
 pub(crate) const INDEX_ENV: &str = "JOB_COMPLETION_INDEX";
@@ -29,15 +32,6 @@ pub(crate) struct ShardArgs {
     /// Unix seconds); a shard that is late counts its schedule from it anyway and says so.
     #[arg(long, value_name = "TIME", help_heading = "Sharding")]
     pub(crate) start_at: Option<String>,
-}
-
-/// The shard and the shared start of this process.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ShardPlan {
-    /// Which part of the schedule.
-    pub(crate) shard: Shard,
-    /// The shared start time, if any.
-    pub(crate) start_at: Option<SystemTime>,
 }
 
 impl ShardArgs {
@@ -92,25 +86,23 @@ fn index_from_env() -> Result<u32> {
         .with_context(|| format!("{INDEX_ENV}={value}: not a shard index"))
 }
 
-impl ShardPlan {
-    /// Checks that `config`'s load leaves every shard something to do.
-    pub(crate) fn check(&self, config: &RunConfig) -> Result<()> {
-        let shard = self.shard;
-        match config.load {
-            LoadSpec::Closed { concurrency } => shard.check_split("--concurrency", concurrency)?,
-            LoadSpec::Open {
-                max_concurrency: Some(cap),
-                ..
-            }
-            | LoadSpec::Profile {
-                max_concurrency: Some(cap),
-                ..
-            }
-            | LoadSpec::Replay {
-                max_concurrency: Some(cap),
-            } => shard.check_split("--max-concurrency", cap)?,
-            _ => {}
+/// Checks that `config`'s load leaves every shard of `plan` something to do.
+pub(crate) fn check(plan: &ShardPlan, config: &RunConfig) -> Result<()> {
+    let shard = plan.shard;
+    match config.load {
+        LoadSpec::Closed { concurrency } => shard.check_split("--concurrency", concurrency)?,
+        LoadSpec::Open {
+            max_concurrency: Some(cap),
+            ..
         }
-        Ok(())
+        | LoadSpec::Profile {
+            max_concurrency: Some(cap),
+            ..
+        }
+        | LoadSpec::Replay {
+            max_concurrency: Some(cap),
+        } => shard.check_split("--max-concurrency", cap)?,
+        _ => {}
     }
+    Ok(())
 }

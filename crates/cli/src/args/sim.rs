@@ -1,4 +1,4 @@
-//! `goodput sim` arguments and their conversion into a [`SimConfig`]: a configuration file as
+//! `goodput sim` arguments and their conversion into [`SimOptions`]: a configuration file as
 //! the base, flags on top.
 
 use std::net::SocketAddr;
@@ -12,6 +12,8 @@ use goodput_sim::config::{
     AgentConfig, BatchingConfig, EngineConfig, EnginePolicy, FixedTimingConfig, ReasoningFormat,
     SimConfig, SpeculativeConfig,
 };
+
+use crate::options::sim::SimOptions;
 
 /// Serve or explain the simulated engine.
 #[derive(Debug, clap::Args)]
@@ -225,8 +227,17 @@ fn set<T>(target: &mut T, value: Option<T>) {
 }
 
 impl SimArgs {
+    /// `goodput sim`'s configuration.
+    pub(crate) fn into_options(self) -> Result<SimOptions> {
+        Ok(SimOptions {
+            config: self.sim_config()?,
+            explain: self.explain,
+            listen: self.listen,
+        })
+    }
+
     /// The simulator configuration: the file (or defaults) with flags applied, validated.
-    pub(crate) fn sim_config(&self) -> Result<SimConfig> {
+    fn sim_config(&self) -> Result<SimConfig> {
         let mut config = match &self.config {
             Some(path) => SimConfig::from_file(path)?,
             None => SimConfig::default(),

@@ -1,9 +1,13 @@
 //! Embedded-simulator deployment flags shared by `run`, `capacity` and `plan --simulate`:
-//! tensor parallelism, weight and KV precision, engine policy.
+//! tensor parallelism, weight and KV precision, engine policy — and the embedded simulator's
+//! whole configuration from `run`'s flags ([`embedded_sim_config`]).
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use goodput_protocol::hardware::DType;
-use goodput_sim::config::{BatchingConfig, EnginePolicy, Routing, SimConfig};
+use goodput_sim::config::{BatchingConfig, EngineConfig, EnginePolicy, Routing, SimConfig};
+
+use crate::args::run::RunArgs;
+use crate::args::server::DEFAULT_GPU_MEMORY_UTILIZATION;
 
 /// Precision and engine policy of the embedded simulator.
 #[derive(Debug, Default, clap::Args)]
@@ -126,4 +130,70 @@ impl EmbeddedSimArgs {
         self.precision.apply_to(batching);
         Ok(())
     }
+}
+
+/// The simulator `run`/`capacity` start (or drive in virtual time) for `args`: a
+/// `--sim-config` file or the defaults, then `--sim-model`/`--sim-gpu`, the deployment flags,
+/// and the target hardware flags that describe the simulator when no `--model-spec`/`--gpu`
+/// is given. `extra_body` is `--extra-body` when it parsed (whether requests offer tools).
+pub(crate) fn embedded_sim_config(
+    args: &RunArgs,
+    seed: u64,
+    extra_body: Option<&serde_json::Value>,
+) -> Result<SimConfig> {
+    let mut config = match &args.sim_config {
+        Some(path) => SimConfig::from_file(path)?,
+        None => SimConfig {
+            seed,
+            ..SimConfig::default()
+        },
+    };
+    if let EngineConfig::Batching(batching) = &mut config.engine {
+        if let Some(name) = &args.sim_model {
+            batching.model = goodput_protocol::hardware::ModelSpec::preset(name)
+                .with_context(|| format!("--sim-model {name}: unknown preset"))?;
+        }
+        if let Some(name) = &args.sim_gpu {
+            batching.gpu = goodput_protocol::hardware::GpuSpec::preset(name)
+                .with_context(|| format!("--sim-gpu {name}: unknown preset"))?;
+        }
+    }
+    // --tp and --gpu-memory-utilization describe the target's hardware; with no
+    // --model-spec/--gpu that is the embedded simulator, so they set its configuration.
+    let server = &args.server_side;
+    let describes_simulator = server.model_spec.is_none() && server.gpu.is_none();
+    let tp = server.tp.filter(|_| describes_simulator);
+    let memory = server.gpu_memory_utilization;
+    if describes_simulator && memory != DEFAULT_GPU_MEMORY_UTILIZATION {
+        match &mut config.engine {
+            EngineConfig::Batching(batching) => batching.gpu_memory_utilization = memory,
+            EngineConfig::Fixed(_) => bail!(
+                "--gpu-memory-utilization applies to the batching engine; the simulator \
+                 configuration selects the fixed engine"
+            ),
+        }
+    }
+    args.sim_deploy.apply(&mut config, tp)?;
+    if let Some(time_scale) = args.time_scale {
+        config.time_scale = time_scale;
+    }
+    if let Some(tokens) = args.sim_reasoning_tokens {
+        config.agent.reasoning_tokens = tokens;
+    }
+    if let Some(probability) = args.sim_tool_calls {
+        if !offers_tools(extra_body) {
+            bail!(
+                "--sim-tool-calls applies to requests that offer tools; add them with \
+                 --extra-body '{{\"tools\": [...]}}'"
+            );
+        }
+        config.agent.tool_call_probability = probability;
+    }
+    config.validate()?;
+    Ok(config)
+}
+
+/// Whether `--extra-body` puts a `tools` list in every request.
+fn offers_tools(extra_body: Option<&serde_json::Value>) -> bool {
+    extra_body.is_some_and(|body| body.get("tools").is_some_and(serde_json::Value::is_array))
 }

@@ -1,11 +1,12 @@
-//! `goodput sweep` arguments: every `run` flag, plus the load levels to step through and the
-//! knee threshold.
+//! `goodput sweep` arguments — every `run` flag, plus the load levels to step through and the
+//! knee threshold — and their conversion into [`SweepOptions`].
 
 use anyhow::{Context, Result, bail};
-use goodput_core::decide::sweep::{SweepDimension, parse_steps};
+use goodput_core::decide::sweep::{SweepDimension, SweepReport, parse_steps};
 
 use crate::args::plan::parse_percent;
 use crate::args::run::RunArgs;
+use crate::options::sweep::SweepOptions;
 
 /// Run one full measured step per load level.
 #[derive(Debug, clap::Args)]
@@ -49,8 +50,49 @@ pub(crate) struct SweepArgs {
 }
 
 impl SweepArgs {
+    /// `goodput sweep`'s configuration: the steps first, then the run they share.
+    pub(crate) fn into_options(self) -> Result<SweepOptions> {
+        let (dimension, levels) = self.levels()?;
+        let knee_min_gain = self.knee_gain()?;
+        self.check(dimension)?;
+        let plan = SweepReport {
+            dimension,
+            loads: levels,
+            knee_min_gain,
+            knee: None,
+        };
+        let rate_given = self.run.rate.is_some();
+        Ok(SweepOptions {
+            run: self.run.into_options()?,
+            plan,
+            rate_given,
+        })
+    }
+
+    /// Refuses what a sweep along `dimension` cannot honour.
+    fn check(&self, dimension: SweepDimension) -> Result<()> {
+        let run = &self.run;
+        if dimension == SweepDimension::Batch && !run.api.batches() {
+            bail!(
+                "--batch-steps sends several inputs per request: add --api completions, \
+                 embeddings, rerank, http or v2"
+            );
+        }
+        if dimension == SweepDimension::Batch && run.tensors.tensor_file.is_some() {
+            bail!("--batch-steps generates batches: --tensor-file requests carry their own");
+        }
+        if dimension == SweepDimension::Batch && run.batch_size.is_some() {
+            bail!("--batch-steps sets the batch size of every step: drop --batch-size");
+        }
+        run.reporting.refuse_no_live("sweep")?;
+        if run.workload.trace.is_some() {
+            bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
+        }
+        Ok(())
+    }
+
     /// What varies and its levels.
-    pub(crate) fn levels(&self) -> Result<(SweepDimension, Vec<f64>)> {
+    fn levels(&self) -> Result<(SweepDimension, Vec<f64>)> {
         let (dimension, text, flag) =
             match (&self.concurrency_steps, &self.rate_steps, &self.batch_steps) {
                 (Some(text), _, _) => (SweepDimension::Concurrency, text, "--concurrency-steps"),
@@ -108,7 +150,7 @@ impl SweepArgs {
     }
 
     /// The knee threshold as a fraction.
-    pub(crate) fn knee_gain(&self) -> Result<f64> {
+    fn knee_gain(&self) -> Result<f64> {
         parse_percent("--knee-gain", &self.knee_gain)
     }
 }

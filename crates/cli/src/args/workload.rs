@@ -1,12 +1,27 @@
-//! `goodput run` workload flags: length distributions, shared prefixes, multi-turn sessions,
-//! datasets, trace replay, and the input-length buckets of the report. Formats and syntax:
+//! `goodput run` workload flags — length distributions, shared prefixes, multi-turn sessions,
+//! datasets, trace replay, and the input-length buckets of the report — and their conversion
+//! into [`WorkloadOptions`] (the files are read by `wiring::workload`). Formats and syntax:
 //! `docs/workloads.md`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
+use goodput_core::metrics::LengthBuckets;
 use goodput_core::metrics::buckets::DEFAULT_BUCKETS;
+use goodput_core::workload::dataset::DatasetFormat;
+use goodput_core::workload::tokenize::TokenizeApi;
+use goodput_core::workload::trace::TraceFormat;
+use goodput_core::workload::{
+    AgentTurns, LengthDistribution, ReplayOptions, SharedPrefix, ThinkTime,
+};
+
+use crate::options::workload::{
+    Dataset, ReplayBounds, Sessions, Synthetic, Tokenizer, Trace, WorkloadOptions, WorkloadSource,
+};
+
+/// Tokens per `hash_ids` block when --trace-block-tokens is not given (Mooncake's).
+const DEFAULT_TRACE_BLOCK_TOKENS: u32 = 512;
 
 /// Default prompt length.
 pub(crate) const DEFAULT_INPUT_TOKENS: &str = "512";
@@ -136,7 +151,7 @@ pub(crate) struct WorkloadArgs {
 
 impl WorkloadArgs {
     /// Rejects flags that do not apply to the chosen kind of workload.
-    pub(crate) fn check_combinations(&self) -> Result<()> {
+    fn check_combinations(&self) -> Result<()> {
         let given = |flag: &'static str, present: bool| present.then_some(flag);
         if self.trace.is_some() {
             let unused = [
@@ -179,5 +194,225 @@ impl WorkloadArgs {
             );
         }
         Ok(())
+    }
+}
+
+impl WorkloadArgs {
+    /// The workload's specification, checked: `tokenizer` is `--tokenizer`; `bounds` the load
+    /// flags that still apply to a trace replay, which refuses `--rate` and `--concurrency`
+    /// (`rate_or_concurrency`).
+    pub(crate) fn options(
+        &self,
+        tokenizer: &str,
+        bounds: ReplayBounds,
+        rate_or_concurrency: bool,
+    ) -> Result<WorkloadOptions> {
+        self.check_combinations()?;
+        let buckets: LengthBuckets = self.length_buckets.parse().context("--length-buckets")?;
+        let tokenizer = parse_tokenizer(tokenizer)?;
+        let output = parse_lengths(
+            "--output-tokens",
+            self.output_tokens
+                .as_deref()
+                .unwrap_or(DEFAULT_OUTPUT_TOKENS),
+        )?;
+        let source = if let Some(path) = &self.trace {
+            if rate_or_concurrency {
+                bail!(
+                    "--trace sets every arrival time; drop --rate / --concurrency (use --trace-time-scale or --trace-rate-scale)"
+                );
+            }
+            WorkloadSource::Trace(self.trace_options(path, bounds)?)
+        } else if let Some(path) = &self.dataset {
+            WorkloadSource::Dataset(Dataset {
+                path: path.clone(),
+                format: self.dataset_format.map(DatasetFormatArg::format),
+                output,
+                think_time: think_time(self.think_time.as_deref()).map_err(|e| format!("{e:#}")),
+                skip_invalid: self.skip_invalid,
+            })
+        } else {
+            WorkloadSource::Synthetic(self.synthetic(output)?)
+        };
+        Ok(WorkloadOptions {
+            source,
+            tokenizer,
+            buckets,
+        })
+    }
+
+    fn synthetic(&self, output: LengthDistribution) -> Result<Synthetic> {
+        let input = parse_lengths(
+            "--input-tokens",
+            self.input_tokens.as_deref().unwrap_or(DEFAULT_INPUT_TOKENS),
+        )?;
+        let prefix = self
+            .shared_prefix
+            .as_deref()
+            .map(parse_shared_prefix)
+            .transpose()
+            .context("--shared-prefix")?;
+        let sessions = match &self.turns {
+            None => None,
+            Some(turns) => Some(Sessions {
+                turns: parse_lengths("--turns", turns)?,
+                think_time: think_time(self.think_time.as_deref())?,
+                agent: self
+                    .agent
+                    .as_deref()
+                    .map(AgentTurns::parse)
+                    .transpose()
+                    .map_err(|error| anyhow::anyhow!("--agent: {error}"))?,
+            }),
+        };
+        Ok(Synthetic {
+            input,
+            output,
+            prefix,
+            sessions,
+        })
+    }
+
+    fn trace_options(&self, path: &Path, bounds: ReplayBounds) -> Result<Trace> {
+        let replay = ReplayOptions {
+            time_scale: self.trace_time_scale.unwrap_or(1.0),
+            rate_scale: self.trace_rate_scale.unwrap_or(1.0),
+            block_tokens: self
+                .trace_block_tokens
+                .unwrap_or(DEFAULT_TRACE_BLOCK_TOKENS),
+        };
+        replay.validate().map_err(anyhow::Error::msg)?;
+        Ok(Trace {
+            path: path.to_path_buf(),
+            format: self.trace_format.map(TraceFormatArg::format),
+            replay,
+            skip_invalid: self.skip_invalid,
+            bounds,
+        })
+    }
+}
+
+impl DatasetFormatArg {
+    fn format(self) -> DatasetFormat {
+        match self {
+            DatasetFormatArg::Prompts => DatasetFormat::Prompts,
+            DatasetFormatArg::Sharegpt => DatasetFormat::ShareGpt,
+            DatasetFormatArg::Agent => DatasetFormat::Agent,
+        }
+    }
+}
+
+impl TraceFormatArg {
+    fn format(self) -> TraceFormat {
+        match self {
+            TraceFormatArg::Azure => TraceFormat::Azure,
+            TraceFormatArg::Burstgpt => TraceFormat::BurstGpt,
+            TraceFormatArg::Mooncake => TraceFormat::Mooncake,
+            TraceFormatArg::Goodput => TraceFormat::Goodput,
+        }
+    }
+}
+
+fn parse_lengths(flag: &str, text: &str) -> Result<LengthDistribution> {
+    text.parse().with_context(|| flag.to_string())
+}
+
+/// `--think-time` (default 0 s).
+fn think_time(text: Option<&str>) -> Result<ThinkTime> {
+    ThinkTime::parse(text.unwrap_or("0s"))
+        .map_err(|message| anyhow::anyhow!("--think-time: {message}"))
+}
+
+/// `--tokenizer`: the server's `/tokenize` — `server` (dialect detected), `server:vllm`,
+/// `server:llamacpp` or `server:tgi` — or a local tokenizer.
+fn parse_tokenizer(tokenizer: &str) -> Result<Tokenizer> {
+    let name = tokenizer.trim();
+    if name == "server" {
+        return Ok(Tokenizer::Server {
+            name: tokenizer.to_string(),
+            api: None,
+        });
+    }
+    match name.strip_prefix("server:") {
+        None => Ok(Tokenizer::Local(tokenizer.to_string())),
+        Some(api) => match TokenizeApi::by_name(api) {
+            Some(api) => Ok(Tokenizer::Server {
+                name: tokenizer.to_string(),
+                api: Some(api),
+            }),
+            None => bail!(
+                "--tokenizer {name}: unknown /tokenize dialect; use server, server:vllm, \
+                 server:llamacpp or server:tgi"
+            ),
+        },
+    }
+}
+
+/// `groups=N,tokens=L`.
+pub(crate) fn parse_shared_prefix(text: &str) -> Result<SharedPrefix> {
+    let (mut groups, mut tokens) = (None, None);
+    for part in text.split(',').map(str::trim) {
+        let (key, value) = part.split_once('=').with_context(|| {
+            format!("`{part}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000")
+        })?;
+        let value: u32 = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v| *v > 0)
+            .with_context(|| format!("`{part}`: expected a positive whole number"))?;
+        match key.trim() {
+            "groups" => groups = Some(value),
+            "tokens" => tokens = Some(value),
+            other => bail!(
+                "unknown key `{other}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000"
+            ),
+        }
+    }
+    match (groups, tokens) {
+        (Some(groups), Some(tokens)) => Ok(SharedPrefix { groups, tokens }),
+        _ => bail!("give both, e.g. groups=8,tokens=2000"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn shared_prefix_flags_parse() {
+        assert_eq!(
+            parse_shared_prefix("groups=8,tokens=2000").unwrap(),
+            SharedPrefix {
+                groups: 8,
+                tokens: 2000
+            }
+        );
+        for bad in ["groups=8", "groups=0,tokens=5", "size=3,tokens=4", "8x2000"] {
+            assert!(parse_shared_prefix(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn tokenizer_names_the_server_or_a_local_file() {
+        let server = |api| Tokenizer::Server {
+            name: "x".into(),
+            api,
+        };
+        let strip = |t: Tokenizer| match t {
+            Tokenizer::Server { api, .. } => server(api),
+            local => local,
+        };
+        assert_eq!(strip(parse_tokenizer("server").unwrap()), server(None));
+        assert_eq!(
+            strip(parse_tokenizer("server:tgi").unwrap()),
+            server(Some(TokenizeApi::Tgi))
+        );
+        assert_eq!(
+            parse_tokenizer("cl100k_base").unwrap(),
+            Tokenizer::Local("cl100k_base".into())
+        );
+        assert!(parse_tokenizer("server:bogus").is_err());
     }
 }

@@ -17,8 +17,7 @@ use goodput_core::decide::calibrate::{
     ServerFacts, SpeedBand, StepPattern, combine_passes, server_facts,
 };
 use goodput_core::decide::capacity::{CapacityReport, Probe, ProbePlan, ProbeRun, SearchConfig};
-use goodput_core::http::{HttpClient, HttpConfig, Target};
-use goodput_core::metrics::Slo;
+use goodput_core::http::{HttpClient, HttpConfig};
 use goodput_sim::calibrate::{
     Facts, MeasuredProbe, Predicted, calibrated_config, chat_template_tokens, fit,
     fit_unknown_budget, held_out, plan, predict, speed_factor, speed_reference,
@@ -27,11 +26,12 @@ use goodput_sim::{EngineConfig, SimConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::calibrate::CalibrateArgs;
-use crate::commands::capacity::{criteria_with, print_probe, probe_plan, search_config};
+use crate::commands::capacity::{print_probe, probe_plan, search_config};
+use crate::options::calibrate::CalibrateOptions;
+use crate::options::capacity::SearchOptions;
+use crate::options::random_seed;
 use crate::output::calibrate::{self as render, CheckRow};
 use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity_with};
-use crate::wiring::session::random_seed;
 
 mod probes;
 mod steps;
@@ -42,11 +42,8 @@ use steps::{after_the_plan, with_slot_split};
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Runs `goodput calibrate`.
-pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
-    let slo = args.slo()?;
-    let target =
-        Target::parse(&args.target).with_context(|| format!("--target {}", args.target))?;
-    let client = HttpClient::tcp(target, HttpConfig::default());
+pub(crate) async fn run(options: CalibrateOptions) -> Result<ExitCode> {
+    let client = HttpClient::tcp(options.target.clone(), HttpConfig::default());
     let model = list_models(&client, FACTS_TIMEOUT)
         .await
         .context("--target")?
@@ -54,14 +51,14 @@ pub(crate) async fn run(args: CalibrateArgs) -> Result<ExitCode> {
         .next()
         .unwrap_or_default();
     let server = server_facts(&client, FACTS_TIMEOUT).await;
-    match &args.check {
-        Some(path) => check(&args, client, &model, &server, (path, slo)).await,
-        None => calibrate(&args, client, &model, &server).await,
+    match &options.check {
+        Some(path) => check(&options, client, &model, &server, path).await,
+        None => calibrate(&options, client, &model, &server).await,
     }
 }
 
 async fn calibrate(
-    args: &CalibrateArgs,
+    options: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
@@ -69,13 +66,13 @@ async fn calibrate(
     // The budget counts the batch-limit waves too.
     let started = Instant::now();
     let cancel = crate::wiring::session::cancel_on_signal();
-    let (mut server, limit) = with_batch_limit(args, &client, model, server, &cancel).await?;
+    let (mut server, limit) = with_batch_limit(options, &client, model, server, &cancel).await?;
     // Reported by the server, or a wave that queued.
     let exact_slots = server.slots.is_some() && limit.as_ref().is_none_or(|l| !l.is_lower_bound());
-    with_slot_split(args, (&client, model), &mut server, &cancel).await;
+    with_slot_split(options, (&client, model), &mut server, &cancel).await;
     let mut facts = facts(model, &server);
-    let shapes = plan(&facts, args.repeats);
-    let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;
+    let shapes = plan(&facts, options.repeats);
+    let passes = run_probes(options, client.clone(), model, (&shapes, started), &cancel).await?;
     let counted: Vec<(u32, f64)> = passes
         .iter()
         .flatten()
@@ -86,7 +83,7 @@ async fn calibrate(
     let probes: Vec<MeasuredProbe> = measured.iter().map(measured_probe).collect();
     beyond_the_waves((&mut server, &mut facts), limit, &probes);
     after_the_plan(
-        (args, started),
+        (options, started),
         (&client, model),
         (&mut server, &mut facts),
         (&measured, exact_slots),
@@ -104,27 +101,27 @@ async fn calibrate(
     }
     let config = calibrated_config(&facts, &fit.constants);
     let text = toml::to_string(&config).context("serialising the configuration")?;
-    let header = render::config_header(&args.target, server, &fit);
-    std::fs::write(&args.out, format!("{header}{text}"))
-        .with_context(|| format!("--out: cannot write {}", args.out.display()))?;
-    if args.json {
+    let header = render::config_header(&options.target_url, server, &fit);
+    std::fs::write(&options.out, format!("{header}{text}"))
+        .with_context(|| format!("--out: cannot write {}", options.out.display()))?;
+    if options.json {
         let value = json!({"facts": server, "fit": fit, "repeatability": repeatability,
-                           "config": args.out});
+                           "config": options.out});
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", render::fit_table(&fit, server));
         print!("{}", render::repeatability_line(repeatability.as_ref()));
-        println!("wrote {}", args.out.display());
+        println!("wrote {}", options.out.display());
     }
     Ok(ExitCode::SUCCESS)
 }
 
 async fn check(
-    args: &CalibrateArgs,
+    options: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     server: &ServerFacts,
-    (path, slo): (&std::path::Path, Option<Slo>),
+    path: &std::path::Path,
 ) -> Result<ExitCode> {
     let started = Instant::now();
     let config =
@@ -132,10 +129,10 @@ async fn check(
     let facts = check_facts(&config, path, model, server)?;
     // A calibration probe first (twice the requests: its median scales every at-speed
     // figure, so its own noise is halved in variance), then the held-out shapes.
-    let mut shapes = vec![speed_reference(&facts, 2 * args.repeats)];
-    shapes.extend(held_out(&facts, args.repeats));
+    let mut shapes = vec![speed_reference(&facts, 2 * options.repeats)];
+    shapes.extend(held_out(&facts, options.repeats));
     let cancel = crate::wiring::session::cancel_on_signal();
-    let passes = run_probes(args, client.clone(), model, (&shapes, started), &cancel).await?;
+    let passes = run_probes(options, client.clone(), model, (&shapes, started), &cancel).await?;
     let (mut measured, repeatability) = combine_passes(&passes);
     let reference = (!measured.is_empty()).then(|| measured.remove(0));
     let reference = reference.map(|m| (m, predict(&config, &measured_probe(&m).shape)));
@@ -157,8 +154,10 @@ async fn check(
         now: now.as_ref().map(|(f, c)| (*f, c)),
         other: other.as_ref().map(|(pattern, c)| (*pattern, c)),
     };
-    let capacity = match slo {
-        Some(slo) => search_capacities(args, &live, sims, &measured, (facts.slots, slo)).await?,
+    let capacity = match &options.capacity {
+        Some(search) => {
+            search_capacities(options, search, &live, sims, (&measured, facts.slots)).await?
+        }
         None => not_searched(
             "no --slo: capacity is the highest load that meets an SLO; give one (e.g. --slo e2e=2s) to search it on the server and in virtual time",
         ),
@@ -171,8 +170,8 @@ async fn check(
         rows: &rows,
         capacity: &capacity,
     };
-    print_check(args.json, &figures)?;
-    match &args.rescaled {
+    print_check(options.json, &figures)?;
+    match &options.rescaled {
         Some(out) => write_rescaled(out, path, now),
         None => Ok(ExitCode::SUCCESS),
     }
@@ -325,30 +324,29 @@ fn not_searched(reason: &str) -> CapacityCheck {
 /// `config` in virtual time, with the same probes; the live searches share what is left of
 /// the budget.
 async fn search_capacities(
-    args: &CalibrateArgs,
+    options: &CalibrateOptions,
+    search: &SearchOptions,
     live: &Live<'_>,
     sims: Sims<'_>,
-    held_out: &[ProbeMeasurement],
-    (slots, slo): (u32, Slo),
+    (held_out, slots): (&[ProbeMeasurement], u32),
 ) -> Result<CapacityCheck> {
-    let tolerance = args.search.validate()?;
-    let criteria = criteria_with(slo, &args.search);
-    let measured_requests = args.search.measured_requests(&criteria)?;
-    let seed = args.seed.unwrap_or_else(random_seed);
+    let criteria = search.criteria.clone();
+    let measured_requests = search.measured_requests;
+    let seed = options.seed.unwrap_or_else(random_seed);
     let base = RunConfig {
         seed,
         request_timeout: Duration::from_secs(600),
         ..RunConfig::default()
     };
-    let plan = probe_plan(&args.search, base, criteria.clone(), measured_requests);
-    let given = args.search.start.unwrap_or(0.0);
+    let plan = probe_plan(search, base);
+    let given = search.start.unwrap_or(0.0);
     let mut check = CapacityCheck {
         plan: Some(CheckPlan {
             dimension: plan.dimension,
             criteria,
             requests_per_probe: measured_requests,
             timing: plan.timing(),
-            search: search_config(&args.search, given, tolerance, None),
+            search: search_config(search, given, None),
         }),
         not_searched: None,
         shapes: Vec::new(),
@@ -356,9 +354,9 @@ async fn search_capacities(
     let shapes = capacity_shapes(held_out, slots, plan.dimension);
     let mut skipped = Vec::new();
     for (index, (shape, start)) in shapes.iter().enumerate() {
-        let left = args.budget.saturating_sub(live.started.elapsed());
+        let left = options.budget.saturating_sub(live.started.elapsed());
         let name = shape.to_string();
-        let Some(start) = args.search.start.or(*start) else {
+        let Some(start) = search.start.or(*start) else {
             skipped.push(format!("{name}: no request completed on it"));
             continue;
         };
@@ -367,7 +365,7 @@ async fn search_capacities(
             continue;
         }
         let share = left / u32::try_from(shapes.len() - index).unwrap_or(1);
-        let search = search_config(&args.search, start, tolerance, Some(share));
+        let bounds = search_config(search, start, Some(share));
         let both = Both {
             live,
             sims,
@@ -376,7 +374,7 @@ async fn search_capacities(
         };
         check
             .shapes
-            .push(both.compare(*shape, start, search).await?);
+            .push(both.compare(*shape, start, bounds).await?);
     }
     if !skipped.is_empty() {
         check.not_searched = Some(format!("not searched: {}", skipped.join("; ")));

@@ -6,30 +6,26 @@
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::calibration::{
-    CALIBRATION_CONCURRENCY, CALIBRATION_REQUESTS, calibrated_start, calibration_config,
-    drop_calibration_warnings,
+    CALIBRATION_CONCURRENCY, CALIBRATION_REQUESTS, SearchStart, calibrated_start,
+    calibration_config, drop_calibration_warnings,
 };
 use goodput_core::decide::capacity::{
-    CapacityPlan, Criteria, Dimension, Probe, ProbeError, ProbePlan, ProbeRun, ProbeTiming,
-    SearchConfig, find_capacity,
+    CapacityPlan, Dimension, Probe, ProbeError, ProbePlan, ProbeRun, ProbeTiming, SearchConfig,
+    find_capacity,
 };
-use goodput_core::metrics::Slo;
 use goodput_core::runner::{EndReason, RunOutcome};
 
-use crate::args::capacity::{CapacityArgs, SearchArgs};
-use crate::args::run::parse_slo;
+use crate::options::capacity::{CapacityOptions, SearchOptions};
 use crate::wiring::session::{Session, StepRun};
 
 /// Runs `goodput capacity`.
-pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result<ExitCode> {
-    let tolerance = args.validate()?;
-    crate::wiring::sharded::check_capacity(&args)?;
-    let criteria = criteria(&args)?;
-    let measured = args.search.measured_requests(&criteria)?;
-    if !args.run.quiet {
+pub(crate) async fn run(options: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
+    let criteria = &options.search.criteria;
+    let measured = options.search.measured_requests;
+    if !options.run.output.quiet {
         eprintln!(
             "capacity search: {} at {:.1} % attainment, {:.0} % confidence: {measured} measured \
              requests per probe",
@@ -38,58 +34,30 @@ pub(crate) async fn run(args: CapacityArgs, command_line: Vec<String>) -> Result
             criteria.confidence * 100.0
         );
     }
-    if args.run.virtual_time {
-        return crate::virtual_target::capacity::run(
-            args,
-            criteria,
-            measured,
-            tolerance,
-            command_line,
-        )
-        .await;
+    if options.run.virtual_time {
+        return crate::virtual_target::capacity::run(options, command_line).await;
     }
-    if args.run.workload.trace.is_some() {
-        bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");
-    }
-    live(args, criteria, measured, tolerance, command_line).await
+    live(options, command_line).await
 }
 
-/// The probe criteria from --slo, --attainment and --confidence.
-pub(crate) fn criteria(args: &CapacityArgs) -> Result<Criteria> {
-    let slo = parse_slo(args.run.slo_text())?.context(
-        "--slo none: a capacity search needs latency targets, e.g. --slo ttft=500ms,tpot=50ms",
-    )?;
-    Ok(criteria_with(slo, &args.search))
-}
-
-/// The probe criteria: `slo` at --attainment and --confidence.
-pub(crate) fn criteria_with(slo: Slo, search: &SearchArgs) -> Criteria {
-    Criteria {
-        slo,
-        attainment: search.attainment,
-        confidence: search.confidence,
-    }
-}
-
-/// The search bounds and tolerance, and at most `budget` of target time.
+/// The search bounds and tolerance from `start`, and at most `budget` of target time.
 pub(crate) fn search_config(
-    args: &SearchArgs,
+    search: &SearchOptions,
     start: f64,
-    tolerance: f64,
     budget: Option<Duration>,
 ) -> SearchConfig {
-    let integer = args.dimension() == Dimension::Concurrency;
+    let integer = search.dimension == Dimension::Concurrency;
     let min = if integer {
-        args.min_load.max(1.0)
+        search.min_load.max(1.0)
     } else {
-        args.min_load
+        search.min_load
     };
     SearchConfig {
-        start: start.clamp(min, args.max_load),
+        start: start.clamp(min, search.max_load),
         min,
-        max: args.max_load,
-        tolerance,
-        max_probes: args.max_probes,
+        max: search.max_load,
+        tolerance: search.tolerance,
+        max_probes: search.max_probes,
         integer,
         budget_secs: budget.map(|b| b.as_secs_f64()),
     }
@@ -97,19 +65,15 @@ pub(crate) fn search_config(
 
 /// How probes are shaped around `base` (arrival process and client cap from --arrival and
 /// --max-concurrency; timing from --probe-warmup, --probe-min-duration and
-/// --max-probe-duration).
-pub(crate) fn probe_plan(
-    args: &SearchArgs,
-    base: RunConfig,
-    criteria: Criteria,
-    measured: u64,
-) -> ProbePlan {
+/// --max-probe-duration), judged by the search's criteria.
+pub(crate) fn probe_plan(search: &SearchOptions, base: RunConfig) -> ProbePlan {
     let timing = ProbeTiming {
-        warmup: args.probe_warmup,
-        min_duration: args.probe_min_duration,
-        max_duration: args.max_probe_duration,
+        warmup: search.probe_warmup,
+        min_duration: search.probe_min_duration,
+        max_duration: search.max_probe_duration,
     };
-    ProbePlan::around(base, args.dimension(), criteria, measured, timing)
+    let (criteria, measured) = (search.criteria.clone(), search.measured_requests);
+    ProbePlan::around(base, search.dimension, criteria, measured, timing)
 }
 
 /// One progress line per judged probe.
@@ -129,36 +93,30 @@ pub(crate) fn print_probe(probe: &Probe, dimension: Dimension) {
 }
 
 /// The live search's bounds (its start is settled after the calibration run).
-fn live_bounds(args: &CapacityArgs, tolerance: f64) -> SearchConfig {
-    let start = args.search.start.unwrap_or(args.search.min_load);
-    search_config(&args.search, start, tolerance, args.budget)
+fn live_bounds(options: &CapacityOptions) -> SearchConfig {
+    let start = options.search.start.unwrap_or(options.search.min_load);
+    search_config(&options.search, start, options.budget)
 }
 
-async fn live(
-    args: CapacityArgs,
-    criteria: Criteria,
-    measured: u64,
-    tolerance: f64,
-    command_line: Vec<String>,
-) -> Result<ExitCode> {
-    let dimension = args.dimension();
-    let accelerators = args.run.server_side.accelerators;
-    let quiet = args.run.quiet;
-    let bounds = live_bounds(&args, tolerance);
+async fn live(options: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
+    let dimension = options.search.dimension;
+    let accelerators = options.run.server_side.accelerators;
+    let quiet = options.run.output.quiet;
+    let bounds = live_bounds(&options);
+    let (criteria, measured) = (
+        options.search.criteria.clone(),
+        options.search.measured_requests,
+    );
+    let mut session = Session::open(options.run, command_line)
+        .await?
+        .coordinated();
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
-    let base = args.run.run_config(0)?;
-    let plan = probe_plan(&args.search, base, criteria.clone(), measured);
-    let mut session = Session::open(args.run, command_line).await?.coordinated();
-    let plan = ProbePlan {
-        base: session.config.clone(),
-        ..plan
-    };
+    let plan = probe_plan(&options.search, session.config.clone());
     let mut steps = Vec::new();
-    let start = match (args.search.start, dimension) {
-        (Some(start), _) => start,
-        (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
-        (None, Dimension::Rate) => match calibrate_start(&mut session, &plan, &mut steps).await? {
+    let start = match SearchStart::choose(options.search.start, dimension) {
+        SearchStart::At(start) => start,
+        SearchStart::Calibrate => match calibrate_start(&mut session, &plan, &mut steps).await? {
             Ok(start) => start,
             Err(outcome) => {
                 let report = session.report(steps, outcome.end_reason);
@@ -293,7 +251,7 @@ async fn calibrate_start(
         }
         return Ok(Err(calibration.outcome));
     };
-    if !session.args.quiet {
+    if !session.options.output.quiet {
         eprintln!(
             "calibration: {throughput:.2} req/s at concurrency {CALIBRATION_CONCURRENCY}; first \
              probe at half of it"
@@ -308,7 +266,7 @@ async fn calibrate(session: &mut Session, plan: &ProbePlan) -> Result<StepRun> {
         slo: Some(plan.criteria.slo.clone()),
         ..calibration_config(&session.config, Some(plan.max_probe_duration))
     };
-    if !session.args.quiet {
+    if !session.options.output.quiet {
         eprintln!(
             "calibration: concurrency {CALIBRATION_CONCURRENCY}, {CALIBRATION_REQUESTS} requests …"
         );

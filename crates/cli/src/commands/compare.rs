@@ -8,37 +8,24 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use goodput_core::decide::compare::{self, Comparison, Side};
 use goodput_core::decide::significance::Thresholds;
 use goodput_core::html::{CandidateComparison, LabelledRun};
 
-use crate::args::analysis::{CompareArgs, CompareFormat};
 use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
+use crate::options::analysis::{CompareFormat, CompareOptions};
 use crate::output::{color, comparison, html};
 use crate::wiring::inputs::{LoadedReport, load_report};
 
 /// Runs `goodput compare`.
-pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {
-    if !(0.0..1.0).contains(&args.alpha) || args.alpha == 0.0 {
-        bail!("--alpha: must be in (0, 1), e.g. 0.01");
-    }
-    if args.min_effect < 0.0 {
-        bail!("--min-effect: must be a non-negative fraction, e.g. 0.05");
-    }
-    if args.details && matches!(args.format, CompareFormat::Html | CompareFormat::Json) {
-        bail!("--details: only for --format text or markdown (HTML and JSON hold everything)");
-    }
-    let loaded = args
+pub(crate) fn run(options: CompareOptions) -> Result<ExitCode> {
+    let loaded = options
         .runs
         .iter()
         .map(|path| load_report(path))
         .collect::<Result<Vec<_>>>()?;
-    let thresholds = Thresholds {
-        alpha: args.alpha,
-        min_effect: args.min_effect,
-    };
-    let results = compare_all(&loaded, thresholds)?;
+    let results = compare_all(&loaded, options.thresholds)?;
     let labels = labels(&loaded);
     let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
     let runs: Vec<LabelledRun<'_>> = loaded
@@ -57,13 +44,13 @@ pub(crate) fn run(args: CompareArgs) -> Result<ExitCode> {
             comparison,
         })
         .collect();
-    if let Some(path) = &args.html {
+    if let Some(path) = &options.html {
         std::fs::write(path, html::render_comparison(&runs, &pairs)?)
             .with_context(|| format!("--html: cannot write {}", path.display()))?;
     }
-    let text = render(&args, &labels, &runs, &pairs)?;
-    emit(&args, text)?;
-    let failed = args.fail_on_regression && results.iter().any(Comparison::has_regression);
+    let text = render(&options, &labels, &runs, &pairs)?;
+    emit(&options, text)?;
+    let failed = options.fail_on_regression && results.iter().any(Comparison::has_regression);
     Ok(ExitCode::from(if failed {
         EXIT_RUN_FAILED
     } else {
@@ -106,21 +93,21 @@ fn labels(loaded: &[LoadedReport]) -> Vec<String> {
 }
 
 fn render(
-    args: &CompareArgs,
+    options: &CompareOptions,
     labels: &[&str],
     runs: &[LabelledRun<'_>],
     pairs: &[CandidateComparison<'_>],
 ) -> Result<String> {
     let pair_labels = |p: &CandidateComparison<'_>| [labels[0], labels[p.candidate]];
-    Ok(match args.format {
+    Ok(match options.format {
         CompareFormat::Text => pairs
             .iter()
-            .map(|p| comparison::text(pair_labels(p), p.comparison, args.details))
+            .map(|p| comparison::text(pair_labels(p), p.comparison, options.details))
             .collect::<Vec<_>>()
             .join("\n"),
         CompareFormat::Markdown => pairs
             .iter()
-            .map(|p| comparison::markdown(pair_labels(p), p.comparison, args.details))
+            .map(|p| comparison::markdown(pair_labels(p), p.comparison, options.details))
             .collect::<Vec<_>>()
             .join("\n"),
         CompareFormat::Html => html::render_comparison(runs, pairs)?,
@@ -146,13 +133,13 @@ fn render(
 }
 
 /// Writes the output to `--output`, or to stdout (text coloured on a terminal).
-fn emit(args: &CompareArgs, text: String) -> Result<()> {
-    match &args.output {
+fn emit(options: &CompareOptions, text: String) -> Result<()> {
+    match &options.output {
         Some(path) => {
             std::fs::write(path, &text).with_context(|| format!("cannot write {}", path.display()))
         }
         None => {
-            let painted = if args.format == CompareFormat::Text {
+            let painted = if options.format == CompareFormat::Text {
                 color::paint(&text, color::stdout_enabled())
             } else {
                 text

@@ -6,19 +6,19 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::args::analysis::GateArgs;
 use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
+use crate::options::analysis::GateOptions;
 use crate::wiring::gate::{criteria, judge, print};
 use crate::wiring::inputs::load_report;
 
 /// Runs `goodput gate`.
-pub(crate) fn run(args: GateArgs) -> Result<ExitCode> {
+pub(crate) fn run(options: GateOptions) -> Result<ExitCode> {
     let criteria = criteria(
-        args.criteria.as_deref(),
-        &args.conditions,
-        args.step.as_deref(),
+        options.criteria.as_deref(),
+        options.conditions,
+        options.step,
     )?;
-    let report = load_report(&args.report)?;
+    let report = load_report(&options.report)?;
     let (passed, text) = judge(&report.value, &criteria)?;
     print(&text)?;
     Ok(ExitCode::from(if passed {

@@ -9,39 +9,31 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, bail};
 use goodput_core::decide::report_path;
 
-use crate::args::analysis::HistoryArgs;
 use crate::exit::EXIT_OK;
+use crate::options::analysis::HistoryOptions;
 use crate::store::{Store, StoredRun};
 use crate::wiring::inputs::load_report;
 
 /// Runs `goodput history`.
-pub(crate) fn run(args: HistoryArgs) -> Result<ExitCode> {
-    let store = Store::open(&args.store)?;
-    for path in &args.add {
+pub(crate) fn run(options: HistoryOptions) -> Result<ExitCode> {
+    let store = Store::open(&options.store)?;
+    for path in &options.add {
         let report = load_report(path)?;
         let id = store.record(&report.value)?;
         eprintln!("recorded {} as run {id}", path.display());
     }
-    let filters = args
-        .tags
-        .iter()
-        .map(|tag| {
-            tag.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .with_context(|| format!("--tag {tag}: expected KEY=VALUE"))
-        })
-        .collect::<Result<Vec<_>>>()?;
+    let filters = &options.tags;
     let mut runs: Vec<StoredRun> = store
         .runs()?
         .into_iter()
-        .filter(|run| args.model.as_ref().is_none_or(|m| &run.model == m))
+        .filter(|run| options.model.as_ref().is_none_or(|m| &run.model == m))
         .filter(|run| filters.iter().all(|(k, v)| run.tags.get(k) == Some(v)))
         .collect();
-    let skip = runs.len().saturating_sub(args.last);
+    let skip = runs.len().saturating_sub(options.last);
     runs.drain(..skip);
-    let text = match &args.metric {
+    let text = match &options.metric {
         None => list(&runs),
-        Some(metric) => trend(&runs, metric, args.by.as_deref())?,
+        Some(metric) => trend(&runs, metric, options.by.as_deref())?,
     };
     std::io::stdout()
         .lock()

@@ -8,16 +8,16 @@ use anyhow::{Context, Result};
 use goodput_core::merge::{ShardDir, ShardsReport, merge};
 use goodput_core::runner::JournalWriter;
 
-use crate::args::merge::MergeArgs;
-use crate::args::run::parse_slo;
 use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
+use crate::options::report::MergeOptions;
+use crate::options::run::SummaryFormat;
 use crate::output;
 
 /// Runs `goodput merge`. Exit status 1 when a shard is missing or did not complete (the
 /// merged report is still written).
-pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
-    let mut dirs = Vec::with_capacity(args.dirs.len());
-    for dir in &args.dirs {
+pub(crate) fn run(options: MergeOptions) -> Result<ExitCode> {
+    let mut dirs = Vec::with_capacity(options.dirs.len());
+    for dir in &options.dirs {
         let shard =
             ShardDir::read(dir).with_context(|| format!("reading shard {}", dir.display()))?;
         if shard.torn_last_line {
@@ -30,19 +30,19 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
     }
     let merged = merge(dirs)?;
     let mut config = merged.manifest.config.clone();
-    if let Some(slo) = &args.slo {
-        config.slo = parse_slo(slo)?;
+    if let Some(slo) = options.slo.clone() {
+        config.slo = slo;
     }
-    let server_dir = &args.dirs[0];
+    let server_dir = &options.dirs[0];
     let mut report =
         super::report::rebuild(&merged.manifest, &config, &merged.records, server_dir)?;
     report.warnings.extend(merged.shards.warnings());
     report.shards = Some(merged.shards.clone());
-    write_run(&args, &merged, &report)?;
-    if args.json {
+    write_run(&options, &merged, &report)?;
+    if options.json {
         output::json::print_report(&report)?;
     } else {
-        output::table::print_report(&report, crate::args::reporting::SummaryFormat::Text, false)?;
+        output::table::print_report(&report, SummaryFormat::Text, false)?;
         print_shards(&merged.shards);
     }
     let complete = merged
@@ -59,11 +59,11 @@ pub(crate) fn run(args: MergeArgs) -> Result<ExitCode> {
 
 /// The merged run directory: manifest, union journal, report and exports.
 fn write_run(
-    args: &MergeArgs,
+    options: &MergeOptions,
     merged: &goodput_core::merge::Merged,
     report: &goodput_core::report::Report,
 ) -> Result<()> {
-    let out = &args.out;
+    let out = &options.out;
     std::fs::create_dir_all(out)
         .with_context(|| format!("--out: cannot create {}", out.display()))?;
     output::json::write_json(&out.join("run.json"), &merged.manifest)?;
@@ -82,7 +82,7 @@ fn write_run(
         crate::wiring::server_side::ANALYSIS_FILE,
         crate::wiring::server_side::SCRAPES_FILE,
     ] {
-        let from = args.dirs[0].join(name);
+        let from = options.dirs[0].join(name);
         if from.exists() {
             std::fs::copy(&from, out.join(name))
                 .with_context(|| format!("copying {}", from.display()))?;

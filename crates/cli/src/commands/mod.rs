@@ -1,7 +1,9 @@
-//! One module per subcommand: `run`, `sweep`, `capacity`, `calibrate`, `sim`, `report`, `merge`, `compare`,
-//! `gate`, `history`, `plan`, `monitor`. What several of them share lives in [`crate::wiring`]
-//! (including `sharded`, the shard coordination of `run`, `sweep` and `capacity`); the
-//! virtual-time paths of `capacity` and `plan` in [`crate::virtual_target`].
+//! One module per subcommand: `run`, `sweep`, `capacity`, `calibrate`, `sim`, `report`,
+//! `merge`, `compare`, `gate`, `history`, `plan`, `monitor`; each `run` takes the
+//! subcommand's plain configuration ([`crate::options`]), never its arguments. What several
+//! of them share lives in [`crate::wiring`] (including `sharded`, the shard coordination of
+//! `run`, `sweep` and `capacity`); the virtual-time paths of `run`, `sweep`, `capacity` and
+//! `plan` in [`crate::virtual_target`].
 
 pub(crate) mod calibrate;
 pub(crate) mod capacity;

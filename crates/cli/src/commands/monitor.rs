@@ -6,25 +6,24 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use goodput_core::http::Target;
 use goodput_core::observe::monitor::{MonitorRow, watch};
-use goodput_core::observe::server::default_metrics_url;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::monitor::MonitorArgs;
 use crate::exit::EXIT_OK;
+use crate::options::monitor::MonitorOptions;
 use crate::output;
 
 /// Runs `goodput monitor`.
-pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
-    let config = args.config()?;
-    let url = match (&args.metrics_url, &args.target) {
-        (Some(url), _) => url.clone(),
-        (None, Some(target)) => default_metrics_url(&Target::parse(target).context("--target")?),
-        (None, None) => anyhow::bail!("give --metrics-url or --target"),
-    };
-    let endpoint = crate::wiring::server_side::metrics_endpoint(&url, args.interval)?;
-    let mut jsonl = match &args.jsonl {
+pub(crate) async fn run(options: MonitorOptions) -> Result<ExitCode> {
+    let MonitorOptions {
+        url,
+        config,
+        duration,
+        jsonl,
+        json,
+    } = options;
+    let endpoint = crate::wiring::server_side::metrics_endpoint(&url, config.interval)?;
+    let mut jsonl = match &jsonl {
         Some(path) => Some(
             OpenOptions::new()
                 .create(true)
@@ -41,19 +40,17 @@ pub(crate) async fn run(args: MonitorArgs) -> Result<ExitCode> {
             on_signal.cancel();
         }
     });
-    if !args.json {
-        let until = args
-            .duration
-            .map_or("until Ctrl-C".to_string(), |d| format!("for {d:?}"));
+    if !json {
+        let until = duration.map_or("until Ctrl-C".to_string(), |d| format!("for {d:?}"));
         println!(
             "watching {url} every {:?}, one row per {:?}, queue trend over {} rows, {until}",
-            args.interval, args.window, args.trend_windows
+            config.interval, config.window, config.trend_windows
         );
         println!("{}", output::monitor::header());
     }
     let mut write_error = None;
-    watch(&endpoint, &config, args.duration, cancel, |row| {
-        if let Err(error) = emit(row, args.json, jsonl.as_mut()) {
+    watch(&endpoint, &config, duration, cancel, |row| {
+        if let Err(error) = emit(row, json, jsonl.as_mut()) {
             write_error.get_or_insert(error);
         }
     })

@@ -12,19 +12,17 @@ use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::runner::read_journal;
 
-use crate::args::run::parse_slo;
-use crate::cli::ReportArgs;
 use crate::exit::EXIT_OK;
+use crate::options::report::ReportOptions;
 use crate::output;
 
 /// Runs `goodput report`.
-pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
-    let format = crate::args::reporting::summary_format(args.json, args.format, args.details)?;
-    let (journal_path, dir) = locate(&args.journal);
+pub(crate) fn run(options: ReportOptions) -> Result<ExitCode> {
+    let (journal_path, dir) = locate(&options.journal);
     let manifest = read_manifest(&dir)?;
     let mut config: RunConfig = manifest.config.clone();
-    if let Some(slo) = &args.slo {
-        config.slo = parse_slo(slo)?;
+    if let Some(slo) = options.slo {
+        config.slo = slo;
     }
     let contents = read_journal(&journal_path)?;
     if contents.torn_last_line {
@@ -33,17 +31,17 @@ pub(crate) fn run(args: ReportArgs) -> Result<ExitCode> {
         );
     }
     let report = rebuild(&manifest, &config, &contents.records, &dir)?;
-    if let Some(out) = &args.out {
+    if let Some(out) = &options.out {
         std::fs::create_dir_all(out)
             .with_context(|| format!("--out: cannot create {}", out.display()))?;
         output::json::write_report(&out.join("report.json"), &report)?;
     }
     crate::wiring::run_extras::export_and_record(
-        args.out.as_deref(),
-        args.store.as_deref(),
+        options.out.as_deref(),
+        options.store.as_deref(),
         &report,
     )?;
-    output::table::print_report(&report, format, args.details)?;
+    output::table::print_report(&report, options.summary, options.details)?;
     Ok(ExitCode::from(EXIT_OK))
 }
 

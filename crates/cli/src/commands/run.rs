@@ -9,15 +9,15 @@ use goodput_core::observe::overhead::ClientOverhead;
 use goodput_core::report::LoadReport;
 use goodput_core::runner::RecordSink;
 
-use crate::args::run::RunArgs;
+use crate::options::run::RunOptions;
 use crate::wiring::session::{Session, spawn_progress};
 
 /// Runs `goodput run`.
-pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
-    if args.virtual_time {
-        return crate::virtual_target::run::run(args, command_line).await;
+pub(crate) async fn run(options: RunOptions, command_line: Vec<String>) -> Result<ExitCode> {
+    if options.virtual_time {
+        return crate::virtual_target::run::run(options, command_line).await;
     }
-    let mut session = Session::open(args, command_line).await?;
+    let mut session = Session::open(options, command_line).await?;
     let config = session.config.clone();
     session.record_step_load(&config.load)?;
     let runner = session.runner(&config, 0, None);
@@ -25,13 +25,13 @@ pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<Exit
     let mut aggregator = session.aggregator(&config);
     let cancel = session.cancel.clone();
     let mut extras = crate::wiring::run_extras::Extras::start(
-        &session.args,
+        &session.options.output,
         &config,
         &session.run_info,
         &runner,
         cancel.clone(),
     )?;
-    let progress = (!session.args.quiet && !extras.has_view())
+    let progress = (!session.options.output.quiet && !extras.has_view())
         .then(|| spawn_progress(runner.monitor(), cancel.clone()));
     session.overhead = ClientOverhead::start(session.endpoint.simulator.is_some());
     let outcome = {

@@ -4,19 +4,23 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 
-use crate::args::sim::SimArgs;
 use crate::exit::EXIT_OK;
+use crate::options::sim::SimOptions;
 
 /// Runs `goodput sim`.
-pub(crate) async fn run(args: SimArgs) -> Result<ExitCode> {
-    let config = args.sim_config()?;
-    if args.explain {
+pub(crate) async fn run(options: SimOptions) -> Result<ExitCode> {
+    let SimOptions {
+        config,
+        explain,
+        listen,
+    } = options;
+    if explain {
         print!("{}", goodput_sim::explain::explain(&config));
         return Ok(ExitCode::from(EXIT_OK));
     }
-    let listener = tokio::net::TcpListener::bind(args.listen)
+    let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .with_context(|| format!("--listen {}: cannot bind", args.listen))?;
+        .with_context(|| format!("--listen {listen}: cannot bind"))?;
     let address = listener.local_addr().context("reading the bound address")?;
     let server = goodput_sim::SimServer::new(config).context("starting the simulator")?;
     eprintln!(

@@ -12,35 +12,33 @@ use goodput_core::report::StepReport;
 use goodput_core::runner::EndReason;
 use goodput_core::workload::Workload;
 
-use crate::args::sweep::SweepArgs;
+use crate::options::sweep::SweepOptions;
 use crate::wiring::session::Session;
 
 /// Runs `goodput sweep`.
-pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<ExitCode> {
-    let (dimension, levels) = args.levels()?;
-    let knee_min_gain = args.knee_gain()?;
-    check(&args, dimension)?;
-    let plan = SweepReport {
-        dimension,
-        loads: levels.clone(),
-        knee_min_gain,
-        knee: None,
-    };
-    if args.run.virtual_time {
-        return crate::virtual_target::sweep::run(args, plan, command_line).await;
+pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Result<ExitCode> {
+    if options.run.virtual_time {
+        return crate::virtual_target::sweep::run(options, command_line).await;
     }
-    let mut session = Session::open(args.run, command_line).await?;
+    let SweepOptions {
+        run,
+        plan,
+        rate_given,
+    } = options;
+    let (dimension, levels, knee_min_gain) =
+        (plan.dimension, plan.loads.clone(), plan.knee_min_gain);
+    let mut session = Session::open(run, command_line).await?;
     session.sweep_plan = Some(plan.clone());
     let mut steps = Vec::new();
     let mut last_outcome = None;
     for (index, level) in levels.iter().enumerate() {
         let (config, workload) = level_config(
-            (&session.config, session.args.rate.is_some()),
+            (&session.config, rate_given),
             &session.built.workload,
             dimension,
             *level,
         );
-        if !session.args.quiet {
+        if !session.options.output.quiet {
             eprintln!(
                 "step {}/{}: {}",
                 index + 1,
@@ -50,7 +48,7 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
         }
         let step = session.run_step(&config, workload, None).await?;
         let ended = step.outcome.end_reason;
-        if !session.args.quiet {
+        if !session.options.output.quiet {
             print_result(index, levels.len(), &step.step);
         }
         steps.push(step.step);
@@ -66,27 +64,6 @@ pub(crate) async fn run(args: SweepArgs, command_line: Vec<String>) -> Result<Ex
     let mut report = session.report(steps, outcome.end_reason);
     report.sweep = Some(SweepReport { knee, ..plan });
     session.finish(&report, &outcome)
-}
-
-/// Refuses what a sweep along `dimension` cannot honour.
-fn check(args: &SweepArgs, dimension: SweepDimension) -> Result<()> {
-    if dimension == SweepDimension::Batch && !args.run.api.batches() {
-        bail!(
-            "--batch-steps sends several inputs per request: add --api completions, embeddings, \
-             rerank, http or v2"
-        );
-    }
-    if dimension == SweepDimension::Batch && args.run.tensors.tensor_file.is_some() {
-        bail!("--batch-steps generates batches: --tensor-file requests carry their own");
-    }
-    if dimension == SweepDimension::Batch && args.run.batch_size.is_some() {
-        bail!("--batch-steps sets the batch size of every step: drop --batch-size");
-    }
-    args.run.reporting.refuse_no_live("sweep")?;
-    if args.run.workload.trace.is_some() {
-        bail!("--trace replays the trace's own arrivals: it cannot be swept (use goodput run)");
-    }
-    Ok(())
 }
 
 /// The configuration (and, for batch sweeps, the workload) of the step at `level`, from the

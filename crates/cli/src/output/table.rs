@@ -11,7 +11,7 @@ use std::io::Write;
 use anyhow::{Context, Result};
 use goodput_core::report::{LatencyStats, LoadReport, Report, StepReport};
 
-use crate::args::reporting::SummaryFormat;
+use crate::options::run::SummaryFormat;
 
 /// Prints the report on stdout in `format` (the text summary with or without `details`).
 pub(crate) fn print_report(report: &Report, format: SummaryFormat, details: bool) -> Result<()> {

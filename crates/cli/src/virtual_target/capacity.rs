@@ -10,48 +10,37 @@ use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::calibration::{
-    self, CALIBRATION_CONCURRENCY, calibration_config, drop_calibration_warnings,
+    self, SearchStart, calibration_config, drop_calibration_warnings,
 };
-use goodput_core::decide::capacity::{Criteria, Dimension};
 use goodput_core::report::{RunInfo, StepReport};
 use goodput_core::runner::EndReason;
 use goodput_core::units::rfc3339;
 
-use crate::args::capacity::CapacityArgs;
 use crate::commands::capacity::{completed_outcome, print_probe, probe_plan, search_config};
+use crate::options::capacity::CapacityOptions;
 use crate::virtual_target::run::simulated;
 use crate::virtual_target::{VirtualTarget, virtual_capacity};
-use crate::wiring::session::{finish, random_seed, tool_info};
+use crate::wiring::session::{finish, tool_info};
 
 /// Runs the search in virtual time and reports it like a live one (without a journal: no
 /// request went over the wire).
-pub(crate) async fn run(
-    args: CapacityArgs,
-    criteria: Criteria,
-    measured: u64,
-    tolerance: f64,
-    command_line: Vec<String>,
-) -> Result<ExitCode> {
-    if args.run.workload.trace.is_some() {
-        bail!("--trace replays the trace's own arrivals: a capacity search sets its own load");
-    }
-    if let Some(dir) = &args.run.out {
+pub(crate) async fn run(options: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
+    if let Some(dir) = &options.run.output.out {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("--out: cannot create {}", dir.display()))?;
     }
-    let gate = crate::wiring::run_extras::load_gate(args.run.reporting.gate.as_deref())?;
-    let seed = args.run.seed.unwrap_or_else(random_seed);
+    let gate = crate::wiring::run_extras::load_gate(options.run.output.gate.as_deref())?;
     let mut base = RunConfig {
         time_scale: 1.0,
-        ..args.run.run_config(seed)?
+        ..options.run.config.clone()
     };
     // The report names the simulator's model, whatever --model asks the body to carry.
-    let (target, label, model) = simulated(&args.run, seed, None, &mut base).await?;
-    let plan = probe_plan(&args.search, base.clone(), criteria, measured);
+    let (target, label, model) = simulated(&options.run, None, &mut base).await?;
+    let plan = probe_plan(&options.search, base.clone());
     let mut steps = Vec::new();
-    let start = search_start(&args, &target, &base, &mut steps)?;
-    let search = search_config(&args.search, start, tolerance, args.budget);
-    let quiet = args.run.quiet;
+    let start = search_start(&options, &target, &base, &mut steps)?;
+    let search = search_config(&options.search, start, options.budget);
+    let quiet = options.run.output.quiet;
     let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
         if !quiet {
             print_probe(probe, plan.dimension);
@@ -59,7 +48,7 @@ pub(crate) async fn run(
     });
     let first_probe_step = steps.len();
     steps.extend(probe_steps);
-    let run = run_info(&args, &base, label, model, &target, command_line)?;
+    let run = run_info(&options, &base, label, model, &target, command_line);
     let inputs = ReportInputs {
         tool: tool_info(),
         run,
@@ -72,11 +61,11 @@ pub(crate) async fn run(
     drop_calibration_warnings(&mut report.warnings, plan.dimension, first_probe_step);
     report.capacity = Some(
         capacity
-            .with_accelerators(args.run.server_side.accelerators)
+            .with_accelerators(options.run.server_side.accelerators)
             .with_first_probe_step(first_probe_step),
     );
     finish(
-        &args.run,
+        &options.run.output,
         &report,
         &completed_outcome(),
         None,
@@ -87,20 +76,21 @@ pub(crate) async fn run(
 /// The first load probed: --start, the calibration concurrency, or half the throughput of a
 /// calibration run (whose step joins `steps`).
 fn search_start(
-    args: &CapacityArgs,
+    options: &CapacityOptions,
     target: &VirtualTarget,
     base: &RunConfig,
     steps: &mut Vec<StepReport>,
 ) -> Result<f64> {
-    Ok(match (args.search.start, args.dimension()) {
-        (Some(start), _) => start,
-        (None, Dimension::Concurrency) => f64::from(CALIBRATION_CONCURRENCY),
-        (None, Dimension::Rate) => {
-            let (start, calibration) = calibrated_start(target, base)?;
-            steps.push(calibration);
-            start
-        }
-    })
+    Ok(
+        match SearchStart::choose(options.search.start, options.search.dimension) {
+            SearchStart::At(start) => start,
+            SearchStart::Calibrate => {
+                let (start, calibration) = calibrated_start(target, base)?;
+                steps.push(calibration);
+                start
+            }
+        },
+    )
 }
 
 /// Half the throughput of a closed-loop run at the calibration concurrency (where a rate
@@ -132,19 +122,19 @@ pub(crate) fn calibrated_start(
 }
 
 fn run_info(
-    args: &CapacityArgs,
+    options: &CapacityOptions,
     config: &RunConfig,
     label: String,
     model: String,
     target: &VirtualTarget,
     command_line: Vec<String>,
-) -> Result<RunInfo> {
+) -> RunInfo {
     let mut workload = target.requests.workload.describe();
     workload.insert(
         "length_buckets".into(),
         target.requests.buckets.to_string().into(),
     );
-    Ok(RunInfo {
+    RunInfo {
         started_at: rfc3339(SystemTime::now()),
         command_line: goodput_core::manifest::redact_command_line(&command_line),
         seed: config.seed,
@@ -158,8 +148,8 @@ fn run_info(
         time_scale: 1.0,
         item_unit: "items".into(),
         end_reason: "completed".into(),
-        tags: args.run.tags()?.into_iter().collect(),
+        tags: options.run.output.tags.iter().cloned().collect(),
         client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
-    })
+    }
 }

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::early_stopping::probe_requests;
 use goodput_core::decide::capacity::{
@@ -12,34 +12,24 @@ use goodput_core::decide::capacity::{
 };
 use goodput_core::decide::plan::{CapacityEstimate, DemandUnit};
 use goodput_core::report::StepReport;
-use goodput_protocol::hardware::{GpuSpec, ModelSpec};
-use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
+use goodput_sim::config::BatchingConfig;
 
-use crate::args::plan::SimulateArgs;
-use crate::args::run::parse_slo;
+use crate::options::plan::SimulateOptions;
 use crate::virtual_target::{VirtualTarget, virtual_capacity};
 
 /// One device's capacity in `unit`, and the explanation of where it comes from.
 pub(crate) fn estimate(
-    args: &SimulateArgs,
-    accelerators_per_device: u32,
+    simulate: &SimulateOptions,
     unit: DemandUnit,
 ) -> Result<(CapacityEstimate, String)> {
-    let sim = sim_config(args, accelerators_per_device)?;
-    let EngineConfig::Batching(engine) = &sim.engine else {
-        bail!(
-            "--sim-config: --simulate needs a batching engine (a fixed-timing engine has no hardware)"
-        );
-    };
-    let engine = engine.clone();
-    let criteria = criteria(args)?;
-    let plan = probe_plan(args.seed, criteria);
+    let engine = simulate.engine.clone();
+    let plan = probe_plan(simulate.seed, simulate.criteria.clone());
     let target = VirtualTarget {
-        sim,
+        sim: simulate.sim.clone(),
         requests: crate::virtual_target::VirtualRequests::fixed(
-            args.input_tokens,
-            args.output_tokens,
-            args.seed,
+            simulate.input_tokens,
+            simulate.output_tokens,
+            simulate.seed,
         ),
     };
     let (start, _) = super::capacity::calibrated_start(&target, &plan.base)?;
@@ -62,7 +52,7 @@ pub(crate) fn estimate(
         .and_then(|i| steps.get(i));
     let per_device = match unit {
         DemandUnit::RequestsPerSec => rate,
-        DemandUnit::OutputTokensPerSec => rate * f64::from(args.output_tokens),
+        DemandUnit::OutputTokensPerSec => rate * f64::from(simulate.output_tokens),
     };
     let source = format!(
         "simulated {} on {} × {}, {}+{} tokens, SLO {} at {:.1} % with {:.0} % confidence ({} \
@@ -70,14 +60,14 @@ pub(crate) fn estimate(
         engine.model.name,
         engine.tensor_parallel,
         engine.gpu.name,
-        args.input_tokens,
-        args.output_tokens,
+        simulate.input_tokens,
+        simulate.output_tokens,
         plan.criteria.slo,
         plan.criteria.attainment * 100.0,
         plan.criteria.confidence * 100.0,
         capacity.probes.len()
     );
-    let explanation = explain(&engine, args, rate, capacity.upper_bound, at_capacity);
+    let explanation = explain(&engine, simulate, rate, capacity.upper_bound, at_capacity);
     Ok((CapacityEstimate { per_device, source }, explanation))
 }
 
@@ -111,52 +101,6 @@ fn probe_plan(seed: u64, criteria: Criteria) -> ProbePlan {
     ProbePlan::around(base, Dimension::Rate, criteria, measured, timing)
 }
 
-fn sim_config(args: &SimulateArgs, accelerators_per_device: u32) -> Result<SimConfig> {
-    let mut config = match &args.sim_config {
-        Some(path) => SimConfig::from_file(path)?,
-        None => SimConfig {
-            seed: args.seed,
-            engine: EngineConfig::Batching(BatchingConfig {
-                model: ModelSpec::preset(&args.sim_model)
-                    .with_context(|| format!("--sim-model {}: unknown preset", args.sim_model))?,
-                gpu: GpuSpec::preset(&args.sim_gpu)
-                    .with_context(|| format!("--sim-gpu {}: unknown preset", args.sim_gpu))?,
-                ..BatchingConfig::default()
-            }),
-            ..SimConfig::default()
-        },
-    };
-    if let EngineConfig::Batching(engine) = &mut config.engine {
-        if args.sim_config.is_none() {
-            engine.tensor_parallel = accelerators_per_device.max(1);
-        }
-        args.sim_precision.apply_to(engine);
-    }
-    config.validate()?;
-    Ok(config)
-}
-
-fn criteria(args: &SimulateArgs) -> Result<Criteria> {
-    for (flag, value) in [
-        ("--attainment", args.attainment),
-        ("--confidence", args.confidence),
-    ] {
-        if !(value > 0.0 && value < 1.0) {
-            bail!("{flag}: a fraction between 0 and 1, e.g. 0.99");
-        }
-    }
-    if args.input_tokens == 0 || args.output_tokens == 0 {
-        bail!("--input-tokens / --output-tokens: at least 1");
-    }
-    let slo = parse_slo(&args.slo)?
-        .context("--slo none: the simulated capacity is the load that meets an SLO")?;
-    Ok(Criteria {
-        slo,
-        attainment: args.attainment,
-        confidence: args.confidence,
-    })
-}
-
 /// `value` units a second with a decimal prefix and three significant digits: 3.35 TB/s for
 /// an H100's HBM, 66.7 GFLOP/s for a calibrated CPU.
 fn per_second(value: f64, unit: &str) -> String {
@@ -180,7 +124,7 @@ fn per_second(value: f64, unit: &str) -> String {
 /// step on this hardware.
 fn explain(
     engine: &BatchingConfig,
-    args: &SimulateArgs,
+    simulate: &SimulateOptions,
     rate: f64,
     upper: Option<f64>,
     at_capacity: Option<&StepReport>,
@@ -198,7 +142,7 @@ fn explain(
         let latency = &step.latency_ms;
         let e2e_secs = latency.e2e.mean.unwrap_or(0.0) / 1000.0;
         let batch = (rate * e2e_secs).round().max(1.0) as u32;
-        let context = args.input_tokens + args.output_tokens / 2;
+        let context = simulate.input_tokens + simulate.output_tokens / 2;
         let decode = goodput_sim::explain::decode_step(engine, batch, context);
         lines.push(format!(
             "at capacity: TTFT p99 {:.0} ms, TPOT p99 {:.1} ms; about {batch} requests in flight (rate × mean E2E {e2e_secs:.2} s)",

@@ -1,5 +1,6 @@
-//! The requests a virtual-time run sends, from the run's flags: the workload a live run would
-//! build and the API settings that shape each body ([`goodput_virtual::VirtualRequests`]).
+//! The requests a virtual-time run sends, from the run's plain options: the workload a live
+//! run would build and the API settings that shape each body
+//! ([`goodput_virtual::VirtualRequests`]).
 
 use std::sync::Arc;
 
@@ -9,26 +10,21 @@ use goodput_core::config::RunConfig;
 use goodput_sim::http::frontend::Api;
 use goodput_virtual::VirtualRequests;
 
-use crate::args::run::{ApiArg, RunArgs};
-use crate::wiring::session::openai_config;
-use crate::wiring::workload::prepare_offline;
+use crate::options::run::{Api as ApiOption, RunOptions};
+use crate::wiring::workload::{prepare_offline, with_images};
 
-/// The requests `args` would send in a live run (and `config` adjusted to the workload,
-/// as for trace replay).
+/// The requests `options` would send in a live run (and `config` adjusted to the workload, as
+/// for trace replay).
 pub(crate) async fn from_run(
-    args: &RunArgs,
-    seed: u64,
+    options: &RunOptions,
     model: String,
     config: &mut RunConfig,
 ) -> Result<VirtualRequests> {
-    if args.api == ApiArg::Http {
+    if options.request.api == ApiOption::Http {
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
-    let openai = openai_config(args, model)?;
-    let tensors = args
-        .tensors
-        .source(args.api == ApiArg::V2, args.batch_size)?
-        .map(Arc::new);
+    let openai = options.request.openai(model);
+    let tensors = options.request.tensors.clone().map(Arc::new);
     let api = match openai.api {
         _ if tensors.is_some() => Api::V2,
         ApiKind::Chat => Api::Chat,
@@ -40,10 +36,8 @@ pub(crate) async fn from_run(
         ApiKind::Embeddings => Api::Embeddings,
         ApiKind::Rerank => Api::Rerank,
     };
-    let built = prepare_offline(args, seed, config).await?;
-    let workload = args
-        .images
-        .wrap(args.api == ApiArg::Chat, seed, built.workload)?;
+    let built = prepare_offline(options, config).await?;
+    let workload = with_images(options.request.images.as_ref(), built.workload);
     Ok(VirtualRequests {
         workload,
         openai,

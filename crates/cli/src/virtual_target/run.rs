@@ -14,13 +14,12 @@ use goodput_core::report::{LoadReport, RunInfo, StepReport, Warning};
 use goodput_core::runner::JournalWriter;
 use goodput_core::runner::{EndReason, RecordSink, RunOutcome};
 
-use crate::args::run::RunArgs;
 use crate::embedded_sim::describe_simulator;
-use crate::virtual_target::VirtualTarget;
-use crate::virtual_target::check_emulated;
+use crate::options::run::RunOptions;
+use crate::virtual_target::{VirtualTarget, check_emulated};
 use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
-use crate::wiring::session::{finish, prepare_output, random_seed, run_info, tool_info};
+use crate::wiring::session::{finish, prepare_output, run_info, tool_info};
 
 /// What a virtual-time run or sweep needs before it starts.
 pub(super) struct Prepared {
@@ -34,18 +33,15 @@ pub(super) struct Prepared {
     pub(super) info: RunInfo,
 }
 
-/// Reads the flags, builds the simulator and the workload, and describes the run.
-pub(super) async fn prepare(args: &RunArgs, command_line: Vec<String>) -> Result<Prepared> {
-    refuse_live_only(args)?;
-    let seed = args.seed.unwrap_or_else(random_seed);
+/// Builds the simulator and the workload, and describes the run.
+pub(super) async fn prepare(options: &RunOptions, command_line: Vec<String>) -> Result<Prepared> {
     let mut config = RunConfig {
         time_scale: 1.0,
-        ..args.run_config(seed)?
+        ..options.config.clone()
     };
-    args.summary_format()?;
-    let gate = crate::wiring::run_extras::load_gate(args.reporting.gate.as_deref())?;
-    let (target, label, model) = simulated(args, seed, args.model.clone(), &mut config).await?;
-    let info = describe(args, &config, &target, label, &model, command_line)?;
+    let gate = crate::wiring::run_extras::load_gate(options.output.gate.as_deref())?;
+    let (target, label, model) = simulated(options, options.model.clone(), &mut config).await?;
+    let info = describe(options, &config, &target, label, &model, command_line);
     Ok(Prepared {
         config,
         gate,
@@ -54,41 +50,41 @@ pub(super) async fn prepare(args: &RunArgs, command_line: Vec<String>) -> Result
     })
 }
 
-/// The embedded simulator of `args` as a virtual-time target sending `args`' workload to
+/// The embedded simulator of `options` as a virtual-time target sending its workload to
 /// `model` (default: the simulator's), with its label for the report and the model's name;
 /// `config` is adjusted to the workload (trace replay).
 pub(super) async fn simulated(
-    args: &RunArgs,
-    seed: u64,
+    options: &RunOptions,
     model: Option<String>,
     config: &mut RunConfig,
 ) -> Result<(VirtualTarget, String, String)> {
-    let sim = crate::embedded_sim::embedded_sim_config(args, seed)?;
+    let Some(sim) = options.simulator().cloned() else {
+        bail!("--virtual-time drives the embedded simulator: drop --target");
+    };
     check_emulated(&sim)?;
     let model = model.unwrap_or_else(|| sim.model_name());
     let label = format!("{} in virtual time", describe_simulator(&sim));
-    let requests = super::requests::from_run(args, seed, model.clone(), config).await?;
+    let requests = super::requests::from_run(options, model.clone(), config).await?;
     Ok((VirtualTarget { sim, requests }, label, model))
 }
 
 /// Runs `goodput run --virtual-time`.
-pub(crate) async fn run(args: RunArgs, command_line: Vec<String>) -> Result<ExitCode> {
+pub(crate) async fn run(options: RunOptions, command_line: Vec<String>) -> Result<ExitCode> {
     let Prepared {
         config,
         gate,
         target,
         info,
-    } = prepare(&args, command_line).await?;
-    let mut journal = prepare_output(args.out.as_deref(), &info, &config)?;
-    let out = args.out.as_deref();
-    let mut server_side =
-        ServerSide::offline(&args.server_side, Some(&target.sim), out, 1.0, None)?;
+    } = prepare(&options, command_line).await?;
+    let out = options.output.out.as_deref();
+    let mut journal = prepare_output(out, &info, &config)?;
+    let mut server_side = ServerSide::offline(&options.server_side, out, 1.0, None)?;
     let started_at = SystemTime::now();
     let mut taken = take(&target, &config, 0, (journal.as_mut(), &mut server_side));
     let outcome = taken.outcome(started_at);
     let mut report = assemble(inputs(info, &config, &[]), vec![taken.step]);
     server_side.enrich(&mut report, config.window);
-    finish(&args, &report, &outcome, None, gate.as_ref())
+    finish(&options.output, &report, &outcome, None, gate.as_ref())
 }
 
 /// The report's inputs for a completed virtual run.
@@ -167,48 +163,29 @@ pub(super) fn take(
 
 /// The run's description, as a live run's `run.json` (target: the simulator in virtual time).
 fn describe(
-    args: &RunArgs,
+    options: &RunOptions,
     config: &RunConfig,
     target: &VirtualTarget,
     label: String,
     model: &str,
     command_line: Vec<String>,
-) -> Result<RunInfo> {
+) -> RunInfo {
     let endpoint = crate::wiring::session::Endpoint::virtual_time(label);
     let stream = target.requests.openai.stream;
     let workload = target.requests.workload.as_ref();
     let mut info = run_info(
-        args,
+        options,
         config,
         &endpoint,
         model,
         stream,
         workload,
         command_line,
-    )?;
+    );
     info.api = "virtual".into();
     info.workload.insert(
         "length_buckets".into(),
         target.requests.buckets.to_string().into(),
     );
-    Ok(info)
-}
-
-/// Refuses the flags that only mean something against a server on the wire.
-pub(super) fn refuse_live_only(args: &RunArgs) -> Result<()> {
-    let server = &args.server_side;
-    let live_only = [
-        ("--metrics-url", server.metrics_url.is_some()),
-        ("--no-metrics", server.no_metrics),
-        ("--time-scale", args.time_scale.is_some()),
-        ("--header", !args.headers.is_empty()),
-        ("--api-key", args.api_key.is_some()),
-        ("--shards", args.sharding.shards.is_some()),
-        ("--shard-index", args.sharding.shard_index.is_some()),
-        ("--start-at", args.sharding.start_at.is_some()),
-    ];
-    if let Some((flag, _)) = live_only.iter().find(|(_, given)| *given) {
-        bail!("{flag} applies to a live run; in virtual time nothing goes over the wire");
-    }
-    Ok(())
+    info
 }

@@ -9,39 +9,38 @@ use std::time::SystemTime;
 use anyhow::Result;
 use goodput_core::assemble::assemble;
 use goodput_core::config::RunConfig;
-use goodput_core::decide::sweep::{SweepReport, find_knee};
+use goodput_core::decide::sweep::find_knee;
 use goodput_core::manifest::RunManifest;
 use goodput_core::report::Warning;
 use goodput_core::runner::JournalWriter;
 use goodput_core::workload::Workload;
 
-use crate::args::run::RunArgs;
-use crate::args::sweep::SweepArgs;
 use crate::commands::sweep::{describe, level_config, print_result};
+use crate::options::run::RunOptions;
+use crate::options::sweep::SweepOptions;
 use crate::output;
 use crate::virtual_target::VirtualTarget;
 use crate::virtual_target::run::{Prepared, Taken, inputs, prepare, take};
 use crate::wiring::server_side::ServerSide;
 use crate::wiring::session::{finish, prepare_output, tool_info};
 
-/// Runs the sweep `plan` (its dimension and levels) in virtual time.
-pub(crate) async fn run(
-    args: SweepArgs,
-    mut plan: SweepReport,
-    command_line: Vec<String>,
-) -> Result<ExitCode> {
-    let args = args.run;
+/// Runs the sweep of `options` (its plan: the dimension and levels) in virtual time.
+pub(crate) async fn run(sweep: SweepOptions, command_line: Vec<String>) -> Result<ExitCode> {
+    let SweepOptions {
+        run: options,
+        mut plan,
+        rate_given,
+    } = sweep;
     let Prepared {
         config,
         gate,
         target,
         info,
-    } = prepare(&args, command_line).await?;
+    } = prepare(&options, command_line).await?;
     let levels: Vec<_> = plan
         .loads
         .iter()
         .map(|level| {
-            let rate_given = args.rate.is_some();
             level_config(
                 (&config, rate_given),
                 &target.requests.workload,
@@ -50,8 +49,8 @@ pub(crate) async fn run(
             )
         })
         .collect();
-    let mut journal = prepare_output(args.out.as_deref(), &info, &config)?;
-    if let Some(dir) = &args.out {
+    let mut journal = prepare_output(options.output.out.as_deref(), &info, &config)?;
+    if let Some(dir) = &options.output.out {
         let mut manifest = RunManifest::new(tool_info(), info.clone(), config.clone());
         manifest.steps = levels.iter().map(|(step, _)| step.load.clone()).collect();
         manifest.sweep = Some(plan.clone());
@@ -60,13 +59,14 @@ pub(crate) async fn run(
     let started_at = SystemTime::now();
     let (mut steps, mut warnings, mut last) = (Vec::new(), Vec::new(), None);
     for (index, level) in levels.iter().enumerate() {
-        if !args.quiet {
+        if !options.output.quiet {
             let what = describe(plan.dimension, &level.0, plan.loads[index]);
             eprintln!("step {}/{}: {what}", index + 1, levels.len());
         }
-        let (mut taken, step_warnings) = run_level(&args, &target, level, index, journal.as_mut())?;
+        let (mut taken, step_warnings) =
+            run_level(&options, &target, level, index, journal.as_mut())?;
         warnings.extend(step_warnings);
-        if !args.quiet {
+        if !options.output.quiet {
             print_result(index, levels.len(), &taken.step);
         }
         steps.push(taken.step.clone());
@@ -79,13 +79,13 @@ pub(crate) async fn run(
     let Some(outcome) = last else {
         anyhow::bail!("the sweep has no levels");
     };
-    finish(&args, &report, &outcome, None, gate.as_ref())
+    finish(&options.output, &report, &outcome, None, gate.as_ref())
 }
 
 /// Runs one level (its configuration and, for batch sweeps, its workload) as step `index`;
 /// returns what it handed on and its server-side warnings.
 fn run_level(
-    args: &RunArgs,
+    options: &RunOptions,
     target: &VirtualTarget,
     (config, workload): &(RunConfig, Option<Arc<dyn Workload>>),
     index: usize,
@@ -95,9 +95,8 @@ fn run_level(
     if let Some(workload) = workload {
         step_target.requests.workload = Arc::clone(workload);
     }
-    let out = args.out.as_deref();
-    let mut server_side =
-        ServerSide::offline(&args.server_side, Some(&target.sim), out, 1.0, Some(index))?;
+    let out = options.output.out.as_deref();
+    let mut server_side = ServerSide::offline(&options.server_side, out, 1.0, Some(index))?;
     let number = u32::try_from(index).unwrap_or(u32::MAX);
     let mut taken = take(&step_target, config, number, (journal, &mut server_side));
     let warnings = server_side.enrich_step(&mut taken.step, index, config.window);

@@ -11,19 +11,20 @@ use goodput_core::backend::v2::{V2Backend, V2Config};
 use goodput_core::http::HttpClient;
 
 use super::session::{Endpoint, first_model};
-use crate::args::run::{ApiArg, RunArgs};
+use crate::options::run::{Api, RequestOptions, RunOptions};
 
 /// The model to name: `--model`, the simulator's, else the first the target lists (`--api
 /// http` lists nothing: its template names the model, if any).
 pub(crate) async fn model_name(
-    args: &RunArgs,
+    options: &RunOptions,
     endpoint: &Endpoint,
     client: &HttpClient,
 ) -> Result<String> {
-    match args.model.clone().or_else(|| endpoint.model.clone()) {
+    let api = options.request.api;
+    match options.model.clone().or_else(|| endpoint.model.clone()) {
         Some(model) => Ok(model),
-        None if args.api == ApiArg::Http => Ok(String::new()),
-        None if args.api == ApiArg::V2 => {
+        None if api == Api::Http => Ok(String::new()),
+        None if api == Api::V2 => {
             bail!("--api v2 needs --model: the model of /v2/models/{{model}}/infer")
         }
         None => first_model(client).await,
@@ -33,11 +34,11 @@ pub(crate) async fn model_name(
 /// The backend of `--api`: a JSON template (`http`), KServe v2 tensors (`v2`) or an
 /// OpenAI-compatible API.
 pub(crate) fn backend(
-    args: &RunArgs,
+    request: &RequestOptions,
     openai: OpenAiConfig,
     client: HttpClient,
 ) -> Result<Arc<dyn Backend>> {
-    if let Some(http) = args.template()? {
+    if let Some(http) = request.template.clone() {
         let config = TemplateConfig {
             template: http.template,
             items: http.items,
@@ -50,10 +51,7 @@ pub(crate) fn backend(
         let backend = TemplateBackend::new(config, client).context("backend configuration")?;
         return Ok(Arc::new(backend));
     }
-    if let Some(source) = args
-        .tensors
-        .source(args.api == ApiArg::V2, args.batch_size)?
-    {
+    if let Some(source) = request.tensors.clone() {
         let config = V2Config {
             model: openai.model,
             source,

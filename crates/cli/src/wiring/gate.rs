@@ -115,19 +115,19 @@ pub(crate) fn print(text: &str) -> Result<()> {
         .context("writing to stdout")
 }
 
-/// The criteria of `goodput gate`: the file's, then `--condition`s, with `--step` last.
+/// The criteria of `goodput gate`: the file's, then the `--condition`s, with `--step` last.
 pub(crate) fn criteria(
     file: Option<&Path>,
-    conditions: &[String],
-    step: Option<&str>,
+    conditions: Vec<Condition>,
+    step: Option<StepSelector>,
 ) -> Result<Criteria> {
     let mut criteria = match file {
         Some(path) => load_criteria(path)?,
         None => Criteria::default(),
     };
-    criteria.conditions.extend(parse_conditions(conditions)?);
+    criteria.conditions.extend(conditions);
     if let Some(step) = step {
-        criteria.step = parse_step(step)?;
+        criteria.step = step;
     }
     if criteria.conditions.is_empty() {
         bail!("no conditions: give --criteria FILE or --condition 'PATH OP VALUE'");

@@ -1,8 +1,9 @@
-//! What the subcommands share: reading finished runs back ([`inputs`]), building the workload
-//! from flags ([`workload`]), the session every measuring command runs its steps in
-//! ([`session`]), the parts of a run beside the requests — live view, gate, exports, history
-//! ([`run_extras`]) — the server's side of a run ([`server_side`]) and the coordination of
-//! sharded runs ([`sharded`]).
+//! What the subcommands share, given their plain configuration ([`crate::options`]): reading
+//! finished runs back ([`inputs`]), building the workload from its specification
+//! ([`workload`]), the backend of `--api` ([`backend`]), release criteria ([`gate`]), the
+//! session every measuring command runs its steps in ([`session`]), the parts of a run beside
+//! the requests — live view, gate, exports, history ([`run_extras`]) — the server's side of a
+//! run ([`server_side`]) and the coordination of sharded runs ([`sharded`]).
 
 pub(crate) mod backend;
 pub(crate) mod gate;

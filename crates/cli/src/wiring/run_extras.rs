@@ -16,7 +16,7 @@ use goodput_core::report::{LoadReport, Report, RunInfo};
 use goodput_core::runner::{RecordSink, RunMonitor, Runner};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::run::RunArgs;
+use crate::options::run::{OutputOptions, SummaryFormat};
 use crate::output;
 use crate::ui::{self, LiveView, Plan};
 use crate::wiring::gate::{self, Criteria};
@@ -39,14 +39,14 @@ pub(crate) struct Extras {
 impl Extras {
     /// Starts the live view when it can and should run.
     pub(crate) fn start(
-        args: &RunArgs,
+        output: &OutputOptions,
         config: &RunConfig,
         run: &RunInfo,
         runner: &Runner,
         cancel: CancellationToken,
     ) -> Result<Extras> {
         Ok(Extras {
-            view: start_view(args, config, run, runner.monitor(), cancel)?,
+            view: start_view(output, config, run, runner.monitor(), cancel)?,
             headers: ServerHeaders::default(),
         })
     }
@@ -81,13 +81,13 @@ impl Extras {
 
 /// Starts the live view when it can and should run.
 fn start_view(
-    args: &RunArgs,
+    output: &OutputOptions,
     config: &RunConfig,
     run: &RunInfo,
     monitor: Arc<RunMonitor>,
     cancel: CancellationToken,
 ) -> Result<Option<(LiveView, LiveSink)>> {
-    if args.quiet || args.reporting.no_live || !ui::available() {
+    if output.quiet || !output.live_view || !ui::available() {
         return Ok(None);
     }
     let load = LoadReport::from(&config.load);
@@ -110,12 +110,12 @@ fn start_view(
 /// After the summary: the gate verdict (printed) and the history record. Returns whether the
 /// gate passed (`None` without `--gate`); an unknown path in the criteria is an error.
 pub(crate) fn gate_and_store(
-    args: &RunArgs,
+    output: &OutputOptions,
     report: &Report,
     criteria: Option<&Criteria>,
 ) -> Result<Option<bool>> {
     let value = serde_json::to_value(report).context("serializing the report")?;
-    if let Some(store) = &args.reporting.store {
+    if let Some(store) = &output.store {
         let id = crate::store::record(store, &value)?;
         eprintln!("recorded as run {id} in {}", store.display());
     }
@@ -123,7 +123,7 @@ pub(crate) fn gate_and_store(
         return Ok(None);
     };
     let (passed, text) = gate::judge(&value, criteria)?;
-    if args.summary_format()? != crate::args::reporting::SummaryFormat::Text {
+    if output.summary != SummaryFormat::Text {
         eprint!("{text}");
     } else {
         println!();

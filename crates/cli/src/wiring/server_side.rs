@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use goodput_core::analysis::{AnalysisConfig, EnrichInputs, Hardware, enrich, enrich_step};
+use goodput_core::analysis::{AnalysisConfig, EnrichInputs, enrich, enrich_step};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::observe::server::{
     ClientTally, MetricsEndpoint, Scrape, ScrapeHeader, ScrapeJournal, ScrapeLog, Scraper,
@@ -16,10 +16,9 @@ use goodput_core::observe::server::{
 use goodput_core::record::RequestRecord;
 use goodput_core::report::{Report, StepReport, Warning};
 use goodput_core::runner::RecordSink;
-use goodput_sim::config::{EngineConfig, SimConfig};
 use tokio::time::Instant;
 
-use crate::args::server::{ServerSideArgs, SimulatedHardware};
+use crate::options::run::{RunOptions, ServerSideOptions};
 use crate::output;
 
 /// File the analysis inputs are recorded in.
@@ -61,20 +60,19 @@ pub(crate) struct ServerSide {
 }
 
 impl ServerSide {
-    /// Reads the flags, probes the metrics URL, and records the inputs in `out`.
-    /// `simulator` is the embedded simulator's configuration when it is the target.
+    /// Probes the metrics URL (unless scraping is off) and records the analysis inputs in
+    /// `out`.
     pub(crate) async fn prepare(
-        args: &ServerSideArgs,
+        options: &ServerSideOptions,
         target_url: &str,
-        simulator: Option<&SimConfig>,
         out: Option<&Path>,
         quiet: bool,
         time_scale: f64,
         step: Option<usize>,
     ) -> Result<ServerSide> {
-        let mut side = Self::offline(args, simulator, out, time_scale, step)?;
-        if !args.no_metrics {
-            side.probe(args, target_url, out, quiet).await?;
+        let mut side = Self::offline(options, out, time_scale, step)?;
+        if options.scrape {
+            side.probe(options, target_url, out, quiet).await?;
         }
         Ok(side)
     }
@@ -82,25 +80,20 @@ impl ServerSide {
     /// The analysis inputs with no server to scrape (a virtual-time run, or `--no-metrics`),
     /// recorded in `out`.
     pub(crate) fn offline(
-        args: &ServerSideArgs,
-        simulator: Option<&SimConfig>,
+        options: &ServerSideOptions,
         out: Option<&Path>,
         time_scale: f64,
         step: Option<usize>,
     ) -> Result<ServerSide> {
-        let config = args.analysis(simulated_hardware(simulator))?;
         let side = ServerSide {
             time_scale,
             step,
-            config,
+            config: options.analysis.clone(),
             header: None,
-            interval: args.metrics_interval,
+            interval: options.metrics_interval,
             scraping: Scraping::Off,
             tally: ClientTally::default(),
         };
-        if args.metrics_interval < Duration::from_millis(10) {
-            anyhow::bail!("--metrics-interval: at least 10ms");
-        }
         // The same inputs serve every step of a multi-step run: written once.
         if let Some(dir) = out.filter(|_| step.is_none_or(|index| index == 0)) {
             output::json::write_json(&dir.join(ANALYSIS_FILE), &side.config)?;
@@ -110,21 +103,21 @@ impl ServerSide {
 
     async fn probe(
         &mut self,
-        args: &ServerSideArgs,
+        options: &ServerSideOptions,
         target_url: &str,
         out: Option<&Path>,
         quiet: bool,
     ) -> Result<()> {
-        let url = match &args.metrics_url {
+        let url = match &options.metrics_url {
             Some(url) => url.clone(),
             None => default_metrics_url(&Target::parse(target_url)?),
         };
         let endpoint =
-            metrics_endpoint(&url, args.metrics_interval)?.with_time_scale(self.time_scale);
+            metrics_endpoint(&url, options.metrics_interval)?.with_time_scale(self.time_scale);
         let probe = endpoint.scrape(None).await;
         if !probe.is_usable() {
             let why = probe.problem.as_ref().map_or("", |p| p.message.as_str());
-            if args.metrics_url.is_none() {
+            if options.metrics_url.is_none() {
                 if !quiet {
                     eprintln!(
                         "note: no server metrics at {url} ({why}); server-side figures are off"
@@ -136,7 +129,7 @@ impl ServerSide {
         }
         let header = ScrapeHeader {
             metrics_url: url,
-            interval_ms: args.metrics_interval.as_secs_f64() * 1000.0,
+            interval_ms: options.metrics_interval.as_secs_f64() * 1000.0,
         };
         let journal = match out {
             Some(dir) => {
@@ -308,50 +301,20 @@ fn step_warnings(warnings: Vec<Warning>, index: usize) -> Vec<Warning> {
     warnings.into_iter().map(|w| w.about_step(index)).collect()
 }
 
-/// The embedded simulator's hardware (figures are in its time, whatever its time scale).
-fn simulated_hardware(simulator: Option<&SimConfig>) -> SimulatedHardware {
-    let Some(config) = simulator else {
-        return SimulatedHardware::default();
-    };
-    let EngineConfig::Batching(batching) = &config.engine else {
-        return SimulatedHardware::default();
-    };
-    let hardware = Some(Hardware {
-        model: batching.model.clone(),
-        gpu: batching.gpu.clone(),
-        accelerators: batching.tensor_parallel * config.replicas.max(1),
-        tensor_parallel: batching.tensor_parallel,
-        gpu_memory_utilization: batching.gpu_memory_utilization,
-    });
-    SimulatedHardware {
-        hardware,
-        draft_cost_ratio: batching.speculative.as_ref().map(|s| s.draft_cost_ratio),
-    }
-}
-
 impl ServerSide {
-    /// [`ServerSide::prepare`] for `goodput run` (`simulated`: the target is the embedded
-    /// simulator built from the same flags).
+    /// [`ServerSide::prepare`] for step `step` of a run of `options` against `target_url`.
     pub(crate) async fn for_run(
-        args: &crate::args::run::RunArgs,
-        seed: u64,
+        options: &RunOptions,
         target_url: &str,
-        simulated: bool,
         time_scale: f64,
         step: Option<usize>,
     ) -> Result<ServerSide> {
-        let simulator = if simulated {
-            Some(crate::embedded_sim::embedded_sim_config(args, seed)?)
-        } else {
-            None
-        };
-        let side = &args.server_side;
+        let output = &options.output;
         ServerSide::prepare(
-            side,
+            &options.server_side,
             target_url,
-            simulator.as_ref(),
-            args.out.as_deref(),
-            args.quiet || step.is_some_and(|index| index > 0),
+            output.out.as_deref(),
+            output.quiet || step.is_some_and(|index| index > 0),
             time_scale,
             step,
         )

@@ -7,13 +7,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
-use goodput_core::backend::openai::OpenAiConfig;
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
@@ -26,12 +25,10 @@ use goodput_core::runner::{EndReason, JournalWriter, RecordSink, RunMonitor, Run
 use goodput_core::tokens::TokenCounter;
 use goodput_core::units::rfc3339;
 use goodput_core::workload::{Workload, step::for_step};
-use http::{HeaderName, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::http_stream::StreamFormatArg;
-use crate::args::run::{ApiArg, RunArgs};
 use crate::exit::{EXIT_INTERRUPTED, EXIT_OK, EXIT_RUN_FAILED};
+use crate::options::run::{OutputOptions, RunOptions, TargetOptions};
 use crate::output;
 use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
@@ -63,8 +60,8 @@ impl Endpoint {
 
 /// What `run`, `sweep` and `capacity` share.
 pub(crate) struct Session {
-    /// The command line.
-    pub(crate) args: RunArgs,
+    /// The run's configuration, as the command line gave it.
+    pub(crate) options: RunOptions,
     /// Seed of every random choice.
     pub(crate) seed: u64,
     /// The base run configuration (load, stop, warmup, timeouts, SLO, time scale).
@@ -117,44 +114,42 @@ pub(crate) struct StepRun {
 impl Session {
     /// Starts the target (or the embedded simulator), builds backend and workload, writes
     /// `run.json`, opens the journal and installs the Ctrl-C handler.
-    pub(crate) async fn open(args: RunArgs, command_line: Vec<String>) -> Result<Session> {
-        let seed = args.seed.unwrap_or_else(random_seed);
-        let mut config = args.run_config(seed)?;
-        args.summary_format()?;
-        let sharding = ShardState::new(&args, &config)?;
-        let gate = super::run_extras::load_gate(args.reporting.gate.as_deref())?;
-        let endpoint = start_endpoint(&args, seed).await?;
+    pub(crate) async fn open(options: RunOptions, command_line: Vec<String>) -> Result<Session> {
+        let seed = options.seed;
+        let mut config = options.config.clone();
+        let sharding = ShardState::new(options.shard);
+        let gate = super::run_extras::load_gate(options.output.gate.as_deref())?;
+        let endpoint = start_endpoint(&options).await?;
         config.time_scale = endpoint.time_scale;
         let target =
             Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
         let client = HttpClient::tcp(target, HttpConfig::default());
-        let model = super::backend::model_name(&args, &endpoint, &client).await?;
+        let model = super::backend::model_name(&options, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
-        let openai = openai_config(&args, model.clone())?;
+        let openai = options.request.openai(model.clone());
         let streamed = openai.stream;
-        let mut built = workload::prepare(&args, seed, &client, &openai, &mut config).await?;
-        let chat = args.api == ApiArg::Chat;
-        built.workload = args.images.wrap(chat, seed, built.workload)?;
-        let backend = super::backend::backend(&args, openai, client)?;
+        let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
+        built.workload = workload::with_images(options.request.images.as_ref(), built.workload);
+        let backend = super::backend::backend(&options.request, openai, client)?;
         let mut run_info = run_info(
-            &args,
+            &options,
             &config,
             &endpoint,
             &model,
             streamed,
             built.workload.as_ref(),
             command_line,
-        )?;
+        );
         run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
             models: served_models.clone(),
             ..Default::default()
         });
         built.record_buckets(&mut run_info.workload);
-        let counter = workload::runner_counter(&args.tokenizer)?;
-        let journal = prepare_output(args.out.as_deref(), &run_info, &config)?;
+        let counter = workload::runner_counter(&options.workload.tokenizer)?;
+        let journal = prepare_output(options.output.out.as_deref(), &run_info, &config)?;
         let endpoint_is_simulator = endpoint.simulator.is_some();
         Ok(Session {
-            args,
+            options,
             seed,
             config,
             gate,
@@ -215,7 +210,7 @@ impl Session {
 
     /// Rewrites `run.json` with the steps so far and the sweep or capacity plan.
     pub(crate) fn write_manifest(&self) -> Result<()> {
-        let Some(dir) = &self.args.out else {
+        let Some(dir) = &self.options.output.out else {
             return Ok(());
         };
         let mut manifest =
@@ -239,8 +234,8 @@ impl Session {
         self.record_step_load(&config.load)?;
         let runner = self.runner(config, u32::try_from(index).unwrap_or(u32::MAX), workload);
         let mut server_side = self.server_side(config, Some(index)).await?;
-        let progress =
-            (!self.args.quiet).then(|| spawn_progress(runner.monitor(), self.cancel.clone()));
+        let progress = (!self.options.output.quiet)
+            .then(|| spawn_progress(runner.monitor(), self.cancel.clone()));
         if index == 0 {
             // CPU and wall time from the first step on, not the set-up before it.
             self.overhead = ClientOverhead::start(self.endpoint.simulator.is_some());
@@ -286,15 +281,7 @@ impl Session {
         config: &RunConfig,
         step: Option<usize>,
     ) -> Result<ServerSide> {
-        ServerSide::for_run(
-            &self.args,
-            self.seed,
-            &self.endpoint.url,
-            self.endpoint.simulator.is_some(),
-            config.time_scale,
-            step,
-        )
-        .await
+        ServerSide::for_run(&self.options, &self.endpoint.url, config.time_scale, step).await
     }
 
     /// The report of `steps`, ended by `end`.
@@ -319,7 +306,7 @@ impl Session {
             journal.sync().context("syncing the journal")?;
         }
         finish(
-            &self.args,
+            &self.options.output,
             report,
             outcome,
             self.endpoint.simulator.take(),
@@ -330,25 +317,25 @@ impl Session {
 
 /// Writes and prints the report, stops the simulator, and picks the exit status.
 pub(crate) fn finish(
-    args: &RunArgs,
+    output: &OutputOptions,
     report: &Report,
     outcome: &RunOutcome,
     simulator: Option<goodput_sim::RunningSim>,
     gate: Option<&GateCriteria>,
 ) -> Result<ExitCode> {
-    if let Some(dir) = &args.out {
+    if let Some(dir) = &output.out {
         output::json::write_report(&dir.join("report.json"), report)?;
         super::run_extras::write_exports(dir, report)?;
     }
-    output::table::print_report(report, args.summary_format()?, args.reporting.details)?;
+    output::table::print_report(report, output.summary, output.details)?;
     if let Some(simulator) = simulator {
         simulator.shutdown();
     }
     if let Some(error) = &outcome.sink_error {
         eprintln!("error: the journal could not be written: {error}");
     }
-    let gate_passed = super::run_extras::gate_and_store(args, report, gate)?;
-    let status = exit_status(args, report, outcome);
+    let gate_passed = super::run_extras::gate_and_store(output, report, gate)?;
+    let status = exit_status(output, report, outcome);
     let gate_failed = status == EXIT_OK && gate_passed == Some(false);
     Ok(ExitCode::from(if gate_failed {
         EXIT_RUN_FAILED
@@ -357,7 +344,7 @@ pub(crate) fn finish(
     }))
 }
 
-pub(crate) fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome) -> u8 {
+pub(crate) fn exit_status(output: &OutputOptions, report: &Report, outcome: &RunOutcome) -> u8 {
     match outcome.end_reason {
         EndReason::Interrupted => return EXIT_INTERRUPTED,
         EndReason::NoProgress | EndReason::SinkFailed => return EXIT_RUN_FAILED,
@@ -370,7 +357,7 @@ pub(crate) fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome)
             return EXIT_RUN_FAILED;
         }
         let error_rate = requests.failed as f64 / requests.scheduled.max(1) as f64;
-        if let Some(max) = args.max_error_rate.filter(|max| error_rate > *max) {
+        if let Some(max) = output.max_error_rate.filter(|max| error_rate > *max) {
             eprintln!(
                 "error: {:.2} % of requests failed, above --max-error-rate {:.2} %",
                 error_rate * 100.0,
@@ -383,23 +370,19 @@ pub(crate) fn exit_status(args: &RunArgs, report: &Report, outcome: &RunOutcome)
 }
 
 /// Starts the embedded simulator when no target is given.
-pub(crate) async fn start_endpoint(args: &RunArgs, seed: u64) -> Result<Endpoint> {
-    if let Some(url) = &args.target {
-        return Ok(Endpoint {
-            time_scale: args.time_scale.unwrap_or(1.0),
-            url: url.clone(),
-            label: redact_url(url),
-            model: None,
-            simulator: None,
-        });
-    }
-    if args.api == ApiArg::Responses {
-        bail!("--api responses needs --target: the embedded simulator serves chat and completions");
-    }
-    if args.api == ApiArg::Http {
-        bail!("--api http needs --target: the URL every templated request is POSTed to");
-    }
-    let config = crate::embedded_sim::embedded_sim_config(args, seed)?;
+pub(crate) async fn start_endpoint(options: &RunOptions) -> Result<Endpoint> {
+    let config = match &options.target {
+        TargetOptions::Server { url, time_scale } => {
+            return Ok(Endpoint {
+                time_scale: *time_scale,
+                url: url.clone(),
+                label: redact_url(url),
+                model: None,
+                simulator: None,
+            });
+        }
+        TargetOptions::Embedded(config) => config.as_ref().clone(),
+    };
     let time_scale = config.time_scale;
     let label = crate::embedded_sim::describe_simulator(&config);
     let model = config.model_name();
@@ -421,50 +404,6 @@ pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {
     Ok(models.into_iter().next().unwrap_or_default())
 }
 
-pub(crate) fn openai_config(args: &RunArgs, model: String) -> Result<OpenAiConfig> {
-    let mut extra_body = match &args.extra_body {
-        None => serde_json::Map::new(),
-        Some(text) => match serde_json::from_str(text).context("--extra-body: not valid JSON")? {
-            serde_json::Value::Object(map) => map,
-            _ => bail!("--extra-body: must be a JSON object, e.g. '{{\"temperature\": 0}}'"),
-        },
-    };
-    if let Some(query) = args.rerank_query()? {
-        extra_body.insert("query".into(), serde_json::Value::String(query));
-    }
-    let headers = args
-        .headers
-        .iter()
-        .map(|header| {
-            let (name, value) = header
-                .split_once(':')
-                .with_context(|| format!("--header {header}: expected NAME:VALUE"))?;
-            let name = HeaderName::try_from(name.trim())
-                .with_context(|| format!("--header: `{}` is not a header name", name.trim()))?;
-            let value = HeaderValue::try_from(value.trim())
-                .with_context(|| format!("--header {name}: invalid value"))?;
-            Ok((name, value))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(OpenAiConfig {
-        api: args.api.kind(),
-        model,
-        stream: !args.no_stream
-            && (args.api.streams()
-                || args
-                    .http_stream
-                    .stream_format
-                    .is_some_and(|f| f != StreamFormatArg::None)),
-        include_usage: true,
-        continuous_usage: !args.no_continuous_usage,
-        ignore_eos: !args.no_ignore_eos,
-        extra_body,
-        headers,
-        api_key: args.api_key.clone(),
-        ..OpenAiConfig::default()
-    })
-}
-
 pub(crate) fn tool_info() -> ToolInfo {
     ToolInfo {
         name: "goodput".into(),
@@ -473,44 +412,41 @@ pub(crate) fn tool_info() -> ToolInfo {
     }
 }
 
+/// The run's description (`end_reason` still `running`).
 pub(crate) fn run_info(
-    args: &RunArgs,
+    options: &RunOptions,
     config: &RunConfig,
     endpoint: &Endpoint,
     model: &str,
     streamed: bool,
     workload: &dyn Workload,
     command_line: Vec<String>,
-) -> Result<RunInfo> {
-    Ok(RunInfo {
+) -> RunInfo {
+    let mut described = workload.describe();
+    described.extend(options.described.clone());
+    RunInfo {
         started_at: rfc3339(SystemTime::now()),
         command_line: redact_command_line(&command_line),
         seed: config.seed,
         target: endpoint.label.clone(),
-        api: args.api.name().into(),
-        item_unit: args.item_unit().into(),
+        api: options.request.api.name().into(),
+        item_unit: options.request.item_unit.into(),
         model: model.to_string(),
         stream: streamed,
-        workload: {
-            let mut described = workload.describe();
-            described.insert("counting_tokenizer".into(), args.tokenizer.clone().into());
-            if let Some(path) = &args.items_path {
-                described.insert("items_path".into(), path.clone().into());
-            }
-            args.http_stream.describe(&mut described);
-            if let Some(note) = args.tensors.input_tokens_note(args.api == ApiArg::V2) {
-                described.insert("tensor_input_tokens".into(), note.into());
-            }
-            described
-        },
+        workload: described,
         slo: config.slo.as_ref().map(ToString::to_string),
         window_secs: config.window.as_secs_f64(),
         time_scale: config.time_scale,
         end_reason: "running".into(),
-        tags: args.tags()?.into_iter().collect::<BTreeMap<_, _>>(),
+        tags: options
+            .output
+            .tags
+            .iter()
+            .cloned()
+            .collect::<BTreeMap<_, _>>(),
         client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
-    })
+    }
 }
 
 /// Creates the output directory, writes `run.json` and opens the journal.
@@ -589,11 +525,4 @@ pub(crate) fn spawn_progress(
             last_tokens = p.output_tokens;
         }
     })
-}
-
-pub(crate) fn random_seed() -> u64 {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    (nanos as u64) ^ u64::from(std::process::id()).rotate_left(32)
 }

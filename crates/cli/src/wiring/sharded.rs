@@ -18,9 +18,7 @@ use goodput_core::shard::{ShardInfo, unix_ms};
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::args::capacity::{CapacityArgs, DimensionArg};
-use crate::args::run::RunArgs;
-use crate::args::shard::ShardPlan;
+use crate::options::run::ShardPlan;
 use crate::output;
 use crate::wiring::session::Session;
 
@@ -39,18 +37,14 @@ pub(crate) struct ShardState {
 }
 
 impl ShardState {
-    /// The shard plan of `args`, checked against the run's `config`.
-    pub(crate) fn new(args: &RunArgs, config: &RunConfig) -> Result<Self> {
-        let plan = args
-            .sharding
-            .plan(args.seed.is_some(), args.out.is_some())?;
-        plan.check(config)?;
-        Ok(ShardState {
+    /// A session's part of the run `plan` describes.
+    pub(crate) fn new(plan: ShardPlan) -> Self {
+        ShardState {
             plan,
             late_ms: Vec::new(),
             coordinated: false,
             next_start: None,
-        })
+        }
     }
 
     /// What `run.json` records about the shard (with a shared start time).
@@ -100,24 +94,6 @@ impl Session {
     }
 }
 
-/// Refuses a sharded capacity search whose probes could leave a shard idle.
-pub(crate) fn check_capacity(args: &CapacityArgs) -> Result<()> {
-    let Some(count) = args.run.sharding.shards.filter(|n| *n > 1) else {
-        return Ok(());
-    };
-    if args.run.virtual_time {
-        bail!("--virtual-time runs the whole search in this process: drop --shards");
-    }
-    let search = &args.search;
-    if search.dimension == DimensionArg::Concurrency && search.min_load < f64::from(count) {
-        bail!(
-            "--dimension concurrency with --shards {count}: set --min-load to at least {count} \
-             (every shard needs a worker)"
-        );
-    }
-    Ok(())
-}
-
 /// Pause between looks at the peers' progress.
 const POLL: Duration = Duration::from_millis(200);
 /// Allowance beyond a step's end for the slowest peer to finish it.
@@ -142,7 +118,7 @@ pub(crate) async fn merged_step(
     index: usize,
     config: &RunConfig,
 ) -> Result<StepAggregator> {
-    let Some(out) = session.args.out.clone() else {
+    let Some(out) = session.options.output.out.clone() else {
         bail!("--shards: give --out");
     };
     if let Some(journal) = session.journal.as_mut() {

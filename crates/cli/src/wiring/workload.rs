@@ -1,9 +1,8 @@
-//! Building the workload of `goodput run` from its flags, before the run starts: reading and
-//! checking dataset and trace files, counting their texts, calibrating the tokenizer for
-//! exact-length prompts (locally, or with the target's `/tokenize`), and adjusting the run
-//! configuration for trace replay.
+//! Building the workload of `goodput run` from its specification, before the run starts:
+//! reading and checking dataset and trace files, counting their texts, calibrating the
+//! tokenizer for exact-length prompts (locally, or with the target's `/tokenize`), and
+//! adjusting the run configuration for trace replay.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
@@ -15,23 +14,21 @@ use goodput_core::metrics::LengthBuckets;
 use goodput_core::tokens::{Tiktoken, TokenCounter, counter_by_name};
 use goodput_core::workload::agent_trace::load_agent_trace;
 use goodput_core::workload::dataset::{DatasetFormat, load_prompts, load_sharegpt};
+use goodput_core::workload::image::WithImages;
 use goodput_core::workload::prepared::{DatasetConversations, DatasetWorkload};
 use goodput_core::workload::source::Loaded;
-use goodput_core::workload::tokenize::{LengthCounter, RemoteTokenizer, TokenizeApi};
-use goodput_core::workload::trace::{TraceFormat, load_trace};
+use goodput_core::workload::tokenize::{LengthCounter, RemoteTokenizer};
+use goodput_core::workload::trace::load_trace;
 use goodput_core::workload::{
-    GeneratedWorkload, LengthDistribution, PromptVocabulary, ReplayOptions, SharedPrefix,
-    SyntheticConversations, ThinkTime, TraceWorkload, Workload,
+    GeneratedWorkload, LengthDistribution, PromptVocabulary, SyntheticConversations, TraceWorkload,
+    Workload,
 };
 use http::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 
-use crate::args::run::RunArgs;
-use crate::args::workload::{
-    DEFAULT_INPUT_TOKENS, DEFAULT_OUTPUT_TOKENS, DatasetFormatArg, TraceFormatArg, WorkloadArgs,
+use crate::options::run::{Images, RunOptions};
+use crate::options::workload::{
+    Dataset, Synthetic, Tokenizer, Trace, WorkloadOptions, WorkloadSource,
 };
-
-/// Tokens per `hash_ids` block when --trace-block-tokens is not given (Mooncake's).
-const DEFAULT_TRACE_BLOCK_TOKENS: u32 = 512;
 
 /// A workload ready to run.
 pub(crate) struct BuiltWorkload {
@@ -63,11 +60,10 @@ struct Target<'a> {
     headers: HeaderMap,
 }
 
-/// Builds the workload for a run against `client` with the backend settings `openai`, and
-/// adjusts `config` to it (trace replay).
+/// Builds the workload for a run of `options` against `client` with the backend settings
+/// `openai`, and adjusts `config` to it (trace replay).
 pub(crate) async fn prepare(
-    args: &RunArgs,
-    seed: u64,
+    options: &RunOptions,
     client: &HttpClient,
     openai: &OpenAiConfig,
     config: &mut RunConfig,
@@ -77,30 +73,29 @@ pub(crate) async fn prepare(
         model: &openai.model,
         headers: request_headers(openai)?,
     };
-    let built = build(args, seed, Some(target)).await?;
-    finish(args, built, config)
+    let built = build(&options.workload, options.seed, Some(target)).await?;
+    finish(options, built, config)
 }
 
-/// Builds the workload of `args` with no server to ask (virtual time): `--tokenizer server`
-/// is refused.
+/// Builds the workload of `options` with no server to ask (virtual time): `--tokenizer
+/// server` is refused.
 pub(crate) async fn prepare_offline(
-    args: &RunArgs,
-    seed: u64,
+    options: &RunOptions,
     config: &mut RunConfig,
 ) -> Result<BuiltWorkload> {
-    let built = build(args, seed, None).await?;
-    finish(args, built, config)
+    let built = build(&options.workload, options.seed, None).await?;
+    finish(options, built, config)
 }
 
 /// Adjusts `config` to the workload (trace replay) and batches it (`--batch-size`: each request
 /// carries `batch` consecutive inputs of the workload).
 fn finish(
-    args: &RunArgs,
+    options: &RunOptions,
     mut built: BuiltWorkload,
     config: &mut RunConfig,
 ) -> Result<BuiltWorkload> {
-    adjust_config(args, &built, config)?;
-    if let Some(batch) = args.batch()? {
+    adjust_config(&options.workload, &built, config)?;
+    if let Some(batch) = options.request.batch {
         built.workload = Arc::new(BatchedWorkload {
             inner: Arc::clone(&built.workload),
             batch,
@@ -126,92 +121,82 @@ fn request_headers(openai: &OpenAiConfig) -> Result<HeaderMap> {
 
 /// The runner's fallback counter: `--tokenizer`, or `cl100k_base` when it names the server
 /// (the runner counts synchronously; the server's `usage` comes first anyway).
-pub(crate) fn runner_counter(tokenizer: &str) -> Result<Arc<dyn TokenCounter>> {
-    if server_tokenizer(tokenizer)?.is_some() {
-        return Ok(Arc::new(Tiktoken::cl100k()));
-    }
-    counter_by_name(tokenizer).context("--tokenizer")
-}
-
-/// `Some(dialect)` when `--tokenizer` names the server: `server` (dialect detected),
-/// `server:vllm`, `server:llamacpp` or `server:tgi`.
-fn server_tokenizer(tokenizer: &str) -> Result<Option<Option<TokenizeApi>>> {
-    let name = tokenizer.trim();
-    if name == "server" {
-        return Ok(Some(None));
-    }
-    match name.strip_prefix("server:") {
-        None => Ok(None),
-        Some(api) => match TokenizeApi::by_name(api) {
-            Some(api) => Ok(Some(Some(api))),
-            None => bail!(
-                "--tokenizer {name}: unknown /tokenize dialect; use server, server:vllm, \
-                 server:llamacpp or server:tgi"
-            ),
-        },
+pub(crate) fn runner_counter(tokenizer: &Tokenizer) -> Result<Arc<dyn TokenCounter>> {
+    match tokenizer {
+        Tokenizer::Server { .. } => Ok(Arc::new(Tiktoken::cl100k())),
+        Tokenizer::Local(name) => counter_by_name(name).context("--tokenizer"),
     }
 }
 
-/// Builds the workload of `args` with `seed`.
-async fn build(args: &RunArgs, seed: u64, target: Option<Target<'_>>) -> Result<BuiltWorkload> {
-    let flags = &args.workload;
-    flags.check_combinations()?;
-    let buckets: LengthBuckets = flags.length_buckets.parse().context("--length-buckets")?;
-    let counter = length_counter(&args.tokenizer, target.as_ref()).await?;
-    let output = parse_lengths(
-        "--output-tokens",
-        flags
-            .output_tokens
-            .as_deref()
-            .unwrap_or(DEFAULT_OUTPUT_TOKENS),
-    )?;
-    let (workload, replay_requests): (Arc<dyn Workload>, _) = if let Some(path) = &flags.trace {
-        let replay = trace_workload(flags, path, &counter, seed).await?;
-        let requests = replay.len();
-        (Arc::new(replay), Some(requests))
-    } else if let Some(path) = &flags.dataset {
-        (
-            dataset_workload(flags, path, &counter, output, seed).await?,
-            None,
-        )
-    } else {
-        (
-            synthetic_workload(flags, &counter, output, seed).await?,
-            None,
-        )
+/// `workload` with `images` beside its prompts (as given without images).
+pub(crate) fn with_images(
+    images: Option<&Images>,
+    workload: Arc<dyn Workload>,
+) -> Arc<dyn Workload> {
+    let Some(images) = images else {
+        return workload;
+    };
+    match WithImages::new(
+        Arc::clone(&workload),
+        images.images.clone(),
+        images.per_request,
+    ) {
+        Some(with) => Arc::new(with),
+        None => workload,
+    }
+}
+
+/// Builds the workload of `spec` with `seed`.
+async fn build(
+    spec: &WorkloadOptions,
+    seed: u64,
+    target: Option<Target<'_>>,
+) -> Result<BuiltWorkload> {
+    let counter = length_counter(&spec.tokenizer, target.as_ref()).await?;
+    let (workload, replay_requests): (Arc<dyn Workload>, _) = match &spec.source {
+        WorkloadSource::Trace(trace) => {
+            let replay = trace_workload(trace, &counter, seed).await?;
+            let requests = replay.len();
+            (Arc::new(replay), Some(requests))
+        }
+        WorkloadSource::Dataset(dataset) => {
+            (dataset_workload(dataset, &counter, seed).await?, None)
+        }
+        WorkloadSource::Synthetic(synthetic) => {
+            (synthetic_workload(synthetic, &counter, seed).await?, None)
+        }
     };
     Ok(BuiltWorkload {
         workload,
-        buckets,
+        buckets: spec.buckets.clone(),
         replay_requests,
     })
 }
 
-async fn length_counter(tokenizer: &str, target: Option<&Target<'_>>) -> Result<LengthCounter> {
-    match (server_tokenizer(tokenizer)?, target) {
-        (Some(_), None) => bail!(
-            "--tokenizer {tokenizer}: there is no server to ask in virtual time; name a local \
+async fn length_counter(
+    tokenizer: &Tokenizer,
+    target: Option<&Target<'_>>,
+) -> Result<LengthCounter> {
+    match (tokenizer, target) {
+        (Tokenizer::Server { name, .. }, None) => bail!(
+            "--tokenizer {name}: there is no server to ask in virtual time; name a local \
              tokenizer (cl100k_base, a tokenizer.json file)"
         ),
-        (Some(api), Some(target)) => {
+        (Tokenizer::Server { api, .. }, Some(target)) => {
             let remote = RemoteTokenizer::connect(
                 target.client.clone(),
                 target.model,
                 target.headers.clone(),
-                api,
+                *api,
             )
             .await
             .context("--tokenizer server")?;
             Ok(LengthCounter::Remote(Box::new(remote)))
         }
-        (None, _) => Ok(LengthCounter::Local(
-            counter_by_name(tokenizer).context("--tokenizer")?,
+        (Tokenizer::Local(name), _) => Ok(LengthCounter::Local(
+            counter_by_name(name).context("--tokenizer")?,
         )),
     }
-}
-
-fn parse_lengths(flag: &str, text: &str) -> Result<LengthDistribution> {
-    text.parse().with_context(|| flag.to_string())
 }
 
 async fn vocabulary(counter: &LengthCounter) -> Result<Arc<PromptVocabulary>> {
@@ -226,117 +211,64 @@ async fn vocabulary(counter: &LengthCounter) -> Result<Arc<PromptVocabulary>> {
 }
 
 async fn synthetic_workload(
-    flags: &WorkloadArgs,
+    spec: &Synthetic,
     counter: &LengthCounter,
-    output: LengthDistribution,
     seed: u64,
 ) -> Result<Arc<dyn Workload>> {
-    let input = parse_lengths(
-        "--input-tokens",
-        flags
-            .input_tokens
-            .as_deref()
-            .unwrap_or(DEFAULT_INPUT_TOKENS),
-    )?;
-    let prefix = flags
-        .shared_prefix
-        .as_deref()
-        .map(parse_shared_prefix)
-        .transpose()
-        .context("--shared-prefix")?;
     let vocabulary = vocabulary(counter).await?;
-    if let Some(turns) = &flags.turns {
+    if let Some(sessions) = &spec.sessions {
         return Ok(Arc::new(SyntheticConversations {
-            turns: parse_lengths("--turns", turns)?,
-            user_tokens: input,
-            output_tokens: Some(output),
-            think_time: think_time(flags)?,
-            prefix,
-            agent: flags
-                .agent
-                .as_deref()
-                .map(goodput_core::workload::AgentTurns::parse)
-                .transpose()
-                .map_err(|error| anyhow::anyhow!("--agent: {error}"))?,
+            turns: sessions.turns.clone(),
+            user_tokens: spec.input.clone(),
+            output_tokens: Some(spec.output.clone()),
+            think_time: sessions.think_time,
+            prefix: spec.prefix,
+            agent: sessions.agent.clone(),
             vocabulary,
             seed,
         }));
     }
     Ok(Arc::new(GeneratedWorkload {
-        input,
-        output: Some(output),
-        prefix,
+        input: spec.input.clone(),
+        output: Some(spec.output.clone()),
+        prefix: spec.prefix,
         vocabulary,
         seed,
     }))
 }
 
-fn think_time(flags: &WorkloadArgs) -> Result<ThinkTime> {
-    ThinkTime::parse(flags.think_time.as_deref().unwrap_or("0s"))
-        .map_err(|message| anyhow::anyhow!("--think-time: {message}"))
-}
-
-/// `groups=N,tokens=L`.
-pub(crate) fn parse_shared_prefix(text: &str) -> Result<SharedPrefix> {
-    let (mut groups, mut tokens) = (None, None);
-    for part in text.split(',').map(str::trim) {
-        let (key, value) = part.split_once('=').with_context(|| {
-            format!("`{part}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000")
-        })?;
-        let value: u32 = value
-            .trim()
-            .parse()
-            .ok()
-            .filter(|v| *v > 0)
-            .with_context(|| format!("`{part}`: expected a positive whole number"))?;
-        match key.trim() {
-            "groups" => groups = Some(value),
-            "tokens" => tokens = Some(value),
-            other => bail!(
-                "unknown key `{other}`: expected groups=N,tokens=L, e.g. groups=8,tokens=2000"
-            ),
-        }
-    }
-    match (groups, tokens) {
-        (Some(groups), Some(tokens)) => Ok(SharedPrefix { groups, tokens }),
-        _ => bail!("give both, e.g. groups=8,tokens=2000"),
-    }
-}
-
 async fn dataset_workload(
-    flags: &WorkloadArgs,
-    path: &Path,
+    spec: &Dataset,
     counter: &LengthCounter,
-    output: LengthDistribution,
     seed: u64,
 ) -> Result<Arc<dyn Workload>> {
-    let format = match flags.dataset_format {
-        Some(DatasetFormatArg::Prompts) => DatasetFormat::Prompts,
-        Some(DatasetFormatArg::Sharegpt) => DatasetFormat::ShareGpt,
-        Some(DatasetFormatArg::Agent) => DatasetFormat::Agent,
+    let path = spec.path.as_path();
+    let format = match spec.format {
+        Some(format) => format,
         None => {
             let bytes = std::fs::read(path)
                 .with_context(|| format!("--dataset: cannot read {}", path.display()))?;
             DatasetFormat::detect(&bytes)
         }
     };
-    let fallback = Some(output);
+    let fallback: Option<LengthDistribution> = Some(spec.output.clone());
+    let think = || spec.think_time.clone().map_err(anyhow::Error::msg);
     Ok(match format {
         DatasetFormat::Prompts => {
-            let loaded = load_prompts(path, flags.skip_invalid).context("--dataset")?;
+            let loaded = load_prompts(path, spec.skip_invalid).context("--dataset")?;
             note_skipped(&loaded);
             Arc::new(DatasetWorkload::prepare(loaded, counter, fallback, seed).await?)
         }
         DatasetFormat::ShareGpt => {
-            let loaded = load_sharegpt(path, flags.skip_invalid).context("--dataset")?;
+            let loaded = load_sharegpt(path, spec.skip_invalid).context("--dataset")?;
             note_skipped(&loaded);
-            let think = think_time(flags)?;
+            let think = think()?;
             Arc::new(DatasetConversations::prepare(loaded, counter, fallback, think, seed).await?)
         }
         DatasetFormat::Agent => {
-            let loaded = load_agent_trace(path, flags.skip_invalid).context("--dataset")?;
+            let loaded = load_agent_trace(path, spec.skip_invalid).context("--dataset")?;
             note_skipped(&loaded);
-            let think = think_time(flags)?;
+            let think = think()?;
             let sessions =
                 DatasetConversations::prepare_agent(loaded, counter, fallback, think, seed);
             Arc::new(sessions.await?)
@@ -344,27 +276,10 @@ async fn dataset_workload(
     })
 }
 
-async fn trace_workload(
-    flags: &WorkloadArgs,
-    path: &Path,
-    counter: &LengthCounter,
-    seed: u64,
-) -> Result<TraceWorkload> {
-    let options = ReplayOptions {
-        time_scale: flags.trace_time_scale.unwrap_or(1.0),
-        rate_scale: flags.trace_rate_scale.unwrap_or(1.0),
-        block_tokens: flags
-            .trace_block_tokens
-            .unwrap_or(DEFAULT_TRACE_BLOCK_TOKENS),
-    };
-    options.validate().map_err(anyhow::Error::msg)?;
-    let format = flags.trace_format.map(|format| match format {
-        TraceFormatArg::Azure => TraceFormat::Azure,
-        TraceFormatArg::Burstgpt => TraceFormat::BurstGpt,
-        TraceFormatArg::Mooncake => TraceFormat::Mooncake,
-        TraceFormatArg::Goodput => TraceFormat::Goodput,
-    });
-    let (format, loaded) = load_trace(path, format, flags.skip_invalid).context("--trace")?;
+async fn trace_workload(spec: &Trace, counter: &LengthCounter, seed: u64) -> Result<TraceWorkload> {
+    let options = spec.replay;
+    let (format, loaded) =
+        load_trace(&spec.path, spec.format, spec.skip_invalid).context("--trace")?;
     note_skipped(&loaded);
     let replay = TraceWorkload::new(format, loaded, options, vocabulary(counter).await?, seed);
     if replay.is_empty() {
@@ -387,23 +302,25 @@ fn note_skipped<T>(loaded: &Loaded<T>) {
 
 /// Trace replay sends at the trace's times: load mode `replay`, and by default every request
 /// of the trace (no 30 s default duration).
-fn adjust_config(args: &RunArgs, built: &BuiltWorkload, config: &mut RunConfig) -> Result<()> {
-    let Some(requests) = built.replay_requests else {
+fn adjust_config(
+    spec: &WorkloadOptions,
+    built: &BuiltWorkload,
+    config: &mut RunConfig,
+) -> Result<()> {
+    let (Some(requests), WorkloadSource::Trace(trace)) = (built.replay_requests, &spec.source)
+    else {
         return Ok(());
     };
-    if args.rate.is_some() || args.concurrency.is_some() {
-        bail!(
-            "--trace sets every arrival time; drop --rate / --concurrency (use --trace-time-scale or --trace-rate-scale)"
-        );
-    }
+    let bounds = trace.bounds;
     config.load = LoadSpec::Replay {
-        max_concurrency: args.max_concurrency,
+        max_concurrency: bounds.max_concurrency,
     };
-    if args.duration.is_none() {
+    if !bounds.duration_given {
         config.duration = None;
     }
     config.max_requests = Some(
-        args.requests
+        bounds
+            .requests
             .map_or(requests as u64, |n| n.min(requests as u64)),
     );
     config.validate()?;
@@ -429,28 +346,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shared_prefix_flags_parse() {
-        assert_eq!(
-            parse_shared_prefix("groups=8,tokens=2000").unwrap(),
-            SharedPrefix {
-                groups: 8,
-                tokens: 2000
-            }
-        );
-        for bad in ["groups=8", "groups=0,tokens=5", "size=3,tokens=4", "8x2000"] {
-            assert!(parse_shared_prefix(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn tokenizer_names_the_server_or_a_local_file() {
-        assert_eq!(server_tokenizer("server").unwrap(), Some(None));
-        assert_eq!(
-            server_tokenizer("server:tgi").unwrap(),
-            Some(Some(TokenizeApi::Tgi))
-        );
-        assert_eq!(server_tokenizer("cl100k_base").unwrap(), None);
-        assert!(server_tokenizer("server:bogus").is_err());
-        assert_eq!(runner_counter("server").unwrap().name(), "cl100k_base");
+    fn the_runner_counts_locally_when_the_tokenizer_is_the_server() {
+        let server = Tokenizer::Server {
+            name: "server".into(),
+            api: None,
+        };
+        assert_eq!(runner_counter(&server).unwrap().name(), "cl100k_base");
     }
 }

@@ -16,29 +16,29 @@ use goodput_sim::calibrate::{Facts, MeasuredProbe, ProbeShape, queued_at_twice};
 use goodput_sim::config::{EnginePolicy, SlotPromptSimilarity};
 use tokio_util::sync::CancellationToken;
 
-use crate::args::calibrate::CalibrateArgs;
+use crate::options::calibrate::CalibrateOptions;
 use crate::output::calibrate as render;
 
 /// Runs `shapes` in order, `--passes` times over, until the budget (counted from `started`)
 /// is spent: `out[k][i]` is shape `i` in pass `k` (the last pass may stop short).
 pub(super) async fn run_probes(
-    args: &CalibrateArgs,
+    options: &CalibrateOptions,
     client: HttpClient,
     model: &str,
     (shapes, started): (&[ProbeShape], Instant),
     cancel: &CancellationToken,
 ) -> Result<Vec<Vec<ProbeMeasurement>>> {
-    let seed = probe_seed(args, 0);
-    let total = shapes.len() * args.passes as usize;
+    let seed = probe_seed(options, 0);
+    let total = shapes.len() * options.passes as usize;
     let mut out: Vec<Vec<ProbeMeasurement>> = Vec::new();
     for run in 0..total {
         let (pass, index) = (run / shapes.len(), run % shapes.len());
-        if started.elapsed() >= args.budget {
+        if started.elapsed() >= options.budget {
             eprintln!(
                 "calibrate: budget {:?} spent; {} of {total} probe runs skipped ({} passes of {})",
-                args.budget,
+                options.budget,
                 total - run,
-                args.passes,
+                options.passes,
                 shapes.len()
             );
             break;
@@ -59,7 +59,7 @@ pub(super) async fn run_probes(
             }
             Err(e) => return Err(e.into()),
         };
-        let label = (args.passes > 1).then_some((pass, args.passes));
+        let label = (options.passes > 1).then_some((pass, options.passes));
         eprintln!(
             "{}",
             render::probe_line((index, shapes.len()), label, &measured)
@@ -75,10 +75,8 @@ pub(super) async fn run_probes(
 /// The seed of a kind of probe: `--seed`, or a fresh one on every run (a server that caches
 /// prompts — llama.cpp slots, vLLM prefix caching — must not answer a probe from an earlier
 /// run's cache), mixed with `kind` so each kind sends prompts of its own.
-pub(super) fn probe_seed(args: &CalibrateArgs, kind: u64) -> u64 {
-    args.seed
-        .unwrap_or_else(crate::wiring::session::random_seed)
-        ^ kind
+pub(super) fn probe_seed(options: &CalibrateOptions, kind: u64) -> u64 {
+    options.seed.unwrap_or_else(crate::options::random_seed) ^ kind
 }
 
 /// Mixed into the waves' seed (the probes take `--seed` plus their run's number).
@@ -87,18 +85,18 @@ const WAVE_SEED: u64 = 0x5741_5645_0000_0000;
 /// `server`'s facts, with the requests it runs at once measured ([`batch_limit`]) when it
 /// does not report its slots, and what the waves found.
 pub(super) async fn with_batch_limit(
-    args: &CalibrateArgs,
+    options: &CalibrateOptions,
     client: &HttpClient,
     model: &str,
     server: &ServerFacts,
     cancel: &CancellationToken,
 ) -> Result<(ServerFacts, Option<BatchLimit>)> {
     let mut server = server.clone();
-    if server.slots.is_some() || args.budget.is_zero() {
+    if server.slots.is_some() || options.budget.is_zero() {
         return Ok((server, None));
     }
     // Prompts of their own: a server's prompt cache must not answer a probe from a wave.
-    let seed = probe_seed(args, WAVE_SEED);
+    let seed = probe_seed(options, WAVE_SEED);
     let Some(limit) = batch_limit(client, model, &WAVES, (seed, cancel)).await? else {
         return Ok((server, None));
     };

@@ -14,7 +14,7 @@ use goodput_core::http::HttpClient;
 use goodput_sim::calibrate::Facts;
 use tokio_util::sync::CancellationToken;
 
-use crate::args::calibrate::CalibrateArgs;
+use crate::options::calibrate::CalibrateOptions;
 use crate::output::calibrate as render;
 
 use super::probes::probe_seed;
@@ -29,16 +29,16 @@ const CACHE_SEED: u64 = 0x4341_4348_4500_0000;
 /// steps run as micro-batches by slot (`-np N`) or as one batch (its default, a unified KV
 /// cache); a server that does not honour `id_slot` leaves it unknown (by slot, as before).
 pub(super) async fn with_slot_split(
-    args: &CalibrateArgs,
+    options: &CalibrateOptions,
     (client, model): (&HttpClient, &str),
     server: &mut ServerFacts,
     cancel: &CancellationToken,
 ) {
     let llama = server.llama_slots && server.slots.is_some_and(|slots| slots >= 3);
-    if !llama || args.budget.is_zero() {
+    if !llama || options.budget.is_zero() {
         return;
     }
-    let seed = probe_seed(args, SLOTS_SEED);
+    let seed = probe_seed(options, SLOTS_SEED);
     let found = slot_split(client, model, (seed, cancel)).await;
     let line = render::slot_split_line(&found);
     eprintln!("{line}");
@@ -46,7 +46,7 @@ pub(super) async fn with_slot_split(
     if let Ok(Some(split)) = found {
         server.slot_split = Some(split);
         if !split.by_slot() {
-            with_kv_sharing(args, (client, model), server, cancel).await;
+            with_kv_sharing(options, (client, model), server, cancel).await;
         }
     }
 }
@@ -55,7 +55,7 @@ pub(super) async fn with_slot_split(
 /// (`--kv-unified`) or each has its own (`-np N` on a machine where the micro-batches cost
 /// nothing more): the slot probe cannot tell, and the simulated pool differs by the slots.
 async fn with_kv_sharing(
-    args: &CalibrateArgs,
+    options: &CalibrateOptions,
     live: (&HttpClient, &str),
     server: &mut ServerFacts,
     cancel: &CancellationToken,
@@ -69,7 +69,7 @@ async fn with_kv_sharing(
         server.sources.push(line);
         return;
     };
-    let seed = probe_seed(args, CACHE_SEED);
+    let seed = probe_seed(options, CACHE_SEED);
     let found = kv_sharing(live, &probe, (seed, cancel)).await;
     let line = render::cache_line(&probe, context, &found);
     eprintln!("{line}");
@@ -82,35 +82,35 @@ async fn with_kv_sharing(
 /// The probes the plan's probes time, once after them: the step budget, then the queue order
 /// (its holders' answers sized by the steps measured).
 pub(super) async fn after_the_plan(
-    (args, started): (&CalibrateArgs, Instant),
+    (options, started): (&CalibrateOptions, Instant),
     (client, model): (&HttpClient, &str),
     (server, facts): (&mut ServerFacts, &mut Facts),
     (measured, exact_slots): (&[ProbeMeasurement], bool),
     cancel: &CancellationToken,
 ) {
     let live = (client, model);
-    with_step_budget((args, started), live, (server, facts), measured, cancel).await;
+    with_step_budget((options, started), live, (server, facts), measured, cancel).await;
     let probes = (measured, exact_slots);
-    with_queue_order((args, started), live, (server, facts), probes, cancel).await;
+    with_queue_order((options, started), live, (server, facts), probes, cancel).await;
 }
 
 /// Measures the step budget when `server` does not report it, one sequence can decode while
 /// another's prompt runs (two slots or more) and the budget has time left; a measured budget
 /// becomes the server's, a lower bound raises the typical one the fit starts from.
 async fn with_step_budget(
-    (args, started): (&CalibrateArgs, Instant),
+    (options, started): (&CalibrateOptions, Instant),
     (client, model): (&HttpClient, &str),
     (server, facts): (&mut ServerFacts, &mut Facts),
     measured: &[ProbeMeasurement],
     cancel: &CancellationToken,
 ) {
-    if server.batch_tokens.is_some() || facts.slots < 2 || started.elapsed() >= args.budget {
+    if server.batch_tokens.is_some() || facts.slots < 2 || started.elapsed() >= options.budget {
         return;
     }
     let Some(probe) = BudgetProbe::sized(facts.context_per_slot, measured) else {
         return;
     };
-    let seed = probe_seed(args, BUDGET_SEED);
+    let seed = probe_seed(options, BUDGET_SEED);
     let found = step_budget(client, model, &probe, (seed, cancel)).await;
     let line = render::step_budget_line(&probe, &found);
     eprintln!("{line}");
@@ -131,19 +131,19 @@ async fn with_step_budget(
 /// (reported, or a wave that queued) while the budget has time left; first come first served
 /// stays when the probe shows no one order.
 async fn with_queue_order(
-    (args, started): (&CalibrateArgs, Instant),
+    (options, started): (&CalibrateOptions, Instant),
     (client, model): (&HttpClient, &str),
     (server, facts): (&mut ServerFacts, &mut Facts),
     (measured, exact_slots): (&[ProbeMeasurement], bool),
     cancel: &CancellationToken,
 ) {
-    if !exact_slots || started.elapsed() >= args.budget {
+    if !exact_slots || started.elapsed() >= options.budget {
         return;
     }
     let Some(probe) = QueueProbe::sized(facts.slots, measured) else {
         return;
     };
-    let seed = probe_seed(args, QUEUE_SEED);
+    let seed = probe_seed(options, QUEUE_SEED);
     let began = Instant::now();
     let found = queue_order(client, model, &probe, (seed, cancel)).await;
     let line = render::queue_order_line(&probe, &found, began.elapsed());

@@ -1,0 +1,177 @@
+//! `goodput run`'s `Target` flags turned into [`RequestOptions`]: `--api http`'s template,
+//! the body settings (`--no-stream`, `--extra-body`, `--query`, `--header`, `--api-key`…),
+//! `--batch-size`, what one item is in reports, and what `run.workload` records about the
+//! requests.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+use goodput_core::backend::openai::OpenAiConfig;
+use goodput_core::backend::template::{ItemsPath, RequestTemplate};
+use goodput_core::backend::v2::TensorSource;
+use http::{HeaderName, HeaderValue};
+
+use crate::args::http_stream::StreamFormatArg;
+use crate::args::run::{ApiArg, RunArgs};
+use crate::options::run::{HttpTemplate, Images, RequestOptions};
+
+impl RunArgs {
+    /// What every request carries: `template`, `images` and `tensors` were read first (as
+    /// the run's configuration is checked), and `--extra-body` parsed (as the embedded
+    /// simulator is configured); the rest is read here.
+    pub(super) fn request(
+        &self,
+        (template, images, tensors): (Option<HttpTemplate>, Option<Images>, Option<TensorSource>),
+        extra_body: Option<serde_json::Result<serde_json::Value>>,
+    ) -> Result<RequestOptions> {
+        let openai = self.openai(extra_body)?;
+        Ok(RequestOptions {
+            api: self.api.api(),
+            openai,
+            template,
+            tensors,
+            batch: self.batch()?,
+            images,
+            item_unit: self.item_unit(),
+        })
+    }
+
+    /// `--api http`'s template, items path and streaming, read and checked (`None` for the
+    /// other APIs).
+    pub(super) fn template(&self) -> Result<Option<HttpTemplate>> {
+        let http = self.api == ApiArg::Http;
+        let (stream, tokens) = self.http_stream.checked(http, self.no_stream)?;
+        if !http && (self.request_template.is_some() || self.items_path.is_some()) {
+            bail!("--request-template and --items-path go with --api http");
+        }
+        if !http {
+            return Ok(None);
+        }
+        let Some(path) = &self.request_template else {
+            bail!("--api http needs --request-template FILE (the JSON body of every request)");
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("--request-template: cannot read {}", path.display()))?;
+        let template = RequestTemplate::parse(&text)
+            .with_context(|| format!("--request-template {}", path.display()))?;
+        let items = self
+            .items_path
+            .as_deref()
+            .map(ItemsPath::parse)
+            .transpose()
+            .context("--items-path")?;
+        Ok(Some(HttpTemplate {
+            template,
+            items,
+            stream,
+            tokens,
+        }))
+    }
+
+    /// The settings that shape every body (`extra_body`: `--extra-body`, parsed); the model
+    /// is named once the target is known.
+    fn openai(
+        &self,
+        extra_body: Option<serde_json::Result<serde_json::Value>>,
+    ) -> Result<OpenAiConfig> {
+        let mut extra_body = match extra_body {
+            None => serde_json::Map::new(),
+            Some(parsed) => match parsed.context("--extra-body: not valid JSON")? {
+                serde_json::Value::Object(map) => map,
+                _ => bail!("--extra-body: must be a JSON object, e.g. '{{\"temperature\": 0}}'"),
+            },
+        };
+        if let Some(query) = self.rerank_query()? {
+            extra_body.insert("query".into(), serde_json::Value::String(query));
+        }
+        let headers = self
+            .headers
+            .iter()
+            .map(|header| parse_header(header))
+            .collect::<Result<Vec<_>>>()?;
+        let http_streams = self
+            .http_stream
+            .stream_format
+            .is_some_and(|f| f != StreamFormatArg::None);
+        Ok(OpenAiConfig {
+            api: self.api.kind(),
+            model: String::new(),
+            stream: !self.no_stream && (self.api.streams() || http_streams),
+            include_usage: true,
+            continuous_usage: !self.no_continuous_usage,
+            ignore_eos: !self.no_ignore_eos,
+            extra_body,
+            headers,
+            api_key: self.api_key.clone(),
+            ..OpenAiConfig::default()
+        })
+    }
+
+    /// `--query`, checked: rerank only, not empty.
+    fn rerank_query(&self) -> Result<Option<String>> {
+        match &self.query {
+            Some(_) if self.api != ApiArg::Rerank => {
+                bail!(
+                    "--query is the query of --api rerank (the {} API has none)",
+                    self.api.name()
+                )
+            }
+            Some(query) if query.trim().is_empty() => bail!("--query must not be empty"),
+            query => Ok(query.clone()),
+        }
+    }
+
+    /// `--batch-size`, checked against the API: `None` for one input per request.
+    fn batch(&self) -> Result<Option<u32>> {
+        match self.batch_size {
+            None => Ok(None),
+            Some(0) => bail!("--batch-size must be at least 1"),
+            Some(_) if !self.api.batches() => bail!(
+                "--batch-size sends several inputs per request: use --api completions, \
+                 embeddings, rerank, http or v2 (the {} API takes one conversation)",
+                self.api.name()
+            ),
+            Some(_) if self.workload.trace.is_some() => {
+                bail!("--batch-size cannot batch a --trace replay (its requests are the trace's)")
+            }
+            Some(n) => Ok(Some(n)),
+        }
+    }
+
+    /// What one item is in reports: `inputs`, `documents`, `prompts` (batched completions),
+    /// `rows` (v2 batch rows) or `items`.
+    fn item_unit(&self) -> &'static str {
+        match self.api {
+            ApiArg::Embeddings | ApiArg::Rerank => self.api.kind().item_unit(),
+            ApiArg::Completions if self.batch_size.is_some() => "prompts",
+            ApiArg::V2 => "rows",
+            _ => "items",
+        }
+    }
+
+    /// What `run.workload` records beside the workload's own description.
+    pub(super) fn described(&self) -> BTreeMap<String, serde_json::Value> {
+        let mut described = BTreeMap::new();
+        described.insert("counting_tokenizer".into(), self.tokenizer.clone().into());
+        if let Some(path) = &self.items_path {
+            described.insert("items_path".into(), path.clone().into());
+        }
+        self.http_stream.describe(&mut described);
+        if let Some(note) = self.tensors.input_tokens_note(self.api == ApiArg::V2) {
+            described.insert("tensor_input_tokens".into(), note.into());
+        }
+        described
+    }
+}
+
+/// A `--header NAME:VALUE`.
+fn parse_header(header: &str) -> Result<(HeaderName, HeaderValue)> {
+    let (name, value) = header
+        .split_once(':')
+        .with_context(|| format!("--header {header}: expected NAME:VALUE"))?;
+    let name = HeaderName::try_from(name.trim())
+        .with_context(|| format!("--header: `{}` is not a header name", name.trim()))?;
+    let value = HeaderValue::try_from(value.trim())
+        .with_context(|| format!("--header {name}: invalid value"))?;
+    Ok((name, value))
+}

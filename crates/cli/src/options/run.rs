@@ -1,0 +1,221 @@
+//! `goodput run`'s configuration, also the base of `sweep` and `capacity`: the run (load,
+//! stop, warm-up, timeouts, SLO), the target, what every request carries, the workload, the
+//! server-side figures, what happens with the results, and this process's shard.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use goodput_core::analysis::AnalysisConfig;
+use goodput_core::backend::openai::OpenAiConfig;
+use goodput_core::backend::template::{ItemsPath, RequestTemplate, StreamFormat};
+use goodput_core::backend::v2::TensorSource;
+use goodput_core::config::RunConfig;
+use goodput_core::shard::Shard;
+use goodput_core::workload::image::Image;
+use goodput_sim::SimConfig;
+
+use super::workload::WorkloadOptions;
+
+/// Everything `goodput run` (and every step of `sweep` and `capacity`) runs with.
+#[derive(Debug, Clone)]
+pub(crate) struct RunOptions {
+    /// Drive the embedded simulator in virtual time (`--virtual-time`).
+    pub(crate) virtual_time: bool,
+    /// Seed of the schedule and the prompts: `--seed`, or drawn when the command started.
+    pub(crate) seed: u64,
+    /// The validated run configuration (load, stop, warm-up, timeouts, SLO, window; its time
+    /// scale `--time-scale`, else 1).
+    pub(crate) config: RunConfig,
+    /// Where the requests go.
+    pub(crate) target: TargetOptions,
+    /// `--model`: the model to name (default: the simulator's, else the target's first).
+    pub(crate) model: Option<String>,
+    /// What every request carries.
+    pub(crate) request: RequestOptions,
+    /// What to send.
+    pub(crate) workload: WorkloadOptions,
+    /// What `run.workload` records beside the workload's own description: the counting
+    /// tokenizer, `--api http`'s items path and streaming, why v2 tensors count no tokens.
+    pub(crate) described: BTreeMap<String, serde_json::Value>,
+    /// The server's side of the run: scraping and the analysis inputs.
+    pub(crate) server_side: ServerSideOptions,
+    /// What happens with the results.
+    pub(crate) output: OutputOptions,
+    /// This process's part of a sharded run (`--shards`), and the shared start.
+    pub(crate) shard: ShardPlan,
+}
+
+impl RunOptions {
+    /// The embedded simulator's configuration, when it is the target.
+    pub(crate) fn simulator(&self) -> Option<&SimConfig> {
+        match &self.target {
+            TargetOptions::Embedded(config) => Some(config),
+            TargetOptions::Server { .. } => None,
+        }
+    }
+}
+
+/// Where the requests go.
+#[derive(Debug, Clone)]
+pub(crate) enum TargetOptions {
+    /// `--target`: a server at `url` whose clock runs `time_scale` times faster than real time
+    /// (`--time-scale`, else 1).
+    Server {
+        /// The base URL as given.
+        url: String,
+        /// Target-time seconds per real second.
+        time_scale: f64,
+    },
+    /// The embedded simulator (no `--target`), configured from `--sim-config`, `--sim-*`
+    /// and the hardware flags that describe it; started on loopback, or driven in virtual
+    /// time.
+    Embedded(Box<SimConfig>),
+}
+
+/// Which API the requests call (`--api`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Api {
+    /// `/v1/chat/completions`.
+    Chat,
+    /// `/v1/completions`.
+    Completions,
+    /// `/v1/responses`.
+    Responses,
+    /// `/v1/embeddings`.
+    Embeddings,
+    /// `/v1/rerank`.
+    Rerank,
+    /// A JSON template POSTed to the target as given.
+    Http,
+    /// KServe v2 / Open Inference Protocol.
+    V2,
+}
+
+impl Api {
+    /// The name in reports (`run.api`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Api::Chat => "chat",
+            Api::Completions => "completions",
+            Api::Responses => "responses",
+            Api::Embeddings => "embeddings",
+            Api::Rerank => "rerank",
+            Api::Http => "http",
+            Api::V2 => "v2",
+        }
+    }
+}
+
+/// What every request carries, read and checked from the `Target` flags.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestOptions {
+    /// `--api`.
+    pub(crate) api: Api,
+    /// The settings that shape every body (API, streaming, `ignore_eos`, usage, extra body and
+    /// rerank query, headers, API key); its model is empty until the target is known
+    /// ([`RequestOptions::openai`]).
+    pub(crate) openai: OpenAiConfig,
+    /// `--api http`'s template, items path and streaming.
+    pub(crate) template: Option<HttpTemplate>,
+    /// `--api v2`'s tensors.
+    pub(crate) tensors: Option<TensorSource>,
+    /// `--batch-size`: inputs per request (`None`: one).
+    pub(crate) batch: Option<u32>,
+    /// Images beside each chat prompt.
+    pub(crate) images: Option<Images>,
+    /// What one item is in reports: `inputs`, `documents`, `prompts`, `rows` or `items`.
+    pub(crate) item_unit: &'static str,
+}
+
+impl RequestOptions {
+    /// The body settings naming `model`.
+    pub(crate) fn openai(&self, model: String) -> OpenAiConfig {
+        OpenAiConfig {
+            model,
+            ..self.openai.clone()
+        }
+    }
+}
+
+/// `--api http`'s request template and how its replies are read.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpTemplate {
+    /// The body template (`--request-template`).
+    pub(crate) template: RequestTemplate,
+    /// `--items-path`.
+    pub(crate) items: Option<ItemsPath>,
+    /// `--stream-format`.
+    pub(crate) stream: StreamFormat,
+    /// `--tokens-path`.
+    pub(crate) tokens: Option<ItemsPath>,
+}
+
+/// Images beside each chat prompt (`--image-resolution` or `--image-dir`).
+#[derive(Debug, Clone)]
+pub(crate) struct Images {
+    /// The images, taken in turn.
+    pub(crate) images: Vec<Image>,
+    /// `--images-per-request`.
+    pub(crate) per_request: u32,
+}
+
+/// The server's side of a run.
+#[derive(Debug, Clone)]
+pub(crate) struct ServerSideOptions {
+    /// `--metrics-url` (default: the target's `/metrics`).
+    pub(crate) metrics_url: Option<String>,
+    /// Whether to scrape at all (no `--no-metrics`).
+    pub(crate) scrape: bool,
+    /// `--metrics-interval`.
+    pub(crate) metrics_interval: Duration,
+    /// The utilisation, speculative-decoding and cost inputs (the embedded simulator's
+    /// hardware where the flags give none).
+    pub(crate) analysis: AnalysisConfig,
+    /// `--accelerators` as given (recorded with a capacity verdict).
+    pub(crate) accelerators: Option<u32>,
+}
+
+/// What is printed on stdout at the end (`--format`, `--json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum SummaryFormat {
+    /// The terminal summary.
+    #[default]
+    Text,
+    /// The whole report as JSON.
+    Json,
+    /// The key figures as Markdown tables.
+    Markdown,
+}
+
+/// What happens with the results of a run.
+#[derive(Debug, Clone)]
+pub(crate) struct OutputOptions {
+    /// `--out`: the directory of `requests.jsonl`, `run.json`, `report.json` and the exports.
+    pub(crate) out: Option<PathBuf>,
+    /// `--quiet`: no progress lines.
+    pub(crate) quiet: bool,
+    /// The summary on stdout.
+    pub(crate) summary: SummaryFormat,
+    /// `--details`: the text summary beyond its first screen.
+    pub(crate) details: bool,
+    /// `--gate`: the criteria file judged after the run.
+    pub(crate) gate: Option<PathBuf>,
+    /// `--store`: the history store the run is recorded in.
+    pub(crate) store: Option<PathBuf>,
+    /// Whether the live view may show (no `--no-live`).
+    pub(crate) live_view: bool,
+    /// `--tag` pairs.
+    pub(crate) tags: Vec<(String, String)>,
+    /// `--max-error-rate`.
+    pub(crate) max_error_rate: Option<f64>,
+}
+
+/// The shard and the shared start of this process.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ShardPlan {
+    /// Which part of the schedule.
+    pub(crate) shard: Shard,
+    /// The shared start time (`--start-at`), if any.
+    pub(crate) start_at: Option<SystemTime>,
+}
