@@ -1,40 +1,52 @@
-//! [`ProbeSink`]: the aggregator of a probe that also ends the probe early — stops scheduling
-//! and lets in-flight requests finish — as soon as one of its targets is refuted: a probe that
-//! has clearly failed need not run to its full length.
+//! [`ProbeSink`]: the aggregator of a probe that also ends the probe — stops scheduling and
+//! lets in-flight requests finish — as soon as the sequential test has decided its targets:
+//! at once when one is refuted, once every one is proven and the probe has measured long
+//! enough for its stability verdict ([`Stopping::proof_floor`]).
 
 use std::io;
 
 use tokio_util::sync::CancellationToken;
 
-use super::early_stopping::Verdict;
 use super::probe::Criteria;
+use super::tally::InOrder;
 use crate::metrics::StepAggregator;
+use crate::metrics::aggregate::Compliance;
 use crate::record::{Phase, RequestRecord};
 use crate::runner::RecordSink;
 
-/// Measured requests before an early refutation is acted on.
-pub const MIN_REQUESTS_BEFORE_FAIL_FAST: u64 = 20;
+pub use super::tally::MIN_REQUESTS_BEFORE_VERDICT as MIN_REQUESTS_BEFORE_FAIL_FAST;
 
-/// Aggregates a probe and finishes it early on refutation.
+/// When a probe may end before its planned length.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stopping {
+    /// What its targets are judged by.
+    pub criteria: Criteria,
+    /// Measured requests (in order) before a proof ends the probe: a rate probe's
+    /// `--probe-min-duration` of arrivals, so its stability verdict sees a trend (a
+    /// refutation ends it at once).
+    pub proof_floor: u64,
+}
+
+/// Aggregates a probe and finishes it once its targets are decided.
 #[derive(Debug)]
 pub struct ProbeSink {
     aggregator: StepAggregator,
-    criteria: Option<Criteria>,
+    tally: Option<(InOrder, u64)>,
     finish: CancellationToken,
     ended_early: bool,
 }
 
 impl ProbeSink {
-    /// Wraps `aggregator`; cancels `finish` (the runner's finish token) when a target of
-    /// `criteria` is refuted (never without criteria).
+    /// Wraps `aggregator`; cancels `finish` (the runner's finish token) once `stopping`'s
+    /// targets are decided (never without it).
     pub fn new(
         aggregator: StepAggregator,
-        criteria: Option<Criteria>,
+        stopping: Option<Stopping>,
         finish: CancellationToken,
     ) -> Self {
         ProbeSink {
             aggregator,
-            criteria,
+            tally: stopping.map(|s| (InOrder::new(s.criteria), s.proof_floor)),
             finish,
             ended_early: false,
         }
@@ -49,26 +61,29 @@ impl ProbeSink {
     pub fn into_aggregator(self) -> StepAggregator {
         self.aggregator
     }
+
+    /// The aggregator and the tallies to judge the probe by, once it is over: in the order
+    /// the requests were sent, each target's where the sequential test decided it (the
+    /// aggregator's own without criteria).
+    pub fn into_parts(self) -> (StepAggregator, Compliance) {
+        let judged = self.tally.and_then(|(tally, _)| tally.judged());
+        let judged = judged.unwrap_or_else(|| self.aggregator.compliance());
+        (self.aggregator, judged)
+    }
 }
 
 impl RecordSink for ProbeSink {
     fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
         self.aggregator.add(record);
-        let Some(criteria) = &self.criteria else {
+        let Some((tally, floor)) = &mut self.tally else {
             return Ok(());
         };
+        tally.add(record, self.aggregator.compliance());
         if self.ended_early || record.phase == Phase::Warmup {
             return Ok(());
         }
-        let compliance = self.aggregator.compliance();
-        if compliance.measured < MIN_REQUESTS_BEFORE_FAIL_FAST {
-            return Ok(());
-        }
-        if criteria
-            .checks(&compliance)
-            .iter()
-            .any(|check| check.verdict == Verdict::Refuted)
-        {
+        let done = tally.refuted() || tally.decided_after().is_some() && tally.released() >= *floor;
+        if done {
             self.ended_early = true;
             self.finish.cancel();
         }
