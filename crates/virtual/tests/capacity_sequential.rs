@@ -111,7 +111,7 @@ fn four_slots_of_400_ms_serve_10_per_second() {
     let sent = sent(&report, &steps);
     let (lower, upper) = (report.lower_bound.unwrap(), report.upper_bound.unwrap());
     assert!(lower <= 10.0 && 10.0 < upper, "[{lower}, {upper}]");
-    decided_early(&report, 20);
+    decided_early(&report, 30);
     // Before the sequential test: 13,503 requests, 2,286 s of target time.
     let total: u64 = sent.iter().sum();
     assert!(
@@ -129,11 +129,13 @@ fn four_slots_of_2_5_s_serve_1_6_per_second() {
     let sent = sent(&report, &steps);
     let (lower, upper) = (report.lower_bound.unwrap(), report.upper_bound.unwrap());
     assert!(lower <= capacity && capacity < upper, "[{lower}, {upper}]");
-    decided_early(&report, 60);
+    // A queue growing steadily looks serially correlated (its design effect is large), so
+    // refuting it takes longer, still a quarter of the fixed-sample probe.
+    decided_early(&report, 450);
     // Before the sequential test: 11,312 requests, 10,000 s of target time.
     let total: u64 = sent.iter().sum();
     assert!(
-        total < 2700 && report.spent_secs < 2600.0,
+        total < 2800 && report.spent_secs < 2800.0,
         "{total}, {}",
         report.spent_secs
     );

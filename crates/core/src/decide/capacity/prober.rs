@@ -145,6 +145,7 @@ impl ProbePlan {
         Stopping {
             criteria: self.criteria.clone(),
             proof_floor,
+            load: LoadReport::from(&self.config_at(load).load),
         }
     }
 

@@ -26,6 +26,8 @@ pub const MIN_REQUESTS_BEFORE_VERDICT: u64 = 20;
 /// One record's share of the tallies.
 #[derive(Debug, Clone, Default)]
 struct Share {
+    /// The request's latency (E2E, or TTFT when streamed), seconds; none when it failed.
+    latency: Option<f64>,
     measured: u64,
     compliant: u64,
     objectives: Vec<(u64, u64)>,
@@ -39,6 +41,8 @@ pub struct InOrder {
     last: Option<Compliance>,
     pending: BTreeMap<u64, Share>,
     next: u64,
+    /// The serial correlation of the measured latencies, in send order.
+    serial: Serial,
     /// The released prefix (dispersion: the aggregator's latest estimate).
     prefix: Option<Compliance>,
     /// Per check (thresholds first, then each objective): the prefix where it was decided.
@@ -59,6 +63,7 @@ impl InOrder {
             last: None,
             pending: BTreeMap::new(),
             next: 0,
+            serial: Serial::default(),
             prefix: None,
             frozen: vec![None; checks],
             decided_after: None,
@@ -69,10 +74,15 @@ impl InOrder {
     /// Notes `record`, whose addition brought the aggregator's tallies to `now`; releases
     /// every record now in order and judges the prefix after each.
     pub fn add(&mut self, record: &RequestRecord, now: Compliance) {
-        let share = match &self.last {
+        let mut share = match &self.last {
             Some(last) => share(last, &now),
             None => share(&empty_like(&now), &now),
         };
+        share.latency = record
+            .ttft()
+            .or(record.e2e())
+            .filter(|_| share.measured > 0 && record.is_ok())
+            .map(|d| d.as_secs_f64());
         self.last = Some(now);
         self.pending.insert(record.index, share);
         while let Some(share) = self.pending.remove(&self.next) {
@@ -130,10 +140,14 @@ impl InOrder {
 
     fn release(&mut self, share: &Share) {
         let Some(latest) = &self.last else { return };
+        if let Some(latency) = share.latency {
+            self.serial.add(latency);
+        }
+        let serial = self.serial.design_effect();
         let prefix = self.prefix.get_or_insert_with(|| empty_like(latest));
         prefix.measured += share.measured;
         prefix.compliant += share.compliant;
-        prefix.threshold_dispersion = latest.threshold_dispersion;
+        prefix.threshold_dispersion = latest.threshold_dispersion.max(serial);
         for ((mine, latest), (samples, misses)) in prefix
             .objectives
             .iter_mut()
@@ -142,7 +156,7 @@ impl InOrder {
         {
             mine.samples += samples;
             mine.misses += misses;
-            mine.dispersion = latest.dispersion;
+            mine.dispersion = latest.dispersion.max(serial);
         }
         if self.decided_after.is_some() || prefix.measured < MIN_REQUESTS_BEFORE_VERDICT {
             return;
@@ -163,6 +177,46 @@ impl InOrder {
     }
 }
 
+/// The lag-1 serial correlation `ρ` of a series, for the design effect of its mean,
+/// `(1 + ρ) / (1 − ρ)` (an AR(1) series' variance inflation): latencies in a queue come in
+/// runs, and so do the misses they cause — before any miss has been seen to estimate their
+/// own clustering from (a window of a busy server without a miss is no proof).
+#[derive(Debug, Clone, Default)]
+struct Serial {
+    n: f64,
+    sum: f64,
+    squares: f64,
+    products: f64,
+    last: Option<f64>,
+}
+
+impl Serial {
+    fn add(&mut self, x: f64) {
+        if let Some(last) = self.last {
+            self.products += last * x;
+        }
+        self.n += 1.0;
+        self.sum += x;
+        self.squares += x * x;
+        self.last = Some(x);
+    }
+
+    /// `(1 + ρ) / (1 − ρ)`, at least 1 (1 for a constant series or fewer than 20 values).
+    fn design_effect(&self) -> f64 {
+        if self.n < 20.0 {
+            return 1.0;
+        }
+        let mean = self.sum / self.n;
+        let variance = self.squares / self.n - mean * mean;
+        if variance <= 1e-12 * mean * mean.max(1e-9) {
+            return 1.0;
+        }
+        let rho = (self.products / (self.n - 1.0) - mean * mean) / variance;
+        let rho = rho.clamp(0.0, 0.99);
+        (1.0 + rho) / (1.0 - rho)
+    }
+}
+
 /// `now` with every count zero.
 fn empty_like(now: &Compliance) -> Compliance {
     let mut empty = now.clone();
@@ -179,6 +233,7 @@ fn empty_like(now: &Compliance) -> Compliance {
 /// What one record added to the tallies.
 fn share(before: &Compliance, after: &Compliance) -> Share {
     Share {
+        latency: None,
         measured: after.measured.saturating_sub(before.measured),
         compliant: after.compliant.saturating_sub(before.compliant),
         objectives: after

@@ -1,7 +1,8 @@
 //! [`ProbeSink`]: the aggregator of a probe that also ends the probe — stops scheduling and
 //! lets in-flight requests finish — as soon as the sequential test has decided its targets:
-//! at once when one is refuted, once every one is proven and the probe has measured long
-//! enough for its stability verdict ([`Stopping::proof_floor`]).
+//! at once when one is refuted, once every one is proven, the probe has measured its
+//! [`Stopping::proof_floor`] and its stability verdict (looked at each time a tenth more
+//! requests are in) is no longer inconclusive.
 
 use std::io;
 
@@ -12,6 +13,7 @@ use super::tally::InOrder;
 use crate::metrics::StepAggregator;
 use crate::metrics::aggregate::Compliance;
 use crate::record::{Phase, RequestRecord};
+use crate::report::LoadReport;
 use crate::runner::RecordSink;
 
 pub use super::tally::MIN_REQUESTS_BEFORE_VERDICT as MIN_REQUESTS_BEFORE_FAIL_FAST;
@@ -25,6 +27,8 @@ pub struct Stopping {
     /// `--probe-min-duration` of arrivals, so its stability verdict sees a trend (a
     /// refutation ends it at once).
     pub proof_floor: u64,
+    /// The probe's load, for a look at its stability verdict before a proof ends it.
+    pub load: LoadReport,
 }
 
 /// Aggregates a probe and finishes it once its targets are decided.
@@ -32,6 +36,9 @@ pub struct Stopping {
 pub struct ProbeSink {
     aggregator: StepAggregator,
     tally: Option<(InOrder, u64)>,
+    load: Option<LoadReport>,
+    /// Released requests at the next look at the stability verdict.
+    next_look: u64,
     finish: CancellationToken,
     ended_early: bool,
 }
@@ -44,9 +51,12 @@ impl ProbeSink {
         stopping: Option<Stopping>,
         finish: CancellationToken,
     ) -> Self {
+        let load = stopping.as_ref().map(|s| s.load.clone());
         ProbeSink {
             aggregator,
             tally: stopping.map(|s| (InOrder::new(s.criteria), s.proof_floor)),
+            load,
+            next_look: 0,
             finish,
             ended_early: false,
         }
@@ -72,6 +82,23 @@ impl ProbeSink {
     }
 }
 
+impl ProbeSink {
+    /// Whether the stability verdict of the probe so far is stable or unstable (a proof does
+    /// not end a probe whose queue could not be judged yet); looked at each time a tenth more
+    /// requests have been released.
+    fn stability_judged(&mut self, released: u64) -> bool {
+        if released < self.next_look {
+            return false;
+        }
+        self.next_look = released + released.div_ceil(10).max(1);
+        let Some(load) = &self.load else {
+            return true;
+        };
+        let verdict = self.aggregator.report(load.clone()).stability.verdict;
+        verdict != crate::metrics::stability::Verdict::Inconclusive
+    }
+}
+
 impl RecordSink for ProbeSink {
     fn record(&mut self, record: &RequestRecord) -> io::Result<()> {
         self.aggregator.add(record);
@@ -82,8 +109,9 @@ impl RecordSink for ProbeSink {
         if self.ended_early || record.phase == Phase::Warmup {
             return Ok(());
         }
-        let done = tally.refuted() || tally.decided_after().is_some() && tally.released() >= *floor;
-        if done {
+        let (refuted, released) = (tally.refuted(), tally.released());
+        let proven = tally.decided_after().is_some() && released >= *floor;
+        if refuted || proven && self.stability_judged(released) {
             self.ended_early = true;
             self.finish.cancel();
         }
