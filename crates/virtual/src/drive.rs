@@ -78,11 +78,8 @@ pub(crate) struct VirtualRun<'a> {
     next_index: u64,
     next_session: u64,
     next_engine_id: RequestId,
-    /// Takes each request's record as it ends; `false` finishes the run (nothing more is
-    /// sent; requests in flight end).
-    sink: &'a mut dyn FnMut(RequestRecord) -> bool,
-    /// The sink has finished the run.
-    finished: bool,
+    /// Takes each request's record as it ends.
+    sink: &'a mut dyn FnMut(RequestRecord),
 }
 
 impl<'a> VirtualRun<'a> {
@@ -90,7 +87,7 @@ impl<'a> VirtualRun<'a> {
     pub(crate) fn new(
         target: &'a VirtualTarget,
         config: &'a RunConfig,
-        sink: &'a mut dyn FnMut(RequestRecord) -> bool,
+        sink: &'a mut dyn FnMut(RequestRecord),
     ) -> Self {
         let replayed = target.requests.workload.arrival_offsets();
         let (arrivals, cap) = match open_loop_arrivals(&config.load, config.seed, replayed) {
@@ -114,7 +111,6 @@ impl<'a> VirtualRun<'a> {
             next_session: 0,
             next_engine_id: 0,
             sink,
-            finished: false,
         }
     }
 
@@ -189,9 +185,6 @@ impl<'a> VirtualRun<'a> {
 
     /// Starts `job`, scheduled at `scheduled`, now.
     fn begin(&mut self, scheduled: SimTime, job: Job) {
-        if self.finished {
-            return;
-        }
         let sessions = self.target.requests.workload.conversations().is_some();
         match job {
             Job::Turn(playing) => self.send_turn(scheduled, playing),
@@ -457,11 +450,7 @@ impl<'a> VirtualRun<'a> {
             }
             None => {}
         }
-        if !(self.sink)(record) && !self.finished {
-            self.finished = true;
-            self.stop_arrivals();
-            self.held.clear();
-        }
+        (self.sink)(record);
         self.release_held();
     }
 
