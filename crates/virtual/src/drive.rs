@@ -13,8 +13,8 @@ use goodput_core::backend::openai::request_body;
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::record::{Phase, RequestRecord, TokenSource};
 use goodput_core::schedule::{Offsets, open_loop_arrivals};
-use goodput_core::workload::Conversation;
 use goodput_core::workload::history::{History, TurnRequest};
+use goodput_core::workload::{Conversation, note_request};
 use goodput_sim::build_engine;
 use goodput_sim::engine::{EngineEvent, RequestId, SimTime};
 use goodput_sim::http::frontend::{Admission, Frontend};
@@ -402,13 +402,7 @@ impl<'a> VirtualRun<'a> {
     /// tensors that are not text (`--api v2`; the wire carries no usage).
     fn note_workload(&self, index: u64, record: &mut RequestRecord) {
         let requests = &self.target.requests;
-        record.expected_prefix_tokens = requests.workload.expected_prefix_tokens(index);
-        record.images = requests
-            .workload
-            .images(index)
-            .iter()
-            .map(|image| image.size)
-            .collect();
+        note_request(requests.workload.as_ref(), index, record);
         if requests.tensors.as_ref().is_some_and(|t| !t.carries_text()) {
             record.input_tokens = None;
             record.input_tokens_source = TokenSource::None;

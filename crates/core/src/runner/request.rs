@@ -70,14 +70,9 @@ impl RequestContext {
 
     /// A request due `offset` of target time after the run start (a schedule's arrival).
     pub(crate) fn due_at(&self, offset: Duration) -> Due {
-        let real = if self.time_scale == 1.0 {
-            offset
-        } else {
-            offset.div_f64(self.time_scale)
-        };
         Due {
             offset,
-            at: self.start + real,
+            at: self.real_after(self.start, offset),
         }
     }
 

@@ -73,6 +73,21 @@ pub trait Workload: Send + Sync + fmt::Debug {
     }
 }
 
+/// Notes on single request `index`'s record what `workload` knows of it: the prefix it expects
+/// reusable and the sizes of its images (the live runner and the virtual-time client alike).
+pub fn note_request(
+    workload: &dyn Workload,
+    index: u64,
+    record: &mut crate::record::RequestRecord,
+) {
+    record.expected_prefix_tokens = workload.expected_prefix_tokens(index);
+    record.images = workload
+        .images(index)
+        .iter()
+        .map(|image| image.size)
+        .collect();
+}
+
 /// Mixes a seed and an index into an independent 64-bit seed (SplitMix64 finaliser).
 pub fn mix_seed(seed: u64, index: u64) -> u64 {
     let mut z = seed ^ index.wrapping_mul(0x9e37_79b9_7f4a_7c15);

@@ -21,7 +21,7 @@ use crate::config::{LoadSpec, RunConfig};
 use crate::record::{Phase, RequestRecord};
 use crate::schedule::open_loop_arrivals;
 use crate::shard::Shard;
-use crate::workload::Workload;
+use crate::workload::{Workload, note_request};
 
 /// What the dispatcher needs.
 #[derive(Debug, Clone)]
@@ -37,18 +37,6 @@ pub(super) struct Plan {
 }
 
 impl Plan {
-    /// Notes on single request `index`'s record what the workload knows of it: the prefix it
-    /// expects reusable and the sizes of its images.
-    fn note_workload(&self, index: u64, record: &mut RequestRecord) {
-        record.expected_prefix_tokens = self.workload.expected_prefix_tokens(index);
-        record.images = self
-            .workload
-            .images(index)
-            .iter()
-            .map(|image| image.size)
-            .collect();
-    }
-
     /// This shard's part of a client-side cap of `total` requests in flight.
     fn client_cap(&self, total: u32) -> usize {
         self.shard.split(total).max(1) as usize
@@ -155,7 +143,7 @@ fn launch(
     tokio::spawn(async move {
         let spec = plan.workload.request(index);
         let mut record = execute(&plan.context, ticket, spec, limit, &stop).await;
-        plan.note_workload(index, &mut record);
+        note_request(plan.workload.as_ref(), index, &mut record);
         let _ = sender.send(record);
     });
 }
@@ -188,7 +176,7 @@ async fn closed_loop(
                 plan.monitor.scheduled();
                 let spec = plan.workload.request(index);
                 let mut record = execute(&plan.context, ticket, spec, None, &stop).await;
-                plan.note_workload(index, &mut record);
+                note_request(plan.workload.as_ref(), index, &mut record);
                 if sender.send(record).is_err() {
                     break;
                 }
