@@ -4,6 +4,7 @@
 //! `run.json` beside it) — so the two agree by construction, not by care.
 
 use crate::config::RunConfig;
+use crate::decide::capacity::tally::InOrder;
 use crate::decide::capacity::{CapacityPlan, CapacityReport};
 use crate::decide::sweep::{SweepReport, find_knee};
 use crate::manifest::RunManifest;
@@ -126,18 +127,45 @@ pub fn rebuild_steps(
                 .with_length_buckets(buckets.clone())
         })
         .collect();
+    // A capacity probe's targets are judged on its requests in the order they were sent,
+    // each where the sequential test decided it, as the probe itself judged them.
+    let mut tallies: Vec<Option<InOrder>> = loads
+        .iter()
+        .enumerate()
+        .map(|(step, _)| {
+            let plan = manifest.capacity.as_ref()?;
+            (step >= plan.first_probe_step).then(|| {
+                let mut criteria = plan.criteria.clone();
+                if let Some(slo) = &config.slo {
+                    criteria.slo = slo.clone();
+                }
+                InOrder::new(criteria)
+            })
+        })
+        .collect();
     for record in records {
         let index = usize::try_from(record.step).unwrap_or(usize::MAX);
         // A plain run has one step; a record of an unknown step is counted in the last.
-        let last = aggregators.len() - 1;
-        aggregators[index.min(last)].add(record);
+        let index = index.min(aggregators.len() - 1);
+        aggregators[index].add(record);
+        if let Some(tally) = &mut tallies[index] {
+            tally.add(record, aggregators[index].compliance());
+        }
     }
     let steps = loads
         .iter()
         .zip(&aggregators)
         .map(|(load, aggregator)| aggregator.report(LoadReport::from(load)))
         .collect();
-    let compliance = aggregators.iter().map(StepAggregator::compliance).collect();
+    let compliance = aggregators
+        .iter()
+        .zip(tallies)
+        .map(|(aggregator, tally)| {
+            tally
+                .and_then(InOrder::judged)
+                .unwrap_or_else(|| aggregator.compliance())
+        })
+        .collect();
     (steps, compliance)
 }
 

@@ -78,8 +78,11 @@ pub(crate) struct VirtualRun<'a> {
     next_index: u64,
     next_session: u64,
     next_engine_id: RequestId,
-    /// Takes each request's record as it ends.
-    sink: &'a mut dyn FnMut(RequestRecord),
+    /// Takes each request's record as it ends; `false` finishes the run (nothing more is
+    /// sent; requests in flight end).
+    sink: &'a mut dyn FnMut(RequestRecord) -> bool,
+    /// The sink has finished the run.
+    finished: bool,
 }
 
 impl<'a> VirtualRun<'a> {
@@ -87,7 +90,7 @@ impl<'a> VirtualRun<'a> {
     pub(crate) fn new(
         target: &'a VirtualTarget,
         config: &'a RunConfig,
-        sink: &'a mut dyn FnMut(RequestRecord),
+        sink: &'a mut dyn FnMut(RequestRecord) -> bool,
     ) -> Self {
         let replayed = target.requests.workload.arrival_offsets();
         let (arrivals, cap) = match open_loop_arrivals(&config.load, config.seed, replayed) {
@@ -111,6 +114,7 @@ impl<'a> VirtualRun<'a> {
             next_session: 0,
             next_engine_id: 0,
             sink,
+            finished: false,
         }
     }
 
@@ -185,6 +189,9 @@ impl<'a> VirtualRun<'a> {
 
     /// Starts `job`, scheduled at `scheduled`, now.
     fn begin(&mut self, scheduled: SimTime, job: Job) {
+        if self.finished {
+            return;
+        }
         let sessions = self.target.requests.workload.conversations().is_some();
         match job {
             Job::Turn(playing) => self.send_turn(scheduled, playing),
@@ -444,7 +451,11 @@ impl<'a> VirtualRun<'a> {
             }
             None => {}
         }
-        (self.sink)(record);
+        if !(self.sink)(record) && !self.finished {
+            self.finished = true;
+            self.stop_arrivals();
+            self.held.clear();
+        }
         self.release_held();
     }
 

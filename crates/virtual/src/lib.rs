@@ -20,6 +20,7 @@ mod record;
 mod requests;
 
 use goodput_core::config::RunConfig;
+use goodput_core::decide::capacity::watch::{ProbeSink, Stopping};
 use goodput_core::decide::capacity::{
     CapacityReport, ProbeError, ProbePlan, ProbeRun, SearchConfig, find_capacity,
 };
@@ -27,7 +28,9 @@ use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::record::RequestRecord;
 use goodput_core::report::{LoadReport, StepReport};
+use goodput_core::runner::RecordSink;
 use goodput_sim::SimConfig;
+use tokio_util::sync::CancellationToken;
 
 pub use requests::{NotEmulated, VirtualRequests, check_emulated};
 
@@ -52,18 +55,47 @@ impl VirtualTarget {
     /// Runs `config` in virtual time, handing each request's record to `sink` as it ends
     /// (memory stays bounded by the requests in flight).
     pub fn each_record(&self, config: &RunConfig, sink: &mut dyn FnMut(RequestRecord)) {
+        self.each_record_until(config, &mut |record| {
+            sink(record);
+            true
+        });
+    }
+
+    /// Runs `config` in virtual time, handing each request's record to `sink` as it ends,
+    /// until `sink` returns `false`: then nothing more is sent and the requests in flight end
+    /// (a live runner's finish).
+    pub fn each_record_until(
+        &self,
+        config: &RunConfig,
+        sink: &mut dyn FnMut(RequestRecord) -> bool,
+    ) {
         drive::VirtualRun::new(self, config, sink).run();
     }
 
     /// Runs `config` in virtual time and aggregates it as a live step.
     pub fn probe(&self, config: &RunConfig) -> (StepReport, Compliance) {
-        let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
+        self.probe_until(config, None)
+    }
+
+    /// [`probe`](Self::probe) ended as a live capacity probe is: once `stopping`'s sequential
+    /// test has decided its targets; the tallies returned are those it judges (in the order
+    /// the requests were sent, each target's where it was decided).
+    pub fn probe_until(
+        &self,
+        config: &RunConfig,
+        stopping: Option<Stopping>,
+    ) -> (StepReport, Compliance) {
+        let aggregator = StepAggregator::new(config.slo.clone(), config.window)
             .with_length_buckets(self.requests.buckets.clone());
-        self.each_record(config, &mut |record| aggregator.add(&record));
-        (
-            aggregator.report(LoadReport::from(&config.load)),
-            aggregator.compliance(),
-        )
+        let finish = CancellationToken::new();
+        let mut sink = ProbeSink::new(aggregator, stopping, finish.clone());
+        self.each_record_until(config, &mut |record| {
+            // An aggregator's sink never fails.
+            let _ = sink.record(&record);
+            !finish.is_cancelled()
+        });
+        let (aggregator, judged) = sink.into_parts();
+        (aggregator.report(LoadReport::from(&config.load)), judged)
     }
 }
 
@@ -75,7 +107,9 @@ pub fn virtual_capacity(
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
-    let probe = |call: &ProbeRun, config: &RunConfig| target.probe(&own_arrivals(call, config));
+    let probe = |call: &ProbeRun, config: &RunConfig| {
+        target.probe_until(&own_arrivals(call, config), Some(plan.stopping(call.load)))
+    };
     virtual_capacity_with(probe, plan, search, on_probe)
 }
 

@@ -452,7 +452,7 @@ impl Both<'_> {
                 sim: sim.clone(),
                 requests,
             };
-            target.probe(config)
+            target.probe_until(config, Some(self.plan.stopping(call.load)))
         };
         let unbudgeted = SearchConfig {
             budget_secs: None,

@@ -83,11 +83,11 @@ pub(crate) fn print_probe(probe: &Probe, dimension: Dimension) {
         Dimension::Concurrency => format!("concurrency {}", probe.load),
     };
     eprintln!(
-        "probe {}: {load} → {:?}: {} ({} measured, {:.2} req/s completed)",
+        "probe {}: {load} → {:?}: {} ({}, {:.2} req/s completed)",
         probe.index + 1,
         probe.outcome,
         probe.reason,
-        probe.measured,
+        crate::output::steps::decided(probe),
         probe.requests_per_sec
     );
 }
@@ -183,7 +183,7 @@ async fn search_live(
             }
             let load = call.load;
             let run = match session
-                .run_step(&plan.config_for(&call), None, Some(&criteria))
+                .run_step(&plan.config_for(&call), None, Some(&plan.stopping(load)))
                 .await
             {
                 Ok(run) => run,

@@ -144,7 +144,7 @@ pub(crate) fn render_sweep(out: &mut String, sweep: &SweepReport, item_unit: &st
 pub(crate) fn render_capacity(out: &mut String, capacity: &CapacityReport) {
     let _ = writeln!(
         out,
-        "\nCapacity under SLO {} — {:.1} % of requests within every threshold, proven at {:.0} % confidence ({} measured requests per probe)",
+        "\nCapacity under SLO {} — {:.1} % of requests within every threshold, proven at {:.0} % confidence (at most {} measured requests per probe, each ended once decided)",
         capacity.slo,
         capacity.attainment_target * 100.0,
         capacity.confidence * 100.0,
@@ -184,12 +184,25 @@ pub(crate) fn render_capacity(out: &mut String, capacity: &CapacityReport) {
     for probe in &capacity.probes {
         let _ = writeln!(
             out,
-            "  probe {:>2}  {:<22}{:<13}{}",
+            "  probe {:>2}  {:<22}{:<13}{:<34}{}",
             probe.index + 1,
             load(probe.load),
             format!("{:?}", probe.outcome).to_lowercase(),
+            decided(probe),
             probe.reason
         );
+    }
+}
+
+/// How many requests decided a probe, beside the fewest any fixed-sample test could use:
+/// `decided after 531 (fixed ≥ 459)`, or `undecided after 1596 (fixed ≥ 459)`.
+pub(crate) fn decided(probe: &goodput_core::decide::capacity::Probe) -> String {
+    let fixed = probe
+        .fixed_sample_minimum
+        .map_or(String::new(), |n| format!(" (fixed ≥ {n})"));
+    match probe.decided_after {
+        Some(n) => format!("decided after {n}{fixed}"),
+        None => format!("undecided after {}{fixed}", probe.measured),
     }
 }
 

@@ -14,8 +14,7 @@ use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
 use goodput_core::config::{LoadSpec, RunConfig};
-use goodput_core::decide::capacity::Criteria;
-use goodput_core::decide::capacity::watch::ProbeSink;
+use goodput_core::decide::capacity::watch::{ProbeSink, Stopping};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::{StepAggregator, aggregate::Compliance};
@@ -223,12 +222,12 @@ impl Session {
     }
 
     /// Runs one step of a multi-step command (sweep level or capacity probe) with progress
-    /// lines; `early_stop` ends a capacity probe once a target is refuted.
+    /// lines; `early_stop` ends a capacity probe once its targets are decided (`Stopping`).
     pub(crate) async fn run_step(
         &mut self,
         config: &RunConfig,
         workload: Option<Arc<dyn Workload>>,
-        early_stop: Option<&Criteria>,
+        early_stop: Option<&Stopping>,
     ) -> Result<StepRun> {
         let index = self.step_loads.len();
         self.record_step_load(&config.load)?;
@@ -261,16 +260,17 @@ impl Session {
         if let Some(progress) = progress {
             progress.abort();
         }
-        let mut aggregator = probe.into_aggregator();
+        let (mut aggregator, mut compliance) = probe.into_parts();
         if self.sharding.coordinated {
             aggregator = super::sharded::merged_step(self, index, config).await?;
+            compliance = aggregator.compliance();
         }
         let mut step = aggregator.report(LoadReport::from(&config.load));
         let warnings = server_side.enrich_step(&mut step, index, config.window);
         self.server_warnings.extend(warnings);
         Ok(StepRun {
             step,
-            compliance: aggregator.compliance(),
+            compliance,
             outcome,
         })
     }

@@ -12,7 +12,7 @@ function capacitySection(report) {
     : "Highest sustainable load: " + load(c.lower_bound) + (isNum(c.upper_bound) ? "; fails at " + load(c.upper_bound) : " (the highest probed)");
   box.appendChild(h("p", { "class": "verdict" }, [verdict + " — search " + words(c.conclusion) + "."]));
   box.appendChild(h("p", {}, ["SLO " + c.slo + ": " + pct(c.attainment_target, 1) + " of requests within every threshold, each verdict at " +
-    pct(c.confidence, 0) + " confidence, " + c.requests_per_probe + " measured requests per probe."]));
+    pct(c.confidence, 0) + " confidence, " + c.requests_per_probe + " measured requests per probe at most (each ends once its targets are decided)."]));
   cards(box, [
     { label: "goodput at capacity", value: fmt(c.goodput_at_capacity_per_sec, 2) + " req/s", has: c.goodput_at_capacity_per_sec },
     { label: "DistServe goodput", value: fmt(c.distserve_goodput_per_sec, 2) + " req/s", has: c.distserve_goodput_per_sec },
@@ -30,11 +30,12 @@ function capacitySection(report) {
     markers: isNum(c.lower_bound) ? [{ x: c.lower_bound, label: "capacity" }] : [], series: [
       { name: "pass", mode: "points", color: "#2b8a3e", points: points(true) },
       { name: "fail", mode: "points", color: "#c62828", points: points(false) }] });
-  box.appendChild(table(["probe", "load", "outcome", "req/s", "good req/s", "stable", "reason"],
+  box.appendChild(table(["probe", "load", "outcome", "req/s", "good req/s", "stable", "decided after", "fixed-sample minimum", "reason"],
     probes.map(function (p) {
       return [p.index + 1, p.load, h("span", { "class": p.outcome === "pass" ? "pass" : "fail" }, [words(p.outcome)]), p.requests_per_sec,
-        p.goodput_requests_per_sec, p.stable ? "yes" : "no", p.reason || "–"];
-    }), [6], [3, 5]));
+        p.goodput_requests_per_sec, p.stable ? "yes" : "no", isNum(p.decided_after) ? p.decided_after : "–",
+        isNum(p.fixed_sample_minimum) ? p.fixed_sample_minimum : "–", p.reason || "–"];
+    }), [8], [3, 5]));
 }
 
 function sweepSection(report) {

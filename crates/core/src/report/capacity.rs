@@ -40,7 +40,8 @@ pub struct CapacityReport {
     pub attainment_target: f64,
     /// Confidence of every probe verdict.
     pub confidence: f64,
-    /// Measured requests per probe, enough to prove a miss rate of half the budget.
+    /// Measured requests a probe's run may take at most (it ends once its targets are
+    /// decided): enough for a fixed-sample test to prove a miss rate of half the budget.
     pub requests_per_probe: u64,
     /// Why the search ended.
     pub conclusion: Conclusion,
@@ -81,7 +82,8 @@ pub struct Check {
     pub effective_samples: u64,
     /// `1 − misses / samples`.
     pub attained: Option<f64>,
-    /// Binomial verdict at the criteria's confidence.
+    /// Sequential verdict at the criteria's confidence (anytime-valid: proven or refuted the
+    /// first time its evidence reached `1 / (1 − confidence)`).
     pub verdict: Verdict,
 }
 
@@ -111,8 +113,18 @@ pub struct Probe {
     pub requests_per_sec: f64,
     /// Compliant requests per second (per-run request goodput).
     pub goodput_requests_per_sec: Option<f64>,
-    /// Measured requests (over every run of the probe).
+    /// Measured requests judged (over every run of the probe): in the order they were sent,
+    /// up to where the sequential test decided the targets (requests in flight then still
+    /// ended, and are in the step's figures), or all of them when it did not.
     pub measured: u64,
+    /// Measured requests, in order, after which the sequential test had decided every
+    /// attainment target (each proven, or one refuted); absent when it had not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decided_after: Option<u64>,
+    /// The fewest requests any fixed-sample test at this confidence could prove the strictest
+    /// target with — all of them compliant (`min_requests(0, p, c)`: 459 at 99 %/99 %).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_sample_minimum: Option<u64>,
     /// Runs at this load whose requests were judged together: 1, or more when an undecided
     /// probe was extended.
     #[serde(default = "one")]

@@ -13,6 +13,8 @@ pub mod early_stopping;
 pub mod probe;
 pub mod prober;
 pub mod search;
+pub mod sequential;
+pub mod tally;
 pub mod watch;
 
 use std::time::Duration;
@@ -54,7 +56,6 @@ impl CapacityPlan {
     /// the runs of one extended probe, judged together.
     pub fn report_from(&self, steps: &[(f64, &StepReport, &Compliance)]) -> CapacityReport {
         let mut state = Search::new(self.search);
-        let looks = self.criteria.per_look();
         let mut probes: Vec<Probe> = Vec::new();
         let mut merged: Option<(f64, Compliance, u32)> = None;
         let mut clock = Spending::new(self.search.budget_secs);
@@ -65,7 +66,7 @@ impl CapacityPlan {
                 }
                 _ => (compliance.clone(), 1),
             };
-            let mut probe = looks.evaluate(probes.len(), load, step, &total);
+            let mut probe = self.criteria.evaluate(probes.len(), load, step, &total);
             probe.runs = runs;
             state.record(load, probe.outcome);
             clock.add(step.interval.last_end_secs);
@@ -187,7 +188,6 @@ where
     F: AsyncFnMut(ProbeRun) -> Result<(StepReport, Compliance), ProbeError>,
 {
     let mut state = Search::new(search);
-    let looks = criteria.per_look();
     let (mut probes, mut steps): (Vec<Probe>, Vec<StepReport>) = (Vec::new(), Vec::new());
     let mut clock = Spending::new(search.budget_secs);
     let conclusion = 'search: loop {
@@ -211,7 +211,7 @@ where
             };
             clock.add(step.interval.last_end_secs);
             let total = merged.map_or_else(|| compliance.clone(), |m| m.merged(&compliance));
-            let mut judged = looks.evaluate(probes.len(), load, &step, &total);
+            let mut judged = criteria.evaluate(probes.len(), load, &step, &total);
             judged.runs = run;
             state.record(load, judged.outcome);
             on_probe(&judged);

@@ -1,9 +1,11 @@
 //! One probe of a capacity search: a measured step at one load level, judged on stability and
-//! on every attainment target of the SLO with a binomial verdict.
+//! on every attainment target of the SLO with the sequential test's verdict
+//! ([`super::sequential`]).
 
 use serde::{Deserialize, Serialize};
 
-use super::early_stopping::{Verdict, judge};
+use super::early_stopping::{Verdict, min_requests};
+use super::sequential::verdict;
 use crate::metrics::aggregate::Compliance;
 use crate::metrics::slo::Slo;
 use crate::metrics::stability::Verdict as Stability;
@@ -23,16 +25,6 @@ pub struct Criteria {
 }
 
 impl Criteria {
-    /// The criteria each run of a probe is judged by: a probe may be looked at up to
-    /// [`super::MAX_RUNS`] times (the first run and its extensions), so each look spends a
-    /// share of the error budget (Bonferroni) and the probe's verdict holds at `confidence`.
-    pub fn per_look(&self) -> Criteria {
-        Criteria {
-            confidence: 1.0 - (1.0 - self.confidence) / f64::from(super::MAX_RUNS),
-            ..self.clone()
-        }
-    }
-
     /// Judges a measured step.
     pub fn evaluate(
         &self,
@@ -83,12 +75,27 @@ impl Criteria {
             requests_per_sec: step.throughput.requests_per_sec,
             goodput_requests_per_sec: step.goodput.requests_per_sec,
             measured: compliance.measured,
+            decided_after: compliance.decided_after,
+            fixed_sample_minimum: self.fixed_sample_minimum(),
             runs: 1,
             stable,
             checks,
             outcome,
             reason,
         }
+    }
+
+    /// The fewest samples any fixed-sample test at the criteria's confidence could prove the
+    /// strictest target with (no miss among them: 459 at 99 %/99 %).
+    pub fn fixed_sample_minimum(&self) -> Option<u64> {
+        let thresholds = (!self.slo.thresholds.is_empty()).then_some(self.attainment);
+        let objectives = self.slo.objectives.iter().map(|o| o.percentile / 100.0);
+        thresholds
+            .into_iter()
+            .chain(objectives)
+            .map(|target| min_requests(0, target, self.confidence))
+            .filter(|n| *n != u64::MAX)
+            .max()
     }
 
     /// One check for the joint per-request thresholds, one per percentile objective.
@@ -123,7 +130,7 @@ impl Criteria {
         checks
     }
 
-    /// A binomial verdict on the effective sample: `samples / dispersion` with
+    /// The sequential verdict on the effective sample: `samples / dispersion` with
     /// `misses / dispersion`, since clustered misses carry less evidence than independent ones.
     fn check(
         &self,
@@ -143,7 +150,7 @@ impl Criteria {
             dispersion,
             effective_samples: effective,
             attained: (samples > 0).then(|| 1.0 - misses as f64 / samples as f64),
-            verdict: judge(
+            verdict: verdict(
                 effective,
                 effective_misses.min(effective),
                 target,

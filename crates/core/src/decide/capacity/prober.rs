@@ -1,13 +1,13 @@
-//! [`Prober`]: runs one capacity probe — a measured step at a load level, warmed up, long
-//! enough for the attainment target, ended early when a target is refuted — against any
-//! backend, journaling every request with its step index.
+//! [`Prober`]: runs one capacity probe — a measured step at a load level, warmed up, at most
+//! long enough for the attainment target, ended as soon as the sequential test has decided
+//! it — against any backend, journaling every request with its step index.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::watch::ProbeSink;
+use super::watch::{ProbeSink, Stopping};
 use super::{Criteria, Dimension, ProbeError, ProbeRun};
 use crate::backend::Backend;
 use crate::config::{Arrival, LoadSpec, RunConfig, Warmup};
@@ -135,6 +135,20 @@ impl ProbePlan {
         config
     }
 
+    /// When a probe at `load` may end early: once its targets are decided, a proof only after
+    /// a rate probe's `min_duration` of arrivals (its stability verdict needs a trend).
+    pub fn stopping(&self, load: f64) -> Stopping {
+        let proof_floor = match self.dimension {
+            Dimension::Rate => (load * self.min_duration.as_secs_f64()).ceil() as u64,
+            Dimension::Concurrency => 0,
+        };
+        Stopping {
+            criteria: self.criteria.clone(),
+            proof_floor,
+            load: LoadReport::from(&self.config_at(load).load),
+        }
+    }
+
     /// The run configuration of a probe at `load`.
     pub fn config_at(&self, load: f64) -> RunConfig {
         let (load_spec, warmup_requests) = match self.dimension {
@@ -193,11 +207,8 @@ impl Prober {
         )
         .with_step(u32::try_from(index).unwrap_or(u32::MAX));
         let aggregator = StepAggregator::new(config.slo.clone(), config.window);
-        let mut sink = ProbeSink::new(
-            aggregator,
-            Some(self.plan.criteria.clone()),
-            runner.finish_token(),
-        );
+        let stopping = self.plan.stopping(load);
+        let mut sink = ProbeSink::new(aggregator, Some(stopping), runner.finish_token());
         let outcome = match journal {
             Some(journal) => runner.run(&mut [&mut sink, journal], cancel.clone()).await,
             None => runner.run(&mut [&mut sink], cancel.clone()).await,
@@ -206,10 +217,7 @@ impl Prober {
             let message = format!("the run ended: {}", outcome.end_reason.as_str());
             return Err(ProbeError { load, message });
         }
-        let aggregator = sink.into_aggregator();
-        Ok((
-            aggregator.report(LoadReport::from(&config.load)),
-            aggregator.compliance(),
-        ))
+        let (aggregator, judged) = sink.into_parts();
+        Ok((aggregator.report(LoadReport::from(&config.load)), judged))
     }
 }

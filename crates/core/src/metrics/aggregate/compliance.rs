@@ -62,6 +62,7 @@ impl Tallies {
                     },
                 )
                 .collect(),
+            decided_after: None,
         }
     }
 }
@@ -77,11 +78,16 @@ pub struct Compliance {
     pub threshold_dispersion: f64,
     /// Per percentile objective: samples and misses.
     pub objectives: Vec<ObjectiveTally>,
+    /// Measured requests, in the order they were sent, after which a capacity probe's
+    /// sequential test had decided every attainment target (set by the probe's in-order
+    /// tally; `None` for an aggregator's own tallies).
+    pub decided_after: Option<u64>,
 }
 
 impl Compliance {
     /// The tallies of two runs at the same load, judged together (overdispersion weighted by
-    /// samples).
+    /// samples; decided where the earlier was, else where the later was after the earlier's
+    /// requests).
     pub fn merged(&self, other: &Compliance) -> Compliance {
         let weighted = |a: f64, na: u64, b: f64, nb: u64| {
             let n = (na + nb).max(1) as f64;
@@ -110,6 +116,9 @@ impl Compliance {
             )
             .max(1.0),
             objectives,
+            decided_after: self
+                .decided_after
+                .or(other.decided_after.map(|k| self.measured + k)),
         }
     }
 }
