@@ -1,16 +1,35 @@
 //! One probe of a capacity search: a measured step at one load level, judged on stability and
-//! on every attainment target of the SLO with the sequential test's verdict
-//! ([`super::sequential`]).
+//! on every attainment target of the SLO — ended early only on the anytime-valid sequential
+//! test's verdict ([`super::sequential`]), otherwise judged at its planned length by the
+//! fixed-sample binomial test ([`super::early_stopping`]).
 
 use serde::{Deserialize, Serialize};
 
-use super::early_stopping::{Verdict, min_requests};
+use super::MAX_RUNS;
+use super::early_stopping::{Verdict, judge, min_requests};
 use super::sequential::verdict;
 use crate::metrics::aggregate::Compliance;
 use crate::metrics::slo::Slo;
 use crate::metrics::stability::Verdict as Stability;
 use crate::report::StepReport;
 pub use crate::report::capacity::{Check, Outcome, Probe};
+
+/// The largest share of a probe's error budget an early verdict may spend: however low the
+/// confidence asked (a median search asks 50 %), a probe ends before its planned length only on
+/// evidence an anytime-valid test holds at 95 % — checked after every request, a weaker test
+/// ends probes on the first runs of luck (at 50 % its likelihood ratio need only reach 2).
+pub const EARLY_ERROR_CAP: f64 = 0.05;
+
+/// When a verdict is looked at: while a probe runs (after each request, the sequential test
+/// alone) or once it is over (that test's verdict where it has one, else the fixed-sample
+/// test's at the planned length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Look {
+    /// After a request, to end the probe early.
+    Running,
+    /// On the probe's tallies once it is over.
+    Final,
+}
 
 /// What a probe must show to pass.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -98,8 +117,28 @@ impl Criteria {
             .max()
     }
 
-    /// One check for the joint per-request thresholds, one per percentile objective.
+    /// The error budget of the sequential test in each run of a probe: half the probe's
+    /// (at most [`EARLY_ERROR_CAP`]), shared by its up to [`MAX_RUNS`] runs.
+    pub fn running_error(&self) -> f64 {
+        ((1.0 - self.confidence) / 2.0).min(EARLY_ERROR_CAP) / f64::from(MAX_RUNS)
+    }
+
+    /// The error budget of the fixed-sample test at the end of each run: the rest of the
+    /// probe's, shared by its runs (Bonferroni), so a probe's verdict errs with at most
+    /// `1 − confidence` whichever test gave it and however many runs it took.
+    pub fn final_error(&self) -> f64 {
+        let budget = 1.0 - self.confidence;
+        (budget - self.running_error() * f64::from(MAX_RUNS)) / f64::from(MAX_RUNS)
+    }
+
+    /// One check for the joint per-request thresholds, one per percentile objective, judged
+    /// once the probe is over ([`Look::Final`]).
     pub fn checks(&self, compliance: &Compliance) -> Vec<Check> {
+        self.checks_at(compliance, Look::Final)
+    }
+
+    /// The checks of `compliance` as looked at `look`.
+    pub fn checks_at(&self, compliance: &Compliance, look: Look) -> Vec<Check> {
         let mut checks = Vec::new();
         if !self.slo.thresholds.is_empty() {
             let thresholds = Slo {
@@ -111,7 +150,7 @@ impl Criteria {
                 thresholds.to_string(),
                 self.attainment,
                 (compliance.measured, misses),
-                compliance.threshold_dispersion,
+                (compliance.threshold_dispersion, look),
             ));
         }
         for tally in &compliance.objectives {
@@ -124,20 +163,20 @@ impl Criteria {
                 objective.to_string(),
                 target,
                 (tally.samples, tally.misses),
-                tally.dispersion,
+                (tally.dispersion, look),
             ));
         }
         checks
     }
 
-    /// The sequential verdict on the effective sample: `samples / dispersion` with
-    /// `misses / dispersion`, since clustered misses carry less evidence than independent ones.
+    /// The verdict on the effective sample: `samples / dispersion` with `misses / dispersion`,
+    /// since clustered misses carry less evidence than independent ones.
     fn check(
         &self,
         name: String,
         target: f64,
         (samples, misses): (u64, u64),
-        dispersion: f64,
+        (dispersion, look): (f64, Look),
     ) -> Check {
         let dispersion = dispersion.max(1.0);
         let effective = (samples as f64 / dispersion).floor() as u64;
@@ -150,12 +189,19 @@ impl Criteria {
             dispersion,
             effective_samples: effective,
             attained: (samples > 0).then(|| 1.0 - misses as f64 / samples as f64),
-            verdict: verdict(
-                effective,
-                effective_misses.min(effective),
-                target,
-                self.confidence,
-            ),
+            verdict: self.verdict(effective, effective_misses.min(effective), target, look),
+        }
+    }
+
+    /// The sequential test's verdict at its budget; once the probe is over, where it has
+    /// none, the fixed-sample test's at the rest of the budget.
+    fn verdict(&self, samples: u64, misses: u64, target: f64, look: Look) -> Verdict {
+        let running = verdict(samples, misses, target, 1.0 - self.running_error());
+        match look {
+            Look::Final if running == Verdict::Inconclusive => {
+                judge(samples, misses, target, 1.0 - self.final_error())
+            }
+            _ => running,
         }
     }
 }
@@ -176,4 +222,82 @@ fn describe(checks: &[&Check]) -> String {
         })
         .collect();
     parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn criteria(attainment: f64, confidence: f64) -> Criteria {
+        Criteria {
+            slo: Slo::parse("e2e=2s").unwrap_or_default(),
+            attainment,
+            confidence,
+        }
+    }
+
+    /// `n` measured requests, `misses` of them missing, independent.
+    fn tally(n: u64, misses: u64) -> Compliance {
+        Compliance {
+            measured: n,
+            compliant: n - misses,
+            threshold_dispersion: 1.0,
+            objectives: Vec::new(),
+            decided_after: None,
+        }
+    }
+
+    fn verdict(criteria: &Criteria, (n, misses): (u64, u64), look: Look) -> Verdict {
+        criteria.checks_at(&tally(n, misses), look)[0].verdict
+    }
+
+    #[test]
+    fn the_two_tests_share_the_error_budget_over_three_runs() {
+        for (confidence, running) in [(0.99, 0.005), (0.95, 0.025), (0.5, 0.05), (0.2, 0.05)] {
+            let c = criteria(0.9, confidence);
+            let runs = f64::from(MAX_RUNS);
+            assert!((c.running_error() * runs - running).abs() < 1e-12, "{confidence}");
+            let spent = (c.running_error() + c.final_error()) * runs;
+            assert!((spent - (1.0 - confidence)).abs() < 1e-12, "{confidence}");
+        }
+    }
+
+    #[test]
+    fn a_median_search_ends_a_probe_early_only_on_strong_evidence() {
+        let median = criteria(0.5, 0.5);
+        // A wave of 20 all missing is refuted while running; 14 of 20 missing (70 %, a point
+        // estimate far below the median) is not — the sequential test alone at 50 % would
+        // have refuted it (its likelihood ratio is past 2).
+        assert_eq!(verdict(&median, (20, 20), Look::Running), Verdict::Refuted);
+        assert_eq!(verdict(&median, (20, 14), Look::Running), Verdict::Inconclusive);
+        assert_eq!(
+            super::verdict(20, 14, 0.5, 0.5),
+            Verdict::Refuted,
+            "the uncapped test"
+        );
+        // Once the probe is over, the fixed-sample test judges what the sequential left.
+        let fixed = judge(20, 14, 0.5, 1.0 - median.final_error());
+        assert_eq!(verdict(&median, (20, 14), Look::Final), fixed);
+        assert_ne!(fixed, Verdict::Inconclusive);
+    }
+
+    #[test]
+    fn a_decided_check_keeps_the_sequential_verdict_once_over() {
+        let strict = criteria(0.99, 0.99);
+        let fewest = super::super::sequential::fewest_requests(0.99, 1.0 - strict.running_error());
+        assert_eq!(verdict(&strict, (fewest, 0), Look::Running), Verdict::Proven);
+        assert_eq!(verdict(&strict, (fewest, 0), Look::Final), Verdict::Proven);
+        // Fewer: the fixed-sample test at the rest of the budget proves from 459 up (at its
+        // share, a few more).
+        let fixed_fewest = min_requests(0, 0.99, 1.0 - strict.final_error());
+        assert!(fixed_fewest < fewest, "{fixed_fewest} vs {fewest}");
+        assert_eq!(
+            verdict(&strict, (fixed_fewest, 0), Look::Running),
+            Verdict::Inconclusive
+        );
+        assert_eq!(
+            verdict(&strict, (fixed_fewest, 0), Look::Final),
+            Verdict::Proven
+        );
+    }
 }

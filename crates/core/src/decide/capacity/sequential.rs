@@ -54,6 +54,11 @@
 //! with `t / φ` misses, `φ ≥ 1` the measured design effect
 //! ([`crate::metrics::dispersion`]), an approximation whose `φ` is itself estimated as the
 //! run goes.
+//!
+//! **Its share of a probe's budget.** A capacity probe runs this test at half its error
+//! budget, at most 5 %, split over its runs ([`super::probe::Criteria::running_error`]: 693
+//! requests without a miss at 99 %/99 %); what the test leaves undecided at the planned
+//! length the fixed-sample test judges with the rest ([`super::probe::Look`]).
 
 pub use crate::report::capacity::Verdict;
 

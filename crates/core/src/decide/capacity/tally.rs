@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use super::early_stopping::Verdict;
-use super::probe::Criteria;
+use super::probe::{Criteria, Look};
 use crate::metrics::aggregate::Compliance;
 use crate::record::RequestRecord;
 
@@ -108,13 +108,15 @@ impl InOrder {
     }
 
     /// The tallies to judge the run by: every record released (in index order, judged after
-    /// each), each check's counts where it was decided.
+    /// each), each check's counts where it was decided, and the undecided checks' the
+    /// aggregator's own over the whole run (its dispersion, not the running test's serial
+    /// floor: the fixed-sample test judges them once, at the planned length).
     pub fn judged(mut self) -> Option<Compliance> {
         let pending = std::mem::take(&mut self.pending);
         for share in pending.values() {
             self.release(share);
         }
-        let mut judged = self.prefix.clone().or(self.last.clone())?;
+        let mut judged = self.last.clone().or(self.prefix.clone())?;
         let thresholds = !self.criteria.slo.thresholds.is_empty();
         for (check, frozen) in self.frozen.iter().enumerate() {
             let Some(frozen) = frozen else { continue };
@@ -162,7 +164,7 @@ impl InOrder {
             return;
         }
         let prefix = prefix.clone();
-        let checks = self.criteria.checks(&prefix);
+        let checks = self.criteria.checks_at(&prefix, Look::Running);
         let mut refuted = false;
         for (check, frozen) in checks.iter().zip(&mut self.frozen) {
             if frozen.is_none() && check.verdict != Verdict::Inconclusive {
