@@ -17,7 +17,10 @@ pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
     let command_line: Vec<String> = std::env::args().collect();
     runtime.block_on(async move {
         match cli.command {
-            Command::Run(args) => commands::run::run(args.into_options()?, command_line).await,
+            Command::Run(args) => {
+                let (options, repeats) = args.into_options()?;
+                commands::run::run(options, repeats, command_line).await
+            }
             Command::Sweep(args) => commands::sweep::run(args.into_options()?, command_line).await,
             Command::Capacity(args) => {
                 commands::capacity::run(args.into_options()?, command_line).await

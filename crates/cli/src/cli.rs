@@ -7,7 +7,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::args::analysis::{CompareArgs, GateArgs, HistoryArgs};
-use crate::args::run::RunArgs;
+use crate::args::run_command::RunCommandArgs;
 use crate::args::sim::SimArgs;
 
 /// Measure how much work an LLM inference deployment completes per second while meeting its
@@ -26,7 +26,7 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Benchmark an OpenAI-compatible server (default: the embedded simulator) under open- or
     /// closed-loop load and report throughput, latency percentiles and goodput.
-    Run(Box<RunArgs>),
+    Run(Box<RunCommandArgs>),
     /// Run one measured step per load level (concurrency, arrival rate or batch size) and
     /// find the knee, where throughput stops growing while latency keeps rising.
     Sweep(Box<crate::args::sweep::SweepArgs>),

@@ -17,6 +17,7 @@ pub(crate) mod report;
 pub(crate) mod reporting;
 pub(crate) mod request;
 pub(crate) mod run;
+pub(crate) mod run_command;
 pub(crate) mod server;
 pub(crate) mod shard;
 pub(crate) mod sim;

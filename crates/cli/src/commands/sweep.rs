@@ -49,7 +49,7 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
         let step = session.run_step(&config, workload, None).await?;
         let ended = step.outcome.end_reason;
         if !session.options.output.quiet {
-            print_result(index, levels.len(), &step.step);
+            print_result("step", (index, levels.len()), &step.step);
         }
         steps.push(step.step);
         last_outcome = Some(step.outcome);
@@ -110,9 +110,11 @@ pub(crate) fn level_config(
     (config, workload)
 }
 
-pub(crate) fn print_result(index: usize, levels: usize, step: &StepReport) {
+/// The progress line of a finished step (`noun` `index + 1` of `levels`): its throughput and
+/// median E2E.
+pub(crate) fn print_result(noun: &str, (index, levels): (usize, usize), step: &StepReport) {
     eprintln!(
-        "step {}/{levels}: {:.2} req/s, {:.1} items/s, {:.1} output tok/s, E2E p50 {}",
+        "{noun} {}/{levels}: {:.2} req/s, {:.1} items/s, {:.1} output tok/s, E2E p50 {}",
         index + 1,
         step.throughput.requests_per_sec,
         step.throughput.items_per_sec,

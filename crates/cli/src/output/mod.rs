@@ -14,6 +14,7 @@ pub(crate) mod json;
 pub(crate) mod markdown;
 pub(crate) mod monitor;
 pub(crate) mod plan;
+mod repeats;
 pub(crate) mod server;
 pub(crate) mod steps;
 pub(crate) mod table;

@@ -28,6 +28,20 @@ pub(crate) fn print_report(report: &Report, format: SummaryFormat, details: bool
         .context("writing to stdout")
 }
 
+/// A multi-step run's overview, then its knee, capacity verdict or figures across runs.
+fn render_decisions(out: &mut String, report: &Report) {
+    super::steps::render_overview(out, report);
+    if let Some(sweep) = &report.sweep {
+        super::steps::render_sweep(out, sweep, &report.run.item_unit);
+    }
+    if let Some(capacity) = &report.capacity {
+        super::steps::render_capacity(out, capacity);
+    }
+    if let Some(repeats) = &report.repeats {
+        super::repeats::render(out, repeats);
+    }
+}
+
 /// The summary as text: one screen, or everything with `details`.
 pub(crate) fn render(report: &Report, details: bool) -> String {
     let mut out = String::new();
@@ -46,13 +60,7 @@ pub(crate) fn render(report: &Report, details: bool) -> String {
         }
     );
     if report.steps.len() > 1 || report.sweep.is_some() || report.capacity.is_some() {
-        super::steps::render_overview(&mut out, report);
-        if let Some(sweep) = &report.sweep {
-            super::steps::render_sweep(&mut out, sweep, &report.run.item_unit);
-        }
-        if let Some(capacity) = &report.capacity {
-            super::steps::render_capacity(&mut out, capacity);
-        }
+        render_decisions(&mut out, report);
         // With --details, the last step stands in when no step is featured (no load passed).
         let last = report.steps.len().checked_sub(1).filter(|_| details);
         if let Some(index) = super::steps::featured_step(report).or(last) {

@@ -4,15 +4,17 @@
 //! virtual time, with the same journal, report, exports and gate as a live run.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
 use goodput_core::metrics::StepAggregator;
 use goodput_core::report::{LoadReport, RunInfo, StepReport, Warning};
 use goodput_core::runner::JournalWriter;
 use goodput_core::runner::{EndReason, RecordSink, RunOutcome};
+use goodput_core::workload::step::for_step;
 
 use crate::embedded_sim::describe_simulator;
 use crate::options::run::RunOptions;
@@ -84,6 +86,49 @@ pub(crate) async fn run(options: RunOptions, command_line: Vec<String>) -> Resul
     let outcome = taken.outcome(started_at);
     let mut report = assemble(inputs(info, &config, &[]), vec![taken.step]);
     server_side.enrich(&mut report, config.window);
+    finish(&options.output, &report, &outcome, None, gate.as_ref())
+}
+
+/// Runs `goodput run --virtual-time --repeats N`: the configuration N times on the engine's
+/// clock, each run a step (its arrivals from seed + its index, its prompts read that many
+/// strides further along, as a live repeated run's), then the figures across the runs.
+pub(crate) async fn repeated(
+    options: RunOptions,
+    repeats: u32,
+    command_line: Vec<String>,
+) -> Result<ExitCode> {
+    let Prepared {
+        config,
+        gate,
+        target,
+        info,
+    } = prepare(&options, command_line).await?;
+    let out = options.output.out.as_deref();
+    let mut journal = prepare_output(out, &info, &config)?;
+    let started_at = SystemTime::now();
+    let (mut steps, mut warnings, mut outcome) = (Vec::new(), Vec::new(), None);
+    for index in 0..repeats {
+        let run = goodput_core::decide::repeats::run_config(&config, index);
+        let mut run_target = target.clone();
+        run_target.requests.workload = for_step(Arc::clone(&target.requests.workload), index);
+        let step = index as usize;
+        let mut server_side = ServerSide::offline(&options.server_side, out, 1.0, Some(step))?;
+        let mut taken = take(
+            &run_target,
+            &run,
+            index,
+            (journal.as_mut(), &mut server_side),
+        );
+        warnings.extend(server_side.enrich_step(&mut taken.step, step, run.window));
+        if !options.output.quiet {
+            crate::commands::sweep::print_result("run", (step, repeats as usize), &taken.step);
+        }
+        outcome = Some(taken.outcome(started_at));
+        steps.push(taken.step);
+    }
+    let outcome = outcome.context("--repeats: no run was measured")?;
+    let mut report = assemble(inputs(info, &config, &warnings), steps);
+    report.repeats = Some(goodput_core::decide::repeats::summarise(&report.steps));
     finish(&options.output, &report, &outcome, None, gate.as_ref())
 }
 

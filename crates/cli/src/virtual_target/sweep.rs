@@ -67,7 +67,7 @@ pub(crate) async fn run(sweep: SweepOptions, command_line: Vec<String>) -> Resul
             run_level(&options, &target, level, index, journal.as_mut())?;
         warnings.extend(step_warnings);
         if !options.output.quiet {
-            print_result(index, levels.len(), &taken.step);
+            print_result("step", (index, levels.len()), &taken.step);
         }
         steps.push(taken.step.clone());
         let outcome = taken.outcome(started_at);

@@ -2,14 +2,17 @@
 //! ([`sweep`]), the highest sustainable load ([`capacity`]), how many devices a demand needs
 //! ([`plan`]), the live probes that calibrate the simulator to a server ([`calibrate`]),
 //! whether a report passes a release gate ([`gate`]), how two runs differ
-//! ([`compare`], [`significance`]), and the dotted paths that name a report's figures
-//! ([`report_path`]).
+//! ([`compare`], [`significance`]), a configuration's figures across repeated runs
+//! ([`repeats`], with [`student`]'s t distribution), and the dotted paths that name a
+//! report's figures ([`report_path`]).
 
 pub mod calibrate;
 pub mod capacity;
 pub mod compare;
 pub mod gate;
 pub mod plan;
+pub mod repeats;
 pub mod report_path;
 pub mod significance;
+pub mod student;
 pub mod sweep;

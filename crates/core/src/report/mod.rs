@@ -16,6 +16,7 @@ pub mod channels;
 pub mod client;
 pub mod distributions;
 pub mod phases;
+pub mod repeats;
 pub mod run;
 pub mod server;
 pub mod shards;
@@ -56,6 +57,10 @@ pub struct Report {
     /// offset, client overhead and losses.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<shards::ShardsReport>,
+    /// Each headline figure across the runs of `goodput run --repeats N` (the runs are the
+    /// steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<repeats::RepeatsReport>,
 }
 
 fn one() -> f64 {
@@ -84,6 +89,7 @@ impl Report {
             capacity: None,
             client: None,
             shards: None,
+            repeats: None,
         }
     }
 }

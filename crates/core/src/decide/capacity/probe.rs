@@ -256,7 +256,10 @@ mod tests {
         for (confidence, running) in [(0.99, 0.005), (0.95, 0.025), (0.5, 0.05), (0.2, 0.05)] {
             let c = criteria(0.9, confidence);
             let runs = f64::from(MAX_RUNS);
-            assert!((c.running_error() * runs - running).abs() < 1e-12, "{confidence}");
+            assert!(
+                (c.running_error() * runs - running).abs() < 1e-12,
+                "{confidence}"
+            );
             let spent = (c.running_error() + c.final_error()) * runs;
             assert!((spent - (1.0 - confidence)).abs() < 1e-12, "{confidence}");
         }
@@ -269,7 +272,10 @@ mod tests {
         // estimate far below the median) is not — the sequential test alone at 50 % would
         // have refuted it (its likelihood ratio is past 2).
         assert_eq!(verdict(&median, (20, 20), Look::Running), Verdict::Refuted);
-        assert_eq!(verdict(&median, (20, 14), Look::Running), Verdict::Inconclusive);
+        assert_eq!(
+            verdict(&median, (20, 14), Look::Running),
+            Verdict::Inconclusive
+        );
         assert_eq!(
             super::verdict(20, 14, 0.5, 0.5),
             Verdict::Refuted,
@@ -285,7 +291,10 @@ mod tests {
     fn a_decided_check_keeps_the_sequential_verdict_once_over() {
         let strict = criteria(0.99, 0.99);
         let fewest = super::super::sequential::fewest_requests(0.99, 1.0 - strict.running_error());
-        assert_eq!(verdict(&strict, (fewest, 0), Look::Running), Verdict::Proven);
+        assert_eq!(
+            verdict(&strict, (fewest, 0), Look::Running),
+            Verdict::Proven
+        );
         assert_eq!(verdict(&strict, (fewest, 0), Look::Final), Verdict::Proven);
         // Fewer: the fixed-sample test at the rest of the budget proves from 459 up (at its
         // share, a few more).

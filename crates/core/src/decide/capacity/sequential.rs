@@ -62,33 +62,7 @@
 
 pub use crate::report::capacity::Verdict;
 
-/// `ln Γ(x)` for `x > 0` (Lanczos, g = 7, 9 terms: relative error below 1e−15).
-fn ln_gamma(x: f64) -> f64 {
-    const G: f64 = 7.0;
-    const C: [f64; 9] = [
-        0.999_999_999_999_809_9,
-        676.520_368_121_885_1,
-        -1_259.139_216_722_402_8,
-        771.323_428_777_653_1,
-        -176.615_029_162_140_6,
-        12.507_343_278_686_905,
-        -0.138_571_095_265_720_12,
-        9.984_369_578_019_572e-6,
-        1.505_632_735_149_311_6e-7,
-    ];
-    if x < 0.5 {
-        let pi = std::f64::consts::PI;
-        return (pi / (pi * x).sin()).ln() - ln_gamma(1.0 - x);
-    }
-    let x = x - 1.0;
-    let t = x + G + 0.5;
-    let series = C
-        .iter()
-        .enumerate()
-        .skip(1)
-        .fold(C[0], |sum, (i, c)| sum + c / (x + i as f64));
-    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + series.ln()
-}
+use crate::decide::student::ln_gamma;
 
 /// `ln P[X = k]` for `X ~ Binomial(n, q)`, `0 < q < 1`, `k ≤ n`.
 fn ln_pmf(n: u64, k: u64, q: f64) -> f64 {

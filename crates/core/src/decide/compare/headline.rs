@@ -3,12 +3,15 @@
 //! reasoning tokens/s when both runs have them), each with its delta and a significance
 //! verdict. Latency rows carry their distribution's test (Mann–Whitney U or
 //! the bootstrap, see [`crate::decide::significance`]); throughput and goodput a test of two Poisson
-//! rates (completions over the measured window); the error rate a two-proportion test.
+//! rates (completions over the measured window); the error rate a two-proportion test. When
+//! both runs were repeated (`goodput run --repeats`), each figure their repeats sections give is
+//! judged by Welch's t-test across the runs instead ([`crate::decide::repeats`]).
 
 use serde::Serialize;
 use serde_json::Value;
 
 use super::DistributionChange;
+use crate::decide::repeats::{run_values, welch};
 use crate::decide::significance::{Thresholds, normal_upper_tail};
 
 /// One headline figure in both runs.
@@ -153,10 +156,51 @@ fn figures(
     )));
     figures.push(error_rate([sa, sb], thresholds));
     figures.push(stability([sa, sb]));
+    placed(figures, [a, b], step, thresholds)
+}
+
+/// The figures of `step` with their paths in the report, each judged across the runs where
+/// both reports were repeated.
+fn placed(
+    mut figures: Vec<HeadlineFigure>,
+    reports: [&Value; 2],
+    step: usize,
+    thresholds: Thresholds,
+) -> Vec<HeadlineFigure> {
     for figure in &mut figures {
-        figure.path = format!("steps[{step}].{}", figure.path);
+        across_runs(figure, reports, thresholds);
+        if figure.test != ACROSS_RUNS {
+            figure.path = format!("steps[{step}].{}", figure.path);
+        }
     }
     figures
+}
+
+/// The test of a figure both runs measured several times (`goodput run --repeats`).
+const ACROSS_RUNS: &str = "Welch t-test across runs";
+
+/// With both reports repeated (`goodput run --repeats`), a figure both repeats sections give
+/// is judged across their runs instead: the means of the runs' values, Welch's t-test of the
+/// two sets (run-to-run noise counted, which one run's per-request tests cannot see); its
+/// path then names the candidate's repeats figure.
+fn across_runs(figure: &mut HeadlineFigure, [a, b]: [&Value; 2], thresholds: Thresholds) {
+    let path = figure.path.clone();
+    let (Some((_, va)), Some((index, vb))) = (run_values(a, &path), run_values(b, &path)) else {
+        return;
+    };
+    let Some(p) = welch(&va, &vb) else { return };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mut judged = self::figure(
+        figure.name,
+        &format!("repeats.figures[{index}].mean"),
+        figure.unit,
+        Some(mean(&va)),
+        Some(mean(&vb)),
+    );
+    judged.test = ACROSS_RUNS;
+    judged.p_value = Some(p);
+    judged.verdict = judge(p, judged.relative, figure.unit == "ms", thresholds);
+    *figure = judged;
 }
 
 fn changed(figures: &[HeadlineFigure], verdict: &str) -> Vec<String> {

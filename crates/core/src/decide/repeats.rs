@@ -1,0 +1,142 @@
+//! Repeats: the headline figures of N independent runs of one configuration, each with its
+//! spread and the confidence interval of its mean (Student's t), and Welch's t-test of two
+//! such sets — so a comparison counts run-to-run noise (a server's warm-up, its neighbours, the
+//! workload drawn), which the per-request tests of a single run cannot see.
+
+use serde_json::Value;
+
+use super::student;
+use crate::config::RunConfig;
+use crate::report::StepReport;
+use crate::report::repeats::{RepeatedFigure, RepeatsReport};
+
+/// Confidence of every interval of a repeats section.
+pub const CONFIDENCE: f64 = 0.95;
+
+/// The figures a repeats section gives: name, path within a step, unit.
+pub const FIGURES: [(&str, &str, &str); 17] = [
+    ("throughput", "throughput.requests_per_sec", "req/s"),
+    ("goodput", "goodput.requests_per_sec", "req/s"),
+    (
+        "output tokens/s",
+        "throughput.output_tokens_per_sec",
+        "tok/s",
+    ),
+    ("input tokens/s", "throughput.input_tokens_per_sec", "tok/s"),
+    ("TTFT p50", "latency_ms.ttft.p50", "ms"),
+    ("TTFT p95", "latency_ms.ttft.p95", "ms"),
+    ("TTFT p99", "latency_ms.ttft.p99", "ms"),
+    ("TPOT p50", "latency_ms.tpot.p50", "ms"),
+    ("TPOT p95", "latency_ms.tpot.p95", "ms"),
+    ("TPOT p99", "latency_ms.tpot.p99", "ms"),
+    ("ITL p50", "latency_ms.itl.p50", "ms"),
+    ("ITL p99", "latency_ms.itl.p99", "ms"),
+    ("E2E p50", "latency_ms.e2e.p50", "ms"),
+    ("E2E p95", "latency_ms.e2e.p95", "ms"),
+    ("E2E p99", "latency_ms.e2e.p99", "ms"),
+    ("completed", "requests.completed", "requests"),
+    ("failed", "requests.failed", "requests"),
+];
+
+/// The configuration of run `index` (from 0) of a repeated run: the base's, its arrivals drawn
+/// from `seed + index` (the runner reads the prompts `index` strides further along as for any
+/// later step), so no two runs replay each other's schedule or prompts.
+pub fn run_config(base: &RunConfig, index: u32) -> RunConfig {
+    RunConfig {
+        seed: base.seed.wrapping_add(u64::from(index)),
+        ..base.clone()
+    }
+}
+
+/// The number at dotted `path` of a JSON value.
+pub fn number_at(value: &Value, path: &str) -> Option<f64> {
+    path.split('.')
+        .try_fold(value, |v, key| v.get(key))
+        .and_then(Value::as_f64)
+}
+
+/// The repeats section of `runs` (the steps of one configuration measured N times).
+pub fn summarise(runs: &[StepReport]) -> RepeatsReport {
+    let values: Vec<Value> = runs
+        .iter()
+        .map(|step| serde_json::to_value(step).unwrap_or(Value::Null))
+        .collect();
+    let figures = FIGURES
+        .iter()
+        .filter_map(|(name, path, unit)| {
+            let per_run: Vec<Option<f64>> = values.iter().map(|v| number_at(v, path)).collect();
+            figure(name, path, unit, per_run)
+        })
+        .collect();
+    RepeatsReport {
+        runs: u32::try_from(runs.len()).unwrap_or(u32::MAX),
+        confidence: CONFIDENCE,
+        figures,
+    }
+}
+
+/// One figure from its per-run values; `None` when no run has it.
+fn figure(name: &str, path: &str, unit: &str, values: Vec<Option<f64>>) -> Option<RepeatedFigure> {
+    let present: Vec<f64> = values.iter().flatten().copied().collect();
+    let n = present.len() as f64;
+    let mean = present.iter().sum::<f64>() / n;
+    let min = present.iter().copied().reduce(f64::min)?;
+    let max = present.iter().copied().reduce(f64::max)?;
+    let sd = (present.len() >= 2).then(|| {
+        let squares: f64 = present.iter().map(|x| (x - mean).powi(2)).sum();
+        (squares / (n - 1.0)).sqrt()
+    });
+    let half = sd.map(|sd| student::quantile(0.5 + CONFIDENCE / 2.0, n - 1.0) * sd / n.sqrt());
+    Some(RepeatedFigure {
+        name: name.to_string(),
+        path: path.to_string(),
+        unit: unit.to_string(),
+        values,
+        mean,
+        sd,
+        cv: sd.filter(|_| mean != 0.0).map(|sd| sd / mean.abs()),
+        ci_low: half.map(|h| mean - h),
+        ci_high: half.map(|h| mean + h),
+        min,
+        max,
+    })
+}
+
+/// Welch's t-test of two sets of run values: the two-sided p-value that their means are
+/// equal, with unequal variances (Welch–Satterthwaite degrees of freedom). `None` with fewer
+/// than two values a side; 1 when neither varies and the means agree, 0 when they differ.
+pub fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
+    let stats = |x: &[f64]| {
+        let n = x.len() as f64;
+        let mean = x.iter().sum::<f64>() / n;
+        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+        (n, mean, var)
+    };
+    if a.len() < 2 || b.len() < 2 {
+        return None;
+    }
+    let ((na, ma, va), (nb, mb, vb)) = (stats(a), stats(b));
+    let (sa, sb) = (va / na, vb / nb);
+    let se2 = sa + sb;
+    if se2 <= 0.0 {
+        return Some(if ma == mb { 1.0 } else { 0.0 });
+    }
+    let t = (mb - ma) / se2.sqrt();
+    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
+    Some((2.0 * (1.0 - student::cdf(t.abs(), df))).clamp(0.0, 1.0))
+}
+
+/// The index of the figure at `path` in a report's repeats section and each run's value of it
+/// (`None` without a repeats section, or without that figure).
+pub fn run_values(report: &Value, path: &str) -> Option<(usize, Vec<f64>)> {
+    let figures = report.get("repeats")?.get("figures")?.as_array()?;
+    let index = figures
+        .iter()
+        .position(|f| f.get("path").and_then(Value::as_str) == Some(path))?;
+    let values = figures[index].get("values")?.as_array()?;
+    Some((index, values.iter().filter_map(Value::as_f64).collect()))
+}
+
+#[cfg(test)]
+#[path = "repeats_tests.rs"]
+mod tests;
