@@ -8,13 +8,13 @@ use anyhow::{Context, Result};
 use crate::cli::{Cli, Command};
 use crate::commands;
 
-/// Runs the parsed command line and returns the exit status.
-pub(crate) fn run(cli: Cli) -> Result<ExitCode> {
+/// Runs the parsed command line and returns the exit status; `command_line` (the arguments as
+/// given, program name first) is recorded in the run's manifest.
+pub(crate) fn run(cli: Cli, command_line: Vec<String>) -> Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let command_line: Vec<String> = std::env::args().collect();
     runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => {

@@ -1,6 +1,6 @@
 //! The command line: `goodput run | sweep | capacity | calibrate | sim | report | merge |
 //! compare | gate | history | plan | monitor`, defined with clap derive over the argument
-//! groups of `args` (doc comments are the help text); [`parse`] reads this process's. Single
+//! groups of `args` (doc comments are the help text); [`parse_from`] reads a command line. Single
 //! values are parsed by clap; the cross-field checks happen when `app` turns a subcommand's
 //! arguments into its plain configuration (`args` → `options`).
 
@@ -59,10 +59,13 @@ pub(crate) enum Command {
     Monitor(crate::args::monitor::MonitorArgs),
 }
 
-/// The command line of this process, parsed (clap prints help, versions and usage errors and
-/// exits).
-pub(crate) fn parse() -> Cli {
-    Cli::parse()
+/// A command line (program name first), parsed; or, when clap printed help, the version or a
+/// usage error instead (to stdout or stderr, as `Cli::parse` would), the exit status to return.
+pub(crate) fn parse_from(args: Vec<std::ffi::OsString>) -> Result<Cli, u8> {
+    Cli::try_parse_from(args).map_err(|error| {
+        let _ = error.print();
+        u8::try_from(error.exit_code()).unwrap_or(crate::exit::EXIT_USAGE)
+    })
 }
 
 #[cfg(test)]

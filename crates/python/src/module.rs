@@ -1,6 +1,7 @@
 //! The functions of `goodput._native`: `measure` (an in-process measurement on its own tokio
 //! runtime, the calling thread driving or waiting for it without the GIL and checking for Ctrl-C
-//! every 100 ms, which stops the measurement and keeps its results) and `render_html`.
+//! every 100 ms, which stops the measurement and keeps its results), `render_html` and `command`
+//! (`crate::command`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -193,6 +194,7 @@ fn render_html(report_json: &str) -> PyResult<String> {
 fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(measure, module)?)?;
     module.add_function(wrap_pyfunction!(render_html, module)?)?;
+    module.add_function(wrap_pyfunction!(crate::command::command, module)?)?;
     module.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -6,6 +6,8 @@
 * ``goodput.run(...)`` / ``goodput.capacity(...)`` / ``goodput.sweep(...)`` run the ``goodput``
   command installed with this package in the background and return a handle whose ``wait()``
   (or ``await``) gives the report.
+* The ``goodput`` command itself (``goodput._cli.main``, pip's console script and ``python -m
+  goodput``): the Rust command line linked into ``goodput._native``, run in-process.
 
 Both return a :class:`Report` (``.to_dict()``, ``.to_json()``, ``.to_html(path)``).
 See docs/python.md.

@@ -1,5 +1,7 @@
-"""``python -m goodput``: the goodput command installed with this package."""
+"""``python -m goodput …``: the goodput command (the same as the installed ``goodput``)."""
 
-from ._engine import main
+import sys
 
-main()
+from ._cli import main
+
+raise SystemExit(main(["goodput", *sys.argv[1:]]))

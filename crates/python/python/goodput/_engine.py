@@ -35,7 +35,8 @@ class GoodputError(RuntimeError):
 
 def binary() -> str:
     """The path of the ``goodput`` command: ``$GOODPUT_BIN``, else the one installed with this
-    package (the environment's scripts directory), else ``goodput`` on ``PATH``."""
+    package (the environment's scripts directory: pip's console script, which runs the command
+    in-process through the extension module), else ``goodput`` on ``PATH``."""
     explicit = os.environ.get("GOODPUT_BIN")
     if explicit:
         return explicit
@@ -159,11 +160,3 @@ def capacity(target: Optional[str] = None, *, out: Optional[str] = None, **optio
 def sweep(target: Optional[str] = None, *, out: Optional[str] = None, **options: Any) -> Run:
     """Starts ``goodput sweep`` (one measured step per load level, and the knee)."""
     return Run("sweep", {"target": target, **options}, out)
-
-
-def main() -> None:
-    """``python -m goodput …``: the goodput command."""
-    path = binary()
-    if sys.platform == "win32":
-        raise SystemExit(subprocess.call([path, *sys.argv[1:]]))
-    os.execv(path, [path, *sys.argv[1:]])
