@@ -174,6 +174,14 @@ fn repeats_in_virtual_time_draw_each_runs_arrivals_anew_and_print_the_figures_ac
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("Across 4 runs"), "{stdout}");
     assert!(stdout.contains("E2E p99"), "{stdout}");
+    // The page draws the section (every figure a row, each run's value in it) and reads at
+    // 1280 and 390 px.
+    let page = out.join("report.html");
+    let dom = support::rendered_dom(&page);
+    assert!(dom.contains("id=\"repeats\""), "no repeats section");
+    let first = format!("{:.2}", values[0]);
+    assert!(dom.contains("Across runs") && dom.contains(&first), "{first}");
+    support::layout::assert_readable(&page, "repeats");
 }
 
 #[test]

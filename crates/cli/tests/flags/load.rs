@@ -56,6 +56,7 @@ pub(crate) fn sim_probes(sub: Sub) -> Vec<Probe> {
             probe("--profile", &["--profile", "{profile}"], At("/run_json"))
                 .without(&["--rate", "--requests"]),
             probe("--virtual-time", &["--virtual-time"], At("/report")),
+            probe("--repeats", &["--repeats", "2"], At("/report")),
         ],
         Sub::Sweep => vec![
             probe("--rate", &["--rate", "30"], Refused("--rate-steps")),

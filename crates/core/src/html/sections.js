@@ -1,6 +1,6 @@
 // goodput page renderer, part 3: the sections other parts of goodput add to a report
-// (capacity search, sweep, buckets, turns and image resolutions, server metrics, utilisation, the
-// rest), the run metadata, and the report page itself.
+// (capacity search, sweep, repeated runs, buckets, turns and image resolutions, server metrics,
+// utilisation, the rest), the run metadata, and the report page itself.
 
 function capacitySection(report) {
   var c = report.capacity;
@@ -36,6 +36,19 @@ function capacitySection(report) {
         p.goodput_requests_per_sec, p.stable ? "yes" : "no", isNum(p.decided_after) ? p.decided_after : "–",
         isNum(p.fixed_sample_minimum) ? p.fixed_sample_minimum : "–", p.reason || "–"];
     }), [8], [3, 5]));
+}
+
+function repeatsSection(report) {
+  var r = report.repeats;
+  var box = section("Across runs", "repeats", "The same configuration measured " + r.runs + " times (each run a step below): each figure's mean with the " +
+    pct(r.confidence, 0) + " confidence interval of the mean (Student's t), its run-to-run spread and every run's value.");
+  var num = function (v, digits) { return isNum(v) ? fmt(v, digits) : "–"; };
+  box.appendChild(table(["figure", "unit", "mean", "interval", "sd", "sd / mean", "min", "max", "runs"],
+    (r.figures || []).map(function (f) {
+      var interval = isNum(f.ci_low) ? num(f.ci_low, 2) + " – " + num(f.ci_high, 2) : "–";
+      return [f.name, f.unit, num(f.mean, 2), interval, num(f.sd, 2), isNum(f.cv) ? pct(f.cv, 1) : "–", num(f.min, 2), num(f.max, 2),
+        (f.values || []).map(function (v) { return num(v, 2); }).join(", ")];
+    }), [0, 1, 3, 8], [4, 5, 6, 7]));
 }
 
 function sweepSection(report) {
@@ -191,6 +204,7 @@ function reportPage(report) {
   warnings(report.warnings);
   if (report.capacity) capacitySection(report);
   if (report.sweep) sweepSection(report);
+  if (report.repeats) repeatsSection(report);
   if (many) { stepsTable(report); curveCharts(report); }
   var dist = section("Latency distributions", "distributions", "Each curve shows which fraction of requests finished within a given time (further left is faster)" +
     (many ? "; one curve per step." : "."));
