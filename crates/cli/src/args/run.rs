@@ -282,6 +282,9 @@ pub(crate) struct RunArgs {
 
     #[command(flatten)]
     pub(crate) sharding: crate::args::shard::ShardArgs,
+
+    #[command(flatten)]
+    pub(crate) fleet: crate::args::fleet::FleetArgs,
 }
 
 impl RunArgs {
@@ -328,6 +331,7 @@ impl RunArgs {
             TargetOptions::Server { .. } => None,
         };
         let server_side = self.server_side.options(simulator)?;
+        let fleet = self.fleet.options(self.virtual_time)?;
         Ok(RunOptions {
             virtual_time: self.virtual_time,
             seed,
@@ -340,6 +344,7 @@ impl RunArgs {
             server_side,
             output,
             shard,
+            fleet,
         })
     }
 

@@ -44,6 +44,16 @@ pub(crate) struct RunOptions {
     pub(crate) output: OutputOptions,
     /// This process's part of a sharded run (`--shards`), and the shared start.
     pub(crate) shard: ShardPlan,
+    /// Correlation ids, and the models, adapters and SLO classes of a mix.
+    pub(crate) fleet: FleetOptions,
+}
+
+/// How requests are told apart and which model, adapter and SLO class each is.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FleetOptions {
+    /// The header carrying each request's correlation id (`None`: `--no-request-id`, or
+    /// virtual time).
+    pub(crate) request_id_header: Option<http::HeaderName>,
 }
 
 impl RunOptions {

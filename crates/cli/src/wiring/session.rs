@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use goodput_core::assemble::{ReportInputs, assemble};
-use goodput_core::backend::Backend;
+use goodput_core::backend::{Backend, RequestIds};
 use goodput_core::backend::discovery::list_models;
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::Criteria;
@@ -98,6 +98,8 @@ pub(crate) struct Session {
     pub(crate) cancel: CancellationToken,
     /// This process's part of a sharded run (`--shards`) and its shared step starts.
     pub(crate) sharding: ShardState,
+    /// The correlation ids every step's requests carry (one run token for all steps).
+    pub(crate) request_ids: Option<RequestIds>,
 }
 
 /// One step run within a session.
@@ -148,6 +150,7 @@ impl Session {
         let counter = workload::runner_counter(&options.workload.tokenizer)?;
         let journal = prepare_output(options.output.out.as_deref(), &run_info, &config)?;
         let endpoint_is_simulator = endpoint.simulator.is_some();
+        let request_ids = options.fleet.request_id_header.clone().map(RequestIds::fresh);
         Ok(Session {
             options,
             seed,
@@ -168,6 +171,7 @@ impl Session {
             overhead: ClientOverhead::start(endpoint_is_simulator),
             cancel: cancel_on_signal(),
             sharding,
+            request_ids,
         })
     }
 
@@ -190,6 +194,10 @@ impl Session {
         )
         .with_step(index)
         .with_shard(self.sharding.plan.shard);
+        let runner = match &self.request_ids {
+            Some(ids) => runner.with_request_ids(ids.clone()),
+            None => runner,
+        };
         match self.step_start(index) {
             Some(at) => runner.with_start_at(at),
             None => runner,

@@ -240,6 +240,7 @@ impl Workload for Calls {
             expected_input_tokens: None,
             max_output_tokens: None,
             turn: None,
+            tags: Default::default(),
         }
     }
 

@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Activity, Backend, RequestInput, RequestSpec};
+use crate::backend::{Activity, Backend, RequestIds, RequestInput, RequestSpec};
 use crate::record::{
     ChunkArrival, Exchange, Failure, OutcomeKind, Phase, RequestRecord, TokenSource,
 };
@@ -54,6 +54,8 @@ pub(crate) struct RequestContext {
     pub(crate) time_scale: f64,
     /// Step index stamped on every record.
     pub(crate) step: u32,
+    /// The correlation ids sent (`None`: no request id header).
+    pub(crate) request_ids: Option<Arc<RequestIds>>,
 }
 
 impl RequestContext {
@@ -134,6 +136,10 @@ pub(crate) async fn execute_keeping_reply(
     cancel: &CancellationToken,
     keep_reply: bool,
 ) -> (RequestRecord, String) {
+    let mut spec = spec;
+    if let Some(ids) = &ctx.request_ids {
+        spec.tags.request_id = Some(ids.id(ctx.step, ticket.index));
+    }
     let mut exchange = Exchange::default();
     let capped = limit.is_some();
     let _permit = match limit {
@@ -238,6 +244,12 @@ pub(crate) fn finalize(
         tool_result_turn: false,
         read_late_us: read_late_us.map(|us| u64::try_from(us).unwrap_or(u64::MAX)),
         images: Vec::new(),
+        request_id: spec.tags.request_id.as_ref().map(|id| id.value.clone()),
+        server_request_id: exchange.server_request_id,
+        response_id: exchange.response_id,
+        model: None,
+        adapter: None,
+        class: None,
     }
 }
 

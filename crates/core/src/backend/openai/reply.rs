@@ -247,6 +247,11 @@ impl StreamReader {
             let whole: Value = serde_json::from_str(data).unwrap_or(Value::Null);
             return Err(stream_error(&error_text(&whole)));
         }
+        if exchange.response_id.is_none()
+            && let Some(id) = chunk.id.as_deref().filter(|id| !id.is_empty())
+        {
+            exchange.response_id = Some(id.to_string());
+        }
         let cumulative = cumulative_tokens(&chunk);
         for choice in chunk.choices.iter().flatten() {
             exchange.choices = exchange.choices.max(choice.index.saturating_add(1));

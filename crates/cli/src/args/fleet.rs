@@ -1,0 +1,63 @@
+//! `goodput run`'s fleet flags turned into [`FleetOptions`]: the correlation id header
+//! (`--request-id-header`, `--no-request-id`).
+
+use anyhow::{Result, bail};
+use http::HeaderName;
+
+use crate::options::run::FleetOptions;
+
+/// The header that carries each request's correlation id unless told otherwise.
+pub(crate) const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Who is asked what, and how each request is told apart.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct FleetArgs {
+    /// Send each request's correlation id (`<run>-<step>-<index>`, unique within the run) in
+    /// this header, and record it with the server's own id in requests.jsonl and requests.csv
+    /// [default: X-Request-Id].
+    #[arg(long, value_name = "NAME", help_heading = "Target")]
+    pub(crate) request_id_header: Option<String>,
+    /// Send no correlation id header.
+    #[arg(long, conflicts_with = "request_id_header", help_heading = "Target")]
+    pub(crate) no_request_id: bool,
+}
+
+impl FleetArgs {
+    /// The fleet options; `virtual_time`: nothing goes over the wire, so a request id header
+    /// named explicitly is refused.
+    pub(crate) fn options(&self, virtual_time: bool) -> Result<FleetOptions> {
+        Ok(FleetOptions {
+            request_id_header: self.request_id_header(virtual_time)?,
+        })
+    }
+
+    /// `--request-id-header`, checked (`None`: `--no-request-id`, or virtual time).
+    fn request_id_header(&self, virtual_time: bool) -> Result<Option<HeaderName>> {
+        if virtual_time {
+            if self.request_id_header.is_some() || self.no_request_id {
+                bail!(
+                    "--request-id-header and --no-request-id apply to a live run; in virtual \
+                     time nothing goes over the wire"
+                );
+            }
+            return Ok(None);
+        }
+        if self.no_request_id {
+            return Ok(None);
+        }
+        let name = self
+            .request_id_header
+            .as_deref()
+            .unwrap_or(DEFAULT_REQUEST_ID_HEADER);
+        if name.trim().is_empty() {
+            bail!("--request-id-header: the header name is empty (use --no-request-id to send none)");
+        }
+        let header = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+            anyhow::anyhow!("--request-id-header: {name:?} is not a valid HTTP header name")
+        })?;
+        if goodput_core::record::SECRET_HEADERS.contains(&header.as_str()) {
+            bail!("--request-id-header: {name:?} is a credential header; name another");
+        }
+        Ok(Some(header))
+    }
+}

@@ -1,0 +1,222 @@
+//! Fleet figures against a minimal server written here, which logs what each request carried:
+//! the correlation id a request was sent with is the id its record holds (the server answers
+//! with its own id in the header and the body, derived from the one it received, so each
+//! record's three ids must agree); the header's name is configurable or the header left out;
+//! wrong uses exit 2.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use support::{goodput, ok, read_json, validate_against_schema};
+
+/// What the server saw of one chat request.
+#[derive(Debug, Clone)]
+struct Seen {
+    /// The correlation header's value (`None`: not sent).
+    id: Option<String>,
+    /// The body's `model`.
+    model: String,
+}
+
+type Log = Arc<Mutex<Vec<Seen>>>;
+
+/// One request of a connection: its path, its headers (lower-case names) and its body.
+fn read_request(reader: &mut impl BufRead) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+    let (mut path, mut headers, mut line) = (String::new(), Vec::new(), String::new());
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            break;
+        }
+        if path.is_empty() {
+            path = line.split(' ').nth(1).unwrap_or("").to_string();
+        } else if let Some((name, value)) = line.split_once(':') {
+            headers.push((name.trim().to_ascii_lowercase(), value.trim().to_string()));
+        }
+    }
+    let length = headers
+        .iter()
+        .find(|(name, _)| name == "content-length")
+        .map_or(0, |(_, value)| value.parse().unwrap());
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).unwrap();
+    Some((path, headers, body))
+}
+
+/// Serves `/v1/models` and streamed chat answers of 3 tokens; logs each chat request's id
+/// header (named `header`) and model. The answer's `x-request-id` header is `srv-<id>` and its
+/// chunks' `id` is `resp-<id>` (`anonymous` without one).
+fn serve(stream: TcpStream, header: &str, log: &Log) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    let Some((path, headers, body)) = read_request(&mut reader) else {
+        return;
+    };
+    if !path.ends_with("/chat/completions") {
+        let _ = writer.write_all(support::other_reply(&path, "").as_bytes());
+        return;
+    }
+    let request: Value = serde_json::from_slice(&body).unwrap();
+    let id = headers
+        .iter()
+        .find(|(name, _)| name == header)
+        .map(|(_, value)| value.clone());
+    let model = request["model"].as_str().unwrap_or("").to_string();
+    log.lock().unwrap().push(Seen {
+        id: id.clone(),
+        model,
+    });
+    let own = id.unwrap_or_else(|| "anonymous".into());
+    let mut reply = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-request-id: srv-{own}\r\n\
+         connection: close\r\n\r\n"
+    );
+    for token in 0..3 {
+        let tail = if token == 2 {
+            r#","usage":{"prompt_tokens":4,"completion_tokens":3,"total_tokens":7}"#
+        } else {
+            ""
+        };
+        let finish = if token == 2 { "\"length\"" } else { "null" };
+        reply.push_str(&format!(
+            "data: {{\"id\":\"resp-{own}\",\"object\":\"chat.completion.chunk\",\"choices\":\
+             [{{\"index\":0,\"delta\":{{\"content\":\"t \"}},\"finish_reason\":{finish}}}]{tail}}}\n\n"
+        ));
+    }
+    reply.push_str("data: [DONE]\n\n");
+    let _ = writer.write_all(reply.as_bytes());
+}
+
+/// A logging server whose correlation header is `header`; its URL and log.
+fn logging_server(header: &'static str) -> (String, Log) {
+    let log = Log::default();
+    let shared = Arc::clone(&log);
+    let address = support::spawn_server(move |stream| serve(stream, header, &shared));
+    (format!("http://{address}/v1"), log)
+}
+
+/// `goodput run` of `requests` requests against `url`, with `extra` flags, into `out`.
+fn run(url: &str, requests: &str, extra: &[&str], out: &Path) {
+    ok(goodput()
+        .args(["run", "--quiet", "--target", url, "--model", "m"])
+        .args(["--requests", requests, "--concurrency", "4", "--warmup", "0"])
+        .args(["--input-tokens", "4", "--output-tokens", "3", "--seed", "7"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap());
+}
+
+/// The journal's records.
+fn journal(out: &Path) -> Vec<Value> {
+    std::fs::read_to_string(out.join("requests.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+/// `requests.csv`'s rows as column → cell maps.
+fn csv_rows(out: &Path) -> Vec<std::collections::BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(out.join("requests.csv")).unwrap();
+    let mut lines = text.lines();
+    let columns: Vec<&str> = lines.next().unwrap().split(',').collect();
+    lines
+        .map(|line| {
+            columns
+                .iter()
+                .zip(line.split(','))
+                .map(|(c, v)| ((*c).to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_request_carries_the_id_its_record_holds() {
+    let (url, log) = logging_server("x-request-id");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    run(&url, "24", &[], &out);
+    let seen = log.lock().unwrap().clone();
+    assert_eq!(seen.len(), 24);
+    let sent: BTreeSet<String> = seen.iter().map(|s| s.id.clone().unwrap()).collect();
+    assert_eq!(sent.len(), 24, "ids are unique within the run: {sent:?}");
+    let records = journal(&out);
+    let recorded: BTreeSet<String> = records
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(recorded, sent, "the ids recorded are the ids received");
+    for record in &records {
+        let id = record["request_id"].as_str().unwrap();
+        assert!(id.ends_with(&format!("-0-{}", record["index"])), "{id}");
+        // The server's answer to *this* id came back on *this* record.
+        assert_eq!(record["server_request_id"], format!("srv-{id}"));
+        assert_eq!(record["response_id"], format!("resp-{id}"));
+    }
+    for row in csv_rows(&out) {
+        let id = &row["request_id"];
+        assert!(sent.contains(id), "{row:?}");
+        assert_eq!(row["server_request_id"], format!("srv-{id}"));
+        assert_eq!(row["response_id"], format!("resp-{id}"));
+    }
+    validate_against_schema(&read_json(&out.join("report.json")));
+}
+
+#[test]
+fn the_id_header_is_named_by_the_user_or_left_out() {
+    let (url, log) = logging_server("x-correlation-id");
+    let dir = tempfile::tempdir().unwrap();
+    let named = dir.path().join("named");
+    run(&url, "6", &["--request-id-header", "X-Correlation-Id"], &named);
+    let seen: Vec<Seen> = log.lock().unwrap().drain(..).collect();
+    let sent: BTreeSet<String> = seen.iter().map(|s| s.id.clone().unwrap()).collect();
+    let recorded: BTreeSet<String> = journal(&named)
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!((sent.len(), recorded), (6, sent));
+    // The server's `x-request-id` is not the header named: no server id is recorded.
+    assert!(journal(&named).iter().all(|r| r.get("server_request_id").is_none()));
+
+    let (url, log) = logging_server("x-request-id");
+    let off = dir.path().join("off");
+    run(&url, "6", &["--no-request-id"], &off);
+    assert!(log.lock().unwrap().iter().all(|s| s.id.is_none()));
+    for record in journal(&off) {
+        assert!(record.get("request_id").is_none(), "{record}");
+        assert_eq!(record["response_id"], "resp-anonymous");
+    }
+}
+
+#[test]
+fn wrong_request_id_flags_exit_2() {
+    let cases: [&[&str]; 4] = [
+        &["--request-id-header", "bad header"],
+        &["--request-id-header", ""],
+        &["--request-id-header", "Authorization"],
+        &["--virtual-time", "--request-id-header", "x-id"],
+    ];
+    for args in cases {
+        let output = goodput()
+            .args(["run", "--quiet", "--requests", "2"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--request-id-header"), "{args:?}: {stderr}");
+    }
+}
