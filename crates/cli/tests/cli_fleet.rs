@@ -220,3 +220,142 @@ fn wrong_request_id_flags_exit_2() {
         assert!(stderr.contains("--request-id-header"), "{args:?}: {stderr}");
     }
 }
+
+/// How many requests the server saw per model.
+fn per_model(log: &Log) -> std::collections::BTreeMap<String, u64> {
+    let mut counts = std::collections::BTreeMap::new();
+    for seen in log.lock().unwrap().iter() {
+        *counts.entry(seen.model.clone()).or_insert(0) += 1;
+    }
+    counts
+}
+
+/// A breakdown's rows as name → (scheduled, completed).
+fn rows(step: &Value, key: &str) -> std::collections::BTreeMap<String, (u64, u64)> {
+    step[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} in {step}"))
+        .iter()
+        .map(|row| {
+            let requests = &row["requests"];
+            (
+                row["name"].as_str().unwrap().to_string(),
+                (
+                    requests["scheduled"].as_u64().unwrap(),
+                    requests["completed"].as_u64().unwrap(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn per_model_counts_are_what_the_server_saw() {
+    let (url, log) = logging_server("x-request-id");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("models");
+    let args = ["--model", "a=70%,b=30%", "--slo", "e2e=10s"];
+    ok(goodput()
+        .args(["run", "--quiet", "--target", &url, "--requests", "60"])
+        .args(["--concurrency", "4", "--warmup", "0", "--seed", "7"])
+        .args(["--input-tokens", "4", "--output-tokens", "3"])
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap());
+    let seen = per_model(&log);
+    assert_eq!(seen.keys().collect::<Vec<_>>(), ["a", "b"], "{seen:?}");
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let step = &report["steps"][0];
+    let rows = rows(step, "models");
+    let expected: std::collections::BTreeMap<String, (u64, u64)> =
+        seen.iter().map(|(m, n)| (m.clone(), (*n, *n))).collect();
+    assert_eq!(rows, expected);
+    assert!(seen["a"] > seen["b"], "70% against 30%: {seen:?}");
+    for row in step["models"].as_array().unwrap() {
+        let (completed, compliant) = (
+            row["requests"]["completed"].as_u64().unwrap(),
+            row["goodput"]["compliant"].as_u64().unwrap(),
+        );
+        assert_eq!(completed, compliant, "every request meets e2e=10s: {row}");
+        assert_eq!(row["latency_ms"]["e2e"]["count"], row["requests"]["completed"]);
+    }
+    assert_eq!(report["run"]["model"], "a=70%,b=30%");
+    assert!(step.get("adapters").is_none() && step.get("classes").is_none());
+    // Every record names the model the server saw it ask for.
+    for record in journal(&out) {
+        assert!(["a", "b"].contains(&record["model"].as_str().unwrap()));
+    }
+    // The same draw again: the same split, request by request.
+    let again = dir.path().join("again");
+    log.lock().unwrap().clear();
+    ok(goodput()
+        .args(["run", "--quiet", "--target", &url, "--requests", "60"])
+        .args(["--concurrency", "4", "--warmup", "0", "--seed", "7"])
+        .args(["--input-tokens", "4", "--output-tokens", "3"])
+        .args(args)
+        .arg("--out")
+        .arg(&again)
+        .output()
+        .unwrap());
+    assert_eq!(per_model(&log), seen);
+    // The rebuilt report has the same breakdown.
+    let rebuilt = goodput()
+        .args(["report", out.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let rebuilt: Value = serde_json::from_slice(&ok(rebuilt).stdout).unwrap();
+    assert_eq!(rebuilt["steps"][0]["models"], step["models"]);
+}
+
+#[test]
+fn per_adapter_counts_are_what_the_server_saw() {
+    let (url, log) = logging_server("x-request-id");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("adapters");
+    run(&url, "80", &["--lora", "sql=30%,chat=20%"], &out);
+    let seen = per_model(&log);
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let step = &report["steps"][0];
+    let rows = rows(step, "adapters");
+    // The adapters are asked for by name; the rest of the requests go to the base model `m`.
+    let expected: std::collections::BTreeMap<String, (u64, u64)> = seen
+        .iter()
+        .map(|(m, n)| (if m == "m" { "base" } else { m }.to_string(), (*n, *n)))
+        .collect();
+    assert_eq!(rows, expected, "{seen:?}");
+    assert_eq!(rows.len(), 3, "{seen:?}");
+    let order: Vec<&str> = step["adapters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["chat", "sql", "base"]);
+    assert!(step.get("models").is_none());
+}
+
+#[test]
+fn wrong_mixes_exit_2() {
+    let cases: [(&[&str], &str); 6] = [
+        (&["--model", "a=70%,b=20%"], "--model"),
+        (&["--model", "a=70,b=30"], "--model"),
+        (&["--lora", "x=80%,y=30%"], "--lora"),
+        (&["--lora", "base=10%"], "--lora"),
+        (&["--model", "a=50%,b=50%", "--lora", "x=10%"], "--lora"),
+        (&["--model", "a=50%,b=50%", "--turns", "2"], "--model"),
+    ];
+    for (args, named) in cases {
+        let output = goodput()
+            .args(["run", "--quiet", "--requests", "2"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(named), "{args:?}: {stderr}");
+    }
+}

@@ -1,7 +1,9 @@
 //! `goodput run`'s fleet flags turned into [`FleetOptions`]: the correlation id header
-//! (`--request-id-header`, `--no-request-id`).
+//! (`--request-id-header`, `--no-request-id`), a model mix (`--model a=70%,b=30%`) and an
+//! adapter mix (`--lora x=20%,…`).
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
+use goodput_core::workload::mix::{Mix, Shares};
 use http::HeaderName;
 
 use crate::options::run::FleetOptions;
@@ -20,14 +22,66 @@ pub(crate) struct FleetArgs {
     /// Send no correlation id header.
     #[arg(long, conflicts_with = "request_id_header", help_heading = "Target")]
     pub(crate) no_request_id: bool,
+    /// LoRA adapters and their shares of the requests, e.g. `sql=20%,chat=10%`: an adapter's
+    /// requests name it as their `model` (as vLLM and SGLang route adapters), the rest go to
+    /// the base model (--model); every figure is also reported per adapter (the base model's
+    /// requests as `base`).
+    #[arg(long, value_name = "NAME=SHARE%,…", help_heading = "Target")]
+    pub(crate) lora: Option<String>,
+}
+
+/// Whether `--model`'s value is a mix (`name=share%,…`) rather than one model's name.
+pub(crate) fn is_mix(model: &str) -> bool {
+    model.contains('=')
 }
 
 impl FleetArgs {
     /// The fleet options; `virtual_time`: nothing goes over the wire, so a request id header
     /// named explicitly is refused.
-    pub(crate) fn options(&self, virtual_time: bool) -> Result<FleetOptions> {
+    /// `model` is `--model` as given; `openai`: whether the API names its model in an
+    /// OpenAI body (a mix cannot route `--api http` or `--api v2` requests).
+    pub(crate) fn options(
+        &self,
+        virtual_time: bool,
+        model: Option<&str>,
+        openai: bool,
+    ) -> Result<FleetOptions> {
         Ok(FleetOptions {
             request_id_header: self.request_id_header(virtual_time)?,
+            mix: self.mix(model, openai)?,
+        })
+    }
+
+    /// The model and adapter mixes, checked.
+    fn mix(&self, model: Option<&str>, openai: bool) -> Result<Mix> {
+        let models = model
+            .filter(|model| is_mix(model))
+            .map(|text| Shares::parse(text, false))
+            .transpose()
+            .context("--model")?;
+        let adapters = self
+            .lora
+            .as_deref()
+            .map(|text| Shares::parse(text, true).and_then(Shares::adapters))
+            .transpose()
+            .context("--lora")?;
+        if models.is_some() && adapters.is_some() {
+            bail!(
+                "--lora goes with one base model: adapters are loaded on it, so --model names \
+                 one model, not a mix"
+            );
+        }
+        let mixed = models.is_some() || adapters.is_some();
+        if mixed && !openai {
+            bail!(
+                "--model mixes and --lora name each request's model in an OpenAI body: use \
+                 --api chat, completions or responses"
+            );
+        }
+        Ok(Mix {
+            models,
+            adapters,
+            classes: None,
         })
     }
 

@@ -29,7 +29,8 @@ pub(crate) struct RunOptions {
     pub(crate) config: RunConfig,
     /// Where the requests go.
     pub(crate) target: TargetOptions,
-    /// `--model`: the model to name (default: the simulator's, else the target's first).
+    /// `--model`: the model to name (default: the simulator's, else the target's first); with
+    /// a model mix, its first model (each request names its own, [`FleetOptions::mix`]).
     pub(crate) model: Option<String>,
     /// What every request carries.
     pub(crate) request: RequestOptions,
@@ -54,6 +55,8 @@ pub(crate) struct FleetOptions {
     /// The header carrying each request's correlation id (`None`: `--no-request-id`, or
     /// virtual time).
     pub(crate) request_id_header: Option<http::HeaderName>,
+    /// `--model a=70%,b=30%`, `--lora`: which model or adapter each request asks for.
+    pub(crate) mix: goodput_core::workload::mix::Mix,
 }
 
 impl RunOptions {

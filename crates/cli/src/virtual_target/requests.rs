@@ -38,6 +38,7 @@ pub(crate) async fn from_run(
     };
     let built = prepare_offline(options, config).await?;
     let workload = with_images(options.request.images.as_ref(), built.workload);
+    let workload = crate::wiring::workload::with_mix(options, workload)?;
     Ok(VirtualRequests {
         workload,
         openai,

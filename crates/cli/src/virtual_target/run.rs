@@ -41,6 +41,7 @@ pub(super) async fn prepare(options: &RunOptions, command_line: Vec<String>) -> 
     };
     let gate = crate::wiring::run_extras::load_gate(options.output.gate.as_deref())?;
     let (target, label, model) = simulated(options, options.model.clone(), &mut config).await?;
+    let model = crate::wiring::session::mix_or(options, model);
     let info = describe(options, &config, &target, label, &model, command_line);
     Ok(Prepared {
         config,

@@ -129,9 +129,11 @@ impl Session {
         let model = super::backend::model_name(&options, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
         let openai = options.request.openai(model.clone());
+        let model = mix_or(&options, model);
         let streamed = openai.stream;
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
         built.workload = workload::with_images(options.request.images.as_ref(), built.workload);
+        built.workload = workload::with_mix(&options, built.workload)?;
         let backend = super::backend::backend(&options.request, openai, client)?;
         let mut run_info = run_info(
             &options,
@@ -454,6 +456,14 @@ pub(crate) fn run_info(
             .collect::<BTreeMap<_, _>>(),
         client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
+    }
+}
+
+/// The model `run.model` names: a model mix as given (`a=70%,b=30%`), else `model`.
+pub(crate) fn mix_or(options: &RunOptions, model: String) -> String {
+    match &options.fleet.mix.models {
+        Some(mix) => mix.describe(),
+        None => model,
     }
 }
 

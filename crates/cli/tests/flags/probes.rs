@@ -286,6 +286,12 @@ fn request_probes() -> Vec<Probe> {
         .without(&["--target"])
         .against(&HTTP_API),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
+        probe(
+            "--request-id-header",
+            &["--request-id-header", "x-probe-id"],
+            At("/wire"),
+        ),
+        probe("--no-request-id", &["--no-request-id"], At("/wire")),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(
             "--extra-body",

@@ -10,6 +10,7 @@
 mod breakdown;
 mod compliance;
 mod interval;
+mod labels;
 
 pub use self::compliance::{Compliance, ObjectiveTally};
 
@@ -383,6 +384,9 @@ impl StepAggregator {
             buckets: breakdown.buckets,
             turns: breakdown.turns,
             image_buckets: breakdown.images,
+            models: breakdown.labels.models,
+            adapters: breakdown.labels.adapters,
+            classes: breakdown.labels.classes,
             workload_stats: breakdown.stats,
             reasoning,
             tool_calls,
