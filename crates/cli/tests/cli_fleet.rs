@@ -255,7 +255,7 @@ fn per_model_counts_are_what_the_server_saw() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("models");
     let args = ["--model", "a=70%,b=30%", "--slo", "e2e=10s"];
-    ok(goodput()
+    let first = ok(goodput()
         .args(["run", "--quiet", "--target", &url, "--requests", "60"])
         .args(["--concurrency", "4", "--warmup", "0", "--seed", "7"])
         .args(["--input-tokens", "4", "--output-tokens", "3"])
@@ -266,6 +266,16 @@ fn per_model_counts_are_what_the_server_saw() {
         .unwrap());
     let seen = per_model(&log);
     assert_eq!(seen.keys().collect::<Vec<_>>(), ["a", "b"], "{seen:?}");
+    // The terminal summary has a row per model with its request count.
+    let summary = String::from_utf8_lossy(&first.stdout);
+    let by_model = summary.split("By model").nth(1).expect("a By model section");
+    for (model, n) in &seen {
+        let line = by_model
+            .lines()
+            .find(|line| line.trim_start().starts_with(&format!("{model} ")))
+            .unwrap_or_else(|| panic!("no row {model} in {summary}"));
+        assert_eq!(line.split_whitespace().nth(1), Some(n.to_string().as_str()), "{line}");
+    }
     let report = read_json(&out.join("report.json"));
     validate_against_schema(&report);
     let step = &report["steps"][0];
@@ -336,6 +346,14 @@ fn per_adapter_counts_are_what_the_server_saw() {
         .collect();
     assert_eq!(order, ["chat", "sql", "base"]);
     assert!(step.get("models").is_none());
+    // The page has the section, one row per adapter with its completed count.
+    let dom = support::rendered_dom(&out.join("report.html"));
+    let section = dom.split("id=\"adapters\"").nth(1).expect("an adapters section");
+    let section = section.split("</section>").next().unwrap();
+    for (name, (_, completed)) in &rows {
+        let cell = format!("<td>{name}</td><td class=\"opt\">{completed}</td>");
+        assert!(section.contains(&cell), "{cell} in {section}");
+    }
 }
 
 #[test]
@@ -357,5 +375,85 @@ fn wrong_mixes_exit_2() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains(named), "{args:?}: {stderr}");
+    }
+}
+
+/// A model-mix run of `requests` requests with `seed` against `url`, into `out`.
+fn mix_run(url: &str, seed: &str, requests: &str, out: &Path) {
+    ok(goodput()
+        .args(["run", "--quiet", "--target", url, "--requests", requests])
+        .args(["--concurrency", "4", "--warmup", "0", "--seed", seed])
+        .args(["--input-tokens", "4", "--output-tokens", "3"])
+        .args(["--model", "a=70%,b=30%", "--slo", "e2e=10s"])
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap());
+}
+
+#[test]
+fn compare_gate_and_history_read_the_rows_by_name() {
+    let (url, _log) = logging_server("x-request-id");
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    mix_run(&url, "1", "30", &a);
+    mix_run(&url, "2", "40", &b);
+    let completed = |run: &Path, model: &str| {
+        let report = read_json(&run.join("report.json"));
+        let rows = report["steps"][0]["models"].as_array().unwrap().clone();
+        let row = rows.iter().find(|r| r["name"] == model).unwrap().clone();
+        row["requests"]["completed"].as_f64().unwrap()
+    };
+    let compared = ok(goodput()
+        .args(["compare", "--format", "json"])
+        .args([&a, &b])
+        .output()
+        .unwrap());
+    let compared: Value = serde_json::from_slice(&compared.stdout).unwrap();
+    let comparison = compared.as_array().map_or(&compared, |all| &all[0]);
+    for model in ["a", "b"] {
+        let path = format!("models[{model}].requests.completed");
+        let row = comparison["metrics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["path"] == path.as_str())
+            .unwrap_or_else(|| panic!("no {path} in {comparison}"));
+        assert_eq!(row["a"].as_f64(), Some(completed(&a, model)), "{row}");
+        assert_eq!(row["b"].as_f64(), Some(completed(&b, model)), "{row}");
+    }
+    let gate = |condition: &str| {
+        goodput()
+            .args(["gate", "--condition", condition])
+            .arg(&b)
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    let n = completed(&b, "b");
+    assert_eq!(gate(&format!("models[b].requests.completed == {n}")), Some(0));
+    assert_eq!(gate(&format!("models[b].requests.completed != {n}")), Some(1));
+    assert_eq!(gate("models[c].requests.completed == 1"), Some(2));
+    let store = dir.path().join("runs.db");
+    ok(goodput()
+        .args(["history", "--store"])
+        .arg(&store)
+        .arg("--add")
+        .arg(a.join("report.json"))
+        .arg("--add")
+        .arg(b.join("report.json"))
+        .output()
+        .unwrap());
+    let history = ok(goodput()
+        .args(["history", "--store"])
+        .arg(&store)
+        .args(["--metric", "models[a].requests.completed"])
+        .output()
+        .unwrap());
+    let text = String::from_utf8_lossy(&history.stdout);
+    for run in [&a, &b] {
+        let value = completed(run, "a");
+        assert!(text.contains(&format!("{value}")), "{value} in {text}");
     }
 }
