@@ -109,7 +109,14 @@ fn logging_server(header: &'static str) -> (String, Log) {
 fn run(url: &str, requests: &str, extra: &[&str], out: &Path) {
     ok(goodput()
         .args(["run", "--quiet", "--target", url, "--model", "m"])
-        .args(["--requests", requests, "--concurrency", "4", "--warmup", "0"])
+        .args([
+            "--requests",
+            requests,
+            "--concurrency",
+            "4",
+            "--warmup",
+            "0",
+        ])
         .args(["--input-tokens", "4", "--output-tokens", "3", "--seed", "7"])
         .args(extra)
         .arg("--out")
@@ -180,7 +187,12 @@ fn the_id_header_is_named_by_the_user_or_left_out() {
     let (url, log) = logging_server("x-correlation-id");
     let dir = tempfile::tempdir().unwrap();
     let named = dir.path().join("named");
-    run(&url, "6", &["--request-id-header", "X-Correlation-Id"], &named);
+    run(
+        &url,
+        "6",
+        &["--request-id-header", "X-Correlation-Id"],
+        &named,
+    );
     let seen: Vec<Seen> = log.lock().unwrap().drain(..).collect();
     let sent: BTreeSet<String> = seen.iter().map(|s| s.id.clone().unwrap()).collect();
     let recorded: BTreeSet<String> = journal(&named)
@@ -189,7 +201,11 @@ fn the_id_header_is_named_by_the_user_or_left_out() {
         .collect();
     assert_eq!((sent.len(), recorded), (6, sent));
     // The server's `x-request-id` is not the header named: no server id is recorded.
-    assert!(journal(&named).iter().all(|r| r.get("server_request_id").is_none()));
+    assert!(
+        journal(&named)
+            .iter()
+            .all(|r| r.get("server_request_id").is_none())
+    );
 
     let (url, log) = logging_server("x-request-id");
     let off = dir.path().join("off");
@@ -268,13 +284,20 @@ fn per_model_counts_are_what_the_server_saw() {
     assert_eq!(seen.keys().collect::<Vec<_>>(), ["a", "b"], "{seen:?}");
     // The terminal summary has a row per model with its request count.
     let summary = String::from_utf8_lossy(&first.stdout);
-    let by_model = summary.split("By model").nth(1).expect("a By model section");
+    let by_model = summary
+        .split("By model")
+        .nth(1)
+        .expect("a By model section");
     for (model, n) in &seen {
         let line = by_model
             .lines()
             .find(|line| line.trim_start().starts_with(&format!("{model} ")))
             .unwrap_or_else(|| panic!("no row {model} in {summary}"));
-        assert_eq!(line.split_whitespace().nth(1), Some(n.to_string().as_str()), "{line}");
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(n.to_string().as_str()),
+            "{line}"
+        );
     }
     let report = read_json(&out.join("report.json"));
     validate_against_schema(&report);
@@ -290,7 +313,10 @@ fn per_model_counts_are_what_the_server_saw() {
             row["goodput"]["compliant"].as_u64().unwrap(),
         );
         assert_eq!(completed, compliant, "every request meets e2e=10s: {row}");
-        assert_eq!(row["latency_ms"]["e2e"]["count"], row["requests"]["completed"]);
+        assert_eq!(
+            row["latency_ms"]["e2e"]["count"],
+            row["requests"]["completed"]
+        );
     }
     assert_eq!(report["run"]["model"], "a=70%,b=30%");
     assert!(step.get("adapters").is_none() && step.get("classes").is_none());
@@ -348,7 +374,10 @@ fn per_adapter_counts_are_what_the_server_saw() {
     assert!(step.get("models").is_none());
     // The page has the section, one row per adapter with its completed count.
     let dom = support::rendered_dom(&out.join("report.html"));
-    let section = dom.split("id=\"adapters\"").nth(1).expect("an adapters section");
+    let section = dom
+        .split("id=\"adapters\"")
+        .nth(1)
+        .expect("an adapters section");
     let section = section.split("</section>").next().unwrap();
     for (name, (_, completed)) in &rows {
         let cell = format!("<td>{name}</td><td class=\"opt\">{completed}</td>");
@@ -432,8 +461,14 @@ fn compare_gate_and_history_read_the_rows_by_name() {
             .code()
     };
     let n = completed(&b, "b");
-    assert_eq!(gate(&format!("models[b].requests.completed == {n}")), Some(0));
-    assert_eq!(gate(&format!("models[b].requests.completed != {n}")), Some(1));
+    assert_eq!(
+        gate(&format!("models[b].requests.completed == {n}")),
+        Some(0)
+    );
+    assert_eq!(
+        gate(&format!("models[b].requests.completed != {n}")),
+        Some(1)
+    );
     assert_eq!(gate("models[c].requests.completed == 1"), Some(2));
     let store = dir.path().join("runs.db");
     ok(goodput()
@@ -455,5 +490,137 @@ fn compare_gate_and_history_read_the_rows_by_name() {
     for run in [&a, &b] {
         let value = completed(run, "a");
         assert!(text.contains(&format!("{value}")), "{value} in {text}");
+    }
+}
+
+/// Serves streamed chat answers of 2 tokens whose first token comes 20 ms after the request
+/// when the index in its correlation id (`<run>-<step>-<index>`) is even, 400 ms when odd; the
+/// second 10 ms later.
+fn serve_by_parity(stream: TcpStream) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    let Some((path, headers, _)) = read_request(&mut reader) else {
+        return;
+    };
+    if !path.ends_with("/chat/completions") {
+        let _ = writer.write_all(support::other_reply(&path, "").as_bytes());
+        return;
+    }
+    let index: u64 = headers
+        .iter()
+        .find(|(name, _)| name == "x-request-id")
+        .and_then(|(_, id)| id.rsplit('-').next()?.parse().ok())
+        .unwrap();
+    let first = if index % 2 == 0 { 20 } else { 400 };
+    let _ = writer.write_all(support::EVENT_STREAM_HEAD.as_bytes());
+    std::thread::sleep(std::time::Duration::from_millis(first));
+    let _ = writer.write_all(support::token_event(None).as_bytes());
+    let _ = writer.flush();
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    let last = support::token_event(Some((4, 2)));
+    let _ = writer.write_all(format!("{last}data: [DONE]\n\n").as_bytes());
+}
+
+#[test]
+fn each_class_is_judged_against_its_own_slo() {
+    let address = support::spawn_server(serve_by_parity);
+    let url = format!("http://{address}/v1");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("classes");
+    ok(goodput()
+        .args(["run", "--quiet", "--target", &url, "--model", "m"])
+        .args([
+            "--requests",
+            "40",
+            "--concurrency",
+            "8",
+            "--warmup",
+            "0",
+            "--seed",
+            "3",
+        ])
+        .args([
+            "--input-tokens",
+            "4",
+            "--output-tokens",
+            "2",
+            "--slo",
+            "ttft=200ms",
+        ])
+        .args(["--class", "interactive=60%:ttft=200ms,tpot=100ms"])
+        .args(["--class", "batch=40%:e2e=30s"])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap());
+    // By arithmetic: an interactive request meets its SLO exactly when its index is even
+    // (20 ms against 400 ms to the first token, 200 ms allowed); every batch request meets
+    // 30 s; the step's --slo ttft=200ms holds for the even half of all requests.
+    let mut expected: std::collections::BTreeMap<String, (u64, u64)> = Default::default();
+    for record in journal(&out) {
+        let class = record["class"].as_str().unwrap().to_string();
+        let even = record["index"].as_u64().unwrap() % 2 == 0;
+        let entry = expected.entry(class.clone()).or_default();
+        entry.0 += 1;
+        entry.1 += u64::from(class == "batch" || even);
+    }
+    assert_eq!(expected.len(), 2, "{expected:?}");
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    let step = &report["steps"][0];
+    let classes = step["classes"].as_array().unwrap();
+    for class in classes {
+        let name = class["name"].as_str().unwrap();
+        let (n, met) = expected[name];
+        assert_eq!(class["requests"]["completed"], n, "{class}");
+        assert_eq!(class["goodput"]["compliant"], met, "{name}: {class}");
+        let attained = class["goodput"]["attained_fraction"].as_f64().unwrap();
+        assert!(
+            (attained - met as f64 / n as f64).abs() < 1e-9,
+            "{name}: {attained}"
+        );
+        let slo = class["slo"].as_str().unwrap();
+        assert!(
+            slo.contains(if name == "batch" { "e2e" } else { "tpot" }),
+            "{slo}"
+        );
+    }
+    let interactive = expected["interactive"];
+    assert!(
+        interactive.1 > 0 && interactive.1 < interactive.0,
+        "{interactive:?}"
+    );
+    assert_eq!(
+        step["goodput"]["compliant"], 20,
+        "the step's SLO: the even half"
+    );
+    assert_eq!(report["run"]["classes"][0]["name"], "interactive");
+    assert_eq!(report["run"]["classes"][0]["share"], 0.6);
+    // The journal and run.json rebuild the same classes.
+    let rebuilt = goodput()
+        .args(["report", out.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    let rebuilt: Value = serde_json::from_slice(&ok(rebuilt).stdout).unwrap();
+    assert_eq!(rebuilt["steps"][0]["classes"], step["classes"]);
+}
+
+#[test]
+fn wrong_classes_exit_2() {
+    let cases: [&[&str]; 4] = [
+        &["--class", "a=60%:ttft=1s", "--class", "b=30%:e2e=1s"],
+        &["--class", "a=100%"],
+        &["--class", "a=100%:ttft=fast"],
+        &["--class", "a=100%:"],
+    ];
+    for args in cases {
+        let output = goodput()
+            .args(["run", "--quiet", "--requests", "2"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("--class"), "{args:?}: {stderr}");
     }
 }

@@ -124,6 +124,7 @@ pub fn rebuild_steps(
         .map(|_| {
             StepAggregator::new(config.slo.clone(), config.window)
                 .with_length_buckets(buckets.clone())
+                .with_classes(&manifest.run.classes)
         })
         .collect();
     for record in records {

@@ -58,7 +58,8 @@ impl VirtualTarget {
     /// Runs `config` in virtual time and aggregates it as a live step.
     pub fn probe(&self, config: &RunConfig) -> (StepReport, Compliance) {
         let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
-            .with_length_buckets(self.requests.buckets.clone());
+            .with_length_buckets(self.requests.buckets.clone())
+            .with_classes(&self.requests.classes);
         self.each_record(config, &mut |record| aggregator.add(&record));
         (
             aggregator.report(LoadReport::from(&config.load)),

@@ -1,8 +1,10 @@
 //! `goodput run`'s fleet flags turned into [`FleetOptions`]: the correlation id header
-//! (`--request-id-header`, `--no-request-id`), a model mix (`--model a=70%,b=30%`) and an
-//! adapter mix (`--lora x=20%,…`).
+//! (`--request-id-header`, `--no-request-id`), a model mix (`--model a=70%,b=30%`), an
+//! adapter mix (`--lora x=20%,…`) and SLO classes (`--class NAME=SHARE%:SLO`).
 
 use anyhow::{Context, Result, bail};
+use goodput_core::metrics::Slo;
+use goodput_core::report::run::ClassInfo;
 use goodput_core::workload::mix::{Mix, Shares};
 use http::HeaderName;
 
@@ -28,6 +30,16 @@ pub(crate) struct FleetArgs {
     /// requests as `base`).
     #[arg(long, value_name = "NAME=SHARE%,…", help_heading = "Target")]
     pub(crate) lora: Option<String>,
+    /// An SLO class, repeatable: its name, its share of the requests and its own thresholds,
+    /// e.g. `--class interactive=80%:ttft=500ms,tpot=50ms --class batch=20%:e2e=60s` (the
+    /// shares add up to 100%); each request's class is drawn from the seed, and each class's
+    /// goodput is judged against its own SLO (--slo still judges the whole step).
+    #[arg(
+        long = "class",
+        value_name = "NAME=SHARE%:SLO",
+        help_heading = "Measurement"
+    )]
+    pub(crate) classes: Vec<String>,
 }
 
 /// Whether `--model`'s value is a mix (`name=share%,…`) rather than one model's name.
@@ -46,10 +58,46 @@ impl FleetArgs {
         model: Option<&str>,
         openai: bool,
     ) -> Result<FleetOptions> {
+        let (class_shares, classes) = self.classes()?;
+        let mut mix = self.mix(model, openai)?;
+        mix.classes = class_shares;
         Ok(FleetOptions {
             request_id_header: self.request_id_header(virtual_time)?,
-            mix: self.mix(model, openai)?,
+            mix,
+            classes,
         })
+    }
+
+    /// `--class`, each `NAME=SHARE%:SLO`: the shares (adding up to 100 %) and each class.
+    fn classes(&self) -> Result<(Option<Shares>, Vec<ClassInfo>)> {
+        if self.classes.is_empty() {
+            return Ok((None, Vec::new()));
+        }
+        let mut named = Vec::new();
+        let mut slos = Vec::new();
+        for class in &self.classes {
+            let Some((share, slo)) = class.split_once(':') else {
+                bail!("--class {class:?}: NAME=SHARE%:SLO, e.g. interactive=80%:ttft=500ms");
+            };
+            let slo = Slo::parse(slo).with_context(|| format!("--class {class:?}"))?;
+            if slo.thresholds.is_empty() && slo.objectives.is_empty() {
+                bail!("--class {class:?}: the class needs an SLO, e.g. ttft=500ms,tpot=50ms");
+            }
+            named.push(share.trim().to_string());
+            slos.push(slo.to_string());
+        }
+        let shares = Shares::parse(&named.join(","), false).context("--class")?;
+        let classes = shares
+            .entries()
+            .iter()
+            .zip(slos)
+            .map(|((name, share), slo)| ClassInfo {
+                name: name.clone(),
+                share: *share,
+                slo,
+            })
+            .collect();
+        Ok((Some(shares), classes))
     }
 
     /// The model and adapter mixes, checked.
@@ -104,7 +152,9 @@ impl FleetArgs {
             .as_deref()
             .unwrap_or(DEFAULT_REQUEST_ID_HEADER);
         if name.trim().is_empty() {
-            bail!("--request-id-header: the header name is empty (use --no-request-id to send none)");
+            bail!(
+                "--request-id-header: the header name is empty (use --no-request-id to send none)"
+            );
         }
         let header = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
             anyhow::anyhow!("--request-id-header: {name:?} is not a valid HTTP header name")

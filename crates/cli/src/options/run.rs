@@ -55,8 +55,11 @@ pub(crate) struct FleetOptions {
     /// The header carrying each request's correlation id (`None`: `--no-request-id`, or
     /// virtual time).
     pub(crate) request_id_header: Option<http::HeaderName>,
-    /// `--model a=70%,b=30%`, `--lora`: which model or adapter each request asks for.
+    /// `--model a=70%,b=30%`, `--lora`, `--class`: which model or adapter each request asks
+    /// for and which SLO class it is.
     pub(crate) mix: goodput_core::workload::mix::Mix,
+    /// `--class`: each class's share and SLO (recorded in `run.classes`).
+    pub(crate) classes: Vec<goodput_core::report::run::ClassInfo>,
 }
 
 impl RunOptions {

@@ -45,5 +45,6 @@ pub(crate) async fn from_run(
         api,
         buckets: built.buckets,
         tensors,
+        classes: options.fleet.classes.clone(),
     })
 }

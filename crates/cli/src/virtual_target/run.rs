@@ -139,7 +139,8 @@ pub(super) fn take(
     (mut journal, server_side): (Option<&mut JournalWriter>, &mut ServerSide),
 ) -> Taken {
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
-        .with_length_buckets(target.requests.buckets.clone());
+        .with_length_buckets(target.requests.buckets.clone())
+        .with_classes(&target.requests.classes);
     let (mut records, mut last_end_us, mut sink_error) = (0, 0, None);
     target.each_record(config, &mut |mut record| {
         record.step = step;

@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use goodput_core::assemble::{ReportInputs, assemble};
-use goodput_core::backend::{Backend, RequestIds};
 use goodput_core::backend::discovery::list_models;
+use goodput_core::backend::{Backend, RequestIds};
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::capacity::watch::ProbeSink;
@@ -152,7 +152,11 @@ impl Session {
         let counter = workload::runner_counter(&options.workload.tokenizer)?;
         let journal = prepare_output(options.output.out.as_deref(), &run_info, &config)?;
         let endpoint_is_simulator = endpoint.simulator.is_some();
-        let request_ids = options.fleet.request_id_header.clone().map(RequestIds::fresh);
+        let request_ids = options
+            .fleet
+            .request_id_header
+            .clone()
+            .map(RequestIds::fresh);
         Ok(Session {
             options,
             seed,
@@ -210,6 +214,7 @@ impl Session {
     pub(crate) fn aggregator(&self, config: &RunConfig) -> StepAggregator {
         StepAggregator::new(config.slo.clone(), config.window)
             .with_length_buckets(self.built.buckets.clone())
+            .with_classes(&self.run_info.classes)
     }
 
     /// Notes that the next step runs `load` (in `run.json`, so the journal can be rebuilt).
@@ -456,6 +461,7 @@ pub(crate) fn run_info(
             .collect::<BTreeMap<_, _>>(),
         client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
+        classes: options.fleet.classes.clone(),
     }
 }
 

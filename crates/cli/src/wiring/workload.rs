@@ -150,7 +150,10 @@ pub(crate) fn with_images(
 /// `workload` with each request's model, adapter and SLO class drawn from the run's mixes
 /// (as given without a mix); multi-turn sessions are refused (their later turns are not
 /// drawn request by request).
-pub(crate) fn with_mix(options: &RunOptions, workload: Arc<dyn Workload>) -> Result<Arc<dyn Workload>> {
+pub(crate) fn with_mix(
+    options: &RunOptions,
+    workload: Arc<dyn Workload>,
+) -> Result<Arc<dyn Workload>> {
     let mix = &options.fleet.mix;
     if !mix.is_empty() && workload.conversations().is_some() {
         bail!(

@@ -292,6 +292,12 @@ fn request_probes() -> Vec<Probe> {
             At("/wire"),
         ),
         probe("--no-request-id", &["--no-request-id"], At("/wire")),
+        probe("--lora", &["--lora", "probe-adapter=50%"], At("/wire")),
+        probe(
+            "--class",
+            &["--class", "a=50%:ttft=1s", "--class", "b=50%:e2e=9s"],
+            At("/run_json"),
+        ),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(
             "--extra-body",

@@ -8,8 +8,8 @@ use http::{HeaderMap, Method, Request, Uri};
 use http_body_util::Full;
 use serde_json::Value;
 
-use super::{Activity, RequestSpec};
 use super::openai::reply;
+use super::{Activity, RequestSpec};
 use crate::http::{HttpClient, ResponseBody, WatchArrivals, failure_from_http};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
@@ -44,7 +44,10 @@ pub(crate) fn json_headers(
 
 /// Adds `spec`'s correlation id header, if it has one (an id that cannot be a header value is
 /// an `invalid` request, never sent without it).
-pub(crate) fn insert_request_id(headers: &mut HeaderMap, spec: &RequestSpec) -> Result<(), Failure> {
+pub(crate) fn insert_request_id(
+    headers: &mut HeaderMap,
+    spec: &RequestSpec,
+) -> Result<(), Failure> {
     let Some(id) = &spec.tags.request_id else {
         return Ok(());
     };

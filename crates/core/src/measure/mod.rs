@@ -221,6 +221,7 @@ fn run_info(
         tags: spec.tags.clone(),
         client_host: Some(crate::observe::environment::HostInfo::collect()),
         server_info: None,
+        classes: Vec::new(),
     }
 }
 

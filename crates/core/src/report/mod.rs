@@ -144,6 +144,10 @@ pub struct RunInfo {
     /// What the target says about itself (`/v1/models`, identifying response headers).
     #[serde(default)]
     pub server_info: Option<run::ServerInfo>,
+    /// SLO classes (`--class`): each class's share of the requests and its own SLO (absent
+    /// without classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<run::ClassInfo>,
 }
 
 /// Load level of a step.

@@ -260,7 +260,10 @@ mod tests {
             Shares::parse("a=70%,b=40%", true),
             Err(MixError::Total(..))
         ));
-        assert!(matches!(Shares::parse("a=70", false), Err(MixError::Share(_))));
+        assert!(matches!(
+            Shares::parse("a=70", false),
+            Err(MixError::Share(_))
+        ));
         assert!(matches!(Shares::parse("a", false), Err(MixError::Entry(_))));
         assert!(matches!(
             Shares::parse("base=5%", true).unwrap().adapters(),
@@ -281,7 +284,10 @@ mod tests {
         };
         let n = 20_000;
         let labels: Vec<Labels> = (0..n).map(|i| mix.labels(7, i)).collect();
-        let a = labels.iter().filter(|l| l.model.as_deref() == Some("a")).count();
+        let a = labels
+            .iter()
+            .filter(|l| l.model.as_deref() == Some("a"))
+            .count();
         let x = labels
             .iter()
             .filter(|l| l.adapter.as_deref() == Some("x"))
@@ -289,7 +295,11 @@ mod tests {
         assert!(labels.iter().all(|l| l.adapter.is_some()));
         assert!((a as f64 / n as f64 - 0.7).abs() < 0.02, "{a}");
         assert!((x as f64 / n as f64 - 0.25).abs() < 0.02, "{x}");
-        assert!(labels.iter().all(|l| l.class.is_none() && l.model.is_some()));
+        assert!(
+            labels
+                .iter()
+                .all(|l| l.class.is_none() && l.model.is_some())
+        );
         assert_eq!(mix.labels(7, 3), labels[3]);
         let other: Vec<Labels> = (0..64).map(|i| mix.labels(8, i)).collect();
         assert_ne!(other, labels[..64].to_vec());

@@ -13,6 +13,7 @@ use crate::metrics::buckets::LengthBuckets;
 use crate::metrics::histogram::CountHistogram;
 use crate::metrics::slo::Slo;
 use crate::record::{Phase, RequestRecord};
+use crate::report::run::ClassInfo;
 use crate::report::{BucketReport, ImageBucketReport, SliceMetrics, TurnReport, WorkloadStats};
 use crate::workload::image::Resolution;
 
@@ -230,11 +231,19 @@ impl StepAggregator {
         self
     }
 
-    /// Judges each SLO class's requests against its own SLO (`name → (slo, flag syntax)`;
-    /// call before adding records). A class not named here is judged against the step's SLO.
-    pub fn with_classes(mut self, classes: BTreeMap<String, (Slo, String)>) -> Self {
+    /// Judges each SLO class's requests against its own SLO (call after
+    /// [`StepAggregator::with_length_buckets`], before adding records). A class not named here,
+    /// or whose SLO does not parse, is judged against the step's SLO.
+    pub fn with_classes(mut self, classes: &[ClassInfo]) -> Self {
+        let slos = classes
+            .iter()
+            .filter_map(|class| {
+                let slo = Slo::parse(&class.slo).ok()?;
+                Some((class.name.clone(), (slo, class.slo.clone())))
+            })
+            .collect();
         if let Some(breakdown) = &mut self.breakdown {
-            breakdown.labels.set_classes(classes);
+            breakdown.labels.set_classes(slos);
         }
         self
     }
