@@ -128,12 +128,14 @@ impl Session {
         let client = HttpClient::tcp(target, HttpConfig::default());
         let model = super::backend::model_name(&options, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
-        let openai = options.request.openai(model.clone());
-        let model = mix_or(&options, model);
+        let (openai, model) = (
+            options.request.openai(model.clone()),
+            mix_or(&options, model),
+        );
         let streamed = openai.stream;
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
-        built.workload = workload::with_images(options.request.images.as_ref(), built.workload);
-        built.workload = workload::with_mix(&options, built.workload)?;
+        let with_images = workload::with_images(options.request.images.as_ref(), built.workload);
+        built.workload = workload::with_mix(&options, with_images)?;
         let backend = super::backend::backend(&options.request, openai, client)?;
         let mut run_info = run_info(
             &options,
@@ -144,19 +146,11 @@ impl Session {
             built.workload.as_ref(),
             command_line,
         );
-        run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
-            models: served_models.clone(),
-            ..Default::default()
-        });
-        built.record_buckets(&mut run_info.workload);
+        note_served(&mut run_info, &served_models, &built);
         let counter = workload::runner_counter(&options.workload.tokenizer)?;
         let journal = prepare_output(options.output.out.as_deref(), &run_info, &config)?;
         let endpoint_is_simulator = endpoint.simulator.is_some();
-        let request_ids = options
-            .fleet
-            .request_id_header
-            .clone()
-            .map(RequestIds::fresh);
+        let request_ids = options.fleet.request_id_header.clone();
         Ok(Session {
             options,
             seed,
@@ -177,7 +171,7 @@ impl Session {
             overhead: ClientOverhead::start(endpoint_is_simulator),
             cancel: cancel_on_signal(),
             sharding,
-            request_ids,
+            request_ids: request_ids.map(RequestIds::fresh),
         })
     }
 
@@ -463,6 +457,15 @@ pub(crate) fn run_info(
         server_info: None,
         classes: options.fleet.classes.clone(),
     }
+}
+
+/// Notes in `run_info` the models the target serves and the workload's length buckets.
+fn note_served(run_info: &mut RunInfo, served_models: &[String], built: &BuiltWorkload) {
+    run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
+        models: served_models.to_vec(),
+        ..Default::default()
+    });
+    built.record_buckets(&mut run_info.workload);
 }
 
 /// The model `run.model` names: a model mix as given (`a=70%,b=30%`), else `model`.

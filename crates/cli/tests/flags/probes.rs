@@ -157,6 +157,7 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
 /// Flags whose effect is on the requests sent, or on the client's bookkeeping.
 fn wire_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = request_probes();
+    probes.extend(fleet_probes());
     probes.extend(tensor_probes());
     probes.extend(http_stream_probes());
     probes.extend(session_and_dataset_probes());
@@ -258,6 +259,24 @@ fn tensor_probes() -> Vec<Probe> {
     ]
 }
 
+/// Correlation ids, adapter mixes and SLO classes.
+fn fleet_probes() -> Vec<Probe> {
+    vec![
+        probe(
+            "--request-id-header",
+            &["--request-id-header", "x-probe-id"],
+            At("/wire"),
+        ),
+        probe("--no-request-id", &["--no-request-id"], At("/wire")),
+        probe("--lora", &["--lora", "probe-adapter=50%"], At("/wire")),
+        probe(
+            "--class",
+            &["--class", "a=50%:ttft=1s", "--class", "b=50%:e2e=9s"],
+            At("/run_json"),
+        ),
+    ]
+}
+
 /// The target and the shape of every request.
 fn request_probes() -> Vec<Probe> {
     vec![
@@ -286,18 +305,6 @@ fn request_probes() -> Vec<Probe> {
         .without(&["--target"])
         .against(&HTTP_API),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
-        probe(
-            "--request-id-header",
-            &["--request-id-header", "x-probe-id"],
-            At("/wire"),
-        ),
-        probe("--no-request-id", &["--no-request-id"], At("/wire")),
-        probe("--lora", &["--lora", "probe-adapter=50%"], At("/wire")),
-        probe(
-            "--class",
-            &["--class", "a=50%:ttft=1s", "--class", "b=50%:e2e=9s"],
-            At("/run_json"),
-        ),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(
             "--extra-body",

@@ -371,12 +371,7 @@ impl StepAggregator {
             stability,
             windows,
             recovery,
-            distributions_ms: super::quantiles::Distributions::from_histograms(
-                &self.latencies.ttft,
-                &self.latencies.tpot,
-                &self.latencies.itl,
-                &self.latencies.e2e,
-            ),
+            distributions_ms: self.distributions(),
             server: None,
             utilisation: None,
             speculative_decoding: None,
@@ -393,6 +388,16 @@ impl StepAggregator {
             sessions,
             prefix_reuse,
         }
+    }
+
+    /// Quantile points of the TTFT, TPOT, ITL and E2E distributions.
+    fn distributions(&self) -> super::quantiles::Distributions {
+        super::quantiles::Distributions::from_histograms(
+            &self.latencies.ttft,
+            &self.latencies.tpot,
+            &self.latencies.itl,
+            &self.latencies.e2e,
+        )
     }
 
     /// The interval with start-up and drain apart.
