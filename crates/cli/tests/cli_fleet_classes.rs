@@ -117,7 +117,7 @@ fn serve_by_parity(stream: TcpStream) {
         .find(|(name, _)| name == "x-request-id")
         .and_then(|(_, id)| id.rsplit('-').next()?.parse().ok())
         .unwrap();
-    let first = if index % 2 == 0 { 20 } else { 400 };
+    let first = if index.is_multiple_of(2) { 20 } else { 400 };
     let _ = writer.write_all(support::EVENT_STREAM_HEAD.as_bytes());
     std::thread::sleep(std::time::Duration::from_millis(first));
     let _ = writer.write_all(support::token_event(None).as_bytes());
@@ -154,7 +154,7 @@ fn expected_attainment(out: &Path) -> BTreeMap<String, (u64, u64)> {
     let mut expected: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     for record in journal(out) {
         let class = record["class"].as_str().unwrap().to_string();
-        let even = record["index"].as_u64().unwrap() % 2 == 0;
+        let even = record["index"].as_u64().unwrap().is_multiple_of(2);
         let entry = expected.entry(class.clone()).or_default();
         entry.0 += 1;
         entry.1 += u64::from(class == "batch" || even);

@@ -22,8 +22,11 @@ pub struct Seen {
 
 pub type Log = Arc<Mutex<Vec<Seen>>>;
 
+/// A request's headers: lower-case names and their values.
+pub type Headers = Vec<(String, String)>;
+
 /// One request of a connection: its path, its headers (lower-case names) and its body.
-pub fn read_request(reader: &mut impl BufRead) -> Option<(String, Vec<(String, String)>, Vec<u8>)> {
+pub fn read_request(reader: &mut impl BufRead) -> Option<(String, Headers, Vec<u8>)> {
     let (mut path, mut headers, mut line) = (String::new(), Vec::new(), String::new());
     loop {
         line.clear();

@@ -259,7 +259,7 @@ impl StreamReader {
         {
             exchange.response_id = Some(id.to_string());
         }
-        let cumulative = cumulative_tokens(&chunk);
+        let cumulative = cumulative_tokens(chunk);
         for choice in chunk.choices.iter().flatten() {
             exchange.choices = exchange.choices.max(choice.index.saturating_add(1));
             if choice.has_output() {
