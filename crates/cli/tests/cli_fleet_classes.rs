@@ -215,3 +215,39 @@ fn wrong_classes_exit_2() {
         assert!(stderr.contains("--class"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn virtual_time_labels_the_requests_and_judges_the_classes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = support::fixed_sim(dir.path(), "fixed", 100, 10);
+    let output = ok(goodput()
+        .args(["run", "--quiet", "--virtual-time", "--json", "--seed", "5"])
+        .args(["--sim-config", sim.to_str().unwrap()])
+        .args(["--requests", "40", "--concurrency", "4", "--warmup", "0"])
+        .args(["--input-tokens", "8", "--output-tokens", "4"])
+        .args(["--model", "a=50%,b=50%"])
+        .args([
+            "--class",
+            "fast=50%:ttft=50ms",
+            "--class",
+            "slow=50%:ttft=1s",
+        ])
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    validate_against_schema(&report);
+    let step = &report["steps"][0];
+    let count = |key: &str| -> u64 {
+        let rows = step[key].as_array().unwrap();
+        rows.iter()
+            .map(|r| r["requests"]["completed"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!((count("models"), count("classes")), (40, 40), "{step}");
+    // A fixed 100 ms to the first token: no `fast` request meets 50 ms, every `slow` one 1 s.
+    for class in step["classes"].as_array().unwrap() {
+        let attained = class["goodput"]["attained_fraction"].as_f64().unwrap();
+        let expected = if class["name"] == "fast" { 0.0 } else { 1.0 };
+        assert_eq!(attained, expected, "{class}");
+    }
+}
