@@ -125,6 +125,7 @@ pub fn rebuild_steps(
         .map(|_| {
             StepAggregator::new(config.slo.clone(), config.window)
                 .with_length_buckets(buckets.clone())
+                .with_classes(&manifest.run.classes)
         })
         .collect();
     // A capacity probe's targets are judged on its requests in the order they were sent,

@@ -61,6 +61,7 @@ fn exchange_over(body: Vec<u8>, cuts: &[usize]) -> Exchange {
             expected_input_tokens: None,
             max_output_tokens: Some(8),
             turn: None,
+            tags: Default::default(),
         };
         let mut exchange = Exchange::default();
         let activity = Activity::default();

@@ -232,6 +232,7 @@ async fn a_first_token_read_with_later_ones_keeps_its_own_arrival() {
         expected_input_tokens: None,
         max_output_tokens: Some(5),
         turn: None,
+        tags: Default::default(),
     };
     let blocker = tokio::spawn(async {
         tokio::time::sleep(Duration::from_millis(40)).await;

@@ -11,6 +11,9 @@ use crate::usage::Usage;
 /// One `data:` payload of a stream, chat or completions.
 #[derive(Debug, Default, Deserialize)]
 pub struct ChunkView<'a> {
+    /// The answer's id (`chatcmpl-…`, `cmpl-…`), repeated on every chunk.
+    #[serde(default, borrow)]
+    pub id: Option<Cow<'a, str>>,
     /// Choice deltas; `None` when absent or null (usage-only chunks).
     #[serde(default, borrow)]
     pub choices: Option<Vec<ChoiceView<'a>>>,

@@ -86,7 +86,8 @@ impl VirtualTarget {
         stopping: Option<Stopping>,
     ) -> (StepReport, Compliance) {
         let aggregator = StepAggregator::new(config.slo.clone(), config.window)
-            .with_length_buckets(self.requests.buckets.clone());
+            .with_length_buckets(self.requests.buckets.clone())
+            .with_classes(&self.requests.classes);
         let finish = CancellationToken::new();
         let mut sink = ProbeSink::new(aggregator, stopping, finish.clone());
         self.each_record_until(config, &mut |record| {

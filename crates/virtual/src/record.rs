@@ -173,6 +173,12 @@ pub(crate) fn record(sent: &Sent, timelines: &[&RequestTimeline]) -> RequestReco
         tool_result_turn: false,
         read_late_us: None,
         images: Vec::new(),
+        request_id: None,
+        server_request_id: None,
+        response_id: None,
+        model: None,
+        adapter: None,
+        class: None,
     }
 }
 

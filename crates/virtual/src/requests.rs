@@ -8,6 +8,7 @@ use std::sync::Arc;
 use goodput_core::backend::openai::OpenAiConfig;
 use goodput_core::backend::v2::TensorSource;
 use goodput_core::metrics::LengthBuckets;
+use goodput_core::report::run::ClassInfo;
 use goodput_core::workload::{GeneratedWorkload, LengthDistribution, PromptVocabulary, Workload};
 use goodput_sim::SimConfig;
 use goodput_sim::config::AgentConfig;
@@ -26,6 +27,8 @@ pub struct VirtualRequests {
     pub buckets: LengthBuckets,
     /// `--api v2`: the tensors each body carries (the endpoint is then [`Api::V2`]).
     pub tensors: Option<Arc<TensorSource>>,
+    /// SLO classes: each class's requests are judged against its own SLO.
+    pub classes: Vec<ClassInfo>,
 }
 
 impl VirtualRequests {
@@ -53,6 +56,7 @@ impl VirtualRequests {
             api: Api::Chat,
             buckets: LengthBuckets::default(),
             tensors: None,
+            classes: Vec::new(),
         }
     }
 }

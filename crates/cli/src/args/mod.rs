@@ -7,6 +7,7 @@
 pub(crate) mod analysis;
 pub(crate) mod calibrate;
 pub(crate) mod capacity;
+pub(crate) mod fleet;
 pub(crate) mod http_stream;
 pub(crate) mod image;
 pub(crate) mod load;

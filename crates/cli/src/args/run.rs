@@ -120,8 +120,10 @@ pub(crate) struct RunArgs {
     /// API to call.
     #[arg(long, value_enum, default_value_t = ApiArg::Chat, help_heading = "Target")]
     pub(crate) api: ApiArg,
-    /// Model name to send (default: the first model the target lists at /v1/models).
-    #[arg(long, help_heading = "Target")]
+    /// Model name to send (default: the first model the target lists at /v1/models), or a
+    /// mix of models and their shares of the requests, e.g. `a=70%,b=30%` (each request's
+    /// drawn from the seed; every figure is also reported per model).
+    #[arg(long, value_name = "NAME|NAME=SHARE%,…", help_heading = "Target")]
     pub(crate) model: Option<String>,
     /// Ask for whole answers instead of streams (TTFT, TPOT and ITL are then not measured).
     #[arg(long, help_heading = "Target")]
@@ -282,6 +284,9 @@ pub(crate) struct RunArgs {
 
     #[command(flatten)]
     pub(crate) sharding: crate::args::shard::ShardArgs,
+
+    #[command(flatten)]
+    pub(crate) fleet: crate::args::fleet::FleetArgs,
 }
 
 impl RunArgs {
@@ -328,18 +333,27 @@ impl RunArgs {
             TargetOptions::Server { .. } => None,
         };
         let server_side = self.server_side.options(simulator)?;
+        let openai = !matches!(self.api, ApiArg::Http | ApiArg::V2);
+        let fleet = self
+            .fleet
+            .options(self.virtual_time, self.model.as_deref(), openai)?;
+        let model = match &fleet.mix.models {
+            Some(mix) => mix.entries().first().map(|(name, _)| name.clone()),
+            None => self.model.clone(),
+        };
         Ok(RunOptions {
             virtual_time: self.virtual_time,
             seed,
             config,
             described: self.described(),
             target,
-            model: self.model,
+            model,
             request,
             workload,
             server_side,
             output,
             shard,
+            fleet,
         })
     }
 

@@ -29,7 +29,8 @@ pub(crate) struct RunOptions {
     pub(crate) config: RunConfig,
     /// Where the requests go.
     pub(crate) target: TargetOptions,
-    /// `--model`: the model to name (default: the simulator's, else the target's first).
+    /// `--model`: the model to name (default: the simulator's, else the target's first); with
+    /// a model mix, its first model (each request names its own, [`FleetOptions::mix`]).
     pub(crate) model: Option<String>,
     /// What every request carries.
     pub(crate) request: RequestOptions,
@@ -44,6 +45,21 @@ pub(crate) struct RunOptions {
     pub(crate) output: OutputOptions,
     /// This process's part of a sharded run (`--shards`), and the shared start.
     pub(crate) shard: ShardPlan,
+    /// Correlation ids, and the models, adapters and SLO classes of a mix.
+    pub(crate) fleet: FleetOptions,
+}
+
+/// How requests are told apart and which model, adapter and SLO class each is.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct FleetOptions {
+    /// The header carrying each request's correlation id (`None`: `--no-request-id`, or
+    /// virtual time).
+    pub(crate) request_id_header: Option<http::HeaderName>,
+    /// `--model a=70%,b=30%`, `--lora`, `--class`: which model or adapter each request asks
+    /// for and which SLO class it is.
+    pub(crate) mix: goodput_core::workload::mix::Mix,
+    /// `--class`: each class's share and SLO (recorded in `run.classes`).
+    pub(crate) classes: Vec<goodput_core::report::run::ClassInfo>,
 }
 
 impl RunOptions {

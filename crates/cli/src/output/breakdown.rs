@@ -1,6 +1,7 @@
 //! The terminal summary's workload sections: key figures per prompt-length bucket, per turn
 //! index and per image-resolution bucket, and what the workload asked for (realised prompt and
-//! answer lengths).
+//! answer lengths); and per model, adapter and SLO class of a mix (shown without `--details`
+//! too: a mix is what such a run is about).
 
 use std::fmt::Write as _;
 
@@ -8,18 +9,7 @@ use goodput_core::report::{CountStats, ImageBucketReport, SliceMetrics, StepRepo
 
 /// Appends the workload sections of `step` to `out`.
 pub(crate) fn render(out: &mut String, step: &StepReport) {
-    let header = format!(
-        "{:>7}{:>9}{:>11}{:>11}{:>10}{:>10}{:>10}{:>10}{:>9}",
-        "n",
-        "req/s",
-        "in tok/s",
-        "out tok/s",
-        "TTFT p50",
-        "TTFT p99",
-        "TPOT p50",
-        "E2E p99",
-        "good %"
-    );
+    let header = header();
     let buckets: Vec<_> = step
         .buckets
         .iter()
@@ -55,6 +45,44 @@ pub(crate) fn render(out: &mut String, step: &StepReport) {
             lengths(&w.output_tokens)
         );
     }
+}
+
+/// Per model, per adapter and per SLO class (each class's goodput under its own SLO).
+pub(crate) fn render_labels(out: &mut String, step: &StepReport) {
+    let header = header();
+    let sections = [("By model", &step.models), ("By adapter", &step.adapters)];
+    for (title, rows) in sections {
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n{title:<26}{header}");
+        for label in rows {
+            row(out, &label.name, &label.metrics);
+        }
+    }
+    if !step.classes.is_empty() {
+        let _ = writeln!(out, "\n{:<26}{header}", "By SLO class");
+        for class in &step.classes {
+            let slo = class.slo.as_deref().unwrap_or("the run's SLO");
+            row(out, &format!("{} ({slo})", class.name), &class.metrics);
+        }
+    }
+}
+
+/// The columns of a breakdown's rows.
+fn header() -> String {
+    format!(
+        "{:>7}{:>9}{:>11}{:>11}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        "n",
+        "req/s",
+        "in tok/s",
+        "out tok/s",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "E2E p99",
+        "good %"
+    )
 }
 
 /// Vision prompts: requests, throughput and latency per resolution bucket (shown without

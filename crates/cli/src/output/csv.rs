@@ -62,7 +62,8 @@ const REQUEST_COLUMNS: &str = "index,phase,outcome,status,scheduled_s,sent_s,fir
 ttft_ms,ttft_from_send_ms,tpot_ms,e2e_ms,e2e_from_send_ms,dispatch_lag_ms,client_queue_wait_ms,\
 input_tokens,output_tokens,requested_output_tokens,chunks,finish_reason,retries,failure,\
 reasoning_tokens,answer_tokens,ttfat_ms,thinking_ms,tool_calls,time_to_first_tool_call_ms,\
-ended_in_tool_call,session,turn,tool_result_turn,expected_prefix_tokens,cached_input_tokens,images";
+ended_in_tool_call,session,turn,tool_result_turn,expected_prefix_tokens,cached_input_tokens,images,\
+request_id,server_request_id,response_id,model,adapter,class";
 
 /// `requests.csv`: one row per request of the journal, in journal order.
 pub(crate) fn requests(records: &[RequestRecord]) -> String {
@@ -110,7 +111,11 @@ pub(crate) fn requests(records: &[RequestRecord]) -> String {
                 .map(|f| f.message.clone())
                 .unwrap_or_default(),
         ];
-        let cells: Vec<String> = cells.into_iter().chain(channel_cells(r, ms)).collect();
+        let cells: Vec<String> = cells
+            .into_iter()
+            .chain(channel_cells(r, ms))
+            .chain(fleet_cells(r))
+            .collect();
         let line: Vec<String> = cells.iter().map(|c| field(c)).collect();
         out.push_str(&line.join(","));
         out.push('\n');
@@ -146,6 +151,20 @@ fn channel_cells(
             .collect::<Vec<_>>()
             .join(" "),
     ]
+}
+
+/// The correlation ids (sent, the server's header, the body's) and the model, adapter and SLO
+/// class of a request (empty when it had none).
+fn fleet_cells(r: &RequestRecord) -> [String; 6] {
+    [
+        &r.request_id,
+        &r.server_request_id,
+        &r.response_id,
+        &r.model,
+        &r.adapter,
+        &r.class,
+    ]
+    .map(|cell| cell.clone().unwrap_or_default())
 }
 
 /// One CSV field, quoted when it holds a separator, a quote or a line break.

@@ -158,6 +158,7 @@ fn render_step(out: &mut String, step: &StepReport, unit: &str, details: bool) {
     }
     render_goodput(out, step);
     super::breakdown::render_images(out, &step.image_buckets);
+    super::breakdown::render_labels(out, step);
     if details {
         super::breakdown::render(out, step);
     }

@@ -151,5 +151,6 @@ fn run_info(
         tags: options.run.output.tags.iter().cloned().collect(),
         client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
+        classes: Vec::new(),
     }
 }

@@ -38,11 +38,13 @@ pub(crate) async fn from_run(
     };
     let built = prepare_offline(options, config).await?;
     let workload = with_images(options.request.images.as_ref(), built.workload);
+    let workload = crate::wiring::workload::with_mix(options, workload)?;
     Ok(VirtualRequests {
         workload,
         openai,
         api,
         buckets: built.buckets,
         tensors,
+        classes: options.fleet.classes.clone(),
     })
 }

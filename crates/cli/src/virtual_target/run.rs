@@ -43,6 +43,7 @@ pub(super) async fn prepare(options: &RunOptions, command_line: Vec<String>) -> 
     };
     let gate = crate::wiring::run_extras::load_gate(options.output.gate.as_deref())?;
     let (target, label, model) = simulated(options, options.model.clone(), &mut config).await?;
+    let model = crate::wiring::session::mix_or(options, model);
     let info = describe(options, &config, &target, label, &model, command_line);
     Ok(Prepared {
         config,
@@ -183,7 +184,8 @@ pub(super) fn take(
     (mut journal, server_side): (Option<&mut JournalWriter>, &mut ServerSide),
 ) -> Taken {
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
-        .with_length_buckets(target.requests.buckets.clone());
+        .with_length_buckets(target.requests.buckets.clone())
+        .with_classes(&target.requests.classes);
     let (mut records, mut last_end_us, mut sink_error) = (0, 0, None);
     target.each_record(config, &mut |mut record| {
         record.step = step;

@@ -11,8 +11,8 @@ use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
 use goodput_core::assemble::{ReportInputs, assemble};
-use goodput_core::backend::Backend;
 use goodput_core::backend::discovery::list_models;
+use goodput_core::backend::{Backend, RequestIds};
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::watch::{ProbeSink, Stopping};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
@@ -97,6 +97,8 @@ pub(crate) struct Session {
     pub(crate) cancel: CancellationToken,
     /// This process's part of a sharded run (`--shards`) and its shared step starts.
     pub(crate) sharding: ShardState,
+    /// The correlation ids every step's requests carry (one run token for all steps).
+    pub(crate) request_ids: Option<RequestIds>,
 }
 
 /// One step run within a session.
@@ -125,10 +127,14 @@ impl Session {
         let client = HttpClient::tcp(target, HttpConfig::default());
         let model = super::backend::model_name(&options, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
-        let openai = options.request.openai(model.clone());
+        let (openai, model) = (
+            options.request.openai(model.clone()),
+            mix_or(&options, model),
+        );
         let streamed = openai.stream;
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
-        built.workload = workload::with_images(options.request.images.as_ref(), built.workload);
+        let with_images = workload::with_images(options.request.images.as_ref(), built.workload);
+        built.workload = workload::with_mix(&options, with_images)?;
         let backend = super::backend::backend(&options.request, openai, client)?;
         let mut run_info = run_info(
             &options,
@@ -139,14 +145,11 @@ impl Session {
             built.workload.as_ref(),
             command_line,
         );
-        run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
-            models: served_models.clone(),
-            ..Default::default()
-        });
-        built.record_buckets(&mut run_info.workload);
+        note_served(&mut run_info, &served_models, &built);
         let counter = workload::runner_counter(&options.workload.tokenizer)?;
         let journal = prepare_output(options.output.out.as_deref(), &run_info, &config)?;
         let endpoint_is_simulator = endpoint.simulator.is_some();
+        let request_ids = options.fleet.request_id_header.clone();
         Ok(Session {
             options,
             seed,
@@ -167,6 +170,7 @@ impl Session {
             overhead: ClientOverhead::start(endpoint_is_simulator),
             cancel: cancel_on_signal(),
             sharding,
+            request_ids: request_ids.map(RequestIds::fresh),
         })
     }
 
@@ -189,6 +193,10 @@ impl Session {
         )
         .with_step(index)
         .with_shard(self.sharding.plan.shard);
+        let runner = match &self.request_ids {
+            Some(ids) => runner.with_request_ids(ids.clone()),
+            None => runner,
+        };
         match self.step_start(index) {
             Some(at) => runner.with_start_at(at),
             None => runner,
@@ -199,6 +207,7 @@ impl Session {
     pub(crate) fn aggregator(&self, config: &RunConfig) -> StepAggregator {
         StepAggregator::new(config.slo.clone(), config.window)
             .with_length_buckets(self.built.buckets.clone())
+            .with_classes(&self.run_info.classes)
     }
 
     /// Notes that the next step runs `load` (in `run.json`, so the journal can be rebuilt).
@@ -446,6 +455,24 @@ pub(crate) fn run_info(
             .collect::<BTreeMap<_, _>>(),
         client_host: Some(goodput_core::observe::environment::HostInfo::collect()),
         server_info: None,
+        classes: options.fleet.classes.clone(),
+    }
+}
+
+/// Notes in `run_info` the models the target serves and the workload's length buckets.
+fn note_served(run_info: &mut RunInfo, served_models: &[String], built: &BuiltWorkload) {
+    run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
+        models: served_models.to_vec(),
+        ..Default::default()
+    });
+    built.record_buckets(&mut run_info.workload);
+}
+
+/// The model `run.model` names: a model mix as given (`a=70%,b=30%`), else `model`.
+pub(crate) fn mix_or(options: &RunOptions, model: String) -> String {
+    match &options.fleet.mix.models {
+        Some(mix) => mix.describe(),
+        None => model,
     }
 }
 

@@ -15,6 +15,7 @@ use goodput_core::tokens::{Tiktoken, TokenCounter, counter_by_name};
 use goodput_core::workload::agent_trace::load_agent_trace;
 use goodput_core::workload::dataset::{DatasetFormat, load_prompts, load_sharegpt};
 use goodput_core::workload::image::WithImages;
+use goodput_core::workload::mix::Mixed;
 use goodput_core::workload::prepared::{DatasetConversations, DatasetWorkload};
 use goodput_core::workload::source::Loaded;
 use goodput_core::workload::tokenize::{LengthCounter, RemoteTokenizer};
@@ -144,6 +145,23 @@ pub(crate) fn with_images(
         Some(with) => Arc::new(with),
         None => workload,
     }
+}
+
+/// `workload` with each request's model, adapter and SLO class drawn from the run's mixes
+/// (as given without a mix); multi-turn sessions are refused (their later turns are not
+/// drawn request by request).
+pub(crate) fn with_mix(
+    options: &RunOptions,
+    workload: Arc<dyn Workload>,
+) -> Result<Arc<dyn Workload>> {
+    let mix = &options.fleet.mix;
+    if !mix.is_empty() && workload.conversations().is_some() {
+        bail!(
+            "--model mixes, --lora and --class label single requests: multi-turn sessions \
+             (--turns, a conversation dataset, an agent trace) are not supported with them yet"
+        );
+    }
+    Ok(Mixed::wrap(workload, mix.clone(), options.seed))
 }
 
 /// Builds the workload of `spec` with `seed`.

@@ -78,7 +78,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Captured> {
         if name == "content-length" {
             length = value.parse().ok()?;
         } else if !matches!(name.as_str(), "host" | "user-agent" | "accept") {
-            headers.push((name, value));
+            headers.push((name, without_run_token(value)));
         }
     }
     let mut body = vec![0; length];
@@ -91,6 +91,17 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Captured> {
         headers,
         body,
     })
+}
+
+/// A correlation id (`<run>-<step>-<index>`) with its run token, drawn anew by every run,
+/// replaced by `RUN`; any other value as it is.
+fn without_run_token(value: String) -> String {
+    match value.split_once('-') {
+        Some((run, rest)) if run.len() == 12 && run.bytes().all(|b| b.is_ascii_hexdigit()) => {
+            format!("RUN-{rest}")
+        }
+        _ => value,
+    }
 }
 
 fn answer(request: &Captured) -> Vec<u8> {

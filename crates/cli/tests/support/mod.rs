@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 
 use assert_cmd::cargo::CommandCargoExt;
 
+pub mod fleet;
 pub mod layout;
 pub mod median;
 pub mod sim_process;

@@ -19,6 +19,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use goodput_protocol::ChatMessage;
+use http::HeaderName;
 
 use crate::record::Exchange;
 
@@ -35,6 +36,63 @@ pub struct RequestSpec {
     pub max_output_tokens: Option<u64>,
     /// Multi-turn: the turn index within its conversation.
     pub turn: Option<u32>,
+    /// What the request carries besides its prompt: its correlation id and, in a model or
+    /// adapter mix, the `model` to ask for.
+    pub tags: RequestTags,
+}
+
+/// A request's correlation id and the model it asks for, when they are not the run's own.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RequestTags {
+    /// The correlation id, sent as a request header ([`RequestIds`]).
+    pub request_id: Option<RequestId>,
+    /// The `model` field to send instead of the backend's (a model of a mix, or an adapter).
+    pub model: Option<String>,
+}
+
+/// A correlation id and the header that carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestId {
+    /// The header (`x-request-id` by default).
+    pub header: HeaderName,
+    /// The id: the run's token, the step and the request's index (`<run>-<step>-<index>`).
+    pub value: String,
+}
+
+/// How a run names its requests: every request carries `<run>-<step>-<index>` in `header`,
+/// unique within the run (a sweep's steps number their requests from 0 each).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestIds {
+    /// The header.
+    pub header: HeaderName,
+    /// The run's token, the ids' common prefix.
+    pub run: String,
+}
+
+impl RequestIds {
+    /// Ids in `header` under a fresh run token: 12 hex digits from the wall clock and the
+    /// process id, so two runs (or two shards of one) do not share ids.
+    pub fn fresh(header: HeaderName) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+        let mut token = nanos ^ u64::from(std::process::id()).rotate_left(40);
+        token = (token ^ (token >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        token = (token ^ (token >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        token ^= token >> 31;
+        RequestIds {
+            header,
+            run: format!("{:012x}", token & 0xffff_ffff_ffff),
+        }
+    }
+
+    /// The id of request `index` of step `step`.
+    pub fn id(&self, step: u32, index: u64) -> RequestId {
+        RequestId {
+            header: self.header.clone(),
+            value: format!("{}-{step}-{index}", self.run),
+        }
+    }
 }
 
 impl RequestSpec {

@@ -8,8 +8,8 @@ use http::{HeaderMap, Method, Request, Uri};
 use http_body_util::Full;
 use serde_json::Value;
 
-use super::Activity;
 use super::openai::reply;
+use super::{Activity, RequestSpec};
 use crate::http::{HttpClient, ResponseBody, WatchArrivals, failure_from_http};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
@@ -42,12 +42,41 @@ pub(crate) fn json_headers(
     Some(headers)
 }
 
+/// Adds `spec`'s correlation id header, if it has one (an id that cannot be a header value is
+/// an `invalid` request, never sent without it).
+pub(crate) fn insert_request_id(
+    headers: &mut HeaderMap,
+    spec: &RequestSpec,
+) -> Result<(), Failure> {
+    let Some(id) = &spec.tags.request_id else {
+        return Ok(());
+    };
+    let value = HeaderValue::from_str(&id.value).map_err(|_| {
+        Failure::new(
+            OutcomeKind::Invalid,
+            format!("request id {:?} cannot be a header value", id.value),
+        )
+    })?;
+    headers.insert(id.header.clone(), value);
+    Ok(())
+}
+
+/// Notes the server's own id: the response header named as the request id's, when present.
+pub(crate) fn note_server_id(headers: &HeaderMap, spec: &RequestSpec, exchange: &mut Exchange) {
+    let Some(id) = &spec.tags.request_id else {
+        return;
+    };
+    if let Some(value) = headers.get(&id.header) {
+        exchange.server_request_id = Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
+    }
+}
+
 /// POSTs `body` to `uri` (`streamed`: the reply streams, so its first arrivals are watched:
 /// see [`WatchArrivals`]); the 2xx response's body, or `None` once the failure (unsendable
 /// body, transport, non-2xx with the server's message) is recorded in `exchange`.
 pub(crate) async fn post_json(
     client: &HttpClient,
-    (uri, headers): (&Uri, &HeaderMap),
+    (uri, headers, spec): (&Uri, &HeaderMap, &RequestSpec),
     body: &Value,
     streamed: bool,
     exchange: &mut Exchange,
@@ -64,6 +93,10 @@ pub(crate) async fn post_json(
     *request.method_mut() = Method::POST;
     *request.uri_mut() = uri.clone();
     *request.headers_mut() = headers.clone();
+    if let Err(failure) = insert_request_id(request.headers_mut(), spec) {
+        exchange.fail(failure);
+        return None;
+    }
     if streamed {
         request.extensions_mut().insert(WatchArrivals);
     }
@@ -76,6 +109,7 @@ pub(crate) async fn post_json(
     };
     activity.bump();
     let (parts, body) = response.into_parts();
+    note_server_id(&parts.headers, spec, exchange);
     if parts.status.is_success() {
         return Some(body);
     }

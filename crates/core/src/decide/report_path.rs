@@ -188,10 +188,11 @@ fn figure(full: String, value: &Value, written: &str) -> Result<Figure, UnknownP
     }
 }
 
-/// The value at a dotted path (`a.b[2].c` or `a.b.2.c`) below `value`.
+/// The value at a dotted path (`a.b[2].c` or `a.b.2.c`) below `value`; a row of a named
+/// breakdown (`models`, `adapters`, `classes`) by its name too (`models[llama-3.1-8b].e2e`).
 pub fn lookup<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
     let mut current = value;
-    for segment in path.split('.') {
+    for segment in split_path(path) {
         let (key, indices) = match segment.find('[') {
             Some(i) => (&segment[..i], &segment[i..]),
             None => (segment, ""),
@@ -204,15 +205,62 @@ pub fn lookup<'a>(value: &'a Value, path: &str) -> Option<&'a Value> {
             };
         }
         for index in indices.split('[').skip(1) {
-            let index: usize = index.strip_suffix(']')?.parse().ok()?;
-            current = current.get(index)?;
+            let index = index.strip_suffix(']')?;
+            current = match index.parse::<usize>() {
+                Ok(position) => current.get(position)?,
+                Err(_) => named_row(current, index)?,
+            };
         }
     }
     Some(current)
 }
 
+/// The row named `name` of an array of named rows.
+fn named_row<'a>(rows: &'a Value, name: &str) -> Option<&'a Value> {
+    rows.as_array()?
+        .iter()
+        .find(|row| row.get("name").and_then(Value::as_str) == Some(name))
+}
+
+/// The segments of a dotted path, dots inside brackets (a row's name) kept.
+fn split_path(path: &str) -> Vec<&str> {
+    let (mut segments, mut start, mut depth) = (Vec::new(), 0, 0u32);
+    for (i, c) in path.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth = depth.saturating_sub(1),
+            '.' if depth == 0 => {
+                segments.push(&path[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    segments.push(&path[start..]);
+    segments
+}
+
+/// Breakdowns whose rows are compared by name, not position (the runs may differ in rows).
+const NAMED_ROWS: [&str; 3] = ["models", "adapters", "classes"];
+
+/// The name a row of a named breakdown is addressed by (`None`: address rows by position).
+fn row_names(prefix: &str, items: &[Value]) -> Option<Vec<String>> {
+    let key = prefix.rsplit('.').next().unwrap_or(prefix);
+    if !NAMED_ROWS.contains(&key) {
+        return None;
+    }
+    items
+        .iter()
+        .map(|item| {
+            let name = item.get("name")?.as_str()?;
+            (!name.contains(['[', ']'])).then(|| name.to_string())
+        })
+        .collect()
+}
+
 /// Every numeric (or boolean) leaf below `value` as `(dotted path, number)`, in document
-/// order; arrays of objects are indexed (`steps[0]…`), arrays of numbers are skipped.
+/// order; arrays of objects are indexed (`steps[0]…`) — the rows of a named breakdown by name
+/// (`models[a]…`), so two runs' rows of one model meet — arrays of numbers are skipped.
 pub fn leaves(value: &Value) -> Vec<(String, f64)> {
     let mut out = Vec::new();
     collect_leaves(value, String::new(), &mut out);
@@ -238,8 +286,13 @@ fn collect_leaves(value: &Value, prefix: String, out: &mut Vec<(String, f64)>) {
             }
         }
         Value::Array(items) if items.iter().all(Value::is_object) => {
+            let names = row_names(&prefix, items);
             for (i, child) in items.iter().enumerate() {
-                collect_leaves(child, format!("{prefix}[{i}]"), out);
+                let row = names
+                    .as_ref()
+                    .and_then(|names| names.get(i).cloned())
+                    .unwrap_or_else(|| i.to_string());
+                collect_leaves(child, format!("{prefix}[{row}]"), out);
             }
         }
         _ => {}
@@ -378,5 +431,29 @@ mod tests {
                 ("f".to_string(), 1.0)
             ]
         );
+    }
+
+    #[test]
+    fn named_rows_are_addressed_by_name() {
+        let step = json!({"models": [
+            {"name": "llama-3.1-8b", "latency_ms": {"e2e": {"p99": 9.0}}},
+            {"name": "b", "latency_ms": {"e2e": {"p99": 4.0}}}
+        ], "buckets": [{"name": "short", "n": 1}]});
+        let paths: Vec<String> = leaves(&step).into_iter().map(|(p, _)| p).collect();
+        assert_eq!(
+            paths,
+            [
+                "buckets[0].n",
+                "models[llama-3.1-8b].latency_ms.e2e.p99",
+                "models[b].latency_ms.e2e.p99"
+            ]
+        );
+        for path in &paths {
+            assert!(lookup(&step, path).is_some(), "{path}");
+        }
+        let report = json!({"steps": [step]});
+        let figure = resolve(&report, 0, "models[llama-3.1-8b].latency_ms.e2e.p99").unwrap();
+        assert_eq!((figure.value, figure.unit), (Some(9.0), Unit::Milliseconds));
+        assert!(resolve(&report, 0, "models[c].latency_ms.e2e.p99").is_err());
     }
 }

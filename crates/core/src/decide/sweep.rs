@@ -143,6 +143,7 @@ impl Workload for BatchedWorkload {
             expected_input_tokens: specs.iter().map(|s| s.expected_input_tokens).sum(),
             max_output_tokens: specs.first().and_then(|s| s.max_output_tokens),
             turn: None,
+            tags: Default::default(),
         }
     }
 

@@ -1,6 +1,7 @@
 // goodput page renderer, part 3: the sections other parts of goodput add to a report
-// (capacity search, sweep, repeated runs, buckets, turns and image resolutions, server metrics,
-// utilisation, the rest), the run metadata, and the report page itself.
+// (capacity search, sweep, repeated runs, buckets, turns and image resolutions, models, adapters
+// and SLO classes, server metrics, utilisation, the rest), the run metadata, and the report page
+// itself.
 
 function capacitySection(report) {
   var c = report.capacity;
@@ -95,6 +96,22 @@ function bucketsSection(st) {
     slicesTable(images, st.image_buckets, function (b) {
       return b.resolution + " (" + fmt(b.images) + " images, " + fmt(b.images_per_sec, 2) + " images/s)";
     });
+  }
+}
+
+// Per model, adapter and SLO class of a mix (each class's goodput under its own SLO).
+function labelsSection(st) {
+  if (st.models && st.models.length) {
+    var models = section("By model", "models", "A model mix split by model: what each model got of the load and how fast it answered.");
+    slicesTable(models, st.models, function (m) { return m.name; });
+  }
+  if (st.adapters && st.adapters.length) {
+    var adapters = section("By adapter", "adapters", "An adapter mix split by LoRA adapter (base: the requests sent to the base model).");
+    slicesTable(adapters, st.adapters, function (a) { return a.name; });
+  }
+  if (st.classes && st.classes.length) {
+    var classes = section("By SLO class", "classes", "Traffic classes, each judged against its own SLO: SLO met is the class's goodput.");
+    slicesTable(classes, st.classes, function (c) { return c.name + " (" + (c.slo || "the run's SLO") + ")"; });
   }
 }
 
@@ -211,6 +228,7 @@ function reportPage(report) {
   cdfCharts(dist, [{ report: report, label: "" }]);
   timeSeries(report, index);
   latencyTable(st);
+  labelsSection(st);
   bucketsSection(st);
   if (st.server) serverSection(report, st);
   if (st.utilisation) utilisationSection(st);

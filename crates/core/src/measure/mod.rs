@@ -221,6 +221,7 @@ fn run_info(
         tags: spec.tags.clone(),
         client_host: Some(crate::observe::environment::HostInfo::collect()),
         server_info: None,
+        classes: Vec::new(),
     }
 }
 
@@ -240,6 +241,7 @@ impl Workload for Calls {
             expected_input_tokens: None,
             max_output_tokens: None,
             turn: None,
+            tags: Default::default(),
         }
     }
 

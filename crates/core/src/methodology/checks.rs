@@ -173,6 +173,7 @@ mod tests {
                 .collect(),
             client_host: None,
             server_info: None,
+            classes: Vec::new(),
         }
     }
 

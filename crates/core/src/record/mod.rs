@@ -196,6 +196,10 @@ pub struct Exchange {
     /// The output is not text (an in-process call, [`crate::measure`]): token counts come only
     /// from `usage`, never from goodput's tokenizer.
     pub untokenized: bool,
+    /// The server's own id of the request: the response header named as the correlation id's.
+    pub server_request_id: Option<String>,
+    /// The `id` of the answer's body (an OpenAI completion's, the first streamed chunk's).
+    pub response_id: Option<String>,
 }
 
 impl Exchange {
@@ -398,6 +402,25 @@ pub struct RequestRecord {
     /// session's turn counts the history's images too, as it re-sends them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Resolution>,
+    /// The correlation id goodput sent in the request id header (`--request-id-header`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_id: Option<String>,
+    /// The server's own id: the value of the response header of the correlation id's name
+    /// (which many servers echo), when it answered with one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_request_id: Option<String>,
+    /// The `id` field of the answer's body (`chatcmpl-…`), when it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_id: Option<String>,
+    /// Model mix (`--model a=70%,b=30%`): the model this request asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Adapter mix (`--lora`): the adapter this request asked for (`None`: the base model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
+    /// SLO classes (`--class`): the class this request belongs to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub class: Option<String>,
 }
 
 /// Where a request's reasoning token count came from.

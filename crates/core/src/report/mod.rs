@@ -25,7 +25,10 @@ pub mod sweep;
 pub mod windows;
 mod workload;
 
-pub use workload::{BucketReport, ImageBucketReport, SliceMetrics, TurnReport, WorkloadStats};
+pub use workload::{
+    BucketReport, ClassReport, ImageBucketReport, LabelReport, SliceMetrics, TurnReport,
+    WorkloadStats,
+};
 
 /// Version of the report layout; bumped on any breaking change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -147,6 +150,10 @@ pub struct RunInfo {
     /// What the target says about itself (`/v1/models`, identifying response headers).
     #[serde(default)]
     pub server_info: Option<run::ServerInfo>,
+    /// SLO classes (`--class`): each class's share of the requests and its own SLO (absent
+    /// without classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<run::ClassInfo>,
 }
 
 /// Load level of a step.
@@ -425,6 +432,17 @@ pub struct StepReport {
     /// Every metric per image-resolution bucket (vision prompts; absent without images).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_buckets: Vec<ImageBucketReport>,
+    /// Every metric per model of a model mix (absent without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<LabelReport>,
+    /// Every metric per adapter of an adapter mix, the base model's requests last (absent
+    /// without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub adapters: Vec<LabelReport>,
+    /// Every metric per SLO class, goodput under each class's own SLO (absent without
+    /// classes).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassReport>,
     /// What the workload asked for: realised prompt and answer lengths.
     #[serde(default)]
     pub workload_stats: WorkloadStats,

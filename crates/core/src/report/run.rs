@@ -1,5 +1,6 @@
 //! The machines of `run`: the client host (`run.client_host`) and what the target says about
-//! itself (`run.server_info`). Filled by [`crate::observe::environment`].
+//! itself (`run.server_info`), filled by [`crate::observe::environment`]; and the SLO classes
+//! of the run (`run.classes`).
 
 use std::collections::BTreeMap;
 
@@ -33,4 +34,15 @@ pub struct ServerInfo {
     pub models: Vec<String>,
     /// Distinct values of identifying response headers (`server`, `via`), by header name.
     pub headers: BTreeMap<String, Vec<String>>,
+}
+
+/// One SLO class of a run (`--class interactive=80%:ttft=500ms,tpot=50ms`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassInfo {
+    /// The class.
+    pub name: String,
+    /// Its share of the requests, 0–1.
+    pub share: f64,
+    /// Its SLO, in flag syntax: its requests are judged against it alone.
+    pub slo: String,
 }

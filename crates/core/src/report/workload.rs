@@ -69,6 +69,31 @@ pub struct ImageBucketReport {
     pub metrics: SliceMetrics,
 }
 
+/// The requests of one model of a model mix (`--model a=70%,b=30%`) or one adapter of an
+/// adapter mix (`--lora`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabelReport {
+    /// The model or adapter; the adapter row `base` holds the requests an adapter mix left to
+    /// the base model.
+    pub name: String,
+    /// Its metrics (goodput under the run's SLO).
+    #[serde(flatten)]
+    pub metrics: SliceMetrics,
+}
+
+/// The requests of one SLO class (`--class`), judged against the class's own thresholds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClassReport {
+    /// The class.
+    pub name: String,
+    /// Its SLO, in flag syntax (`null`: the class has none of its own and is judged against
+    /// the run's).
+    pub slo: Option<String>,
+    /// Its metrics; `goodput` is under the class's SLO.
+    #[serde(flatten)]
+    pub metrics: SliceMetrics,
+}
+
 /// What the workload asked for, over the measured requests (failed ones included).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct WorkloadStats {

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Activity, Backend};
+use crate::backend::{Activity, Backend, RequestIds};
 use crate::config::RunConfig;
 use crate::record::RequestRecord;
 use crate::shard::Shard;
@@ -175,6 +175,7 @@ pub struct Runner {
     step: u32,
     shard: Shard,
     start_at: Option<SystemTime>,
+    request_ids: Option<Arc<RequestIds>>,
 }
 
 impl Runner {
@@ -198,12 +199,19 @@ impl Runner {
             step: 0,
             shard: Shard::SINGLE,
             start_at: None,
+            request_ids: None,
         }
     }
 
     /// Stamps every record with step `index` (sweeps and capacity probes).
     pub fn with_step(mut self, index: u32) -> Self {
         self.step = index;
+        self
+    }
+
+    /// Sends every request with a correlation id ([`RequestIds::id`] of its step and index).
+    pub fn with_request_ids(mut self, ids: RequestIds) -> Self {
+        self.request_ids = Some(Arc::new(ids));
         self
     }
 
@@ -261,6 +269,7 @@ impl Runner {
                 no_progress_timeout: self.config.no_progress_timeout,
                 time_scale: self.config.time_scale,
                 step: self.step,
+                request_ids: self.request_ids.clone(),
             },
             finish: self.finish.clone(),
             shard: self.shard,

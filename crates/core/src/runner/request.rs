@@ -10,7 +10,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::backend::{Activity, Backend, RequestInput, RequestSpec};
+use crate::backend::{Activity, Backend, RequestIds, RequestInput, RequestSpec};
 use crate::record::{
     ChunkArrival, Exchange, Failure, OutcomeKind, Phase, RequestRecord, TokenSource,
 };
@@ -54,6 +54,8 @@ pub(crate) struct RequestContext {
     pub(crate) time_scale: f64,
     /// Step index stamped on every record.
     pub(crate) step: u32,
+    /// The correlation ids sent (`None`: no request id header).
+    pub(crate) request_ids: Option<Arc<RequestIds>>,
 }
 
 impl RequestContext {
@@ -134,6 +136,10 @@ pub(crate) async fn execute_keeping_reply(
     cancel: &CancellationToken,
     keep_reply: bool,
 ) -> (RequestRecord, String) {
+    let mut spec = spec;
+    if let Some(ids) = &ctx.request_ids {
+        spec.tags.request_id = Some(ids.id(ctx.step, ticket.index));
+    }
     let mut exchange = Exchange::default();
     let capped = limit.is_some();
     let _permit = match limit {
@@ -143,7 +149,7 @@ pub(crate) async fn execute_keeping_reply(
             () = cancel.cancelled() => {
                 exchange.fail(ctx.stopped("while the request was queued"));
                 let now = Instant::now();
-                return (finalize(ctx, ticket, now, &spec, exchange, now), String::new());
+                return (finalize(ctx, ticket, (now, now), &spec, exchange), String::new());
             }
             permit = semaphore.acquire_owned() => permit.ok(),
         },
@@ -176,27 +182,50 @@ pub(crate) async fn execute_keeping_reply(
         String::new()
     };
     let end = Instant::now();
-    (finalize(ctx, ticket, dequeued, &spec, exchange, end), reply)
+    (
+        finalize(ctx, ticket, (dequeued, end), &spec, exchange),
+        reply,
+    )
 }
 
-/// Turns a finished exchange into the journal record.
+/// What a record derives from its exchange: token counts, chunk times, channels.
+struct Derived {
+    output: OutputCount,
+    times: ChunkTimes,
+    input: (Option<u64>, TokenSource, Option<u64>),
+    channels: channels::Channels,
+    cached_input_tokens: Option<u64>,
+    read_late_us: Option<u64>,
+}
+
+impl Derived {
+    fn of(ctx: &RequestContext, exchange: &Exchange, spec: &RequestSpec) -> Derived {
+        let output = OutputCount::of(exchange, ctx.counter.as_ref());
+        let chunk_tokens = chunk_token_counts(exchange, output.tokens, ctx.counter.as_ref());
+        let details = exchange.usage.and_then(|usage| usage.prompt_tokens_details);
+        let read_late = exchange.read_late.map(|late| late.as_micros());
+        Derived {
+            times: ChunkTimes::of(ctx, exchange, &chunk_tokens),
+            input: input_tokens(ctx, exchange, spec),
+            channels: channels::split(exchange, &chunk_tokens, ctx.counter.as_ref()),
+            cached_input_tokens: details.map(|details| details.cached_tokens),
+            read_late_us: read_late.map(|us| u64::try_from(us).unwrap_or(u64::MAX)),
+            output,
+        }
+    }
+}
+
+/// Turns a finished exchange into the journal record (`dequeued` when it left the client
+/// queue, `end` when it ended).
 pub(crate) fn finalize(
     ctx: &RequestContext,
     ticket: Ticket,
-    dequeued: Instant,
+    (dequeued, end): (Instant, Instant),
     spec: &RequestSpec,
     exchange: Exchange,
-    end: Instant,
 ) -> RequestRecord {
     let us = |at: Instant| ctx.target_micros(at);
-    let output = OutputCount::of(&exchange, ctx.counter.as_ref());
-    let (output_tokens, output_source) = (output.tokens, output.source);
-    let chunk_tokens = chunk_token_counts(&exchange, output_tokens, ctx.counter.as_ref());
-    let times = ChunkTimes::of(ctx, &exchange, &chunk_tokens);
-    let (input_tokens, input_source, expected_input_tokens) = input_tokens(ctx, &exchange, spec);
-    let channels = channels::split(&exchange, &chunk_tokens, ctx.counter.as_ref());
-    let cached_input_tokens = exchange.usage.and_then(|usage| usage.prompt_tokens_details);
-    let read_late_us = exchange.read_late.map(|late| late.as_micros());
+    let d = Derived::of(ctx, &exchange, spec);
     RequestRecord {
         index: ticket.index,
         phase: ticket.phase,
@@ -204,18 +233,18 @@ pub(crate) fn finalize(
         dequeued_us: us(dequeued),
         sent_us: exchange.sent_at.map(us),
         response_us: exchange.response_at.map(us),
-        first_token_us: times.first_token_us,
-        last_token_us: times.chunks.last().map(|c| c[0]),
+        first_token_us: d.times.first_token_us,
+        last_token_us: d.times.chunks.last().map(|c| c[0]),
         end_us: us(end),
         streamed: ctx.streamed,
-        input_tokens,
-        input_tokens_source: input_source,
-        expected_input_tokens,
-        output_tokens,
-        output_tokens_source: output_source,
+        input_tokens: d.input.0,
+        input_tokens_source: d.input.1,
+        expected_input_tokens: d.input.2,
+        output_tokens: d.output.tokens,
+        output_tokens_source: d.output.source,
         requested_output_tokens: spec.max_output_tokens.filter(|_| !exchange.untokenized),
-        tokenizer_output_tokens: output.tokenizer,
-        chunks: times.chunks,
+        tokenizer_output_tokens: d.output.tokenizer,
+        chunks: d.times.chunks,
         items: exchange.choices.max(spec.items()),
         status: exchange.status,
         failure: exchange.failure,
@@ -226,18 +255,24 @@ pub(crate) fn finalize(
         turn: spec.turn,
         step: ctx.step,
         session: None,
-        reasoning_tokens: channels.reasoning_tokens,
-        reasoning_tokens_source: channels.reasoning_source,
-        first_answer_us: times.first_answer_us,
+        reasoning_tokens: d.channels.reasoning_tokens,
+        reasoning_tokens_source: d.channels.reasoning_source,
+        first_answer_us: d.times.first_answer_us,
         tool_calls: u32::try_from(exchange.tool_calls.len()).unwrap_or(u32::MAX),
-        first_tool_call_us: times.first_tool_call_us,
-        tool_call_tokens: channels.tool_call_tokens,
-        ended_in_tool_call: channels.ended_in_tool_call,
-        cached_input_tokens: cached_input_tokens.map(|details| details.cached_tokens),
+        first_tool_call_us: d.times.first_tool_call_us,
+        tool_call_tokens: d.channels.tool_call_tokens,
+        ended_in_tool_call: d.channels.ended_in_tool_call,
+        cached_input_tokens: d.cached_input_tokens,
         expected_prefix_tokens: None,
         tool_result_turn: false,
-        read_late_us: read_late_us.map(|us| u64::try_from(us).unwrap_or(u64::MAX)),
+        read_late_us: d.read_late_us,
         images: Vec::new(),
+        request_id: spec.tags.request_id.as_ref().map(|id| id.value.clone()),
+        server_request_id: exchange.server_request_id,
+        response_id: exchange.response_id,
+        model: None,
+        adapter: None,
+        class: None,
     }
 }
 

@@ -111,6 +111,7 @@ impl Workload for GeneratedWorkload {
             expected_input_tokens: Some(u64::from(expected)),
             max_output_tokens: output_tokens.map(u64::from),
             turn: None,
+            tags: Default::default(),
         }
     }
 

@@ -79,6 +79,7 @@ impl History {
                 expected_input_tokens: add(prefix, turn.user_tokens),
                 max_output_tokens: turn.max_output_tokens,
                 turn: u32::try_from(turn_index).ok(),
+                tags: Default::default(),
             },
             expected_prefix_tokens: prefix.filter(|tokens| *tokens > 0),
             tool_result,

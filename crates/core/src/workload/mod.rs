@@ -18,6 +18,7 @@ pub mod generated;
 pub mod history;
 pub mod image;
 pub mod lengths;
+pub mod mix;
 pub mod prepared;
 pub mod replay;
 pub mod samples;
@@ -71,10 +72,16 @@ pub trait Workload: Send + Sync + fmt::Debug {
     fn conversations(&self) -> Option<&dyn session::Conversations> {
         None
     }
+
+    /// Which model, adapter and SLO class request `index` is ([`mix::Mixed`]; none of them
+    /// outside a mix).
+    fn labels(&self, _index: u64) -> mix::Labels {
+        mix::Labels::default()
+    }
 }
 
 /// Notes on single request `index`'s record what `workload` knows of it: the prefix it expects
-/// reusable and the sizes of its images (the live runner and the virtual-time client alike).
+/// reusable, the sizes of its images and its model, adapter and class (the live runner and the virtual-time client alike).
 pub fn note_request(
     workload: &dyn Workload,
     index: u64,
@@ -86,6 +93,10 @@ pub fn note_request(
         .iter()
         .map(|image| image.size)
         .collect();
+    let labels = workload.labels(index);
+    record.model = labels.model;
+    record.adapter = labels.adapter;
+    record.class = labels.class;
 }
 
 /// Mixes a seed and an index into an independent 64-bit seed (SplitMix64 finaliser).

@@ -153,6 +153,7 @@ impl Workload for DatasetWorkload {
                 expected_input_tokens: None,
                 max_output_tokens: None,
                 turn: None,
+                tags: Default::default(),
             };
         };
         RequestSpec {
@@ -166,6 +167,7 @@ impl Workload for DatasetWorkload {
                 index,
             ),
             turn: None,
+            tags: Default::default(),
         }
     }
 

@@ -224,6 +224,7 @@ impl Workload for TraceWorkload {
                 expected_input_tokens: None,
                 max_output_tokens: None,
                 turn: None,
+                tags: Default::default(),
             };
         };
         RequestSpec {
@@ -232,6 +233,7 @@ impl Workload for TraceWorkload {
             expected_input_tokens: Some(u64::from(row.input_tokens)),
             max_output_tokens: Some(u64::from(row.output_tokens)),
             turn: None,
+            tags: Default::default(),
         }
     }
 

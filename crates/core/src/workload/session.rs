@@ -79,6 +79,7 @@ impl Conversation {
             expected_input_tokens: tokens,
             max_output_tokens: first.and_then(|t| t.max_output_tokens),
             turn: Some(0),
+            tags: Default::default(),
         }
     }
 }

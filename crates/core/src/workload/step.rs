@@ -59,6 +59,10 @@ impl Workload for Later {
     fn images(&self, index: u64) -> Vec<image::Image> {
         self.inner.images(index + self.offset)
     }
+
+    fn labels(&self, index: u64) -> super::mix::Labels {
+        self.inner.labels(index + self.offset)
+    }
 }
 
 #[cfg(test)]

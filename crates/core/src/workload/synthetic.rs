@@ -50,6 +50,7 @@ pub fn synthetic_request(
         expected_input_tokens: Some(u64::from(input_tokens)),
         max_output_tokens: output_tokens.map(u64::from),
         turn: None,
+        tags: Default::default(),
     }
 }
 

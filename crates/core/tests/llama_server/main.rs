@@ -109,6 +109,7 @@ pub fn spec(prompt: &str, max_tokens: u64) -> RequestSpec {
         expected_input_tokens: None,
         max_output_tokens: Some(max_tokens),
         turn: None,
+        tags: Default::default(),
     }
 }
 

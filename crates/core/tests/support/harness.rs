@@ -48,6 +48,7 @@ pub(crate) fn spec(input: RequestInput) -> RequestSpec {
         expected_input_tokens: None,
         max_output_tokens: Some(16),
         turn: None,
+        tags: Default::default(),
     }
 }
 

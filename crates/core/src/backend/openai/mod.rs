@@ -246,6 +246,7 @@ impl OpenAiBackend {
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
         *request.headers_mut() = self.headers.clone();
+        super::post::insert_request_id(request.headers_mut(), spec)?;
         if self.config.stream {
             request.extensions_mut().insert(WatchArrivals);
         }
@@ -264,6 +265,7 @@ impl OpenAiBackend {
         activity.bump();
         self.scrub_headers(exchange);
         let (parts, body) = response.into_parts();
+        super::post::note_server_id(&parts.headers, spec, exchange);
         let limits = reply::Limits {
             max_line_bytes: self.config.max_line_bytes,
             max_body_bytes: self.config.max_body_bytes,
@@ -334,8 +336,9 @@ pub fn request_body(
     spec: &RequestSpec,
 ) -> Result<Map<String, Value>, Failure> {
     let mut body = Map::new();
-    if !config.model.is_empty() {
-        body.insert("model".into(), Value::String(config.model.clone()));
+    let model = spec.tags.model.as_ref().unwrap_or(&config.model);
+    if !model.is_empty() {
+        body.insert("model".into(), Value::String(model.clone()));
     }
     if let Some(encoder) = config.api.encoder() {
         encoder::insert_input(&mut body, encoder, &spec.input)?;

@@ -247,7 +247,19 @@ impl StreamReader {
             let whole: Value = serde_json::from_str(data).unwrap_or(Value::Null);
             return Err(stream_error(&error_text(&whole)));
         }
-        let cumulative = cumulative_tokens(&chunk);
+        self.record_chunk(&chunk, now, exchange);
+        Ok(Flow::More)
+    }
+
+    /// Records one parsed chunk: the answer's id, each choice's output and finish, usage and
+    /// server timings.
+    fn record_chunk(&mut self, chunk: &ChunkView<'_>, now: Instant, exchange: &mut Exchange) {
+        if exchange.response_id.is_none()
+            && let Some(id) = chunk.id.as_deref().filter(|id| !id.is_empty())
+        {
+            exchange.response_id = Some(id.to_string());
+        }
+        let cumulative = cumulative_tokens(chunk);
         for choice in chunk.choices.iter().flatten() {
             exchange.choices = exchange.choices.max(choice.index.saturating_add(1));
             if choice.has_output() {
@@ -264,7 +276,6 @@ impl StreamReader {
         if chunk.timings.is_some() {
             exchange.server_timings = chunk.timings;
         }
-        Ok(Flow::More)
     }
 }
 

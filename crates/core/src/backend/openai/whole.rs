@@ -17,6 +17,8 @@ use crate::record::{Exchange, Failure, OutcomeKind, OutputParts};
 #[derive(Deserialize)]
 struct WholeView<'a> {
     #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
     choices: Option<Vec<WholeChoice<'a>>>,
     #[serde(default)]
     usage: Option<Usage>,
@@ -160,5 +162,6 @@ fn record_whole(bytes: &[u8], now: Instant, exchange: &mut Exchange) -> Result<(
     }
     exchange.usage = view.usage;
     exchange.server_timings = view.timings;
+    exchange.response_id = view.id.filter(|id| !id.is_empty()).map(Cow::into_owned);
     Ok(())
 }

@@ -233,7 +233,7 @@ impl TemplateBackend {
         let body = self.config.template.render(spec);
         let Some(mut body) = post::post_json(
             &self.client,
-            (&self.uri, &self.headers),
+            (&self.uri, &self.headers, spec),
             &body,
             self.config.stream != StreamFormat::None,
             exchange,
@@ -329,6 +329,7 @@ mod tests {
             expected_input_tokens: Some(12),
             max_output_tokens: None,
             turn: None,
+            tags: Default::default(),
         }
     }
 

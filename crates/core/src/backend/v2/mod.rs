@@ -112,7 +112,7 @@ impl V2Backend {
         let (body, rows) = self.config.source.body(spec);
         let Some(mut body) = post::post_json(
             &self.client,
-            (&self.uri, &self.headers),
+            (&self.uri, &self.headers, spec),
             &body,
             false,
             exchange,

@@ -314,6 +314,7 @@ mod tests {
             expected_input_tokens: None,
             max_output_tokens: None,
             turn: None,
+            tags: Default::default(),
         }
     }
 

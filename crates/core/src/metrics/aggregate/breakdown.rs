@@ -7,11 +7,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::interval::Interval;
+use super::labels::{LabelRows, LabelSlices};
 use super::{StepAggregator, count_stats};
 use crate::metrics::buckets::LengthBuckets;
 use crate::metrics::histogram::CountHistogram;
 use crate::metrics::slo::Slo;
 use crate::record::{Phase, RequestRecord};
+use crate::report::run::ClassInfo;
 use crate::report::{BucketReport, ImageBucketReport, SliceMetrics, TurnReport, WorkloadStats};
 use crate::workload::image::Resolution;
 
@@ -27,6 +29,7 @@ pub(super) struct Breakdown {
     by_bucket: Vec<StepAggregator>,
     by_turn: BTreeMap<u32, StepAggregator>,
     by_resolution: BTreeMap<String, ImageSlice>,
+    labels: LabelSlices,
     tally: WorkloadTally,
 }
 
@@ -45,6 +48,7 @@ pub(super) struct BreakdownReports {
     pub(super) buckets: Vec<BucketReport>,
     pub(super) turns: Vec<TurnReport>,
     pub(super) images: Vec<ImageBucketReport>,
+    pub(super) labels: LabelRows,
     pub(super) stats: WorkloadStats,
 }
 
@@ -67,6 +71,7 @@ impl Breakdown {
             .collect();
         Breakdown {
             buckets,
+            labels: LabelSlices::new(slo.clone(), window),
             slo,
             window,
             by_bucket,
@@ -90,6 +95,7 @@ impl Breakdown {
                 .add(record);
         }
         self.add_images(record);
+        self.labels.add(record);
         if record.phase == Phase::Measure {
             let tally = &mut self.tally;
             tally.requests += 1;
@@ -225,6 +231,23 @@ impl StepAggregator {
         self
     }
 
+    /// Judges each SLO class's requests against its own SLO (call after
+    /// [`StepAggregator::with_length_buckets`], before adding records). A class not named here,
+    /// or whose SLO does not parse, is judged against the step's SLO.
+    pub fn with_classes(mut self, classes: &[ClassInfo]) -> Self {
+        let slos = classes
+            .iter()
+            .filter_map(|class| {
+                let slo = Slo::parse(&class.slo).ok()?;
+                Some((class.name.clone(), (slo, class.slo.clone())))
+            })
+            .collect();
+        if let Some(breakdown) = &mut self.breakdown {
+            breakdown.labels.set_classes(slos);
+        }
+        self
+    }
+
     /// The buckets, turns, resolution buckets and workload statistics of the step whose
     /// throughput interval is `interval`.
     pub(super) fn breakdown_reports(&self, interval: &Interval) -> BreakdownReports {
@@ -233,12 +256,18 @@ impl StepAggregator {
                 buckets: breakdown.buckets(interval),
                 turns: breakdown.turns(interval),
                 images: breakdown.images(interval),
+                labels: breakdown.labels.rows(interval),
                 stats: breakdown.stats(),
             },
             None => BreakdownReports {
                 buckets: Vec::new(),
                 turns: Vec::new(),
                 images: Vec::new(),
+                labels: LabelRows {
+                    models: Vec::new(),
+                    adapters: Vec::new(),
+                    classes: Vec::new(),
+                },
                 stats: WorkloadStats::default(),
             },
         }
@@ -246,7 +275,7 @@ impl StepAggregator {
 
     /// Every metric of this aggregator's requests, throughput over the step's `interval`
     /// counted by the step's method.
-    fn slice(&self, interval: &Interval) -> SliceMetrics {
+    pub(super) fn slice(&self, interval: &Interval) -> SliceMetrics {
         let work = interval.work(&self.lives, &self.completed_work);
         let per_sec = |n: f64| interval.per_sec(n);
         SliceMetrics {

@@ -10,6 +10,7 @@
 mod breakdown;
 mod compliance;
 mod interval;
+mod labels;
 
 pub use self::compliance::{Compliance, ObjectiveTally};
 
@@ -370,12 +371,7 @@ impl StepAggregator {
             stability,
             windows,
             recovery,
-            distributions_ms: super::quantiles::Distributions::from_histograms(
-                &self.latencies.ttft,
-                &self.latencies.tpot,
-                &self.latencies.itl,
-                &self.latencies.e2e,
-            ),
+            distributions_ms: self.distributions(),
             server: None,
             utilisation: None,
             speculative_decoding: None,
@@ -383,12 +379,25 @@ impl StepAggregator {
             buckets: breakdown.buckets,
             turns: breakdown.turns,
             image_buckets: breakdown.images,
+            models: breakdown.labels.models,
+            adapters: breakdown.labels.adapters,
+            classes: breakdown.labels.classes,
             workload_stats: breakdown.stats,
             reasoning,
             tool_calls,
             sessions,
             prefix_reuse,
         }
+    }
+
+    /// Quantile points of the TTFT, TPOT, ITL and E2E distributions.
+    fn distributions(&self) -> super::quantiles::Distributions {
+        super::quantiles::Distributions::from_histograms(
+            &self.latencies.ttft,
+            &self.latencies.tpot,
+            &self.latencies.itl,
+            &self.latencies.e2e,
+        )
     }
 
     /// The interval with start-up and drain apart.

@@ -1,0 +1,167 @@
+//! `goodput run`'s fleet flags turned into [`FleetOptions`]: the correlation id header
+//! (`--request-id-header`, `--no-request-id`), a model mix (`--model a=70%,b=30%`), an
+//! adapter mix (`--lora x=20%,…`) and SLO classes (`--class NAME=SHARE%:SLO`).
+
+use anyhow::{Context, Result, bail};
+use goodput_core::metrics::Slo;
+use goodput_core::report::run::ClassInfo;
+use goodput_core::workload::mix::{Mix, Shares};
+use http::HeaderName;
+
+use crate::options::run::FleetOptions;
+
+/// The header that carries each request's correlation id unless told otherwise.
+pub(crate) const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Who is asked what, and how each request is told apart.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct FleetArgs {
+    /// Send each request's correlation id (`<run>-<step>-<index>`, unique within the run) in
+    /// this header, and record it with the server's own id in requests.jsonl and requests.csv
+    /// [default: X-Request-Id].
+    #[arg(long, value_name = "NAME", help_heading = "Target")]
+    pub(crate) request_id_header: Option<String>,
+    /// Send no correlation id header.
+    #[arg(long, conflicts_with = "request_id_header", help_heading = "Target")]
+    pub(crate) no_request_id: bool,
+    /// LoRA adapters and their shares of the requests, e.g. `sql=20%,chat=10%`: an adapter's
+    /// requests name it as their `model` (as vLLM and SGLang route adapters), the rest go to
+    /// the base model (--model); every figure is also reported per adapter (the base model's
+    /// requests as `base`).
+    #[arg(long, value_name = "NAME=SHARE%,…", help_heading = "Target")]
+    pub(crate) lora: Option<String>,
+    /// An SLO class, repeatable: its name, its share of the requests and its own thresholds,
+    /// e.g. `--class interactive=80%:ttft=500ms,tpot=50ms --class batch=20%:e2e=60s` (the
+    /// shares add up to 100%); each request's class is drawn from the seed, and each class's
+    /// goodput is judged against its own SLO (--slo still judges the whole step).
+    #[arg(
+        long = "class",
+        value_name = "NAME=SHARE%:SLO",
+        help_heading = "Measurement"
+    )]
+    pub(crate) classes: Vec<String>,
+}
+
+/// Whether `--model`'s value is a mix (`name=share%,…`) rather than one model's name.
+pub(crate) fn is_mix(model: &str) -> bool {
+    model.contains('=')
+}
+
+impl FleetArgs {
+    /// The fleet options; `virtual_time`: nothing goes over the wire, so a request id header
+    /// named explicitly is refused.
+    /// `model` is `--model` as given; `openai`: whether the API names its model in an
+    /// OpenAI body (a mix cannot route `--api http` or `--api v2` requests).
+    pub(crate) fn options(
+        &self,
+        virtual_time: bool,
+        model: Option<&str>,
+        openai: bool,
+    ) -> Result<FleetOptions> {
+        let (class_shares, classes) = self.classes()?;
+        let mut mix = self.mix(model, openai)?;
+        mix.classes = class_shares;
+        Ok(FleetOptions {
+            request_id_header: self.request_id_header(virtual_time)?,
+            mix,
+            classes,
+        })
+    }
+
+    /// `--class`, each `NAME=SHARE%:SLO`: the shares (adding up to 100 %) and each class.
+    fn classes(&self) -> Result<(Option<Shares>, Vec<ClassInfo>)> {
+        if self.classes.is_empty() {
+            return Ok((None, Vec::new()));
+        }
+        let mut named = Vec::new();
+        let mut slos = Vec::new();
+        for class in &self.classes {
+            let Some((share, slo)) = class.split_once(':') else {
+                bail!("--class {class:?}: NAME=SHARE%:SLO, e.g. interactive=80%:ttft=500ms");
+            };
+            let slo = Slo::parse(slo).with_context(|| format!("--class {class:?}"))?;
+            if slo.thresholds.is_empty() && slo.objectives.is_empty() {
+                bail!("--class {class:?}: the class needs an SLO, e.g. ttft=500ms,tpot=50ms");
+            }
+            named.push(share.trim().to_string());
+            slos.push(slo.to_string());
+        }
+        let shares = Shares::parse(&named.join(","), false).context("--class")?;
+        let classes = shares
+            .entries()
+            .iter()
+            .zip(slos)
+            .map(|((name, share), slo)| ClassInfo {
+                name: name.clone(),
+                share: *share,
+                slo,
+            })
+            .collect();
+        Ok((Some(shares), classes))
+    }
+
+    /// The model and adapter mixes, checked.
+    fn mix(&self, model: Option<&str>, openai: bool) -> Result<Mix> {
+        let models = model
+            .filter(|model| is_mix(model))
+            .map(|text| Shares::parse(text, false))
+            .transpose()
+            .context("--model")?;
+        let adapters = self
+            .lora
+            .as_deref()
+            .map(|text| Shares::parse(text, true).and_then(Shares::adapters))
+            .transpose()
+            .context("--lora")?;
+        if models.is_some() && adapters.is_some() {
+            bail!(
+                "--lora goes with one base model: adapters are loaded on it, so --model names \
+                 one model, not a mix"
+            );
+        }
+        let mixed = models.is_some() || adapters.is_some();
+        if mixed && !openai {
+            bail!(
+                "--model mixes and --lora name each request's model in an OpenAI body: use \
+                 --api chat, completions or responses"
+            );
+        }
+        Ok(Mix {
+            models,
+            adapters,
+            classes: None,
+        })
+    }
+
+    /// `--request-id-header`, checked (`None`: `--no-request-id`, or virtual time).
+    fn request_id_header(&self, virtual_time: bool) -> Result<Option<HeaderName>> {
+        if virtual_time {
+            if self.request_id_header.is_some() || self.no_request_id {
+                bail!(
+                    "--request-id-header and --no-request-id apply to a live run; in virtual \
+                     time nothing goes over the wire"
+                );
+            }
+            return Ok(None);
+        }
+        if self.no_request_id {
+            return Ok(None);
+        }
+        let name = self
+            .request_id_header
+            .as_deref()
+            .unwrap_or(DEFAULT_REQUEST_ID_HEADER);
+        if name.trim().is_empty() {
+            bail!(
+                "--request-id-header: the header name is empty (use --no-request-id to send none)"
+            );
+        }
+        let header = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| {
+            anyhow::anyhow!("--request-id-header: {name:?} is not a valid HTTP header name")
+        })?;
+        if goodput_core::record::SECRET_HEADERS.contains(&header.as_str()) {
+            bail!("--request-id-header: {name:?} is a credential header; name another");
+        }
+        Ok(Some(header))
+    }
+}
