@@ -180,7 +180,10 @@ fn repeats_in_virtual_time_draw_each_runs_arrivals_anew_and_print_the_figures_ac
     let dom = support::rendered_dom(&page);
     assert!(dom.contains("id=\"repeats\""), "no repeats section");
     let first = format!("{:.2}", values[0]);
-    assert!(dom.contains("Across runs") && dom.contains(&first), "{first}");
+    assert!(
+        dom.contains("Across runs") && dom.contains(&first),
+        "{first}"
+    );
     support::layout::assert_readable(&page, "repeats");
 }
 
