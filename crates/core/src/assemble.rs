@@ -6,7 +6,7 @@
 use crate::config::RunConfig;
 use crate::decide::capacity::tally::InOrder;
 use crate::decide::capacity::{CapacityPlan, CapacityReport};
-use crate::decide::sweep::{SweepReport, find_knee};
+use crate::decide::sweep;
 use crate::manifest::RunManifest;
 use crate::methodology::{checks, warnings};
 use crate::metrics::aggregate::Compliance;
@@ -84,10 +84,11 @@ pub fn rebuild(
         run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
     }
     let models = run.server_info.take().unwrap_or_default().models;
-    let sweep = manifest.sweep.as_ref().map(|plan| SweepReport {
-        knee: find_knee(plan.dimension, &plan.loads, &steps, plan.knee_min_gain),
-        ..plan.clone()
-    });
+    let (sweep, repeats) = manifest
+        .sweep
+        .as_ref()
+        .map(|plan| sweep::conclude(plan, &steps))
+        .unzip();
     let capacity = manifest
         .capacity
         .as_ref()
@@ -103,6 +104,7 @@ pub fn rebuild(
     let mut report = assemble(inputs, steps);
     report.run.server_info = Some(server_headers.server_info(models));
     report.sweep = sweep;
+    report.repeats = repeats.flatten();
     report.capacity = capacity;
     report
 }
