@@ -178,36 +178,333 @@ fn repeats_in_virtual_time_draw_each_runs_arrivals_anew_and_print_the_figures_ac
 
 #[test]
 fn repeats_are_refused_where_they_cannot_mean_anything() {
-    for (args, says) in [
-        (vec!["--repeats", "0"], "0 is not in 1..=1000"),
+    let shards = ["--shards", "2", "--shard-index", "0", "--seed", "1"];
+    let cases: [(&[&str], Vec<&str>, &str); 5] = [
         (
-            vec![
-                "--repeats",
-                "2",
-                "--shards",
-                "2",
-                "--shard-index",
-                "0",
-                "--seed",
-                "1",
-            ],
+            &["run", "--requests", "4"],
+            vec!["--repeats", "0"],
+            "0 is not in 1..=1000",
+        ),
+        (
+            &["run", "--requests", "4"],
+            [&["--repeats", "2"][..], &shards].concat(),
             "--repeats with --shards",
         ),
-    ] {
+        (
+            &["sweep", "--concurrency-steps", "1,2", "--requests", "4"],
+            vec!["--repeats", "0"],
+            "0 is not in 1..=1000",
+        ),
+        (
+            &["sweep", "--concurrency-steps", "2,4", "--duration", "2s"],
+            [&["--repeats", "2"][..], &shards].concat(),
+            "--repeats with --shards",
+        ),
+        (
+            &["capacity", "--slo", "ttft=1s"],
+            [&["--repeats", "2"][..], &shards].concat(),
+            "--repeats with --shards",
+        ),
+    ];
+    for (command, args, says) in cases {
         let output = goodput()
-            .args(["run", "--quiet", "--requests", "4"])
+            .args(command)
+            .arg("--quiet")
             .args(&args)
             .output()
             .unwrap();
-        assert_eq!(output.status.code(), Some(2), "{args:?}");
+        assert_eq!(output.status.code(), Some(2), "{command:?} {args:?}");
         let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{command:?} {args:?}: {stderr}");
     }
-    for subcommand in ["sweep", "capacity"] {
-        let output = goodput()
-            .args([subcommand, "--repeats", "2"])
-            .output()
+}
+
+/// The values of `figure` (a path within a step) in `steps`, for the step indices `at`.
+fn step_values(report: &Value, at: &[usize], path: &str) -> Vec<f64> {
+    at.iter()
+        .map(|&i| {
+            path.split('.')
+                .fold(&report["steps"][i], |v, key| &v[key])
+                .as_f64()
+                .unwrap()
+        })
+        .collect()
+}
+
+fn level_figure<'a>(level: &'a Value, path: &str) -> &'a Value {
+    let figures = level["figures"].as_array().unwrap();
+    figures.iter().find(|f| f["path"] == path).unwrap()
+}
+
+/// `goodput sweep --virtual-time` of the 4-slot, 300 ms fixed-timing engine with `args`.
+fn virtual_sweep(sim: &Path, out: &Path, args: &[&str]) -> (Value, String) {
+    let output = goodput()
+        .args([
+            "sweep",
+            "--virtual-time",
+            "--sim-config",
+            sim.to_str().unwrap(),
+        ])
+        .args([
+            "--output-tokens",
+            "6",
+            "--seed",
+            "7",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    (read_json(&out.join("report.json")), stdout)
+}
+
+#[test]
+fn a_repeated_sweep_runs_rounds_of_its_levels_and_gives_each_levels_mean_of_its_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = support::four_slot_sim(dir.path(), 1.0);
+    // Closed loop: 4 slots of 300 ms each serve c / 0.3 requests/s up to c = 4, then no more
+    // while latency doubles at 8: the knee is the level of concurrency 4, in every round.
+    let (report, stdout) = virtual_sweep(
+        &sim,
+        &dir.path().join("closed"),
+        &[
+            "--concurrency-steps",
+            "1,2,4,8",
+            "--requests",
+            "60",
+            "--repeats",
+            "3",
+        ],
+    );
+    validate_against_schema(&report);
+    assert_eq!(report["steps"].as_array().unwrap().len(), 12);
+    assert_eq!(report["sweep"]["repeats"], 3);
+    assert_eq!(report["repeats"]["runs"], 3);
+    let levels = report["repeats"]["levels"].as_array().unwrap();
+    assert_eq!(levels.len(), 4);
+    for (i, level) in levels.iter().enumerate() {
+        let at: Vec<usize> = (0..3).map(|round| round * 4 + i).collect();
+        let steps: Vec<usize> = level["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_u64().unwrap() as usize)
+            .collect();
+        assert_eq!(steps, at, "all levels once, then again");
+        for &step in &at {
+            let concurrency = report["steps"][step]["load"]["concurrency"].as_f64();
+            assert_eq!(concurrency, level["load"].as_f64());
+        }
+        for path in ["throughput.requests_per_sec", "latency_ms.e2e.p50"] {
+            let values = step_values(&report, &at, path);
+            let mean = values.iter().sum::<f64>() / 3.0;
+            let figure = level_figure(level, path);
+            assert!(
+                (figure["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+                "{figure}"
+            );
+        }
+        let c = level["load"].as_f64().unwrap().min(4.0);
+        let rate = level_figure(level, "throughput.requests_per_sec")["mean"]
+            .as_f64()
             .unwrap();
-        assert_eq!(output.status.code(), Some(2), "{subcommand}");
+        assert!(
+            (rate / (c / 0.3) - 1.0).abs() < 0.03,
+            "level {i}: {rate} req/s"
+        );
+        let tpot = level_figure(level, "latency_ms.tpot.p50")["mean"]
+            .as_f64()
+            .unwrap();
+        assert!((tpot - 20.0).abs() < 0.2, "level {i}: TPOT {tpot}");
+    }
+    assert_eq!(report["sweep"]["knee"]["load"], 4.0, "{}", report["sweep"]);
+    assert_eq!(report["sweep"]["knee"]["step"], 2);
+    assert!(stdout.contains("Each level across 3 runs"), "{stdout}");
+    assert!(stdout.contains("Knee: level 3"), "{stdout}");
+    // Open loop: each round draws its Poisson arrivals from seed + round, so a level's runs
+    // differ, and its mean and interval are those of its runs.
+    let (report, _) = virtual_sweep(
+        &sim,
+        &dir.path().join("open"),
+        &["--rate-steps", "4,8", "--requests", "80", "--repeats", "3"],
+    );
+    validate_against_schema(&report);
+    for (i, level) in report["repeats"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let values = step_values(&report, &[i, i + 2, i + 4], "latency_ms.e2e.p99");
+        assert!(
+            values[0] != values[1] && values[1] != values[2],
+            "{values:?}"
+        );
+        let figure = level_figure(level, "latency_ms.e2e.p99");
+        let mean = values.iter().sum::<f64>() / 3.0;
+        assert!(
+            (figure["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+            "{figure}"
+        );
+        let (low, high) = (
+            figure["ci_low"].as_f64().unwrap(),
+            figure["ci_high"].as_f64().unwrap(),
+        );
+        assert!(low < mean && mean < high, "{figure}");
+    }
+}
+
+#[test]
+fn repeated_capacity_searches_each_bracket_slots_over_service_time_and_so_does_their_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = support::four_slot_sim(dir.path(), 1.0);
+    let out = dir.path().join("capacity");
+    let output = goodput()
+        .args([
+            "capacity",
+            "--virtual-time",
+            "--sim-config",
+            sim.to_str().unwrap(),
+        ])
+        .args([
+            "--slo",
+            "ttft=2s",
+            "--attainment",
+            "0.95",
+            "--confidence",
+            "0.95",
+        ])
+        .args(["--tolerance", "2%", "--output-tokens", "6", "--seed", "1"])
+        .args(["--probe-min-duration", "120s", "--repeats", "3"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    // 4 slots × 300 ms: 13.33 requests/s, never exceeded; a TTFT target of 2 s admits a
+    // little queueing, so each search's capacity is C/S or a little below.
+    let physical = 4.0 / 0.3;
+    let repeated = &report["repeats"]["capacity"];
+    let searches = repeated["searches"].as_array().unwrap();
+    assert_eq!(searches.len(), 3);
+    assert_eq!(report["repeats"]["runs"], 3);
+    let mut lowers = Vec::new();
+    let mut next_step = 0;
+    for search in searches {
+        assert_eq!(
+            search["first_step"].as_u64().unwrap(),
+            next_step,
+            "{search}"
+        );
+        next_step += search["steps"].as_u64().unwrap();
+        let lower = search["lower_bound"].as_f64().unwrap();
+        assert!(lower <= physical && lower >= physical * 0.8, "{search}");
+        if let Some(upper) = search["upper_bound"].as_f64() {
+            assert!(upper > lower, "{search}");
+        }
+        lowers.push(lower);
+    }
+    assert_eq!(
+        next_step as usize,
+        report["steps"].as_array().unwrap().len()
+    );
+    // Each search's own seeds: not three replays of one search.
+    assert!(lowers.iter().any(|l| *l != lowers[0]), "{lowers:?}");
+    // The report's capacity is the first search's.
+    assert_eq!(report["capacity"]["lower_bound"].as_f64(), Some(lowers[0]));
+    assert_eq!(
+        report["capacity"]["first_probe_step"],
+        searches[0]["first_probe_step"]
+    );
+    let capacity = &repeated["capacity"];
+    let mean = lowers.iter().sum::<f64>() / 3.0;
+    assert!(
+        (capacity["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+        "{capacity}"
+    );
+    assert!(mean <= physical && mean >= physical * 0.8, "{capacity}");
+    let (low, high) = (
+        capacity["ci_low"].as_f64().unwrap(),
+        capacity["ci_high"].as_f64().unwrap(),
+    );
+    assert!(low <= mean && mean <= high, "{capacity}");
+    assert_eq!(capacity["unit"], "req/s");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("Across 3 capacity searches"), "{stdout}");
+    assert!(
+        stdout.contains("the highest sustainable load is") && stdout.contains("across 3 searches"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_live_repeated_sweep_measures_a_20_ms_server_at_20_ms_in_every_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = server(20.0);
+    let out = dir.path().join("sweep");
+    let output = goodput()
+        .args([
+            "sweep",
+            "--quiet",
+            "--target",
+            &url,
+            "--concurrency-steps",
+            "1,2",
+        ])
+        .args([
+            "--requests",
+            "8",
+            "--input-tokens",
+            "8",
+            "--output-tokens",
+            "6",
+        ])
+        .args([
+            "--seed",
+            "3",
+            "--repeats",
+            "2",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = read_json(&out.join("report.json"));
+    validate_against_schema(&report);
+    assert_eq!(report["steps"].as_array().unwrap().len(), 4);
+    for (i, level) in report["repeats"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+    {
+        let values = step_values(&report, &[i, i + 2], "latency_ms.tpot.p50");
+        for value in &values {
+            // The server's 20 ms step (its engine thread may wake a little late).
+            assert!((19.5..24.0).contains(value), "level {i}: {values:?}");
+        }
+        let figure = level_figure(level, "latency_ms.tpot.p50");
+        let mean = values.iter().sum::<f64>() / 2.0;
+        assert!(
+            (figure["mean"].as_f64().unwrap() - mean).abs() < 1e-9,
+            "{figure}"
+        );
     }
 }

@@ -78,7 +78,12 @@ fn render_levels(
     );
     let _ = write!(out, "  {:<10}", "load");
     for header in [
-        "req/s", "out tok/s", "TTFT p99", "TPOT p99", "E2E p50", "E2E p99",
+        "req/s",
+        "out tok/s",
+        "TTFT p99",
+        "TPOT p99",
+        "E2E p50",
+        "E2E p99",
     ] {
         let _ = write!(out, "{header:>17}");
     }
@@ -95,10 +100,7 @@ fn render_levels(
         }
         let _ = writeln!(out);
     }
-    let _ = writeln!(
-        out,
-        "  (latency in ms; the knee is found on these means)"
-    );
+    let _ = writeln!(out, "  (latency in ms; the knee is found on these means)");
 }
 
 /// A repeated capacity search: each search's bounds, then the capacity across them.

@@ -56,8 +56,7 @@ pub(crate) fn render_overview(out: &mut String, report: &Report) {
     );
     for (index, step) in report.steps.iter().enumerate() {
         // A repeated sweep's steps are rounds of its levels.
-        let batch =
-            batches.and_then(|sweep| sweep.loads.get(index % sweep.loads.len().max(1)));
+        let batch = batches.and_then(|sweep| sweep.loads.get(index % sweep.loads.len().max(1)));
         let _ = writeln!(out, "{}", overview_row(index, step, items, batch));
     }
     let _ = writeln!(

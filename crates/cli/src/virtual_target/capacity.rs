@@ -14,9 +14,9 @@ use goodput_core::decide::capacity::CapacityReport;
 use goodput_core::decide::capacity::calibration::{self, SearchStart, calibration_config};
 use goodput_core::decide::repeats;
 use goodput_core::report::{RunInfo, StepReport};
-use goodput_core::workload::step::for_step;
 use goodput_core::runner::EndReason;
 use goodput_core::units::rfc3339;
+use goodput_core::workload::step::for_step;
 
 use crate::commands::capacity::{
     completed_outcome, conclude_searches, print_probe, probe_plan, search_config,

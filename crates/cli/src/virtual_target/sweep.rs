@@ -94,7 +94,8 @@ fn run_level(
     }
     let number = u32::try_from(index).unwrap_or(u32::MAX);
     if further {
-        step_target.requests.workload = for_step(Arc::clone(&step_target.requests.workload), number);
+        step_target.requests.workload =
+            for_step(Arc::clone(&step_target.requests.workload), number);
     }
     let out = options.output.out.as_deref();
     let mut server_side = ServerSide::offline(&options.server_side, out, 1.0, Some(index))?;

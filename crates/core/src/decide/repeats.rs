@@ -111,7 +111,9 @@ pub fn searches(found: &[(usize, usize, &CapacityReport)]) -> RepeatsReport {
             conclusion: report.conclusion,
         })
         .collect();
-    let dimension = found.first().map_or(Dimension::Rate, |(_, _, r)| r.dimension);
+    let dimension = found
+        .first()
+        .map_or(Dimension::Rate, |(_, _, r)| r.dimension);
     let unit = match dimension {
         Dimension::Rate => "req/s",
         Dimension::Concurrency => "concurrency",

@@ -100,7 +100,13 @@ pub fn conclude(plan: &SweepReport, steps: &[StepReport]) -> (SweepReport, Optio
     let rounds = plan.repeats.unwrap_or(1);
     if rounds <= 1 || plan.loads.is_empty() {
         let knee = find_knee(plan.dimension, &plan.loads, steps, plan.knee_min_gain);
-        return (SweepReport { knee, ..plan.clone() }, None);
+        return (
+            SweepReport {
+                knee,
+                ..plan.clone()
+            },
+            None,
+        );
     }
     let per_round = plan.loads.len();
     let mean = |values: Vec<f64>| {
@@ -116,7 +122,13 @@ pub fn conclude(plan: &SweepReport, steps: &[StepReport]) -> (SweepReport, Optio
         .collect();
     let knee = knee_on(&plan.loads, &points, plan.knee_min_gain);
     let levels = super::repeats::levels(&plan.loads, steps);
-    (SweepReport { knee, ..plan.clone() }, Some(levels))
+    (
+        SweepReport {
+            knee,
+            ..plan.clone()
+        },
+        Some(levels),
+    )
 }
 
 /// The first point (throughput, E2E p50) after which throughput grows by less than
