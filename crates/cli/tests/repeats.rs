@@ -328,6 +328,25 @@ fn a_repeated_sweep_runs_rounds_of_its_levels_and_gives_each_levels_mean_of_its_
     assert_eq!(report["sweep"]["knee"]["step"], 2);
     assert!(stdout.contains("Each level across 3 runs"), "{stdout}");
     assert!(stdout.contains("Knee: level 3"), "{stdout}");
+    // report.html: the knee on the means, each level's mean and interval as a table and charts
+    // (mean, both ends of the interval, one point a level each).
+    let dom = support::rendered_dom(&dir.path().join("closed").join("report.html"));
+    assert_eq!(
+        support::attribute_of(&dom, "render-status", "data-error"),
+        None
+    );
+    assert!(dom.contains("id=\"repeats\""), "no repeats section");
+    assert!(dom.contains("Knee at level 3"), "no knee on the levels");
+    let charts = support::charts(&dom);
+    for title in [
+        "requests/s per level across runs",
+        "E2E p50 ms per level across runs",
+    ] {
+        assert!(
+            charts.contains(&(title.to_string(), 12)),
+            "{title}: {charts:?}"
+        );
+    }
     // Open loop: each round draws its Poisson arrivals from seed + round, so a level's runs
     // differ, and its mean and interval are those of its runs.
     let (report, _) = virtual_sweep(
@@ -443,6 +462,15 @@ fn repeated_capacity_searches_each_bracket_slots_over_service_time_and_so_does_t
     assert_eq!(capacity["unit"], "req/s");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("Across 3 capacity searches"), "{stdout}");
+    let dom = support::rendered_dom(&out.join("report.html"));
+    assert_eq!(
+        support::attribute_of(&dom, "render-status", "data-error"),
+        None
+    );
+    assert!(
+        dom.contains("The highest sustainable load is"),
+        "no verdict across searches"
+    );
     assert!(
         stdout.contains("the highest sustainable load is") && stdout.contains("across 3 searches"),
         "{stdout}"
