@@ -282,7 +282,7 @@ fn assert_closed_loop_level(report: &Value, i: usize, level: &Value) {
         assert_eq!(concurrency, level["load"].as_f64());
     }
     for path in ["throughput.requests_per_sec", "latency_ms.e2e.p50"] {
-        let values = step_values(&report, &at, path);
+        let values = step_values(report, &at, path);
         let mean = values.iter().sum::<f64>() / 3.0;
         let figure = level_figure(level, path);
         assert!(

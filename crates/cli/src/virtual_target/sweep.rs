@@ -78,13 +78,16 @@ pub(crate) async fn run(sweep: SweepOptions, command_line: Vec<String>) -> Resul
     finish(&options.output, &report, &outcome, None, gate.as_ref())
 }
 
+/// A step's configuration and, for batch sweeps, its workload.
+type Level = (RunConfig, Option<Arc<dyn Workload>>);
+
 /// Runs one level (its configuration and, for batch sweeps, its workload) as step `index`
 /// (with `further`, a repeated sweep's, its prompts read `index` strides along, as a live
 /// sweep's are); returns what it handed on and its server-side warnings.
 fn run_level(
     options: &RunOptions,
     target: &VirtualTarget,
-    ((config, workload), further): (&(RunConfig, Option<Arc<dyn Workload>>), bool),
+    ((config, workload), further): (&Level, bool),
     index: usize,
     journal: Option<&mut JournalWriter>,
 ) -> Result<(Taken, Vec<Warning>)> {

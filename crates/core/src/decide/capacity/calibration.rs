@@ -83,7 +83,8 @@ pub fn drop_searches_calibration_warnings(
                 .iter()
                 .any(|(first, probes)| (*first..*probes).contains(&step))
         });
-        !calibration && !(dimension == Dimension::Rate && w.code == "slo_in_closed_loop")
+        let closed_loop = dimension == Dimension::Rate && w.code == "slo_in_closed_loop";
+        !(calibration || closed_loop)
     });
 }
 
