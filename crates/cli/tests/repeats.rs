@@ -362,7 +362,7 @@ fn a_repeated_sweep_runs_rounds_of_its_levels_and_gives_each_levels_mean_of_its_
 }
 
 #[test]
-fn a_repeated_open_loop_sweep_draws_each_rounds_arrivals_anew() {
+fn a_repeated_open_loop_sweep_draws_each_rounds_arrivals_anew_and_rebuilds_from_its_journal() {
     let dir = tempfile::tempdir().unwrap();
     let sim = support::four_slot_sim(dir.path(), 1.0);
     // Open loop: each round draws its Poisson arrivals from seed + round, so a level's runs
@@ -396,6 +396,15 @@ fn a_repeated_open_loop_sweep_draws_each_rounds_arrivals_anew() {
         );
         assert!(low < mean && mean < high, "{figure}");
     }
+    // The journal rebuilds the same levels, knee and intervals (run.json records the rounds).
+    let rebuilt = goodput()
+        .args(["report", "--json"])
+        .arg(dir.path().join("open"))
+        .output()
+        .unwrap();
+    let rebuilt: Value = serde_json::from_slice(&rebuilt.stdout).unwrap();
+    assert_eq!(rebuilt["sweep"], report["sweep"]);
+    assert_eq!(rebuilt["repeats"], report["repeats"]);
 }
 
 /// Each search's capacity, after checking that the searches follow each other in the steps
