@@ -15,7 +15,7 @@ use goodput_core::decide::capacity::calibration::{
 };
 use goodput_core::decide::capacity::{
     CapacityPlan, CapacityReport, Dimension, Probe, ProbeError, ProbePlan, ProbeRun, ProbeTiming,
-    SearchConfig, find_capacity,
+    SearchConfig, SearchSpan, find_capacity,
 };
 use goodput_core::decide::repeats;
 use goodput_core::report::Report;
@@ -143,6 +143,7 @@ async fn search_once(
     if !quiet && options.repeats > 1 {
         eprintln!("search {}/{}", index + 1, options.repeats);
     }
+    let first_step = steps.len();
     let base = repeats::run_config(&session.config, index);
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
@@ -169,9 +170,20 @@ async fn search_once(
             accelerators: options.run.server_side.accelerators,
             first_probe_step,
             probe_timing: Some(plan.timing()),
+            searches: Vec::new(),
         });
-        session.write_manifest()?;
     }
+    // Where this search lies in the steps, so the journal rebuilds each search apart.
+    if let Some(recorded) = session.capacity_plan.as_mut()
+        && options.repeats > 1
+    {
+        recorded.searches.push(SearchSpan {
+            first_step,
+            first_probe_step,
+            start: search.start,
+        });
+    }
+    session.write_manifest()?;
     let (capacity, probe_steps, aborted, outcome) =
         search_live(session, &plan, search, quiet).await?;
     steps.extend(probe_steps);

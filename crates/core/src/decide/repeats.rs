@@ -168,7 +168,7 @@ fn capacity_conclusion(capacity: Option<&RepeatedFigure>, searches: &[RepeatedSe
         .count();
     if capped > 0 {
         text.push_str(&format!(
-            "; {capped} passed the maximum load searched (the capacity is at least that)"
+            "; {capped} found no failing load (the capacity is at least what they proved)"
         ));
     }
     text
