@@ -41,7 +41,12 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
         );
         if !session.options.output.quiet {
             let what = describe(plan.dimension, &config, plan.loads[level]);
-            eprintln!("step {}/{}: {what}", index + 1, order.len());
+            eprintln!(
+                "step {}/{}: {what}{}",
+                index + 1,
+                order.len(),
+                round_note(&plan, round)
+            );
         }
         let step = session.run_step(&config, workload, None).await?;
         let ended = step.outcome.end_reason;
@@ -71,6 +76,14 @@ pub(crate) fn step_order(plan: &SweepReport) -> Vec<(u32, usize)> {
     (0..rounds)
         .flat_map(|round| (0..plan.loads.len()).map(move |level| (round, level)))
         .collect()
+}
+
+/// ", round r of N" in a repeated sweep's progress lines.
+pub(crate) fn round_note(plan: &SweepReport, round: u32) -> String {
+    match plan.repeats {
+        Some(rounds) => format!(", round {} of {rounds}", round + 1),
+        None => String::new(),
+    }
 }
 
 /// The configuration (and workload) of `level` in `round`: the level's, its arrivals drawn

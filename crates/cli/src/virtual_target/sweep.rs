@@ -16,7 +16,7 @@ use goodput_core::runner::JournalWriter;
 use goodput_core::workload::Workload;
 use goodput_core::workload::step::for_step;
 
-use crate::commands::sweep::{describe, print_result, step_config, step_order};
+use crate::commands::sweep::{describe, print_result, round_note, step_config, step_order};
 use crate::options::run::RunOptions;
 use crate::options::sweep::SweepOptions;
 use crate::output;
@@ -54,8 +54,10 @@ pub(crate) async fn run(sweep: SweepOptions, command_line: Vec<String>) -> Resul
     let (mut steps, mut warnings, mut last) = (Vec::new(), Vec::new(), None);
     for (index, level) in levels.iter().enumerate() {
         if !options.output.quiet {
-            let what = describe(plan.dimension, &level.0, plan.loads[order[index].1]);
-            eprintln!("step {}/{}: {what}", index + 1, levels.len());
+            let (round, at) = order[index];
+            let what = describe(plan.dimension, &level.0, plan.loads[at]);
+            let note = round_note(&plan, round);
+            eprintln!("step {}/{}: {what}{note}", index + 1, levels.len());
         }
         let further = plan.repeats.is_some();
         let (mut taken, step_warnings) =
