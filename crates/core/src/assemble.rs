@@ -5,8 +5,8 @@
 
 use crate::config::RunConfig;
 use crate::decide::capacity::tally::InOrder;
-use crate::decide::capacity::{CapacityPlan, CapacityReport};
-use crate::decide::sweep::{SweepReport, find_knee};
+use crate::decide::capacity::{CapacityPlan, CapacityReport, SearchConfig};
+use crate::decide::sweep;
 use crate::manifest::RunManifest;
 use crate::methodology::{checks, warnings};
 use crate::metrics::aggregate::Compliance;
@@ -15,6 +15,7 @@ use crate::metrics::{Slo, StepAggregator};
 use crate::observe::environment::ServerHeaders;
 use crate::observe::overhead::ClientOverhead;
 use crate::record::RequestRecord;
+use crate::report::repeats::RepeatsReport;
 use crate::report::{LoadReport, Report, RunInfo, StepReport, ToolInfo, Warning};
 use crate::runner::EndReason;
 
@@ -84,14 +85,28 @@ pub fn rebuild(
         run.end_reason = "unknown (rebuilt from the journal of an unfinished run)".into();
     }
     let models = run.server_info.take().unwrap_or_default().models;
-    let sweep = manifest.sweep.as_ref().map(|plan| SweepReport {
-        knee: find_knee(plan.dimension, &plan.loads, &steps, plan.knee_min_gain),
-        ..plan.clone()
-    });
-    let capacity = manifest
-        .capacity
+    let (sweep, repeats) = manifest
+        .sweep
         .as_ref()
-        .map(|plan| rejudge_capacity(plan, config.slo.as_ref(), &steps, &compliance));
+        .map(|plan| sweep::conclude(plan, &steps))
+        .unzip();
+    let (capacity, searches) = match &manifest.capacity {
+        Some(plan) if plan.searches.len() > 1 => {
+            let (first, searches) =
+                rejudge_searches(plan, config.slo.as_ref(), &steps, &compliance);
+            (first, Some(searches))
+        }
+        Some(plan) => (
+            Some(rejudge_capacity(
+                plan,
+                config.slo.as_ref(),
+                &steps,
+                &compliance,
+            )),
+            None,
+        ),
+        None => (None, None),
+    };
     let inputs = ReportInputs {
         tool: manifest.tool.clone(),
         run,
@@ -103,6 +118,7 @@ pub fn rebuild(
     let mut report = assemble(inputs, steps);
     report.run.server_info = Some(server_headers.server_info(models));
     report.sweep = sweep;
+    report.repeats = repeats.flatten().or(searches);
     report.capacity = capacity;
     report
 }
@@ -168,6 +184,44 @@ pub fn rebuild_steps(
         })
         .collect();
     (steps, compliance)
+}
+
+/// The searches of a repeated capacity search (`plan.searches`), each judged again as
+/// [`rejudge_capacity`] judges one: the first's verdict and the repeats section across them.
+fn rejudge_searches(
+    plan: &CapacityPlan,
+    slo: Option<&Slo>,
+    steps: &[StepReport],
+    compliance: &[Compliance],
+) -> (Option<CapacityReport>, RepeatsReport) {
+    let found: Vec<(usize, usize, CapacityReport)> = plan
+        .searches
+        .iter()
+        .enumerate()
+        .map(|(i, span)| {
+            let end = plan
+                .searches
+                .get(i + 1)
+                .map_or(steps.len(), |next| next.first_step)
+                .min(steps.len())
+                .min(compliance.len());
+            let one = CapacityPlan {
+                first_probe_step: span.first_probe_step,
+                search: SearchConfig {
+                    start: span.start,
+                    ..plan.search
+                },
+                searches: Vec::new(),
+                ..plan.clone()
+            };
+            let report = rejudge_capacity(&one, slo, &steps[..end], &compliance[..end]);
+            (span.first_step, end.saturating_sub(span.first_step), report)
+        })
+        .collect();
+    let refs: Vec<(usize, usize, &CapacityReport)> =
+        found.iter().map(|(a, b, c)| (*a, *b, c)).collect();
+    let repeats = crate::decide::repeats::searches(&refs);
+    (found.into_iter().next().map(|(_, _, c)| c), repeats)
 }
 
 /// The capacity verdict again from the probe steps, under `slo` (the recorded one, or an

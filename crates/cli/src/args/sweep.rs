@@ -47,6 +47,18 @@ pub(crate) struct SweepArgs {
         help_heading = "Sweep"
     )]
     pub(crate) knee_gain: String,
+    /// Measure every level N times: all levels once, then again (N rounds, so a server's slow
+    /// drift spreads over every level; each step draws its arrivals from seed + its round and
+    /// reads the prompts further along). `repeats.levels` gives each level's headline figures
+    /// with their spread and 95 % confidence interval across its runs; the knee is found on
+    /// the levels' means.
+    #[arg(
+        long,
+        value_name = "N",
+        help_heading = "Sweep",
+        value_parser = clap::value_parser!(u32).range(1..=1000)
+    )]
+    pub(crate) repeats: Option<u32>,
 }
 
 impl SweepArgs {
@@ -55,9 +67,17 @@ impl SweepArgs {
         let (dimension, levels) = self.levels()?;
         let knee_min_gain = self.knee_gain()?;
         self.check(dimension)?;
+        let repeats = self.repeats.filter(|n| *n > 1);
+        if repeats.is_some() && self.run.sharding.shards.is_some() {
+            bail!(
+                "--repeats with --shards: each shard measures its part of one sweep; repeat the \
+                 sharded sweep and its merge instead"
+            );
+        }
         let plan = SweepReport {
             dimension,
             loads: levels,
+            repeats,
             knee_min_gain,
             knee: None,
         };

@@ -1,7 +1,8 @@
 //! `goodput capacity`: the highest load at which the queue stays stable and the SLO holds —
 //! a short calibration (unless --start), then probes bracketed and bisected, each long enough
 //! to prove the attainment target and ended early once it is refuted; every request
-//! journaled with its step index, the verdict with its bounds and confidence.
+//! journaled with its step index, the verdict with its bounds and confidence; with `--repeats
+//! N`, N independent searches one after the other and the capacity across them.
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -10,12 +11,14 @@ use anyhow::Result;
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::calibration::{
     CALIBRATION_CONCURRENCY, CALIBRATION_REQUESTS, SearchStart, calibrated_start,
-    calibration_config, drop_calibration_warnings,
+    calibration_config, drop_searches_calibration_warnings,
 };
 use goodput_core::decide::capacity::{
-    CapacityPlan, Dimension, Probe, ProbeError, ProbePlan, ProbeRun, ProbeTiming, SearchConfig,
-    find_capacity,
+    CapacityPlan, CapacityReport, Dimension, Probe, ProbeError, ProbePlan, ProbeRun, ProbeTiming,
+    SearchConfig, SearchSpan, find_capacity,
 };
+use goodput_core::decide::repeats;
+use goodput_core::report::Report;
 use goodput_core::runner::{EndReason, RunOutcome};
 
 use crate::options::capacity::{CapacityOptions, SearchOptions};
@@ -100,57 +103,116 @@ fn live_bounds(options: &CapacityOptions) -> SearchConfig {
 
 async fn live(options: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
     let dimension = options.search.dimension;
-    let accelerators = options.run.server_side.accelerators;
-    let quiet = options.run.output.quiet;
-    let bounds = live_bounds(&options);
-    let (criteria, measured) = (
-        options.search.criteria.clone(),
-        options.search.measured_requests,
-    );
-    let mut session = Session::open(options.run, command_line)
+    let mut session = Session::open(options.run.clone(), command_line)
         .await?
         .coordinated();
+    let (mut steps, mut found, mut last) = (Vec::new(), Vec::new(), None);
+    for index in 0..options.repeats.max(1) {
+        let first_step = steps.len();
+        let searched = search_once(&mut session, &options, index, &mut steps).await?;
+        let outcome = match searched {
+            Ok((capacity, outcome)) => {
+                found.push((first_step, steps.len() - first_step, capacity));
+                outcome
+            }
+            Err(outcome) => outcome,
+        };
+        let ended = outcome.end_reason;
+        last = Some(outcome);
+        if ended != EndReason::Completed || found.len() <= index as usize {
+            break;
+        }
+    }
+    let outcome = last.unwrap_or_else(completed_outcome);
+    let mut report = session.report(steps, outcome.end_reason);
+    conclude_searches(&mut report, dimension, found);
+    session.finish(&report, &outcome)
+}
+
+/// Search `index` (from 0) on the session: its probes' arrivals from seed + index (its prompts
+/// further along, as every later step's), its own calibration unless --start; its steps join
+/// `steps`. Its verdict (probe steps numbered in the report) and last outcome, or the outcome
+/// of a calibration that ended the command (`Err`).
+async fn search_once(
+    session: &mut Session,
+    options: &CapacityOptions,
+    index: u32,
+    steps: &mut Vec<goodput_core::report::StepReport>,
+) -> Result<Result<(CapacityReport, RunOutcome), RunOutcome>> {
+    let (dimension, quiet) = (options.search.dimension, options.run.output.quiet);
+    if !quiet && options.repeats > 1 {
+        eprintln!("search {}/{}", index + 1, options.repeats);
+    }
+    let first_step = steps.len();
+    let base = repeats::run_config(&session.config, index);
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
-    let plan = probe_plan(&options.search, session.config.clone());
-    let mut steps = Vec::new();
+    let plan = probe_plan(&options.search, base.clone());
     let start = match SearchStart::choose(options.search.start, dimension) {
         SearchStart::At(start) => start,
-        SearchStart::Calibrate => match calibrate_start(&mut session, &plan, &mut steps).await? {
+        SearchStart::Calibrate => match calibrate_start(session, &plan, &base, steps).await? {
             Ok(start) => start,
-            Err(outcome) => {
-                let report = session.report(steps, outcome.end_reason);
-                return session.finish(&report, &outcome);
-            }
+            Err(outcome) => return Ok(Err(outcome)),
         },
     };
+    let bounds = live_bounds(options);
     let search = SearchConfig {
         start: start.clamp(bounds.min, bounds.max),
         ..bounds
     };
     let first_probe_step = steps.len();
-    session.capacity_plan = Some(CapacityPlan {
-        dimension,
-        search,
-        criteria: criteria.clone(),
-        requests_per_probe: measured,
-        accelerators,
-        first_probe_step,
-        probe_timing: Some(plan.timing()),
-    });
+    if index == 0 {
+        session.capacity_plan = Some(CapacityPlan {
+            dimension,
+            search,
+            criteria: options.search.criteria.clone(),
+            requests_per_probe: options.search.measured_requests,
+            accelerators: options.run.server_side.accelerators,
+            first_probe_step,
+            probe_timing: Some(plan.timing()),
+            searches: Vec::new(),
+        });
+    }
+    // Where this search lies in the steps, so the journal rebuilds each search apart.
+    if let Some(recorded) = session.capacity_plan.as_mut()
+        && options.repeats > 1
+    {
+        recorded.searches.push(SearchSpan {
+            first_step,
+            first_probe_step,
+            start: search.start,
+        });
+    }
     session.write_manifest()?;
-    let searched = search_live(&mut session, &plan, search, quiet).await;
-    let (capacity, probe_steps, aborted, outcome) = searched?;
+    let (capacity, probe_steps, aborted, outcome) =
+        search_live(session, &plan, search, quiet).await?;
     steps.extend(probe_steps);
     steps.extend(aborted);
-    let mut report = session.report(steps, outcome.end_reason);
-    drop_calibration_warnings(&mut report.warnings, dimension, first_probe_step);
-    report.capacity = Some(
-        capacity
-            .with_accelerators(accelerators)
-            .with_first_probe_step(first_probe_step),
-    );
-    session.finish(&report, &outcome)
+    let capacity = capacity
+        .with_accelerators(options.run.server_side.accelerators)
+        .with_first_probe_step(first_probe_step);
+    Ok(Ok((capacity, outcome)))
+}
+
+/// The report's `capacity` (the first search's verdict) and, with several searches, its
+/// `repeats` (each search's capacity and the capacity across them); the warnings about every
+/// search's calibration step dropped. `found`: each search's first step, steps and verdict.
+pub(crate) fn conclude_searches(
+    report: &mut Report,
+    dimension: Dimension,
+    found: Vec<(usize, usize, CapacityReport)>,
+) {
+    let calibrations: Vec<(usize, usize)> = found
+        .iter()
+        .map(|(first, _, capacity)| (*first, capacity.first_probe_step))
+        .collect();
+    drop_searches_calibration_warnings(&mut report.warnings, dimension, &calibrations);
+    if found.len() > 1 {
+        let refs: Vec<(usize, usize, &CapacityReport)> =
+            found.iter().map(|(a, b, c)| (*a, *b, c)).collect();
+        report.repeats = Some(repeats::searches(&refs));
+    }
+    report.capacity = found.into_iter().next().map(|(_, _, capacity)| capacity);
 }
 
 type Searched = (
@@ -238,9 +300,10 @@ fn announce_probe(index: usize, load: f64, run: u32) {
 async fn calibrate_start(
     session: &mut Session,
     plan: &ProbePlan,
+    base: &RunConfig,
     steps: &mut Vec<goodput_core::report::StepReport>,
 ) -> Result<Result<f64, RunOutcome>> {
-    let calibration = calibrate(session, plan).await?;
+    let calibration = calibrate(session, plan, base).await?;
     let throughput = calibration.step.throughput.requests_per_sec;
     let ended = calibration.outcome.end_reason;
     steps.push(calibration.step);
@@ -260,11 +323,11 @@ async fn calibrate_start(
     Ok(Ok(start))
 }
 
-/// A short closed-loop run whose throughput places the first rate probe.
-async fn calibrate(session: &mut Session, plan: &ProbePlan) -> Result<StepRun> {
+/// A short closed-loop run around `base` whose throughput places the first rate probe.
+async fn calibrate(session: &mut Session, plan: &ProbePlan, base: &RunConfig) -> Result<StepRun> {
     let config = RunConfig {
         slo: Some(plan.criteria.slo.clone()),
-        ..calibration_config(&session.config, Some(plan.max_probe_duration))
+        ..calibration_config(base, Some(plan.max_probe_duration))
     };
     if !session.options.output.quiet {
         eprintln!(

@@ -1,13 +1,15 @@
 //! `goodput sweep`: one full measured step per load level (concurrency, arrival rate or batch
 //! size), every step journaled with its index, then the knee — the last level before
-//! throughput stops growing while latency keeps rising.
+//! throughput stops growing while latency keeps rising; with `--repeats N`, N rounds of the
+//! levels and each level's figures across its runs.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
 use goodput_core::config::{LoadSpec, RunConfig};
-use goodput_core::decide::sweep::{BatchedWorkload, SweepDimension, SweepReport, find_knee};
+use goodput_core::decide::repeats;
+use goodput_core::decide::sweep::{BatchedWorkload, SweepDimension, SweepReport, conclude};
 use goodput_core::report::StepReport;
 use goodput_core::runner::EndReason;
 use goodput_core::workload::Workload;
@@ -25,31 +27,31 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
         plan,
         rate_given,
     } = options;
-    let (dimension, levels, knee_min_gain) =
-        (plan.dimension, plan.loads.clone(), plan.knee_min_gain);
     let mut session = Session::open(run, command_line).await?;
     session.sweep_plan = Some(plan.clone());
+    let order = step_order(&plan);
     let mut steps = Vec::new();
     let mut last_outcome = None;
-    for (index, level) in levels.iter().enumerate() {
-        let (config, workload) = level_config(
+    for (index, &(round, level)) in order.iter().enumerate() {
+        let (config, workload) = step_config(
             (&session.config, rate_given),
             &session.built.workload,
-            dimension,
-            *level,
+            &plan,
+            (round, level),
         );
         if !session.options.output.quiet {
+            let what = describe(plan.dimension, &config, plan.loads[level]);
             eprintln!(
-                "step {}/{}: {}",
+                "step {}/{}: {what}{}",
                 index + 1,
-                levels.len(),
-                describe(dimension, &config, *level)
+                order.len(),
+                round_note(&plan, round)
             );
         }
         let step = session.run_step(&config, workload, None).await?;
         let ended = step.outcome.end_reason;
         if !session.options.output.quiet {
-            print_result("step", (index, levels.len()), &step.step);
+            print_result("step", (index, order.len()), &step.step);
         }
         steps.push(step.step);
         last_outcome = Some(step.outcome);
@@ -60,10 +62,40 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
     let Some(outcome) = last_outcome else {
         bail!("the sweep has no levels");
     };
-    let knee = find_knee(dimension, &levels, &steps, knee_min_gain);
+    let (sweep, repeats) = conclude(&plan, &steps);
     let mut report = session.report(steps, outcome.end_reason);
-    report.sweep = Some(SweepReport { knee, ..plan });
+    report.sweep = Some(sweep);
+    report.repeats = repeats;
     session.finish(&report, &outcome)
+}
+
+/// The (round, level) of every step of `plan`, in the order they run: all levels once, then
+/// again (`plan.repeats` rounds), so slow drift of the server spreads over every level.
+pub(crate) fn step_order(plan: &SweepReport) -> Vec<(u32, usize)> {
+    let rounds = plan.repeats.unwrap_or(1).max(1);
+    (0..rounds)
+        .flat_map(|round| (0..plan.loads.len()).map(move |level| (round, level)))
+        .collect()
+}
+
+/// ", round r of N" in a repeated sweep's progress lines.
+pub(crate) fn round_note(plan: &SweepReport, round: u32) -> String {
+    match plan.repeats {
+        Some(rounds) => format!(", round {} of {rounds}", round + 1),
+        None => String::new(),
+    }
+}
+
+/// The configuration (and workload) of `level` in `round`: the level's, its arrivals drawn
+/// from seed + round (round 0 is the sweep's own seed).
+pub(crate) fn step_config(
+    base: (&RunConfig, bool),
+    workload: &Arc<dyn Workload>,
+    plan: &SweepReport,
+    (round, level): (u32, usize),
+) -> (RunConfig, Option<Arc<dyn Workload>>) {
+    let (config, workload) = level_config(base, workload, plan.dimension, plan.loads[level]);
+    (repeats::run_config(&config, round), workload)
 }
 
 /// The configuration (and, for batch sweeps, the workload) of the step at `level`, from the

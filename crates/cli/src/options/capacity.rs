@@ -14,8 +14,11 @@ pub(crate) struct CapacityOptions {
     pub(crate) run: RunOptions,
     /// How the search probes and judges.
     pub(crate) search: SearchOptions,
-    /// `--budget`: most target time the whole search may spend probing.
+    /// `--budget`: most target time the whole search (each search of `repeats`) may spend
+    /// probing.
     pub(crate) budget: Option<Duration>,
+    /// `--repeats`: independent searches to run (1 without it).
+    pub(crate) repeats: u32,
 }
 
 /// How a capacity search probes and judges, checked.

@@ -55,7 +55,8 @@ pub(crate) fn render_overview(out: &mut String, report: &Report) {
         "srv wait",
     );
     for (index, step) in report.steps.iter().enumerate() {
-        let batch = batches.and_then(|sweep| sweep.loads.get(index));
+        // A repeated sweep's steps are rounds of its levels.
+        let batch = batches.and_then(|sweep| sweep.loads.get(index % sweep.loads.len().max(1)));
         let _ = writeln!(out, "{}", overview_row(index, step, items, batch));
     }
     let _ = writeln!(
@@ -119,11 +120,16 @@ pub(crate) fn render_sweep(out: &mut String, sweep: &SweepReport, item_unit: &st
         SweepDimension::Rate => "req/s",
         SweepDimension::Batch => batch.as_str(),
     };
+    // A repeated sweep's knee is a level, found on the levels' means.
+    let (noun, means) = match sweep.repeats {
+        Some(rounds) => ("level", format!(" (means across {rounds} runs)")),
+        None => ("step", String::new()),
+    };
     match &sweep.knee {
         Some(knee) => {
             let _ = writeln!(
                 out,
-                "\nKnee: step {} ({} {unit}) — the next level added {:.1} % throughput and {:.1} % E2E p50",
+                "\nKnee: {noun} {} ({} {unit}) — the next level added {:.1} % throughput and {:.1} % E2E p50{means}",
                 knee.step + 1,
                 knee.load,
                 knee.next_throughput_gain * 100.0,

@@ -1,29 +1,33 @@
 //! `goodput capacity --virtual-time`: the same search and verdicts against the embedded
 //! simulator driven directly in virtual time (no HTTP, no sleeping), so a model × accelerator
 //! is sized in seconds of CPU, for any workload a live search accepts (length distributions,
-//! shared prefixes, datasets, multi-turn sessions).
+//! shared prefixes, datasets, multi-turn sessions); with `--repeats N`, N independent searches.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
-use goodput_core::decide::capacity::calibration::{
-    self, SearchStart, calibration_config, drop_calibration_warnings,
-};
+use goodput_core::decide::capacity::CapacityReport;
+use goodput_core::decide::capacity::calibration::{self, SearchStart, calibration_config};
+use goodput_core::decide::repeats;
 use goodput_core::report::{RunInfo, StepReport};
 use goodput_core::runner::EndReason;
 use goodput_core::units::rfc3339;
+use goodput_core::workload::step::for_step;
 
-use crate::commands::capacity::{completed_outcome, print_probe, probe_plan, search_config};
+use crate::commands::capacity::{
+    completed_outcome, conclude_searches, print_probe, probe_plan, search_config,
+};
 use crate::options::capacity::CapacityOptions;
 use crate::virtual_target::run::simulated;
 use crate::virtual_target::{VirtualTarget, virtual_capacity};
 use crate::wiring::session::{finish, tool_info};
 
-/// Runs the search in virtual time and reports it like a live one (without a journal: no
-/// request went over the wire).
+/// Runs the search (`--repeats N`: N independent searches) in virtual time and reports it like
+/// a live one (without a journal: no request went over the wire).
 pub(crate) async fn run(options: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
     if let Some(dir) = &options.run.output.out {
         std::fs::create_dir_all(dir)
@@ -36,18 +40,13 @@ pub(crate) async fn run(options: CapacityOptions, command_line: Vec<String>) -> 
     };
     // The report names the simulator's model, whatever --model asks the body to carry.
     let (target, label, model) = simulated(&options.run, None, &mut base).await?;
-    let plan = probe_plan(&options.search, base.clone());
     let mut steps = Vec::new();
-    let start = search_start(&options, &target, &base, &mut steps)?;
-    let search = search_config(&options.search, start, options.budget);
-    let quiet = options.run.output.quiet;
-    let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
-        if !quiet {
-            print_probe(probe, plan.dimension);
-        }
-    });
-    let first_probe_step = steps.len();
-    steps.extend(probe_steps);
+    let mut found = Vec::new();
+    for index in 0..options.repeats.max(1) {
+        let first_step = steps.len();
+        let capacity = search_once(&options, &target, &base, index, &mut steps)?;
+        found.push((first_step, steps.len() - first_step, capacity));
+    }
     let run = run_info(&options, &base, label, model, &target, command_line);
     let inputs = ReportInputs {
         tool: tool_info(),
@@ -58,12 +57,7 @@ pub(crate) async fn run(options: CapacityOptions, command_line: Vec<String>) -> 
         overhead: None,
     };
     let mut report = assemble(inputs, steps);
-    drop_calibration_warnings(&mut report.warnings, plan.dimension, first_probe_step);
-    report.capacity = Some(
-        capacity
-            .with_accelerators(options.run.server_side.accelerators)
-            .with_first_probe_step(first_probe_step),
-    );
+    conclude_searches(&mut report, options.search.dimension, found);
     finish(
         &options.run.output,
         &report,
@@ -71,6 +65,38 @@ pub(crate) async fn run(options: CapacityOptions, command_line: Vec<String>) -> 
         None,
         gate.as_ref(),
     )
+}
+
+/// Search `index` (from 0) of the command: its arrivals from seed + index, its prompts read
+/// `index` strides further along, its own calibration (whose step, and its probes' steps,
+/// join `steps`); its verdict, numbered by the report's steps.
+fn search_once(
+    options: &CapacityOptions,
+    target: &VirtualTarget,
+    base: &RunConfig,
+    index: u32,
+    steps: &mut Vec<StepReport>,
+) -> Result<CapacityReport> {
+    let base = repeats::run_config(base, index);
+    let mut target = target.clone();
+    target.requests.workload = for_step(Arc::clone(&target.requests.workload), index);
+    let quiet = options.run.output.quiet;
+    if !quiet && options.repeats > 1 {
+        eprintln!("search {}/{}", index + 1, options.repeats);
+    }
+    let plan = probe_plan(&options.search, base.clone());
+    let start = search_start(options, &target, &base, steps)?;
+    let search = search_config(&options.search, start, options.budget);
+    let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
+        if !quiet {
+            print_probe(probe, plan.dimension);
+        }
+    });
+    let first_probe_step = steps.len();
+    steps.extend(probe_steps);
+    Ok(capacity
+        .with_accelerators(options.run.server_side.accelerators)
+        .with_first_probe_step(first_probe_step))
 }
 
 /// The first load probed: --start, the calibration concurrency, or half the throughput of a

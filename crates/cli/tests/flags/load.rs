@@ -31,11 +31,10 @@ pub(crate) fn probes(sub: Sub) -> Vec<Probe> {
         ]),
     }
     probes.extend(match sub {
-        Sub::Run => vec![probe(
-            "--virtual-time",
-            &["--virtual-time"],
-            Refused("--target"),
-        )],
+        Sub::Run => vec![
+            probe("--virtual-time", &["--virtual-time"], Refused("--target")),
+            probe("--repeats", &["--repeats", "2"], At("/report")),
+        ],
         Sub::Sweep => sweep(),
         _ => capacity(),
     });
@@ -119,6 +118,7 @@ fn sweep() -> Vec<Probe> {
         .without(&["--rate-steps"])
         .against(&["--api", "completions"]),
         probe("--knee-gain", &["--knee-gain", "50%"], At("/run_json")),
+        probe("--repeats", &["--repeats", "2"], At("/report")),
     ]
 }
 
@@ -127,6 +127,7 @@ fn capacity() -> Vec<Probe> {
         probe("--attainment", &["--attainment", "0.9"], At("/run_json")),
         probe("--confidence", &["--confidence", "0.9"], At("/run_json")),
         probe("--budget", &["--budget", "1m"], At("/run_json")),
+        probe("--repeats", &["--repeats", "2"], At("/report")),
         probe(
             "--dimension",
             &["--dimension", "concurrency", "--start", "2"],

@@ -1,14 +1,18 @@
 //! Repeats: the headline figures of N independent runs of one configuration, each with its
 //! spread and the confidence interval of its mean (Student's t), and Welch's t-test of two
 //! such sets — so a comparison counts run-to-run noise (a server's warm-up, its neighbours, the
-//! workload drawn), which the per-request tests of a single run cannot see.
+//! workload drawn), which the per-request tests of a single run cannot see. The same figures
+//! per load level of a repeated sweep, and the capacity of N independent searches.
 
 use serde_json::Value;
 
 use super::student;
 use crate::config::RunConfig;
 use crate::report::StepReport;
-use crate::report::repeats::{RepeatedFigure, RepeatsReport};
+use crate::report::capacity::{CapacityReport, Dimension};
+use crate::report::repeats::{
+    RepeatedCapacity, RepeatedFigure, RepeatedLevel, RepeatedSearch, RepeatsReport,
+};
 
 /// Confidence of every interval of a repeats section.
 pub const CONFIDENCE: f64 = 0.95;
@@ -57,22 +61,136 @@ pub fn number_at(value: &Value, path: &str) -> Option<f64> {
 
 /// The repeats section of `runs` (the steps of one configuration measured N times).
 pub fn summarise(runs: &[StepReport]) -> RepeatsReport {
-    let values: Vec<Value> = runs
+    RepeatsReport {
+        runs: count(runs.len()),
+        confidence: CONFIDENCE,
+        figures: figures(runs.iter()),
+        levels: None,
+        capacity: None,
+    }
+}
+
+/// The repeats section of a sweep measured in rounds: `steps` are round after round of the
+/// `loads` (step `round · loads.len() + level`; a last round cut short counts as far as it
+/// went), each level's figures across its runs.
+pub fn levels(loads: &[f64], steps: &[StepReport]) -> RepeatsReport {
+    let per_round = loads.len().max(1);
+    let levels = loads
         .iter()
+        .enumerate()
+        .map(|(level, load)| {
+            let indices: Vec<usize> = (level..steps.len()).step_by(per_round).collect();
+            RepeatedLevel {
+                load: *load,
+                figures: figures(indices.iter().map(|&i| &steps[i])),
+                steps: indices,
+            }
+        })
+        .collect();
+    RepeatsReport {
+        runs: count(steps.len().div_ceil(per_round)),
+        confidence: CONFIDENCE,
+        figures: Vec::new(),
+        levels: Some(levels),
+        capacity: None,
+    }
+}
+
+/// The repeats section of N independent capacity searches: each search's verdict (`first_step`
+/// its first step in the report, `steps` how many it ran) and the capacity (each search's
+/// lower bound) across them.
+pub fn searches(found: &[(usize, usize, &CapacityReport)]) -> RepeatsReport {
+    let searches: Vec<RepeatedSearch> = found
+        .iter()
+        .map(|(first_step, steps, report)| RepeatedSearch {
+            first_step: *first_step,
+            first_probe_step: report.first_probe_step,
+            steps: *steps,
+            lower_bound: report.lower_bound,
+            upper_bound: report.upper_bound,
+            conclusion: report.conclusion,
+        })
+        .collect();
+    let dimension = found
+        .first()
+        .map_or(Dimension::Rate, |(_, _, r)| r.dimension);
+    let unit = match dimension {
+        Dimension::Rate => "req/s",
+        Dimension::Concurrency => "concurrency",
+    };
+    let values = searches.iter().map(|s| s.lower_bound).collect();
+    let capacity = figure("capacity", "capacity.lower_bound", unit, values);
+    let conclusion = capacity_conclusion(capacity.as_ref(), &searches);
+    RepeatsReport {
+        runs: count(searches.len()),
+        confidence: CONFIDENCE,
+        figures: Vec::new(),
+        levels: None,
+        capacity: Some(RepeatedCapacity {
+            searches,
+            capacity,
+            conclusion,
+        }),
+    }
+}
+
+/// "The highest sustainable load is 9.50 ± 0.40 req/s across 5 searches …".
+fn capacity_conclusion(capacity: Option<&RepeatedFigure>, searches: &[RepeatedSearch]) -> String {
+    let n = searches.len();
+    let Some(f) = capacity else {
+        return format!("no load was proven sustainable in any of {n} searches");
+    };
+    let proven = f.values.iter().flatten().count();
+    let mut text = match (f.ci_low, f.ci_high) {
+        (Some(low), Some(high)) => format!(
+            "the highest sustainable load is {:.2} ± {:.2} {} across {proven} searches \
+             ({:.0} % interval {low:.2}–{high:.2}, sd {:.2}, searches {:.2}–{:.2})",
+            f.mean,
+            high - f.mean,
+            f.unit,
+            CONFIDENCE * 100.0,
+            f.sd.unwrap_or(0.0),
+            f.min,
+            f.max
+        ),
+        _ => format!(
+            "the highest sustainable load is {:.2} {} ({proven} search proved a load: no \
+             interval)",
+            f.mean, f.unit
+        ),
+    };
+    if proven < n {
+        text.push_str(&format!("; {} of {n} searches proved no load", n - proven));
+    }
+    let capped = searches
+        .iter()
+        .filter(|s| s.upper_bound.is_none() && s.lower_bound.is_some())
+        .count();
+    if capped > 0 {
+        text.push_str(&format!(
+            "; {capped} found no failing load (the capacity is at least what they proved)"
+        ));
+    }
+    text
+}
+
+/// The run count as the report's integer.
+fn count(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// Every headline figure of [`FIGURES`] across `runs`.
+fn figures<'a>(runs: impl Iterator<Item = &'a StepReport>) -> Vec<RepeatedFigure> {
+    let values: Vec<Value> = runs
         .map(|step| serde_json::to_value(step).unwrap_or(Value::Null))
         .collect();
-    let figures = FIGURES
+    FIGURES
         .iter()
         .filter_map(|(name, path, unit)| {
             let per_run: Vec<Option<f64>> = values.iter().map(|v| number_at(v, path)).collect();
             figure(name, path, unit, per_run)
         })
-        .collect();
-    RepeatsReport {
-        runs: u32::try_from(runs.len()).unwrap_or(u32::MAX),
-        confidence: CONFIDENCE,
-        figures,
-    }
+        .collect()
 }
 
 /// One figure from its per-run values; `None` when no run has it.

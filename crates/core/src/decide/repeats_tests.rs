@@ -54,3 +54,110 @@ fn run_values_are_read_from_a_reports_repeats_section() {
     assert_eq!(run_values(&report, "latency_ms.e2e.p50"), None);
     assert_eq!(run_values(&serde_json::json!({}), "x"), None);
 }
+
+/// A step whose throughput and E2E p50 are the given ones.
+fn step(requests_per_sec: f64, e2e_p50: f64) -> StepReport {
+    let mut value = serde_json::to_value(
+        crate::metrics::StepAggregator::new(None, std::time::Duration::from_secs(1)).report(
+            crate::report::LoadReport::from(&crate::config::LoadSpec::Closed { concurrency: 1 }),
+        ),
+    )
+    .unwrap_or_default();
+    value["throughput"]["requests_per_sec"] = requests_per_sec.into();
+    value["latency_ms"]["e2e"]["p50"] = e2e_p50.into();
+    serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_repeated_sweeps_levels_are_its_rounds_and_its_knee_is_on_their_means() {
+    use crate::decide::sweep::{SweepDimension, SweepReport, conclude};
+    // Two rounds of levels 1, 2, 4. Round 2's level 2 is a noisy outlier (no gain over
+    // level 1 on its own: a knee at level 1 if that round were alone), but on the means
+    // level 2 still gains 50 % and level 4 nothing while E2E rises: the knee is level 2.
+    let steps = [
+        step(10.0, 100.0),
+        step(20.0, 110.0),
+        step(20.0, 200.0),
+        step(10.0, 100.0),
+        step(10.0, 110.0),
+        step(10.0, 200.0),
+    ];
+    let plan = SweepReport {
+        dimension: SweepDimension::Concurrency,
+        loads: vec![1.0, 2.0, 4.0],
+        repeats: Some(2),
+        knee_min_gain: 0.1,
+        knee: None,
+    };
+    let (sweep, repeats) = conclude(&plan, &steps);
+    let knee = sweep.knee.unwrap_or_else(|| panic!("no knee"));
+    assert_eq!((knee.step, knee.load), (1, 2.0));
+    assert!(knee.next_throughput_gain.abs() < 1e-12, "{knee:?}");
+    let repeats = repeats.unwrap_or_else(|| panic!("no repeats"));
+    assert_eq!(repeats.runs, 2);
+    let levels = repeats.levels.unwrap_or_default();
+    assert_eq!(levels[1].steps, vec![1, 4]);
+    let rate = levels[1]
+        .figures
+        .iter()
+        .find(|f| f.path == "throughput.requests_per_sec")
+        .unwrap_or_else(|| panic!("no throughput"));
+    assert_eq!(
+        (rate.mean, rate.values.clone()),
+        (15.0, vec![Some(20.0), Some(10.0)])
+    );
+    // One round: the plain knee on the steps, no repeats section.
+    let one = SweepReport {
+        repeats: None,
+        loads: vec![1.0, 2.0, 4.0],
+        ..plan
+    };
+    let (sweep, repeats) = conclude(&one, &steps[..3]);
+    assert_eq!(sweep.knee.map(|k| k.step), Some(1));
+    assert!(repeats.is_none());
+}
+
+#[test]
+fn searches_give_the_capacity_across_them_and_say_which_proved_nothing() {
+    let search = |lower: Option<f64>, upper: Option<f64>, first: usize| {
+        serde_json::from_value::<CapacityReport>(serde_json::json!({
+            "dimension": "rate", "lower_bound": lower, "upper_bound": upper,
+            "undecided_loads": [], "spent_secs": 0.0, "slo": "ttft=1s",
+            "attainment_target": 0.99, "confidence": 0.95, "requests_per_probe": 100,
+            "conclusion": "converged", "probes": [], "first_probe_step": first,
+        }))
+        .unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (a, b, c) = (
+        search(Some(9.0), Some(10.0), 1),
+        search(Some(10.0), Some(11.0), 6),
+        search(None, Some(0.1), 11),
+    );
+    let report = searches(&[(0, 5, &a), (5, 5, &b), (10, 3, &c)]);
+    let capacity = report.capacity.unwrap_or_else(|| panic!("no section"));
+    let figure = capacity.capacity.unwrap_or_else(|| panic!("no capacity"));
+    // Two proved loads, 9 and 10: mean 9.5, sd √0.5, t(0.975, 1) = 12.706.
+    assert_eq!(figure.values, vec![Some(9.0), Some(10.0), None]);
+    assert!((figure.mean - 9.5).abs() < 1e-12);
+    let half = figure.ci_high.unwrap_or(0.0) - 9.5;
+    assert!(
+        (half - 12.706 * 0.5f64.sqrt() / 2f64.sqrt()).abs() < 1e-2,
+        "{half}"
+    );
+    assert_eq!(capacity.searches[1].first_probe_step, 6);
+    assert!(
+        capacity
+            .conclusion
+            .contains("9.50 ± 6.35 req/s across 2 searches"),
+        "{}",
+        capacity.conclusion
+    );
+    assert!(
+        capacity
+            .conclusion
+            .contains("1 of 3 searches proved no load"),
+        "{}",
+        capacity.conclusion
+    );
+    assert_eq!(report.runs, 3);
+}

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::backend::{RequestInput, RequestSpec};
 use crate::report::StepReport;
+use crate::report::repeats::RepeatsReport;
 pub use crate::report::sweep::{Knee, SweepDimension, SweepReport};
 use crate::workload::Workload;
 
@@ -84,12 +85,58 @@ pub fn find_knee(
     steps: &[StepReport],
     min_gain: f64,
 ) -> Option<Knee> {
-    steps.windows(2).enumerate().find_map(|(i, pair)| {
-        let (before, after) = (
-            throughput(dimension, &pair[0]),
-            throughput(dimension, &pair[1]),
+    let points: Vec<(f64, Option<f64>)> = steps
+        .iter()
+        .map(|step| (throughput(dimension, step), step.latency_ms.e2e.p50))
+        .collect();
+    knee_on(loads, &points, min_gain)
+}
+
+/// A finished sweep's section and, when its levels were measured in rounds (`plan.repeats`
+/// above 1), the repeats section of its levels: the knee is then found on each level's mean
+/// throughput and mean E2E p50 across its runs (one noisy run cannot place it), its `step`
+/// the level's index (its step in the first round).
+pub fn conclude(plan: &SweepReport, steps: &[StepReport]) -> (SweepReport, Option<RepeatsReport>) {
+    let rounds = plan.repeats.unwrap_or(1);
+    if rounds <= 1 || plan.loads.is_empty() {
+        let knee = find_knee(plan.dimension, &plan.loads, steps, plan.knee_min_gain);
+        return (
+            SweepReport {
+                knee,
+                ..plan.clone()
+            },
+            None,
         );
-        let (lat_before, lat_after) = (pair[0].latency_ms.e2e.p50?, pair[1].latency_ms.e2e.p50?);
+    }
+    let per_round = plan.loads.len();
+    let mean = |values: Vec<f64>| {
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+    };
+    let points: Vec<(f64, Option<f64>)> = (0..per_round.min(steps.len()))
+        .map(|level| {
+            let runs: Vec<&StepReport> = steps.iter().skip(level).step_by(per_round).collect();
+            let rate = runs.iter().map(|s| throughput(plan.dimension, s)).collect();
+            let e2e = runs.iter().filter_map(|s| s.latency_ms.e2e.p50).collect();
+            (mean(rate).unwrap_or(0.0), mean(e2e))
+        })
+        .collect();
+    let knee = knee_on(&plan.loads, &points, plan.knee_min_gain);
+    let levels = super::repeats::levels(&plan.loads, steps);
+    (
+        SweepReport {
+            knee,
+            ..plan.clone()
+        },
+        Some(levels),
+    )
+}
+
+/// The first point (throughput, E2E p50) after which throughput grows by less than
+/// `min_gain` while E2E p50 rises.
+fn knee_on(loads: &[f64], points: &[(f64, Option<f64>)], min_gain: f64) -> Option<Knee> {
+    points.windows(2).enumerate().find_map(|(i, pair)| {
+        let (before, after) = (pair[0].0, pair[1].0);
+        let (lat_before, lat_after) = (pair[0].1?, pair[1].1?);
         let gain = if before > 0.0 {
             (after - before) / before
         } else {

@@ -39,28 +39,63 @@ function capacitySection(report) {
     }), [8], [3, 5]));
 }
 
-function repeatsSection(report) {
-  var r = report.repeats;
-  var box = section("Across runs", "repeats", "The same configuration measured " + r.runs + " times (each run a step below): each figure's mean with the " +
-    pct(r.confidence, 0) + " confidence interval of the mean (Student's t), its run-to-run spread and every run's value.");
-  var num = function (v, digits) { return isNum(v) ? fmt(v, digits) : "–"; };
-  box.appendChild(table(["figure", "unit", "mean", "interval", "sd", "sd / mean", "min", "max", "runs"],
-    (r.figures || []).map(function (f) {
-      var interval = isNum(f.ci_low) ? num(f.ci_low, 2) + " – " + num(f.ci_high, 2) : "–";
-      return [f.name, f.unit, num(f.mean, 2), interval, num(f.sd, 2), isNum(f.cv) ? pct(f.cv, 1) : "–", num(f.min, 2), num(f.max, 2),
-        (f.values || []).map(function (v) { return num(v, 2); }).join(", ")];
-    }), [0, 1, 3, 8], [4, 5, 6, 7]));
-}
-
 function sweepSection(report) {
   var sw = report.sweep;
   var box = section("Sweep", "sweep", "One measured step per load level; the knee is where throughput stops growing while latency keeps rising.");
+  var means = sw.repeats ? " (on the levels' means across " + sw.repeats + " runs)" : "";
   var knee = sw.knee
-    ? "Knee at step " + (sw.knee.step + 1) + " (" + sw.dimension + " " + fmt(sw.knee.load) + "): the next level added " +
-      pct(sw.knee.next_throughput_gain) + " throughput and " + pct(sw.knee.next_latency_rise) + " E2E p50."
+    ? "Knee at " + (sw.repeats ? "level " : "step ") + (sw.knee.step + 1) + " (" + sw.dimension + " " + fmt(sw.knee.load) + "): the next level added " +
+      pct(sw.knee.next_throughput_gain) + " throughput and " + pct(sw.knee.next_latency_rise) + " E2E p50" + means + "."
     : "No knee: every level raised throughput by at least " + pct(sw.knee_min_gain, 0) + " (or latency did not rise).";
   box.appendChild(h("p", { "class": "verdict" }, [knee]));
   box.appendChild(h("p", {}, ["Levels (" + sw.dimension + "): " + (sw.loads || []).map(function (v) { return fmt(v); }).join(", ")]));
+}
+
+// --repeats: a figure's mean with the half-width of its confidence interval.
+function meanCell(f) {
+  if (!f) return "–";
+  var d = Math.abs(f.mean) >= 100 ? 1 : 2;
+  return fmt(f.mean, d) + (isNum(f.ci_high) ? " ± " + fmt(f.ci_high - f.mean, d) : "");
+}
+function figureAt(figures, path) { return (figures || []).filter(function (f) { return f.path === path; })[0]; }
+// A repeated sweep's figure at `path` per level: the means and both ends of their intervals.
+function levelsChart(grid, levels, dimension, path, y) {
+  var at = function (key) {
+    return levels.map(function (l) { var f = figureAt(l.figures, path); return [l.load, f ? f[key] : null, f ? meanCell(f) : ""]; });
+  };
+  chart(grid, { title: y + " per level across runs", x: dimension, y: y, series: [
+    { name: "mean", points: at("mean") },
+    { name: "95 % interval, low", dash: "4 3", points: at("ci_low") },
+    { name: "95 % interval, high", dash: "4 3", points: at("ci_high") }] });
+}
+function repeatsSection(report) {
+  var r = report.repeats;
+  var box = section("Across runs", "repeats", "Measured " + r.runs + " times: each figure's mean ± the half-width of its " + pct(r.confidence, 0) +
+    " confidence interval (Student's t), so run-to-run noise is counted.");
+  if (r.figures && r.figures.length) {
+    box.appendChild(table(["figure", "mean ± interval", "unit", "sd", "cv", "range", "per run"], r.figures.map(function (f) {
+      return [f.name, meanCell(f), f.unit, fmt(f.sd), pct(f.cv), fmt(f.min) + " – " + fmt(f.max), f.values.map(function (v) { return fmt(v); }).join(", ")];
+    }), [0, 2, 6]));
+  }
+  if (r.levels) {
+    var paths = [["throughput.requests_per_sec", "req/s"], ["throughput.output_tokens_per_sec", "out tok/s"], ["latency_ms.ttft.p99", "TTFT p99 ms"],
+      ["latency_ms.tpot.p99", "TPOT p99 ms"], ["latency_ms.e2e.p50", "E2E p50 ms"], ["latency_ms.e2e.p99", "E2E p99 ms"]];
+    box.appendChild(table(["load", "steps"].concat(paths.map(function (p) { return p[1]; })), r.levels.map(function (l) {
+      return [fmt(l.load), l.steps.map(function (i) { return i + 1; }).join(", ")].concat(paths.map(function (p) { return meanCell(figureAt(l.figures, p[0])); }));
+    }), [1]));
+    var grid = h("div", { "class": "grid" });
+    box.appendChild(grid);
+    var dimension = (report.sweep || {}).dimension || "load";
+    levelsChart(grid, r.levels, dimension, "throughput.requests_per_sec", "requests/s");
+    levelsChart(grid, r.levels, dimension, "latency_ms.e2e.p50", "E2E p50 ms");
+  }
+  if (r.capacity) {
+    var c = r.capacity;
+    box.appendChild(h("p", { "class": "verdict" }, [c.conclusion.charAt(0).toUpperCase() + c.conclusion.slice(1) + "."]));
+    box.appendChild(table(["search", "capacity", "fails at", "conclusion", "steps"], c.searches.map(function (se, i) {
+      return [i + 1, fmt(se.lower_bound), fmt(se.upper_bound), words(se.conclusion), (se.first_step + 1) + " – " + (se.first_step + se.steps)];
+    }), [3, 4]));
+  }
 }
 
 // Buckets or turns: one row each with bars, so the slices compare at a glance.
@@ -193,7 +228,7 @@ function otherSections(report, st) {
       { label: "client CPU", value: pct(c.cpu_utilization, 0), note: fmt(c.cpu_secs, 1) + " CPU s on " + c.cores + " cores" + (c.includes_simulator ? ", simulator included" : "") + (c.cpu_ms_per_1000_chunks == null ? "" : ", " + fmt(c.cpu_ms_per_1000_chunks, 1) + " ms per 1,000 chunks") },
       { label: "verdict", value: c.trustworthy ? "trustworthy" : "NOT trustworthy", cls: c.trustworthy ? "pass" : "fail", note: c.reason || "the client was not the bottleneck" }]);
   }
-  var skip = ["schema_version", "tool", "run", "steps", "warnings", "capacity", "sweep", "client"];
+  var skip = ["schema_version", "tool", "run", "steps", "warnings", "capacity", "sweep", "repeats", "client"];
   Object.keys(report).forEach(function (k) {
     if (skip.indexOf(k) < 0 && report[k] !== null) figuresSection(words(k), "extra-" + k, "A section this page has no dedicated view for, as figures.", report[k]);
   });

@@ -17,11 +17,12 @@ pub enum SweepDimension {
 /// The knee of a sweep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Knee {
-    /// Index of the knee step.
+    /// Index of the knee step (with repeats: of the knee level, which is its step in the first
+    /// round; the knee is then found on the levels' means across the rounds).
     pub step: usize,
     /// Its load level.
     pub load: f64,
-    /// Relative throughput gain of the next step.
+    /// Relative throughput gain of the next step (level).
     pub next_throughput_gain: f64,
     /// Relative E2E p50 rise of the next step.
     pub next_latency_rise: f64,
@@ -32,8 +33,14 @@ pub struct Knee {
 pub struct SweepReport {
     /// What varied.
     pub dimension: SweepDimension,
-    /// The load of each step, in step order.
+    /// The load levels, in order: the load of each step (with `repeats`, of each step of a
+    /// round: step `round · loads.len() + level`).
     pub loads: Vec<f64>,
+    /// `goodput sweep --repeats N`: every level measured N times, all levels once and then
+    /// again (N rounds), so slow drift of the server spreads over every level; absent for one
+    /// round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
     /// Throughput gain below which a step is past the knee.
     pub knee_min_gain: f64,
     /// The knee, when the sweep reached one.

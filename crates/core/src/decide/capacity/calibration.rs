@@ -69,6 +69,25 @@ pub fn drop_calibration_warnings(
     });
 }
 
+/// [`drop_calibration_warnings`] for several searches in one report (`goodput capacity
+/// --repeats`): `searches` gives each search's first step and first probe step, the steps
+/// between them its calibration.
+pub fn drop_searches_calibration_warnings(
+    warnings: &mut Vec<Warning>,
+    dimension: Dimension,
+    searches: &[(usize, usize)],
+) {
+    warnings.retain(|w| {
+        let calibration = w.step.is_some_and(|step| {
+            searches
+                .iter()
+                .any(|(first, probes)| (*first..*probes).contains(&step))
+        });
+        let closed_loop = dimension == Dimension::Rate && w.code == "slo_in_closed_loop";
+        !(calibration || closed_loop)
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

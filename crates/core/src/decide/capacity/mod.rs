@@ -48,6 +48,22 @@ pub struct CapacityPlan {
     /// How long each probe warmed up and ran (absent in manifests older than this field).
     #[serde(default)]
     pub probe_timing: Option<ProbeTiming>,
+    /// `goodput capacity --repeats N`: where each search begins (absent for one search); a
+    /// search's steps run until the next one's first step. The fields above are the first
+    /// search's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<SearchSpan>,
+}
+
+/// Where one search of a repeated capacity search lies in the steps.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct SearchSpan {
+    /// Its first step (its calibration run, or its first probe).
+    pub first_step: usize,
+    /// Its first probe's step.
+    pub first_probe_step: usize,
+    /// The load it started at.
+    pub start: f64,
 }
 
 impl CapacityPlan {
