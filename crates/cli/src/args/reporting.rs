@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
-use crate::options::run::SummaryFormat;
+use crate::options::run::{ExportOptions, SummaryFormat};
 
 /// What `goodput run` (and `goodput report`) prints on stdout when it finishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -47,6 +47,12 @@ pub(crate) struct ReportingArgs {
     /// Print plain progress lines instead of the live view, even on a terminal.
     #[arg(long, help_heading = "Output")]
     pub(crate) no_live: bool,
+    /// Push the run's headline figures (per step: throughput, goodput, TTFT/TPOT/ITL/E2E
+    /// p50/p95/p99, request counts and failures) to this Prometheus Pushgateway, e.g.
+    /// http://localhost:9091 (PUT to /metrics/job/goodput/run_id@base64/…, after the report is
+    /// written; a failed push is an error that does not lose the report).
+    #[arg(long, value_name = "URL", help_heading = "Exports")]
+    pub(crate) push_gateway: Option<String>,
 }
 
 /// The summary format given `--json` (kept as the short form of `--format json`), `--format`
@@ -69,6 +75,13 @@ pub(crate) fn summary_format(
     Ok(format)
 }
 
+/// Refuses a receiver URL that is not `http://` or `https://` with a host.
+fn check_url(flag: &str, url: &str) -> Result<()> {
+    goodput_core::http::Target::parse(url)
+        .map(|_| ())
+        .with_context(|| format!("{flag} {url}: expected http://host:port or https://…"))
+}
+
 /// `--tag KEY=VALUE` pairs.
 pub(crate) fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
     tags.iter()
@@ -82,6 +95,16 @@ pub(crate) fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
 }
 
 impl ReportingArgs {
+    /// The exports asked for, their URLs checked before the run.
+    pub(crate) fn exports(&self) -> Result<ExportOptions> {
+        if let Some(url) = &self.push_gateway {
+            check_url("--push-gateway", url)?;
+        }
+        Ok(ExportOptions {
+            push_gateway: self.push_gateway.clone(),
+        })
+    }
+
     /// Refuses `--no-live` for a subcommand with no live view (`sweep`, `capacity`).
     pub(crate) fn refuse_no_live(&self, subcommand: &str) -> Result<()> {
         if self.no_live {

@@ -443,6 +443,12 @@ fn output_probes() -> Vec<Probe> {
         probe("--tag", &["--tag", "team=a"], At("/run_json")),
         probe("--gate", &["--gate", "{gate}"], At("/code")),
         probe("--store", &["--store", "{out}/history.db"], At("/files")),
+        // Port 9 (discard) on loopback: nothing listens, the push fails after the report.
+        probe(
+            "--push-gateway",
+            &["--push-gateway", "http://127.0.0.1:9"],
+            At("/code"),
+        ),
         probe(
             "--metrics-url",
             &["--metrics-url", "{url}/elsewhere/metrics"],

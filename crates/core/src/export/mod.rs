@@ -1,0 +1,9 @@
+//! Mappings of a finished [`Report`](crate::report::Report) into the formats other tools
+//! receive: the headline figures of each step ([`figures`]), the Prometheus text exposition a
+//! Pushgateway takes ([`prometheus`]). Pure functions of the report: the sending is the
+//! binary's.
+
+pub mod figures;
+pub mod prometheus;
+
+pub use figures::{Figure, Unit, headline, run_id};
