@@ -53,6 +53,11 @@ pub(crate) struct ReportingArgs {
     /// written; a failed push is an error that does not lose the report).
     #[arg(long, value_name = "URL", help_heading = "Exports")]
     pub(crate) push_gateway: Option<String>,
+    /// Also write the run as an llm-d benchmark report (schema 0.1, JSON) to this file; a run
+    /// of several steps (sweep, capacity, --repeats) writes one file per step, FILE's name
+    /// with `-step<i>` before its extension.
+    #[arg(long, value_name = "FILE", help_heading = "Exports")]
+    pub(crate) llmd_report: Option<PathBuf>,
 }
 
 /// The summary format given `--json` (kept as the short form of `--format json`), `--format`
@@ -102,6 +107,7 @@ impl ReportingArgs {
         }
         Ok(ExportOptions {
             push_gateway: self.push_gateway.clone(),
+            llmd_report: self.llmd_report.clone(),
         })
     }
 

@@ -218,6 +218,8 @@ pub(crate) struct OutputOptions {
 pub(crate) struct ExportOptions {
     /// `--push-gateway`: the Prometheus Pushgateway's base URL.
     pub(crate) push_gateway: Option<String>,
+    /// `--llmd-report`: the llm-d benchmark report file (one per step when there are several).
+    pub(crate) llmd_report: Option<PathBuf>,
 }
 
 /// The shard and the shared start of this process.

@@ -1,6 +1,6 @@
 //! The files written beside `report.json` in an output directory: `report.html`,
 //! `summary.csv`, `summary.md`, and `requests.csv` (from the journal, when there is one); and
-//! the report sent to the receivers the user named (`--push-gateway`), once it is written.
+//! the report sent to the receivers the user named (`--push-gateway`) and the llm-d report (`--llmd-report`), once it is written.
 
 use std::path::Path;
 
@@ -29,6 +29,15 @@ pub(crate) fn write_all(dir: &Path, report: &Report) -> Result<()> {
 /// stopping the others. Returns whether all succeeded.
 pub(crate) fn send_all(exports: &ExportOptions, report: &Report) -> bool {
     let mut ok = true;
+    if let Some(path) = &exports.llmd_report {
+        match super::llmd::write(path, report) {
+            Ok(files) => eprintln!("wrote the llm-d benchmark report: {}", files.join(", ")),
+            Err(error) => {
+                eprintln!("error: --llmd-report: {error:#} (the report is kept)");
+                ok = false;
+            }
+        }
+    }
     if let Some(url) = &exports.push_gateway {
         match super::push::push(url, report) {
             Ok(group) => eprintln!("pushed the headline figures to {group}"),

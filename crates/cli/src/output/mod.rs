@@ -11,6 +11,7 @@ pub(crate) mod exports;
 mod failures;
 pub(crate) mod html;
 pub(crate) mod json;
+mod llmd;
 pub(crate) mod markdown;
 pub(crate) mod monitor;
 pub(crate) mod plan;

@@ -443,6 +443,11 @@ fn output_probes() -> Vec<Probe> {
         probe("--tag", &["--tag", "team=a"], At("/run_json")),
         probe("--gate", &["--gate", "{gate}"], At("/code")),
         probe("--store", &["--store", "{out}/history.db"], At("/files")),
+        probe(
+            "--llmd-report",
+            &["--llmd-report", "{out}/llmd.json"],
+            At("/files"),
+        ),
         // Port 9 (discard) on loopback: nothing listens, the push fails after the report.
         probe(
             "--push-gateway",
