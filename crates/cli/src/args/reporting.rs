@@ -58,6 +58,14 @@ pub(crate) struct ReportingArgs {
     /// with `-step<i>` before its extension.
     #[arg(long, value_name = "FILE", help_heading = "Exports")]
     pub(crate) llmd_report: Option<PathBuf>,
+    /// Record the run in this MLflow tracking server (REST API 2.0), e.g.
+    /// http://localhost:5000: a run with the headline figures as metrics (one step each), what
+    /// was run as parameters, and the tags.
+    #[arg(long, value_name = "URL", help_heading = "Exports")]
+    pub(crate) mlflow: Option<String>,
+    /// The MLflow experiment the run is recorded in (created when missing; needs --mlflow).
+    #[arg(long, value_name = "NAME", help_heading = "Exports")]
+    pub(crate) mlflow_experiment: Option<String>,
 }
 
 /// The summary format given `--json` (kept as the short form of `--format json`), `--format`
@@ -105,9 +113,21 @@ impl ReportingArgs {
         if let Some(url) = &self.push_gateway {
             check_url("--push-gateway", url)?;
         }
+        if let Some(url) = &self.mlflow {
+            check_url("--mlflow", url)?;
+        }
+        let mlflow = match (&self.mlflow, &self.mlflow_experiment) {
+            (None, Some(_)) => bail!("--mlflow-experiment needs --mlflow URL"),
+            (Some(url), name) => Some((
+                url.clone(),
+                name.clone().unwrap_or_else(|| "goodput".into()),
+            )),
+            (None, None) => None,
+        };
         Ok(ExportOptions {
             push_gateway: self.push_gateway.clone(),
             llmd_report: self.llmd_report.clone(),
+            mlflow,
         })
     }
 

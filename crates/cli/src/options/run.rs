@@ -220,6 +220,8 @@ pub(crate) struct ExportOptions {
     pub(crate) push_gateway: Option<String>,
     /// `--llmd-report`: the llm-d benchmark report file (one per step when there are several).
     pub(crate) llmd_report: Option<PathBuf>,
+    /// `--mlflow` and `--mlflow-experiment`: the tracking server and the experiment's name.
+    pub(crate) mlflow: Option<(String, String)>,
 }
 
 /// The shard and the shared start of this process.

@@ -1,6 +1,6 @@
 //! The files written beside `report.json` in an output directory: `report.html`,
 //! `summary.csv`, `summary.md`, and `requests.csv` (from the journal, when there is one); and
-//! the report sent to the receivers the user named (`--push-gateway`) and the llm-d report (`--llmd-report`), once it is written.
+//! the report sent to the receivers the user named (`--push-gateway`) the llm-d report (`--llmd-report`) and MLflow (`--mlflow`), once it is written.
 
 use std::path::Path;
 
@@ -43,6 +43,15 @@ pub(crate) fn send_all(exports: &ExportOptions, report: &Report) -> bool {
             Ok(group) => eprintln!("pushed the headline figures to {group}"),
             Err(error) => {
                 eprintln!("error: --push-gateway: {error:#} (the report is kept)");
+                ok = false;
+            }
+        }
+    }
+    if let Some((url, experiment)) = &exports.mlflow {
+        match super::mlflow::export(url, experiment, report) {
+            Ok(run) => eprintln!("recorded in MLflow as run {run} of experiment {experiment}"),
+            Err(error) => {
+                eprintln!("error: --mlflow: {error:#} (the report is kept)");
                 ok = false;
             }
         }

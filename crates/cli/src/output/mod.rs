@@ -13,6 +13,7 @@ pub(crate) mod html;
 pub(crate) mod json;
 mod llmd;
 pub(crate) mod markdown;
+mod mlflow;
 pub(crate) mod monitor;
 pub(crate) mod plan;
 mod push;

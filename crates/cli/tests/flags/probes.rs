@@ -448,6 +448,12 @@ fn output_probes() -> Vec<Probe> {
             &["--llmd-report", "{out}/llmd.json"],
             At("/files"),
         ),
+        probe("--mlflow", &["--mlflow", "http://127.0.0.1:9"], At("/code")),
+        probe(
+            "--mlflow-experiment",
+            &["--mlflow-experiment", "bench"],
+            Refused("--mlflow-experiment needs --mlflow"),
+        ),
         // Port 9 (discard) on loopback: nothing listens, the push fails after the report.
         probe(
             "--push-gateway",
