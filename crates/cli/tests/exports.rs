@@ -1,5 +1,6 @@
 //! The exports to other tools, each against a receiver written in the test that parses what
-//! arrives: `--push-gateway` (the Prometheus text exposition PUT to the run's group), and a
+//! arrives: `--push-gateway` (the Prometheus text exposition PUT to the run's group), `--otlp`
+//! (OTLP/HTTP JSON metrics POSTed to `/v1/metrics`), and a
 //! receiver that is down (the report is kept, the run exits 1).
 #![allow(clippy::unwrap_used)]
 
@@ -98,11 +99,15 @@ fn push_gateway_receives_the_reports_headline_figures() {
         .strip_prefix("/base/metrics/job/goodput/run_id@base64/")
         .unwrap();
     assert_eq!(decode_base64url(encoded), run_id.as_bytes());
-    let samples = parse_exposition(&push.text());
+    check_samples(&parse_exposition(&push.text()), &report);
+}
+
+/// Every headline figure of step 0 is a sample with `report`'s value and the run's labels.
+fn check_samples(samples: &[Sample], report: &Value) {
     let step = &report["steps"][0];
     let figure = |name: &str, labels: &[(&str, &str)]| {
         let (_, found, value) =
-            find(&samples, name, labels).unwrap_or_else(|| panic!("{name} {labels:?} missing"));
+            find(samples, name, labels).unwrap_or_else(|| panic!("{name} {labels:?} missing"));
         assert_eq!(found["model"], report["run"]["model"].as_str().unwrap());
         assert_eq!(found["target"], report["run"]["target"].as_str().unwrap());
         assert_eq!(found["tag_team_name"], "infra");
@@ -206,4 +211,88 @@ fn decode_base64url(text: &str) -> Vec<u8> {
         out.extend_from_slice(&n.to_be_bytes()[1..chunk.len()]);
     }
     out
+}
+
+/// The value of metric `name`'s data point of step 0 whose attributes include `labels`.
+fn otlp_point(request: &Value, name: &str, labels: &[(&str, &str)]) -> f64 {
+    let metrics = request["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+        .as_array()
+        .unwrap();
+    let metric = metrics.iter().find(|m| m["name"] == name).unwrap();
+    let has = |point: &Value, key: &str, value: &str| {
+        point["attributes"].as_array().unwrap().iter().any(|a| {
+            a["key"] == key
+                && (a["value"]["stringValue"] == value || a["value"]["intValue"] == value)
+        })
+    };
+    let points: Vec<&Value> = metric["gauge"]["dataPoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| has(p, "step", "0") && labels.iter().all(|(k, v)| has(p, k, v)))
+        .collect();
+    assert_eq!(points.len(), 1, "{name} {labels:?}");
+    assert!(
+        points[0]["timeUnixNano"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    points[0]["asDouble"].as_f64().unwrap()
+}
+
+#[test]
+fn an_otlp_collector_receives_the_reports_headline_figures() {
+    let receiver = Receiver::start(|_| (200, "{}".to_string()));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let output = run(&out, &["--otlp", &receiver.url]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = read_json(&out.join("report.json"));
+    let requests = receiver.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        (requests[0].method.as_str(), requests[0].path.as_str()),
+        ("POST", "/v1/metrics")
+    );
+    assert_eq!(requests[0].content_type, "application/json");
+    let body = requests[0].json();
+    let resource = body["resourceMetrics"][0]["resource"]["attributes"]
+        .as_array()
+        .unwrap();
+    let attribute = |key: &str| {
+        resource.iter().find(|a| a["key"] == key).unwrap()["value"]["stringValue"].clone()
+    };
+    assert_eq!(attribute("service.name"), "goodput");
+    assert_eq!(attribute("goodput.run_id"), report["run"]["started_at"]);
+    assert_eq!(attribute("goodput.model"), report["run"]["model"]);
+    assert_eq!(attribute("goodput.tag.team.name"), "infra");
+    let step = &report["steps"][0];
+    let num = |v: &Value| v.as_f64().unwrap();
+    let rate = otlp_point(&body, "goodput.requests_per_second", &[]);
+    assert_eq!(rate, num(&step["throughput"]["requests_per_sec"]));
+    let goodput = otlp_point(&body, "goodput.goodput_requests_per_second", &[]);
+    assert_eq!(goodput, num(&step["goodput"]["requests_per_sec"]));
+    for latency in ["ttft", "tpot", "itl", "e2e"] {
+        for (quantile, stat) in [("0.5", "p50"), ("0.95", "p95"), ("0.99", "p99")] {
+            let value = otlp_point(
+                &body,
+                &format!("goodput.{latency}"),
+                &[("quantile", quantile)],
+            );
+            assert_eq!(
+                value,
+                num(&step["latency_ms"][latency][stat]),
+                "{latency} {stat}"
+            );
+        }
+    }
+    let failed = otlp_point(&body, "goodput.requests", &[("outcome", "failed")]);
+    assert_eq!(failed, num(&step["requests"]["failed"]));
 }

@@ -33,11 +33,6 @@ fn statistics(units: &[&str]) -> Value {
 
 /// The llm-d benchmark report v0.1, as its definitions say.
 fn llmd_schema() -> Value {
-    let count = statistics(&["count"]);
-    let time = statistics(&["ms", "s"]);
-    let per_token = statistics(&["ms/token", "s/token"]);
-    let number = json!({"type": "number"});
-    let optional_count = json!({"type": "integer", "minimum": 0});
     json!({
         "type": "object",
         "required": ["version", "scenario", "metrics"],
@@ -64,51 +59,61 @@ fn llmd_schema() -> Value {
                     },
                 },
             },
-            "metrics": {
+            "metrics": metrics_schema(),
+        },
+    })
+}
+
+/// `metrics` of the llm-d benchmark report v0.1.
+fn metrics_schema() -> Value {
+    let count = statistics(&["count"]);
+    let time = statistics(&["ms", "s"]);
+    let per_token = statistics(&["ms/token", "s/token"]);
+    let number = json!({"type": "number"});
+    let optional_count = json!({"type": "integer", "minimum": 0});
+    json!({
+        "type": "object",
+        "required": ["time", "requests", "latency", "throughput"],
+        "properties": {
+            "time": {
                 "type": "object",
-                "required": ["time", "requests", "latency", "throughput"],
+                "required": ["duration"],
+                "properties": {"duration": number, "start": number, "stop": number},
+            },
+            "requests": {
+                "type": "object",
+                "required": ["total", "input_length", "output_length"],
                 "properties": {
-                    "time": {
-                        "type": "object",
-                        "required": ["duration"],
-                        "properties": {"duration": number, "start": number, "stop": number},
-                    },
-                    "requests": {
-                        "type": "object",
-                        "required": ["total", "input_length", "output_length"],
-                        "properties": {
-                            "total": {"type": "integer", "minimum": 0},
-                            "failures": optional_count,
-                            "incomplete": optional_count,
-                            "input_length": count,
-                            "output_length": count,
-                        },
-                        "additionalProperties": false,
-                    },
-                    "latency": {
-                        "type": "object",
-                        "required": ["time_to_first_token"],
-                        "properties": {
-                            "time_to_first_token": time,
-                            "normalized_time_per_output_token": per_token,
-                            "time_per_output_token": per_token,
-                            "inter_token_latency": per_token,
-                            "request_latency": time,
-                        },
-                        "additionalProperties": false,
-                    },
-                    "throughput": {
-                        "type": "object",
-                        "required": ["total_tokens_per_sec"],
-                        "properties": {
-                            "input_tokens_per_sec": number,
-                            "output_tokens_per_sec": number,
-                            "total_tokens_per_sec": number,
-                            "requests_per_sec": number,
-                        },
-                        "additionalProperties": false,
-                    },
+                    "total": {"type": "integer", "minimum": 0},
+                    "failures": optional_count,
+                    "incomplete": optional_count,
+                    "input_length": count,
+                    "output_length": count,
                 },
+                "additionalProperties": false,
+            },
+            "latency": {
+                "type": "object",
+                "required": ["time_to_first_token"],
+                "properties": {
+                    "time_to_first_token": time,
+                    "normalized_time_per_output_token": per_token,
+                    "time_per_output_token": per_token,
+                    "inter_token_latency": per_token,
+                    "request_latency": time,
+                },
+                "additionalProperties": false,
+            },
+            "throughput": {
+                "type": "object",
+                "required": ["total_tokens_per_sec"],
+                "properties": {
+                    "input_tokens_per_sec": number,
+                    "output_tokens_per_sec": number,
+                    "total_tokens_per_sec": number,
+                    "requests_per_sec": number,
+                },
+                "additionalProperties": false,
             },
         },
     })

@@ -103,50 +103,55 @@ fn a_run_is_recorded_in_a_new_experiment_with_the_reports_figures() {
     assert!(tags.contains(&json!({"key": "team", "value": "infra"})));
     assert!(tags.contains(&json!({"key": "goodput.run_id", "value": report["run"]["started_at"]})));
     let batches: Vec<Value> = calls[3..4].iter().map(Received::json).collect();
+    check_batches(&batches, &report);
+    let update = calls[4].json();
+    assert_eq!(update["run_id"], "r1");
+    assert_eq!(update["status"], "FINISHED");
+}
+
+/// The logged metrics are step 0's figures of `report`, the parameters what was run.
+fn check_batches(batches: &[Value], report: &Value) {
     assert_eq!(batches[0]["run_id"], "r1");
     let step = &report["steps"][0];
     let num = |v: &Value| v.as_f64().unwrap();
     assert_eq!(
-        metric(&batches, "requests_per_second"),
+        metric(batches, "requests_per_second"),
         num(&step["throughput"]["requests_per_sec"])
     );
     assert_eq!(
-        metric(&batches, "output_tokens_per_second"),
+        metric(batches, "output_tokens_per_second"),
         num(&step["throughput"]["output_tokens_per_sec"])
     );
     assert_eq!(
-        metric(&batches, "goodput_requests_per_second"),
+        metric(batches, "goodput_requests_per_second"),
         num(&step["goodput"]["requests_per_sec"])
     );
     assert_eq!(
-        metric(&batches, "slo_attained"),
+        metric(batches, "slo_attained"),
         num(&step["goodput"]["attained_fraction"])
     );
     for latency in ["ttft", "tpot", "itl", "e2e"] {
         for stat in ["p50", "p95", "p99"] {
             let key = format!("{latency}_{stat}_ms");
             assert_eq!(
-                metric(&batches, &key),
+                metric(batches, &key),
                 num(&step["latency_ms"][latency][stat]),
                 "{key}"
             );
         }
     }
     assert_eq!(
-        metric(&batches, "requests_completed"),
+        metric(batches, "requests_completed"),
         num(&step["requests"]["completed"])
     );
     assert_eq!(
-        metric(&batches, "requests_failed"),
+        metric(batches, "requests_failed"),
         num(&step["requests"]["failed"])
     );
     let params = batches[0]["params"].as_array().unwrap();
     assert!(params.contains(&json!({"key": "model", "value": report["run"]["model"]})));
     assert!(params.contains(&json!({"key": "slo", "value": "ttft=60ms"})));
     assert!(params.contains(&json!({"key": "step0_load", "value": "concurrency 4"})));
-    let update = calls[4].json();
-    assert_eq!(update["run_id"], "r1");
-    assert_eq!(update["status"], "FINISHED");
 }
 
 #[test]

@@ -66,6 +66,10 @@ pub(crate) struct ReportingArgs {
     /// The MLflow experiment the run is recorded in (created when missing; needs --mlflow).
     #[arg(long, value_name = "NAME", help_heading = "Exports")]
     pub(crate) mlflow_experiment: Option<String>,
+    /// Send the run's headline figures to this OpenTelemetry collector as OTLP/HTTP JSON
+    /// metrics (POST to URL/v1/metrics), e.g. http://localhost:4318.
+    #[arg(long, value_name = "URL", help_heading = "Exports")]
+    pub(crate) otlp: Option<String>,
 }
 
 /// The summary format given `--json` (kept as the short form of `--format json`), `--format`
@@ -113,8 +117,11 @@ impl ReportingArgs {
         if let Some(url) = &self.push_gateway {
             check_url("--push-gateway", url)?;
         }
-        if let Some(url) = &self.mlflow {
-            check_url("--mlflow", url)?;
+        let urls = [("--mlflow", &self.mlflow), ("--otlp", &self.otlp)];
+        for (flag, url) in urls {
+            if let Some(url) = url {
+                check_url(flag, url)?;
+            }
         }
         let mlflow = match (&self.mlflow, &self.mlflow_experiment) {
             (None, Some(_)) => bail!("--mlflow-experiment needs --mlflow URL"),
@@ -128,6 +135,7 @@ impl ReportingArgs {
             push_gateway: self.push_gateway.clone(),
             llmd_report: self.llmd_report.clone(),
             mlflow,
+            otlp: self.otlp.clone(),
         })
     }
 

@@ -222,6 +222,8 @@ pub(crate) struct ExportOptions {
     pub(crate) llmd_report: Option<PathBuf>,
     /// `--mlflow` and `--mlflow-experiment`: the tracking server and the experiment's name.
     pub(crate) mlflow: Option<(String, String)>,
+    /// `--otlp`: the OpenTelemetry collector's OTLP/HTTP base URL.
+    pub(crate) otlp: Option<String>,
 }
 
 /// The shard and the shared start of this process.

@@ -1,6 +1,6 @@
 //! The files written beside `report.json` in an output directory: `report.html`,
 //! `summary.csv`, `summary.md`, and `requests.csv` (from the journal, when there is one); and
-//! the report sent to the receivers the user named (`--push-gateway`) the llm-d report (`--llmd-report`) and MLflow (`--mlflow`), once it is written.
+//! the report sent to the receivers the user named (`--push-gateway`) the llm-d report (`--llmd-report`) MLflow (`--mlflow`) and OpenTelemetry (`--otlp`), once it is written.
 
 use std::path::Path;
 
@@ -43,6 +43,15 @@ pub(crate) fn send_all(exports: &ExportOptions, report: &Report) -> bool {
             Ok(group) => eprintln!("pushed the headline figures to {group}"),
             Err(error) => {
                 eprintln!("error: --push-gateway: {error:#} (the report is kept)");
+                ok = false;
+            }
+        }
+    }
+    if let Some(url) = &exports.otlp {
+        match super::push::otlp(url, report) {
+            Ok(posted) => eprintln!("sent the headline figures to {posted}"),
+            Err(error) => {
+                eprintln!("error: --otlp: {error:#} (the report is kept)");
                 ok = false;
             }
         }

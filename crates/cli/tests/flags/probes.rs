@@ -162,6 +162,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
     probes.extend(session_and_dataset_probes());
     probes.extend(replay_probes(sub));
     probes.extend(output_probes());
+    probes.extend(super::exports::probes());
     probes.extend(super::load::probes(sub));
     probes.extend(super::shard::probes(sub));
     probes
@@ -443,23 +444,6 @@ fn output_probes() -> Vec<Probe> {
         probe("--tag", &["--tag", "team=a"], At("/run_json")),
         probe("--gate", &["--gate", "{gate}"], At("/code")),
         probe("--store", &["--store", "{out}/history.db"], At("/files")),
-        probe(
-            "--llmd-report",
-            &["--llmd-report", "{out}/llmd.json"],
-            At("/files"),
-        ),
-        probe("--mlflow", &["--mlflow", "http://127.0.0.1:9"], At("/code")),
-        probe(
-            "--mlflow-experiment",
-            &["--mlflow-experiment", "bench"],
-            Refused("--mlflow-experiment needs --mlflow"),
-        ),
-        // Port 9 (discard) on loopback: nothing listens, the push fails after the report.
-        probe(
-            "--push-gateway",
-            &["--push-gateway", "http://127.0.0.1:9"],
-            At("/code"),
-        ),
         probe(
             "--metrics-url",
             &["--metrics-url", "{url}/elsewhere/metrics"],

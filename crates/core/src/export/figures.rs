@@ -60,9 +60,11 @@ const LATENCIES: [(&str, &str); 4] = [
     ("e2e", "End-to-end latency"),
 ];
 
+/// A statistic read from a latency's summary.
+type Stat = fn(&LatencyStats) -> Option<f64>;
+
 /// The percentiles exported: label value and the statistic.
-const QUANTILES: [(&str, fn(&LatencyStats) -> Option<f64>); 3] =
-    [("0.5", |s| s.p50), ("0.95", |s| s.p95), ("0.99", |s| s.p99)];
+const QUANTILES: [(&str, Stat); 3] = [("0.5", |s| s.p50), ("0.95", |s| s.p95), ("0.99", |s| s.p99)];
 
 fn step_figures(step_index: usize, step: &StepReport, out: &mut Vec<Figure>) {
     let mut push = |name, help, unit, labels: Vec<(&'static str, String)>, value: Option<f64>| {
@@ -77,8 +79,53 @@ fn step_figures(step_index: usize, step: &StepReport, out: &mut Vec<Figure>) {
             });
         }
     };
+    for (name, help, value) in rates(step) {
+        push(name, help, Unit::PerSec, Vec::new(), value);
+    }
+    let attained = step.goodput.attained_fraction;
+    let help = "Fraction of measured requests meeting the SLO";
+    push("slo_attained", help, Unit::Ratio, Vec::new(), attained);
+    let latencies = [
+        &step.latency_ms.ttft,
+        &step.latency_ms.tpot,
+        &step.latency_ms.itl,
+        &step.latency_ms.e2e,
+    ];
+    for ((name, help), stats) in LATENCIES.into_iter().zip(latencies) {
+        for (quantile, stat) in QUANTILES {
+            let labels = vec![("quantile", quantile.to_string())];
+            push(name, help, Unit::Millis, labels, stat(stats));
+        }
+    }
+    let r = &step.requests;
+    let counts = [
+        ("scheduled", r.scheduled),
+        ("completed", r.completed),
+        ("failed", r.failed),
+    ];
+    for (outcome, count) in counts {
+        let labels = vec![("outcome", outcome.to_string())];
+        let help = "Measured requests by outcome";
+        push("requests", help, Unit::Count, labels, Some(count as f64));
+    }
+    for (kind, count) in &r.failed_by_kind {
+        let labels = vec![("kind", kind.clone())];
+        let help = "Failed measured requests by kind";
+        push(
+            "request_failures",
+            help,
+            Unit::Count,
+            labels,
+            Some(*count as f64),
+        );
+    }
+}
+
+/// The per-second figures of a step: name, help, value.
+fn rates(step: &StepReport) -> [(&'static str, &'static str, Option<f64>); 6] {
     let t = &step.throughput;
-    let per_sec = [
+    let g = &step.goodput;
+    [
         (
             "requests_per_second",
             "Completed requests per second",
@@ -102,61 +149,12 @@ fn step_figures(step_index: usize, step: &StepReport, out: &mut Vec<Figure>) {
         (
             "goodput_requests_per_second",
             "Requests meeting the SLO per second",
-            step.goodput.requests_per_sec,
+            g.requests_per_sec,
         ),
         (
             "goodput_output_tokens_per_second",
             "Generated tokens of requests meeting the SLO per second",
-            step.goodput.output_tokens_per_sec,
+            g.output_tokens_per_sec,
         ),
-    ];
-    for (name, help, value) in per_sec {
-        push(name, help, Unit::PerSec, Vec::new(), value);
-    }
-    let attained = step.goodput.attained_fraction;
-    push(
-        "slo_attained",
-        "Fraction of measured requests meeting the SLO",
-        Unit::Ratio,
-        Vec::new(),
-        attained,
-    );
-    let latencies = [
-        &step.latency_ms.ttft,
-        &step.latency_ms.tpot,
-        &step.latency_ms.itl,
-        &step.latency_ms.e2e,
-    ];
-    for ((name, help), stats) in LATENCIES.into_iter().zip(latencies) {
-        for (quantile, stat) in QUANTILES {
-            let labels = vec![("quantile", quantile.to_string())];
-            push(name, help, Unit::Millis, labels, stat(stats));
-        }
-    }
-    let r = &step.requests;
-    let counts = [
-        ("scheduled", r.scheduled),
-        ("completed", r.completed),
-        ("failed", r.failed),
-    ];
-    for (outcome, count) in counts {
-        let labels = vec![("outcome", outcome.to_string())];
-        push(
-            "requests",
-            "Measured requests by outcome",
-            Unit::Count,
-            labels,
-            Some(count as f64),
-        );
-    }
-    for (kind, count) in &r.failed_by_kind {
-        let labels = vec![("kind", kind.clone())];
-        push(
-            "request_failures",
-            "Failed measured requests by kind",
-            Unit::Count,
-            labels,
-            Some(*count as f64),
-        );
-    }
+    ]
 }
