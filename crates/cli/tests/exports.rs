@@ -296,3 +296,33 @@ fn an_otlp_collector_receives_the_reports_headline_figures() {
     let failed = otlp_point(&body, "goodput.requests", &[("outcome", "failed")]);
     assert_eq!(failed, num(&step["requests"]["failed"]));
 }
+
+#[test]
+fn goodput_report_pushes_a_finished_run_again_to_the_same_group() {
+    let receiver = Receiver::start(|_| (200, String::new()));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let first = run(&out, &["--push-gateway", &receiver.url]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let again = goodput()
+        .args(["report", "--push-gateway", &receiver.url])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        again.status.success(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let pushes = receiver.requests();
+    assert_eq!(pushes.len(), 2);
+    assert_eq!(pushes[0].path, pushes[1].path);
+    check_samples(
+        &parse_exposition(&pushes[1].text()),
+        &read_json(&out.join("report.json")),
+    );
+}

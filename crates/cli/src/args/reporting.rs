@@ -1,6 +1,6 @@
 //! `goodput run` options about what happens with the results: the summary on stdout (its
-//! format and detail), the release gate, the history store and the live view. Flattened into
-//! `RunArgs`.
+//! format and detail), the release gate, the history store, the live view and the exports to
+//! other tools (`ExportArgs`, shared with `goodput report`). Flattened into `RunArgs`.
 
 use std::path::PathBuf;
 
@@ -47,6 +47,15 @@ pub(crate) struct ReportingArgs {
     /// Print plain progress lines instead of the live view, even on a terminal.
     #[arg(long, help_heading = "Output")]
     pub(crate) no_live: bool,
+    /// Exports to other tools, after the report is written.
+    #[command(flatten)]
+    pub(crate) exports: ExportArgs,
+}
+
+/// Where the report goes besides `--out`: other tools' receivers and formats (`run`, `sweep`,
+/// `capacity` and `report`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct ExportArgs {
     /// Push the run's headline figures (per step: throughput, goodput, TTFT/TPOT/ITL/E2E
     /// p50/p95/p99, request counts and failures) to this Prometheus Pushgateway, e.g.
     /// http://localhost:9091 (PUT to /metrics/job/goodput/run_id@base64/…, after the report is
@@ -92,32 +101,14 @@ pub(crate) fn summary_format(
     Ok(format)
 }
 
-/// Refuses a receiver URL that is not `http://` or `https://` with a host.
-fn check_url(flag: &str, url: &str) -> Result<()> {
-    goodput_core::http::Target::parse(url)
-        .map(|_| ())
-        .with_context(|| format!("{flag} {url}: expected http://host:port or https://…"))
-}
-
-/// `--tag KEY=VALUE` pairs.
-pub(crate) fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
-    tags.iter()
-        .map(|tag| {
-            let (key, value) = tag
-                .split_once('=')
-                .with_context(|| format!("--tag {tag}: expected KEY=VALUE"))?;
-            Ok((key.trim().to_string(), value.trim().to_string()))
-        })
-        .collect()
-}
-
-impl ReportingArgs {
+impl ExportArgs {
     /// The exports asked for, their URLs checked before the run.
     pub(crate) fn exports(&self) -> Result<ExportOptions> {
-        if let Some(url) = &self.push_gateway {
-            check_url("--push-gateway", url)?;
-        }
-        let urls = [("--mlflow", &self.mlflow), ("--otlp", &self.otlp)];
+        let urls = [
+            ("--push-gateway", &self.push_gateway),
+            ("--mlflow", &self.mlflow),
+            ("--otlp", &self.otlp),
+        ];
         for (flag, url) in urls {
             if let Some(url) = url {
                 check_url(flag, url)?;
@@ -138,7 +129,28 @@ impl ReportingArgs {
             otlp: self.otlp.clone(),
         })
     }
+}
 
+/// Refuses a receiver URL that is not `http://` or `https://` with a host.
+fn check_url(flag: &str, url: &str) -> Result<()> {
+    goodput_core::http::Target::parse(url)
+        .map(|_| ())
+        .with_context(|| format!("{flag} {url}: expected http://host:port or https://…"))
+}
+
+/// `--tag KEY=VALUE` pairs.
+pub(crate) fn parse_tags(tags: &[String]) -> Result<Vec<(String, String)>> {
+    tags.iter()
+        .map(|tag| {
+            let (key, value) = tag
+                .split_once('=')
+                .with_context(|| format!("--tag {tag}: expected KEY=VALUE"))?;
+            Ok((key.trim().to_string(), value.trim().to_string()))
+        })
+        .collect()
+}
+
+impl ReportingArgs {
     /// Refuses `--no-live` for a subcommand with no live view (`sweep`, `capacity`).
     pub(crate) fn refuse_no_live(&self, subcommand: &str) -> Result<()> {
         if self.no_live {
