@@ -31,11 +31,11 @@ pub(crate) fn probes(sub: Sub) -> Vec<Probe> {
         ]),
     }
     probes.extend(match sub {
-        Sub::Run => vec![probe(
-            "--virtual-time",
-            &["--virtual-time"],
-            Refused("--target"),
-        )],
+        Sub::Run => vec![
+            probe("--virtual-time", &["--virtual-time"], Refused("--target")),
+            // Two runs of the configuration: the report's repeats section and a second step.
+            probe("--repeats", &["--repeats", "2"], super::Expect::Changes),
+        ],
         Sub::Sweep => sweep(),
         _ => capacity(),
     });
