@@ -65,15 +65,8 @@ fn start(binary: &str, dir: &std::path::Path) -> (Gateway, u16) {
     (gateway, port)
 }
 
-#[test]
-fn the_real_pushgateway_holds_the_reports_figures() {
-    let Ok(binary) = std::env::var("GOODPUT_PUSHGATEWAY") else {
-        eprintln!("GOODPUT_PUSHGATEWAY is not set: the real Pushgateway test is skipped");
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let (_gateway, port) = start(&binary, dir.path());
-    let out = dir.path().join("run");
+/// A two-step virtual-time sweep into `out`, pushed to the Pushgateway on `port`.
+fn sweep(out: &std::path::Path, port: u16) {
     let output = goodput()
         .args([
             "sweep",
@@ -89,9 +82,9 @@ fn the_real_pushgateway_holds_the_reports_figures() {
             "ttft=60ms",
             "--tag",
             "team=infra",
-            "--out",
         ])
-        .arg(&out)
+        .arg("--out")
+        .arg(out)
         .args(["--push-gateway", &format!("http://127.0.0.1:{port}")])
         .output()
         .unwrap();
@@ -100,6 +93,18 @@ fn the_real_pushgateway_holds_the_reports_figures() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+#[test]
+fn the_real_pushgateway_holds_the_reports_figures() {
+    let Ok(binary) = std::env::var("GOODPUT_PUSHGATEWAY") else {
+        eprintln!("GOODPUT_PUSHGATEWAY is not set: the real Pushgateway test is skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (_gateway, port) = start(&binary, dir.path());
+    let out = dir.path().join("run");
+    sweep(&out, port);
     let report = read_json(&out.join("report.json"));
     let groups: Value = serde_json::from_str(&get(port, "/api/v1/metrics").unwrap()).unwrap();
     let groups = groups["data"].as_array().unwrap();
