@@ -185,3 +185,57 @@ fn the_experiment_without_a_server_is_refused() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--mlflow-experiment needs --mlflow"));
 }
+
+#[test]
+fn a_long_sweep_is_logged_in_batches_within_mlflows_limits() {
+    let server = tracking_server(true);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("sweep");
+    let output = goodput()
+        .args([
+            "sweep",
+            "--quiet",
+            "--virtual-time",
+            "--concurrency-steps",
+            "1..60+1",
+        ])
+        .args(["--requests", "8", "--out"])
+        .arg(&out)
+        .args(["--mlflow", &server.url, "--mlflow-experiment", "bench"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report = read_json(&out.join("report.json"));
+    let steps = report["steps"].as_array().unwrap().len();
+    let batches: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|c| c.path.ends_with("runs/log-batch"))
+        .map(Received::json)
+        .collect();
+    assert!(batches.len() >= 2, "{} batches", batches.len());
+    let (mut metrics, mut params) = (0, 0);
+    for batch in &batches {
+        let (m, p) = (
+            batch["metrics"].as_array().unwrap().len(),
+            batch["params"].as_array().unwrap().len(),
+        );
+        assert!(m + p <= 1000 && p <= 100, "{m} metrics, {p} params");
+        metrics += m;
+        params += p;
+    }
+    assert!(metrics > 1000);
+    // model, target, api, stream, seed, steps, the SLO when there is one, a load per step.
+    let slo = usize::from(!report["run"]["slo"].is_null());
+    assert_eq!(params, 6 + slo + steps);
+    let last_step = batches
+        .iter()
+        .flat_map(|b| b["metrics"].as_array().unwrap())
+        .map(|m| m["step"].as_u64().unwrap())
+        .max();
+    assert_eq!(last_step, Some(steps as u64 - 1));
+}
