@@ -19,7 +19,8 @@
 //!    importing no producer) → units.
 //! 2. [`backend`] (the [`backend::Backend`] seam: OpenAI chat/completions/responses, encoders,
 //!    KServe v2, JSON templates) → http, record; [`profile`] (phase profiles and arrival
-//!    processes) → report, units.
+//!    processes) → report, units; [`export`] (a report's headline figures in the formats other
+//!    tools receive: Prometheus) → report.
 //! 3. [`workload`] (what to send: synthetic prompts, datasets, traces, sessions, images) →
 //!    backend, http, record, tokens, units.
 //! 4. [`metrics`] (histograms, windows, SLOs, the aggregator) → record, report, units, workload.
@@ -48,6 +49,7 @@ pub mod assemble;
 pub mod backend;
 pub mod config;
 pub mod decide;
+pub mod export;
 pub mod html;
 pub mod http;
 pub mod manifest;

@@ -32,6 +32,9 @@ pub(crate) struct ReportArgs {
     /// Record the rebuilt report in this SQLite history store.
     #[arg(long, value_name = "DB")]
     pub(crate) store: Option<PathBuf>,
+    /// Exports of the rebuilt report to other tools (pushing a run again replaces its group).
+    #[command(flatten)]
+    pub(crate) exports: crate::args::reporting::ExportArgs,
 }
 
 impl ReportArgs {
@@ -46,6 +49,7 @@ impl ReportArgs {
             summary,
             details: self.details,
             store: self.store,
+            exports: self.exports.exports()?,
         })
     }
 }

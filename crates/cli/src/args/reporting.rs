@@ -1,13 +1,13 @@
 //! `goodput run` options about what happens with the results: the summary on stdout (its
-//! format and detail), the release gate, the history store and the live view. Flattened into
-//! `RunArgs`.
+//! format and detail), the release gate, the history store, the live view and the exports to
+//! other tools (`ExportArgs`, shared with `goodput report`). Flattened into `RunArgs`.
 
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 
-use crate::options::run::SummaryFormat;
+use crate::options::run::{ExportOptions, SummaryFormat};
 
 /// What `goodput run` (and `goodput report`) prints on stdout when it finishes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -47,6 +47,38 @@ pub(crate) struct ReportingArgs {
     /// Print plain progress lines instead of the live view, even on a terminal.
     #[arg(long, help_heading = "Output")]
     pub(crate) no_live: bool,
+    /// Exports to other tools, after the report is written.
+    #[command(flatten)]
+    pub(crate) exports: ExportArgs,
+}
+
+/// Where the report goes besides `--out`: other tools' receivers and formats (`run`, `sweep`,
+/// `capacity` and `report`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct ExportArgs {
+    /// Push the run's headline figures (per step: throughput, goodput, TTFT/TPOT/ITL/E2E
+    /// p50/p95/p99, request counts and failures) to this Prometheus Pushgateway, e.g.
+    /// http://localhost:9091 (PUT to /metrics/job/goodput/run_id@base64/…, after the report is
+    /// written; a failed push is an error that does not lose the report).
+    #[arg(long, value_name = "URL", help_heading = "Exports")]
+    pub(crate) push_gateway: Option<String>,
+    /// Also write the run as an llm-d benchmark report (schema 0.1, JSON) to this file; a run
+    /// of several steps (sweep, capacity, --repeats) writes one file per step, FILE's name
+    /// with `-step<i>` before its extension.
+    #[arg(long, value_name = "FILE", help_heading = "Exports")]
+    pub(crate) llmd_report: Option<PathBuf>,
+    /// Record the run in this MLflow tracking server (REST API 2.0), e.g.
+    /// http://localhost:5000: a run with the headline figures as metrics (one step each), what
+    /// was run as parameters, and the tags.
+    #[arg(long, value_name = "URL", help_heading = "Exports")]
+    pub(crate) mlflow: Option<String>,
+    /// The MLflow experiment the run is recorded in (created when missing; needs --mlflow).
+    #[arg(long, value_name = "NAME", help_heading = "Exports")]
+    pub(crate) mlflow_experiment: Option<String>,
+    /// Send the run's headline figures to this OpenTelemetry collector as OTLP/HTTP JSON
+    /// metrics (POST to URL/v1/metrics), e.g. http://localhost:4318.
+    #[arg(long, value_name = "URL", help_heading = "Exports")]
+    pub(crate) otlp: Option<String>,
 }
 
 /// The summary format given `--json` (kept as the short form of `--format json`), `--format`
@@ -67,6 +99,43 @@ pub(crate) fn summary_format(
         bail!("--details: only for the text summary (JSON and Markdown hold every step already)");
     }
     Ok(format)
+}
+
+impl ExportArgs {
+    /// The exports asked for, their URLs checked before the run.
+    pub(crate) fn exports(&self) -> Result<ExportOptions> {
+        let urls = [
+            ("--push-gateway", &self.push_gateway),
+            ("--mlflow", &self.mlflow),
+            ("--otlp", &self.otlp),
+        ];
+        for (flag, url) in urls {
+            if let Some(url) = url {
+                check_url(flag, url)?;
+            }
+        }
+        let mlflow = match (&self.mlflow, &self.mlflow_experiment) {
+            (None, Some(_)) => bail!("--mlflow-experiment needs --mlflow URL"),
+            (Some(url), name) => Some((
+                url.clone(),
+                name.clone().unwrap_or_else(|| "goodput".into()),
+            )),
+            (None, None) => None,
+        };
+        Ok(ExportOptions {
+            push_gateway: self.push_gateway.clone(),
+            llmd_report: self.llmd_report.clone(),
+            mlflow,
+            otlp: self.otlp.clone(),
+        })
+    }
+}
+
+/// Refuses a receiver URL that is not `http://` or `https://` with a host.
+fn check_url(flag: &str, url: &str) -> Result<()> {
+    goodput_core::http::Target::parse(url)
+        .map(|_| ())
+        .with_context(|| format!("{flag} {url}: expected http://host:port or https://…"))
 }
 
 /// `--tag KEY=VALUE` pairs.

@@ -410,6 +410,7 @@ impl RunArgs {
             live_view: !self.reporting.no_live,
             tags: parse_tags(&self.tags)?,
             max_error_rate: self.max_error_rate,
+            exports: self.reporting.exports.exports()?,
         })
     }
 

@@ -12,7 +12,7 @@ use goodput_core::config::RunConfig;
 use goodput_core::manifest::RunManifest;
 use goodput_core::runner::read_journal;
 
-use crate::exit::EXIT_OK;
+use crate::exit::{EXIT_OK, EXIT_RUN_FAILED};
 use crate::options::report::ReportOptions;
 use crate::output;
 
@@ -42,6 +42,9 @@ pub(crate) fn run(options: ReportOptions) -> Result<ExitCode> {
         &report,
     )?;
     output::table::print_report(&report, options.summary, options.details)?;
+    if !output::exports::send_all(&options.exports, &report) {
+        return Ok(ExitCode::from(EXIT_RUN_FAILED));
+    }
     Ok(ExitCode::from(EXIT_OK))
 }
 

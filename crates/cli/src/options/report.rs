@@ -22,6 +22,8 @@ pub(crate) struct ReportOptions {
     pub(crate) details: bool,
     /// `--store`.
     pub(crate) store: Option<PathBuf>,
+    /// The exports to other tools.
+    pub(crate) exports: crate::options::run::ExportOptions,
 }
 
 /// Everything `goodput merge` runs with.

@@ -225,6 +225,21 @@ pub(crate) struct OutputOptions {
     pub(crate) tags: Vec<(String, String)>,
     /// `--max-error-rate`.
     pub(crate) max_error_rate: Option<f64>,
+    /// Where the report is sent or written besides `--out` once it is final.
+    pub(crate) exports: ExportOptions,
+}
+
+/// The exports to other tools (`--push-gateway`), sent after the report is written.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ExportOptions {
+    /// `--push-gateway`: the Prometheus Pushgateway's base URL.
+    pub(crate) push_gateway: Option<String>,
+    /// `--llmd-report`: the llm-d benchmark report file (one per step when there are several).
+    pub(crate) llmd_report: Option<PathBuf>,
+    /// `--mlflow` and `--mlflow-experiment`: the tracking server and the experiment's name.
+    pub(crate) mlflow: Option<(String, String)>,
+    /// `--otlp`: the OpenTelemetry collector's OTLP/HTTP base URL.
+    pub(crate) otlp: Option<String>,
 }
 
 /// The shard and the shared start of this process.

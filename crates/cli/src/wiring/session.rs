@@ -344,13 +344,17 @@ pub(crate) fn finish(
         eprintln!("error: the journal could not be written: {error}");
     }
     let gate_passed = super::run_extras::gate_and_store(output, report, gate)?;
+    let exported = output::exports::send_all(&output.exports, report);
     let status = exit_status(output, report, outcome);
-    let gate_failed = status == EXIT_OK && gate_passed == Some(false);
-    Ok(ExitCode::from(if gate_failed {
-        EXIT_RUN_FAILED
-    } else {
-        status
-    }))
+    // A failed gate and an export that did not go out both make a successful run exit 1.
+    let gate_failed = gate_passed == Some(false);
+    Ok(ExitCode::from(
+        if status == EXIT_OK && (gate_failed || !exported) {
+            EXIT_RUN_FAILED
+        } else {
+            status
+        },
+    ))
 }
 
 pub(crate) fn exit_status(output: &OutputOptions, report: &Report, outcome: &RunOutcome) -> u8 {

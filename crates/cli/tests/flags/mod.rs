@@ -5,6 +5,7 @@
 
 pub(crate) mod calibrate;
 pub(crate) mod capture;
+pub(crate) mod exports;
 pub(crate) mod fixtures;
 pub(crate) mod load;
 pub(crate) mod offline;

@@ -48,7 +48,10 @@ fn report() -> Variant {
             probe("--format", &["--format", "markdown"], At(TEXT)),
             probe("--details", &["--details"], At(TEXT)),
             probe("--store", &["--store", "{out}/history.db"], At("/files")),
-        ],
+        ]
+        .into_iter()
+        .chain(super::exports::probes())
+        .collect(),
     )
 }
 

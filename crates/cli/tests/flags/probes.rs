@@ -163,6 +163,7 @@ fn wire_probes(sub: Sub) -> Vec<Probe> {
     probes.extend(session_and_dataset_probes());
     probes.extend(replay_probes(sub));
     probes.extend(output_probes());
+    probes.extend(super::exports::probes());
     probes.extend(super::load::probes(sub));
     probes.extend(super::shard::probes(sub));
     probes

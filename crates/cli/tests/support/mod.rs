@@ -10,6 +10,7 @@ use assert_cmd::cargo::CommandCargoExt;
 pub mod fleet;
 pub mod layout;
 pub mod median;
+pub mod receiver;
 pub mod sim_process;
 pub mod step_server;
 pub mod vision;
