@@ -65,6 +65,20 @@ fn headline<'a>(comparison: &'a Value, name: &str) -> &'a Value {
     figures.iter().find(|f| f["name"] == name).unwrap()
 }
 
+/// `goodput report DIR --json`: the report rebuilt from the journal and run.json.
+fn rebuilt(out: &Path) -> Value {
+    let output = goodput()
+        .args(["report", out.to_str().unwrap(), "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 fn compare(a: &Path, b: &Path) -> Value {
     let output = goodput()
         .args(["compare", a.to_str().unwrap(), b.to_str().unwrap()])
@@ -113,6 +127,8 @@ fn three_runs_of_a_20_ms_server_give_its_tpot_each_time_and_compare_judges_acros
     );
     assert!(low <= mean && mean <= high, "{tpot}");
     // Every run sends its 8 requests: what is not warm-up completes.
+    // The journal and run.json give the same runs and figures again.
+    assert_eq!(rebuilt(&a)["repeats"], report["repeats"]);
     let completed = figure(&report, "requests.completed");
     for (run, value) in completed["values"].as_array().unwrap().iter().enumerate() {
         let warmup = report["steps"][run]["requests"]["warmup"].as_u64().unwrap();
@@ -171,6 +187,7 @@ fn repeats_in_virtual_time_draw_each_runs_arrivals_anew_and_print_the_figures_ac
         assert!(values[i + 1..].iter().all(|y| y != x), "{values:?}");
     }
     assert!(e2e["sd"].as_f64().unwrap() > 0.0);
+    assert_eq!(rebuilt(&out)["repeats"], report["repeats"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("Across 4 runs"), "{stdout}");
     assert!(stdout.contains("E2E p99"), "{stdout}");

@@ -119,6 +119,9 @@ pub fn rebuild(
     report.run.server_info = Some(server_headers.server_info(models));
     report.sweep = sweep;
     report.repeats = repeats.flatten().or(searches);
+    if manifest.repeats.is_some() && report.repeats.is_none() {
+        report.repeats = Some(crate::decide::repeats::summarise(&report.steps));
+    }
     report.capacity = capacity;
     report
 }

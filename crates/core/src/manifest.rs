@@ -30,6 +30,10 @@ pub struct RunManifest {
     /// Which shard of a sharded run this process was (`--shards`), and its start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::shard::ShardInfo>,
+    /// Runs of `goodput run --repeats N` (its steps), so a rebuild gives the figures across
+    /// them again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<u32>,
 }
 
 impl RunManifest {
@@ -44,6 +48,7 @@ impl RunManifest {
             sweep: None,
             capacity: None,
             shard: None,
+            repeats: None,
         }
     }
 }

@@ -78,6 +78,7 @@ async fn repeated(
     command_line: Vec<String>,
 ) -> Result<ExitCode> {
     let mut session = Session::open(options, command_line).await?;
+    session.repeats = Some(repeats);
     let (mut steps, mut last) = (Vec::new(), None);
     for index in 0..repeats {
         let config = repeats::run_config(&session.config, index);

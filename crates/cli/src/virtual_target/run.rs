@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
+use goodput_core::manifest::RunManifest;
 use goodput_core::metrics::StepAggregator;
 use goodput_core::report::{LoadReport, RunInfo, StepReport, Warning};
 use goodput_core::runner::JournalWriter;
@@ -106,6 +107,14 @@ pub(crate) async fn repeated(
     } = prepare(&options, command_line).await?;
     let out = options.output.out.as_deref();
     let mut journal = prepare_output(out, &info, &config)?;
+    if let Some(dir) = out {
+        // Every run a step of the same load, so `goodput report` rebuilds each and the figures
+        // across them.
+        let mut manifest = RunManifest::new(tool_info(), info.clone(), config.clone());
+        manifest.steps = vec![config.load.clone(); repeats as usize];
+        manifest.repeats = Some(repeats);
+        crate::output::json::write_json(&dir.join("run.json"), &manifest)?;
+    }
     let started_at = SystemTime::now();
     let (mut steps, mut warnings, mut outcome) = (Vec::new(), Vec::new(), None);
     for index in 0..repeats {

@@ -89,6 +89,8 @@ pub(crate) struct Session {
     pub(crate) sweep_plan: Option<goodput_core::decide::sweep::SweepReport>,
     /// A capacity search's plan (recorded in `run.json`).
     pub(crate) capacity_plan: Option<goodput_core::decide::capacity::CapacityPlan>,
+    /// Runs of `goodput run --repeats N` (recorded in `run.json`).
+    pub(crate) repeats: Option<u32>,
     /// The client's own overhead over every step (dispatch lag, CPU).
     pub(crate) overhead: ClientOverhead,
     /// Server-side warnings of the steps run so far.
@@ -166,6 +168,7 @@ impl Session {
             step_loads: Vec::new(),
             sweep_plan: None,
             capacity_plan: None,
+            repeats: None,
             server_warnings: Vec::new(),
             overhead: ClientOverhead::start(endpoint_is_simulator),
             cancel: cancel_on_signal(),
@@ -226,6 +229,7 @@ impl Session {
         manifest.steps = self.step_loads.clone();
         manifest.sweep = self.sweep_plan.clone();
         manifest.capacity = self.capacity_plan.clone();
+        manifest.repeats = self.repeats;
         manifest.shard = self.sharding.info(&self.run_info);
         output::json::write_json(&dir.join("run.json"), &manifest)
     }
