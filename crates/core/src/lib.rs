@@ -20,7 +20,7 @@
 //! 2. [`backend`] (the [`backend::Backend`] seam: OpenAI chat/completions/responses, encoders,
 //!    KServe v2, JSON templates) → http, record; [`profile`] (phase profiles and arrival
 //!    processes) → report, units; [`export`] (a report's headline figures in the formats other
-//!    tools receive: Prometheus) → report.
+//!    tools receive: Prometheus, OpenTelemetry, MLflow, llm-d) → report, shard.
 //! 3. [`workload`] (what to send: synthetic prompts, datasets, traces, sessions, images) →
 //!    backend, http, record, tokens, units.
 //! 4. [`metrics`] (histograms, windows, SLOs, the aggregator) → record, report, units, workload.

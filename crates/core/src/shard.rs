@@ -148,7 +148,9 @@ pub fn parse_start_at(text: &str) -> Result<SystemTime, ShardError> {
     parse_rfc3339_utc(trimmed).ok_or_else(bad)
 }
 
-fn parse_rfc3339_utc(text: &str) -> Option<SystemTime> {
+/// An RFC 3339 time in UTC (`Z` or `+00:00`, `T`, `t` or a space between date and time, any
+/// fraction of a second); `None` in any other form.
+pub fn parse_rfc3339_utc(text: &str) -> Option<SystemTime> {
     let text = text
         .strip_suffix('Z')
         .or_else(|| text.strip_suffix("+00:00"))?;

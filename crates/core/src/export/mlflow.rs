@@ -134,43 +134,9 @@ pub fn finish_run(report: &Report, mlflow_run_id: &str, end_ms: i64) -> Value {
     json!({"run_id": mlflow_run_id, "status": status, "end_time": end_ms})
 }
 
-/// The run's start in ms since the Unix epoch, read from `run.started_at`
-/// (`YYYY-MM-DDTHH:MM:SS[.fff]Z`, as goodput writes it); `None` in any other form.
+/// The run's start in ms since the Unix epoch, read from `run.started_at` (RFC 3339 in UTC, as
+/// goodput writes it); `None` in any other form.
 pub fn started_ms(report: &Report) -> Option<i64> {
-    let text = report.run.started_at.strip_suffix('Z')?;
-    let (date, time) = text.split_once('T')?;
-    let mut date = date.splitn(3, '-').map(str::parse::<i64>);
-    let (year, month, day) = (date.next()?.ok()?, date.next()?.ok()?, date.next()?.ok()?);
-    let (hms, fraction) = time.split_once('.').unwrap_or((time, ""));
-    let mut hms = hms.splitn(3, ':').map(str::parse::<i64>);
-    let (hour, minute, second) = (hms.next()?.ok()?, hms.next()?.ok()?, hms.next()?.ok()?);
-    let millis = match fraction {
-        "" => 0,
-        digits => format!("{digits:0<3}").get(..3)?.parse::<i64>().ok()?,
-    };
-    let days = days_from_civil(year, month, day);
-    Some((((days * 24 + hour) * 60 + minute) * 60 + second) * 1000 + millis)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let shifted_month = (month + 9) % 12;
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_days_match_known_dates() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(days_from_civil(2026, 12, 6), 20_793);
-    }
+    let at = crate::shard::parse_rfc3339_utc(&report.run.started_at)?;
+    i64::try_from(crate::shard::unix_ms(at)).ok()
 }
