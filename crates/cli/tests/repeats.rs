@@ -8,22 +8,8 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
-use support::step_server::{self, Order, Spec};
+use support::step_server::steps_of as server;
 use support::{goodput, read_json, validate_against_schema};
-
-/// A server whose every step takes `step_ms` (nothing a token): a streamed answer's tokens
-/// come `step_ms` apart.
-fn server(step_ms: f64) -> String {
-    step_server::start(Spec {
-        step_ms,
-        token_ms: 0.0,
-        budget: 512,
-        slots: 4,
-        context: 2048,
-        order: Order::Fifo,
-        metrics: None,
-    })
-}
 
 /// `goodput run --repeats 3` against `url`, one request at a time; its report.
 fn repeated(url: &str, out: &Path) -> Value {

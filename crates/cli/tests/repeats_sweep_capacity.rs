@@ -10,21 +10,8 @@ mod support;
 use std::path::Path;
 
 use serde_json::Value;
-use support::step_server::{self, Order, Spec};
+use support::step_server::steps_of as server;
 use support::{goodput, read_json, validate_against_schema};
-
-/// A server whose every step takes `step_ms` (nothing a token).
-fn server(step_ms: f64) -> String {
-    step_server::start(Spec {
-        step_ms,
-        token_ms: 0.0,
-        budget: 512,
-        slots: 4,
-        context: 2048,
-        order: Order::Fifo,
-        metrics: None,
-    })
-}
 
 /// The values of `figure` (a path within a step) in `steps`, for the step indices `at`.
 fn step_values(report: &Value, at: &[usize], path: &str) -> Vec<f64> {

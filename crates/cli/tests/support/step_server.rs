@@ -133,6 +133,20 @@ fn run_engine(shared: &Shared) {
     }
 }
 
+/// A 4-slot server whose every step takes `step_ms` (nothing a token): a streamed answer's
+/// tokens come `step_ms` apart; its `/v1` URL.
+pub fn steps_of(step_ms: f64) -> String {
+    start(Spec {
+        step_ms,
+        token_ms: 0.0,
+        budget: 512,
+        slots: 4,
+        context: 2048,
+        order: Order::Fifo,
+        metrics: None,
+    })
+}
+
 /// Starts a server as `spec` says; its `/v1` URL.
 pub fn start(spec: Spec) -> String {
     let shared: Shared = Arc::new((
