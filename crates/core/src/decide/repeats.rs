@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::student;
+use super::{report_path, student};
 use crate::config::RunConfig;
 use crate::report::StepReport;
 use crate::report::capacity::{CapacityReport, Dimension};
@@ -52,11 +52,18 @@ pub fn run_config(base: &RunConfig, index: u32) -> RunConfig {
     }
 }
 
-/// The number at dotted `path` of a JSON value.
+/// The number at dotted `path` of a JSON value ([`report_path::lookup`]).
 pub fn number_at(value: &Value, path: &str) -> Option<f64> {
-    path.split('.')
-        .try_fold(value, |v, key| v.get(key))
-        .and_then(Value::as_f64)
+    report_path::lookup(value, path).and_then(Value::as_f64)
+}
+
+/// The mean of `values` and their sample variance (`n − 1`; `None` with fewer than two).
+pub fn moments(values: &[f64]) -> (f64, Option<f64>) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let variance = (values.len() >= 2)
+        .then(|| values.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0));
+    (mean, variance)
 }
 
 /// The repeats section of `runs` (the steps of one configuration measured N times).
@@ -197,13 +204,10 @@ fn figures<'a>(runs: impl Iterator<Item = &'a StepReport>) -> Vec<RepeatedFigure
 fn figure(name: &str, path: &str, unit: &str, values: Vec<Option<f64>>) -> Option<RepeatedFigure> {
     let present: Vec<f64> = values.iter().flatten().copied().collect();
     let n = present.len() as f64;
-    let mean = present.iter().sum::<f64>() / n;
     let min = present.iter().copied().reduce(f64::min)?;
     let max = present.iter().copied().reduce(f64::max)?;
-    let sd = (present.len() >= 2).then(|| {
-        let squares: f64 = present.iter().map(|x| (x - mean).powi(2)).sum();
-        (squares / (n - 1.0)).sqrt()
-    });
+    let (mean, variance) = moments(&present);
+    let sd = variance.map(f64::sqrt);
     let half = sd.map(|sd| student::quantile(0.5 + CONFIDENCE / 2.0, n - 1.0) * sd / n.sqrt());
     Some(RepeatedFigure {
         name: name.to_string(),
@@ -225,15 +229,10 @@ fn figure(name: &str, path: &str, unit: &str, values: Vec<Option<f64>>) -> Optio
 /// than two values a side; 1 when neither varies and the means agree, 0 when they differ.
 pub fn welch(a: &[f64], b: &[f64]) -> Option<f64> {
     let stats = |x: &[f64]| {
-        let n = x.len() as f64;
-        let mean = x.iter().sum::<f64>() / n;
-        let var = x.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        (n, mean, var)
+        let (mean, variance) = moments(x);
+        Some((x.len() as f64, mean, variance?))
     };
-    if a.len() < 2 || b.len() < 2 {
-        return None;
-    }
-    let ((na, ma, va), (nb, mb, vb)) = (stats(a), stats(b));
+    let ((na, ma, va), (nb, mb, vb)) = (stats(a)?, stats(b)?);
     let (sa, sb) = (va / na, vb / nb);
     let se2 = sa + sb;
     if se2 <= 0.0 {

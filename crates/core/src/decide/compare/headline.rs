@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::DistributionChange;
-use crate::decide::repeats::{run_values, welch};
+use crate::decide::repeats::{moments, number_at, run_values, welch};
 use crate::decide::significance::{Thresholds, normal_upper_tail};
 
 /// One headline figure in both runs.
@@ -189,7 +189,7 @@ fn across_runs(figure: &mut HeadlineFigure, [a, b]: [&Value; 2], thresholds: Thr
         return;
     };
     let Some(p) = welch(&va, &vb) else { return };
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let mean = |v: &[f64]| moments(v).0;
     let mut judged = self::figure(
         figure.name,
         &format!("repeats.figures[{index}].mean"),
@@ -212,12 +212,6 @@ fn changed(figures: &[HeadlineFigure], verdict: &str) -> Vec<String> {
             None => f.name.to_string(),
         })
         .collect()
-}
-
-fn number(step: &Value, path: &str) -> Option<f64> {
-    path.split('.')
-        .try_fold(step, |v, key| v.get(key))
-        .and_then(Value::as_f64)
 }
 
 fn figure(
@@ -252,7 +246,7 @@ fn untested(
     unit: &'static str,
     [a, b]: [&Value; 2],
 ) -> HeadlineFigure {
-    figure(name, path, unit, number(a, path), number(b, path))
+    figure(name, path, unit, number_at(a, path), number_at(b, path))
 }
 
 /// Whether a change with p-value `p` and relative size `relative` counts, and which way.
@@ -282,8 +276,8 @@ fn rate_figure(
 ) -> HeadlineFigure {
     let mut f = untested(name, path, "req/s", [a, b]);
     let side = |s: &Value| {
-        number(s, count)
-            .zip(number(s, "duration_secs"))
+        number_at(s, count)
+            .zip(number_at(s, "duration_secs"))
             .filter(|(_, t)| *t > 0.0)
     };
     let (Some((na, ta)), Some((nb, tb))) = (side(a), side(b)) else {
@@ -334,8 +328,8 @@ fn latency_figure(
 /// Failed over finished requests, in percent; a two-proportion z-test.
 fn error_rate([a, b]: [&Value; 2], thresholds: Thresholds) -> HeadlineFigure {
     let counts = |s: &Value| {
-        let failed = number(s, "requests.failed")?;
-        let total = failed + number(s, "requests.completed")?;
+        let failed = number_at(s, "requests.failed")?;
+        let total = failed + number_at(s, "requests.completed")?;
         (total > 0.0).then_some((failed, total))
     };
     let (ca, cb) = (counts(a), counts(b));
