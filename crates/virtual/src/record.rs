@@ -179,6 +179,8 @@ pub(crate) fn record(sent: &Sent, timelines: &[&RequestTimeline]) -> RequestReco
         model: None,
         adapter: None,
         class: None,
+        target: None,
+        replica: None,
     }
 }
 

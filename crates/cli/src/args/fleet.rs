@@ -1,14 +1,19 @@
 //! `goodput run`'s fleet flags turned into [`FleetOptions`]: the correlation id header
 //! (`--request-id-header`, `--no-request-id`), a model mix (`--model a=70%,b=30%`), an
-//! adapter mix (`--lora x=20%,…`) and SLO classes (`--class NAME=SHARE%:SLO`).
+//! adapter mix (`--lora x=20%,…`), SLO classes (`--class NAME=SHARE%:SLO`), and several
+//! targets (`--target` repeated, `--targets FILE`) with their routing (`--route`) and the
+//! header naming the replica that served each request (`--replica-header`).
+
+use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use goodput_core::backend::fleet::Routing;
 use goodput_core::metrics::Slo;
 use goodput_core::report::run::ClassInfo;
 use goodput_core::workload::mix::{Mix, Shares};
 use http::HeaderName;
 
-use crate::options::run::FleetOptions;
+use crate::options::run::{FleetOptions, FleetTargetOptions};
 
 /// The header that carries each request's correlation id unless told otherwise.
 pub(crate) const DEFAULT_REQUEST_ID_HEADER: &str = "x-request-id";
@@ -40,6 +45,37 @@ pub(crate) struct FleetArgs {
         help_heading = "Measurement"
     )]
     pub(crate) classes: Vec<String>,
+    /// A file of the fleet's targets, one `[NAME=]URL` per line (`#` starts a comment), after
+    /// those of --target.
+    #[arg(long = "targets", value_name = "FILE", help_heading = "Target")]
+    pub(crate) targets_file: Option<PathBuf>,
+    /// How requests are spread over several targets: `round-robin` (each in turn),
+    /// `least-outstanding` (the target with the fewest of this client's requests in flight),
+    /// or `weighted:W1,W2,…` (one weight per target, in order; smooth weighted round-robin)
+    /// [default: round-robin].
+    #[arg(long, value_name = "POLICY", help_heading = "Target")]
+    pub(crate) route: Option<String>,
+    /// A response header naming the replica that served each request (a gateway's or
+    /// router's, e.g. `x-served-by`): recorded with every request, and every figure is also
+    /// reported per replica.
+    #[arg(long, value_name = "NAME", help_heading = "Target")]
+    pub(crate) replica_header: Option<String>,
+}
+
+/// The URL of a `--target` value (`NAME=URL` or `URL`).
+pub(crate) fn target_url(value: &str) -> &str {
+    split_target(value).1
+}
+
+/// A `--target` value's name, if it gives one, and its URL: `NAME=` is a name when it holds
+/// neither `/` nor `:` (a URL's query may hold `=`).
+fn split_target(value: &str) -> (Option<&str>, &str) {
+    match value.split_once('=') {
+        Some((name, url)) if !name.is_empty() && !name.contains(['/', ':']) => {
+            (Some(name.trim()), url.trim())
+        }
+        _ => (None, value.trim()),
+    }
 }
 
 /// Whether `--model`'s value is a mix (`name=share%,…`) rather than one model's name.
@@ -65,7 +101,94 @@ impl FleetArgs {
             request_id_header: self.request_id_header(virtual_time)?,
             mix,
             classes,
+            targets: Vec::new(),
+            routing: Routing::RoundRobin,
+            replica_header: self.replica_header()?,
         })
+    }
+
+    /// Every target: `--target`'s values, then `--targets FILE`'s lines, each named (its
+    /// `NAME=`, else its URL's host and port), and `--route` checked against them.
+    pub(crate) fn targets(&self, given: &[String]) -> Result<(Vec<FleetTargetOptions>, Routing)> {
+        let mut values: Vec<String> = given.to_vec();
+        if let Some(path) = &self.targets_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--targets {}", path.display()))?;
+            let lines = text.lines().map(|line| line.split('#').next().unwrap_or(""));
+            values.extend(lines.map(str::trim).filter(|l| !l.is_empty()).map(String::from));
+            if values.len() == given.len() {
+                bail!("--targets {}: the file lists no target", path.display());
+            }
+        }
+        let targets = values
+            .iter()
+            .map(|value| {
+                let (name, url) = split_target(value);
+                let parsed = goodput_core::http::Target::parse(url)
+                    .with_context(|| format!("--target {value}"))?;
+                let label = name.map_or_else(|| parsed.authority().to_string(), String::from);
+                Ok(FleetTargetOptions {
+                    label,
+                    url: url.to_string(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut names = std::collections::BTreeSet::new();
+        if let Some(twice) = targets.iter().find(|t| !names.insert(t.label.as_str())) {
+            bail!(
+                "--target: two targets are named {:?}; name each (NAME=URL)",
+                twice.label
+            );
+        }
+        if targets.len() < 2 && self.route.is_some() {
+            bail!("--route spreads requests over several targets: give --target more than once");
+        }
+        Ok((targets.clone(), self.routing(targets.len())?))
+    }
+
+    /// `--route`, checked against `targets` targets.
+    fn routing(&self, targets: usize) -> Result<Routing> {
+        let Some(route) = self.route.as_deref().map(str::trim) else {
+            return Ok(Routing::RoundRobin);
+        };
+        match route {
+            "round-robin" => Ok(Routing::RoundRobin),
+            "least-outstanding" => Ok(Routing::LeastOutstanding),
+            _ => {
+                let Some(weights) = route.strip_prefix("weighted:") else {
+                    bail!(
+                        "--route {route:?}: round-robin, least-outstanding or weighted:W1,W2,… \
+                         (one weight per target)"
+                    );
+                };
+                let weights = weights
+                    .split(',')
+                    .map(|w| w.trim().parse::<u32>())
+                    .collect::<Result<Vec<_>, _>>()
+                    .with_context(|| format!("--route {route:?}: weights are whole numbers"))?;
+                if weights.len() != targets {
+                    bail!(
+                        "--route {route:?}: {} weights for {targets} targets (one per target, \
+                         in order)",
+                        weights.len()
+                    );
+                }
+                if weights.iter().all(|w| *w == 0) {
+                    bail!("--route {route:?}: at least one weight must be positive");
+                }
+                Ok(Routing::Weighted(weights))
+            }
+        }
+    }
+
+    /// `--replica-header`, checked.
+    fn replica_header(&self) -> Result<Option<HeaderName>> {
+        let Some(name) = self.replica_header.as_deref() else {
+            return Ok(None);
+        };
+        HeaderName::from_bytes(name.trim().as_bytes())
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("--replica-header: {name:?} is not a valid HTTP header name"))
     }
 
     /// `--class`, each `NAME=SHARE%:SLO`: the shares (adding up to 100 %) and each class.

@@ -114,9 +114,11 @@ pub(crate) enum ArrivalArg {
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {
     /// Base URL of an OpenAI-compatible server, e.g. http://localhost:8000/v1. Without it the
-    /// embedded simulator is started on a loopback port and benchmarked.
-    #[arg(long, env = "GOODPUT_TARGET", help_heading = "Target")]
-    pub(crate) target: Option<String>,
+    /// embedded simulator is started on a loopback port and benchmarked. Repeat it for a fleet
+    /// (`--target a=http://h1:8000/v1 --target b=http://h2:8000/v1`, each optionally named
+    /// `NAME=`): requests are spread by --route and every figure is also reported per target.
+    #[arg(long, env = "GOODPUT_TARGET", value_name = "[NAME=]URL", help_heading = "Target")]
+    pub(crate) target: Vec<String>,
     /// API to call.
     #[arg(long, value_enum, default_value_t = ApiArg::Chat, help_heading = "Target")]
     pub(crate) api: ApiArg,
@@ -336,7 +338,8 @@ impl RunArgs {
         let openai = !matches!(self.api, ApiArg::Http | ApiArg::V2);
         let fleet = self
             .fleet
-            .options(self.virtual_time, self.model.as_deref(), openai)?;
+            .options(self.virtual_time, self.model.as_deref(), openai)?
+            .with_targets(self.fleet.targets(&self.target)?);
         let model = match &fleet.mix.models {
             Some(mix) => mix.entries().first().map(|(name, _)| name.clone()),
             None => self.model.clone(),
@@ -380,9 +383,10 @@ impl RunArgs {
     /// Where the requests go: `--target`, else the embedded simulator (which serves neither
     /// `--api responses` nor `--api http` on the wire); `extra_body` is `--extra-body`, parsed.
     fn target(&self, seed: u64, extra_body: Option<&serde_json::Value>) -> Result<TargetOptions> {
-        if let Some(url) = &self.target {
+        if let Some(first) = self.target.first() {
+            let url = crate::args::fleet::target_url(first);
             return Ok(TargetOptions::Server {
-                url: url.clone(),
+                url: url.to_string(),
                 time_scale: self.time_scale.unwrap_or(1.0),
             });
         }
@@ -426,6 +430,9 @@ impl RunArgs {
             ("--shards", self.sharding.shards.is_some()),
             ("--shard-index", self.sharding.shard_index.is_some()),
             ("--start-at", self.sharding.start_at.is_some()),
+            ("--targets", self.fleet.targets_file.is_some()),
+            ("--route", self.fleet.route.is_some()),
+            ("--replica-header", self.fleet.replica_header.is_some()),
         ];
         if let Some((flag, _)) = live_only.iter().find(|(_, given)| *given) {
             bail!("{flag} applies to a live run; in virtual time nothing goes over the wire");

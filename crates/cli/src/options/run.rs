@@ -60,6 +60,42 @@ pub(crate) struct FleetOptions {
     pub(crate) mix: goodput_core::workload::mix::Mix,
     /// `--class`: each class's share and SLO (recorded in `run.classes`).
     pub(crate) classes: Vec<goodput_core::report::run::ClassInfo>,
+    /// A fleet (`--target` more than once, `--targets`): every target, named; empty with one.
+    pub(crate) targets: Vec<FleetTargetOptions>,
+    /// `--route`: how requests are spread over the targets.
+    pub(crate) routing: goodput_core::backend::fleet::Routing,
+    /// `--replica-header`: the response header naming the replica that served a request.
+    pub(crate) replica_header: Option<http::HeaderName>,
+}
+
+impl FleetOptions {
+    /// With the fleet's targets (kept only when there are several) and `--route` read against
+    /// their number.
+    pub(crate) fn with_targets(
+        mut self,
+        (targets, routing): (Vec<FleetTargetOptions>, goodput_core::backend::fleet::Routing),
+    ) -> Self {
+        if targets.len() > 1 {
+            self.targets = targets;
+            self.routing = routing;
+        }
+        self
+    }
+
+    /// Whether requests go through a [`goodput_core::backend::fleet::FleetBackend`]: several
+    /// targets, or one whose replicas a response header names.
+    pub(crate) fn is_fleet(&self) -> bool {
+        !self.targets.is_empty() || self.replica_header.is_some()
+    }
+}
+
+/// One target of a fleet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FleetTargetOptions {
+    /// Its name in the report (`NAME=`, else its URL's host and port).
+    pub(crate) label: String,
+    /// Its base URL.
+    pub(crate) url: String,
 }
 
 impl RunOptions {

@@ -1,7 +1,7 @@
 //! The terminal summary's workload sections: key figures per prompt-length bucket, per turn
 //! index and per image-resolution bucket, and what the workload asked for (realised prompt and
-//! answer lengths); and per model, adapter and SLO class of a mix (shown without `--details`
-//! too: a mix is what such a run is about).
+//! answer lengths); and per model, adapter and SLO class of a mix and per target and replica
+//! of a fleet (shown without `--details` too: a mix or a fleet is what such a run is about).
 
 use std::fmt::Write as _;
 
@@ -47,10 +47,16 @@ pub(crate) fn render(out: &mut String, step: &StepReport) {
     }
 }
 
-/// Per model, per adapter and per SLO class (each class's goodput under its own SLO).
+/// Per model, per adapter, per fleet target, per replica and per SLO class (each class's
+/// goodput under its own SLO).
 pub(crate) fn render_labels(out: &mut String, step: &StepReport) {
     let header = header();
-    let sections = [("By model", &step.models), ("By adapter", &step.adapters)];
+    let sections = [
+        ("By model", &step.models),
+        ("By adapter", &step.adapters),
+        ("By target", &step.targets),
+        ("By replica", &step.replicas),
+    ];
     for (title, rows) in sections {
         if rows.is_empty() {
             continue;
@@ -60,12 +66,41 @@ pub(crate) fn render_labels(out: &mut String, step: &StepReport) {
             row(out, &label.name, &label.metrics);
         }
     }
+    render_replica_servers(out, step);
     if !step.classes.is_empty() {
         let _ = writeln!(out, "\n{:<26}{header}", "By SLO class");
         for class in &step.classes {
             let slo = class.slo.as_deref().unwrap_or("the run's SLO");
             row(out, &format!("{} ({slo})", class.name), &class.metrics);
         }
+    }
+}
+
+/// What each target of a fleet counted on its own `/metrics` over the step.
+fn render_replica_servers(out: &mut String, step: &StepReport) {
+    let servers: Vec<_> = step
+        .targets
+        .iter()
+        .filter_map(|t| Some((&t.name, t.server.as_ref()?)))
+        .collect();
+    if servers.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nEach target's own /metrics over the step");
+    let count = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+    for (name, server) in servers {
+        let problem = server
+            .problem
+            .as_deref()
+            .map(|p| format!(" ({p})"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  {name:<24}{} requests finished · {} prompt tokens · {} generated{problem}",
+            count(server.requests_finished),
+            count(server.prompt_tokens),
+            count(server.generation_tokens),
+        );
     }
 }
 

@@ -63,7 +63,7 @@ ttft_ms,ttft_from_send_ms,tpot_ms,e2e_ms,e2e_from_send_ms,dispatch_lag_ms,client
 input_tokens,output_tokens,requested_output_tokens,chunks,finish_reason,retries,failure,\
 reasoning_tokens,answer_tokens,ttfat_ms,thinking_ms,tool_calls,time_to_first_tool_call_ms,\
 ended_in_tool_call,session,turn,tool_result_turn,expected_prefix_tokens,cached_input_tokens,images,\
-request_id,server_request_id,response_id,model,adapter,class";
+request_id,server_request_id,response_id,model,adapter,class,target,replica";
 
 /// `requests.csv`: one row per request of the journal, in journal order.
 pub(crate) fn requests(records: &[RequestRecord]) -> String {
@@ -153,9 +153,9 @@ fn channel_cells(
     ]
 }
 
-/// The correlation ids (sent, the server's header, the body's) and the model, adapter and SLO
-/// class of a request (empty when it had none).
-fn fleet_cells(r: &RequestRecord) -> [String; 6] {
+/// The correlation ids (sent, the server's header, the body's), the model, adapter and SLO
+/// class of a request, and the fleet's target and replica (empty when it had none).
+fn fleet_cells(r: &RequestRecord) -> [String; 8] {
     [
         &r.request_id,
         &r.server_request_id,
@@ -163,6 +163,8 @@ fn fleet_cells(r: &RequestRecord) -> [String; 6] {
         &r.model,
         &r.adapter,
         &r.class,
+        &r.target,
+        &r.replica,
     ]
     .map(|cell| cell.clone().unwrap_or_default())
 }

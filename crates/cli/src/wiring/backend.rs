@@ -1,17 +1,19 @@
 //! The backend of `--api` (an OpenAI-compatible API, a JSON template for `http`, KServe v2
-//! tensors for `v2`) and the model name it sends.
+//! tensors for `v2`) and the model name it sends; for a fleet, one such backend per target
+//! behind core's `FleetBackend`.
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use goodput_core::backend::Backend;
+use goodput_core::backend::fleet::{FleetBackend, FleetTarget};
 use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
 use goodput_core::backend::template::{TemplateBackend, TemplateConfig};
 use goodput_core::backend::v2::{V2Backend, V2Config};
-use goodput_core::http::HttpClient;
+use goodput_core::http::{HttpClient, HttpConfig, Target};
 
 use super::session::{Endpoint, first_model};
-use crate::options::run::{Api, RequestOptions, RunOptions};
+use crate::options::run::{Api, FleetOptions, RequestOptions, RunOptions};
 
 /// The model to name: `--model`, the simulator's, else the first the target lists (`--api
 /// http` lists nothing: its template names the model, if any).
@@ -65,4 +67,45 @@ pub(crate) fn backend(
     Ok(Arc::new(
         OpenAiBackend::new(openai, client).context("backend configuration")?,
     ))
+}
+
+/// The backend of a run: [`backend`] over `client`, or, for a fleet (several targets, or one
+/// whose replicas `--replica-header` names), one per target behind a [`FleetBackend`].
+pub(crate) fn run_backend(
+    request: &RequestOptions,
+    fleet: &FleetOptions,
+    openai: OpenAiConfig,
+    client: HttpClient,
+) -> Result<Arc<dyn Backend>> {
+    if !fleet.is_fleet() {
+        return backend(request, openai, client);
+    }
+    let members = if fleet.targets.is_empty() {
+        let label = client.target().authority().to_string();
+        vec![FleetTarget {
+            label,
+            backend: backend(request, openai, client)?,
+        }]
+    } else {
+        fleet
+            .targets
+            .iter()
+            .map(|target| {
+                let parsed = Target::parse(&target.url)
+                    .with_context(|| format!("--target {}", target.url))?;
+                let client = HttpClient::tcp(parsed, HttpConfig::default());
+                Ok(FleetTarget {
+                    label: target.label.clone(),
+                    backend: backend(request, openai.clone(), client)?,
+                })
+            })
+            .collect::<Result<Vec<_>>>()?
+    };
+    let fleet = FleetBackend::new(
+        members,
+        fleet.routing.clone(),
+        fleet.replica_header.clone(),
+    )
+    .context("--target")?;
+    Ok(Arc::new(fleet))
 }

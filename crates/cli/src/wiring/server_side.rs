@@ -1,7 +1,9 @@
 //! Server-side figures around a run: probes the metrics URL, scrapes it beside the runner,
 //! records `analysis.json` and `server_metrics.jsonl` next to the journal, and adds the
 //! `server`, `utilisation`, `speculative_decoding` and `cost` sections to the report — the
-//! same way for a live run and for `goodput report` rebuilding one.
+//! same way for a live run and for `goodput report` rebuilding one. A fleet's targets are
+//! each scraped right before and after every step (`fleet_metrics.jsonl`), their counts set
+//! on the step's per-target rows.
 
 use std::path::Path;
 use std::time::Duration;
@@ -9,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use goodput_core::analysis::{AnalysisConfig, EnrichInputs, enrich, enrich_step};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::observe::server::replicas::{ReplicaScrapes, attach};
 use goodput_core::observe::server::{
     ClientTally, MetricsEndpoint, Scrape, ScrapeHeader, ScrapeJournal, ScrapeLog, Scraper,
     default_metrics_url, read_scrape_journal, split_metrics_url,
@@ -25,6 +28,8 @@ use crate::output;
 pub(crate) const ANALYSIS_FILE: &str = "analysis.json";
 /// File the scrapes are journaled in.
 pub(crate) const SCRAPES_FILE: &str = "server_metrics.jsonl";
+/// File a fleet's per-target scrapes around each step are journaled in.
+pub(crate) const FLEET_SCRAPES_FILE: &str = "fleet_metrics.jsonl";
 
 /// The scrape journal of a plain run, or of step `index` of a sweep or capacity search.
 fn scrapes_file(step: Option<usize>) -> String {
@@ -57,6 +62,18 @@ pub(crate) struct ServerSide {
     interval: Duration,
     scraping: Scraping,
     tally: ClientTally,
+    fleet: FleetScraping,
+}
+
+/// A fleet's targets, each scraped right before and right after the step.
+#[derive(Default)]
+struct FleetScraping {
+    /// Each target's name, its metrics endpoint and its scrape before the step.
+    targets: Vec<(String, MetricsEndpoint, Scrape)>,
+    /// `fleet_metrics.jsonl`, with `--out`.
+    journal: Option<std::path::PathBuf>,
+    /// The scrapes around the step, once it ended.
+    done: Vec<ReplicaScrapes>,
 }
 
 impl ServerSide {
@@ -93,6 +110,7 @@ impl ServerSide {
             interval: options.metrics_interval,
             scraping: Scraping::Off,
             tally: ClientTally::default(),
+            fleet: FleetScraping::default(),
         };
         // The same inputs serve every step of a multi-step run: written once.
         if let Some(dir) = out.filter(|_| step.is_none_or(|index| index == 0)) {
@@ -174,16 +192,60 @@ impl ServerSide {
         }
     }
 
-    /// Takes the final scrape and stops scraping (call when the runner returned).
+    /// Takes the final scrape and stops scraping (call when the runner returned); a fleet's
+    /// targets are each scraped once more and the pairs journaled (a journal that cannot be
+    /// written is reported, and the run's report still carries the counts).
     pub(crate) async fn end(&mut self) {
         if let Scraping::Running(scraper) = std::mem::replace(&mut self.scraping, Scraping::Off) {
             self.scraping = Scraping::Done(scraper.finish().await);
         }
+        let step = u32::try_from(self.step.unwrap_or(0)).unwrap_or(u32::MAX);
+        for (target, endpoint, before) in std::mem::take(&mut self.fleet.targets) {
+            let after = endpoint.scrape(None).await;
+            self.fleet.done.push(ReplicaScrapes {
+                step,
+                target,
+                metrics_url: endpoint.url().to_string(),
+                before,
+                after,
+            });
+        }
+        if let Some(path) = &self.fleet.journal
+            && let Err(error) = append_lines(path, &self.fleet.done)
+        {
+            eprintln!("warning: cannot write {}: {error}", path.display());
+        }
+    }
+
+    /// Scrapes each target of a fleet (`targets`: name and base URL) before the step.
+    async fn scrape_fleet(
+        &mut self,
+        targets: &[crate::options::run::FleetTargetOptions],
+        out: Option<&Path>,
+    ) -> Result<()> {
+        for target in targets {
+            let url = default_metrics_url(&Target::parse(&target.url)?);
+            let endpoint = metrics_endpoint(&url, self.interval)?;
+            let before = endpoint.scrape(None).await;
+            self.fleet.targets.push((target.label.clone(), endpoint, before));
+        }
+        self.fleet.journal = out.map(|dir| dir.join(FLEET_SCRAPES_FILE));
+        // A run's first step starts the journal afresh (a rerun into the same directory).
+        if let Some(path) = &self.fleet.journal
+            && self.step.is_none_or(|index| index == 0)
+            && path.exists()
+        {
+            std::fs::remove_file(path).with_context(|| format!("cannot replace {}", path.display()))?;
+        }
+        Ok(())
     }
 
     /// Adds the server-side sections to `report`.
     pub(crate) fn enrich(&self, report: &mut Report, window: Duration) {
         enrich(report, self.inputs(window));
+        for step in &mut report.steps {
+            attach(step, 0, &self.fleet.done);
+        }
     }
 
     /// Adds the server-side sections to `step` (step `index` of a multi-step run); returns
@@ -194,6 +256,7 @@ impl ServerSide {
         index: usize,
         window: Duration,
     ) -> Vec<Warning> {
+        attach(step, u32::try_from(index).unwrap_or(u32::MAX), &self.fleet.done);
         step_warnings(enrich_step(step, self.inputs(window)), index)
     }
 
@@ -240,6 +303,10 @@ pub(crate) fn rebuild(
             .with_context(|| format!("{} is not valid", analysis_path.display()))?,
         Err(_) => AnalysisConfig::default(),
     };
+    let fleet = read_fleet_scrapes(&dir.join(FLEET_SCRAPES_FILE))?;
+    for (index, step) in report.steps.iter_mut().enumerate() {
+        attach(step, u32::try_from(index).unwrap_or(u32::MAX), &fleet);
+    }
     if report.steps.len() <= 1 {
         let server = read_scrapes(&dir.join(SCRAPES_FILE))?;
         let tally = tally_of(records.iter());
@@ -288,6 +355,34 @@ fn read_scrapes(path: &Path) -> Result<Option<(ScrapeHeader, ScrapeLog)>> {
     Ok(Some(scrapes))
 }
 
+/// Appends `scrapes` to the journal at `path`, one JSON line each.
+fn append_lines(path: &Path, scrapes: &[ReplicaScrapes]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut lines = String::new();
+    for line in scrapes {
+        lines.push_str(&serde_json::to_string(line)?);
+        lines.push('\n');
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(lines.as_bytes())
+}
+
+/// A fleet's scrapes around each step (none without the file).
+fn read_fleet_scrapes(path: &Path) -> Result<Vec<ReplicaScrapes>> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Ok(Vec::new());
+    };
+    text.lines()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line).with_context(|| format!("{} is not valid", path.display()))
+        })
+        .collect()
+}
+
 fn tally_of<'a>(records: impl Iterator<Item = &'a RequestRecord>) -> ClientTally {
     let mut tally = ClientTally::default();
     for record in records {
@@ -310,14 +405,24 @@ impl ServerSide {
         step: Option<usize>,
     ) -> Result<ServerSide> {
         let output = &options.output;
-        ServerSide::prepare(
-            &options.server_side,
+        let (server_side, targets) = (&options.server_side, &options.fleet.targets);
+        // A fleet's own metrics are read per target; one endpoint only when named.
+        let single = ServerSideOptions {
+            scrape: server_side.scrape && (targets.is_empty() || server_side.metrics_url.is_some()),
+            ..server_side.clone()
+        };
+        let mut side = ServerSide::prepare(
+            &single,
             target_url,
             output.out.as_deref(),
             output.quiet || step.is_some_and(|index| index > 0),
             time_scale,
             step,
         )
-        .await
+        .await?;
+        if server_side.scrape {
+            side.scrape_fleet(targets, output.out.as_deref()).await?;
+        }
+        Ok(side)
     }
 }

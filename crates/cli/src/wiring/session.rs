@@ -137,7 +137,8 @@ impl Session {
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
         let with_images = workload::with_images(options.request.images.as_ref(), built.workload);
         built.workload = workload::with_mix(&options, with_images)?;
-        let backend = super::backend::backend(&options.request, openai, client)?;
+        let backend =
+            super::backend::run_backend(&options.request, &options.fleet, openai, client)?;
         let mut run_info = run_info(
             &options,
             &config,
@@ -393,7 +394,7 @@ pub(crate) async fn start_endpoint(options: &RunOptions) -> Result<Endpoint> {
             return Ok(Endpoint {
                 time_scale: *time_scale,
                 url: url.clone(),
-                label: redact_url(url),
+                label: fleet_label(options).unwrap_or_else(|| redact_url(url)),
                 model: None,
                 simulator: None,
             });
@@ -414,6 +415,33 @@ pub(crate) async fn start_endpoint(options: &RunOptions) -> Result<Endpoint> {
         model: Some(model),
         simulator: Some(simulator),
     })
+}
+
+/// A fleet's description for the report's target: its targets by name and URL and its
+/// routing (`None` with one target).
+fn fleet_label(options: &RunOptions) -> Option<String> {
+    let fleet = &options.fleet;
+    if fleet.targets.is_empty() {
+        return None;
+    }
+    let targets: Vec<String> = fleet
+        .targets
+        .iter()
+        .map(|t| format!("{}={}", t.label, redact_url(&t.url)))
+        .collect();
+    let weights = match &fleet.routing {
+        goodput_core::backend::fleet::Routing::Weighted(w) => format!(
+            " {}",
+            w.iter().map(u32::to_string).collect::<Vec<_>>().join(":")
+        ),
+        _ => String::new(),
+    };
+    Some(format!(
+        "fleet of {} targets ({}{weights}): {}",
+        targets.len(),
+        fleet.routing.name(),
+        targets.join(", ")
+    ))
 }
 
 pub(crate) async fn first_model(client: &HttpClient) -> Result<String> {

@@ -4,9 +4,11 @@
 //! streamed or not; embeddings and rerank, items counted) and the closure backend of
 //! [`crate::measure`] (any async call timed in-process), and [`template::TemplateBackend`]
 //! (any JSON API from a body template, items counted by a JSONPath), and [`v2::V2Backend`]
-//! (KServe v2 / Open Inference Protocol tensors, items = batch rows).
+//! (KServe v2 / Open Inference Protocol tensors, items = batch rows), and
+//! [`fleet::FleetBackend`] (several targets behind one backend, routed client-side).
 
 pub mod discovery;
+pub mod fleet;
 pub mod openai;
 mod post;
 pub mod sse;
@@ -48,6 +50,9 @@ pub struct RequestTags {
     pub request_id: Option<RequestId>,
     /// The `model` field to send instead of the backend's (a model of a mix, or an adapter).
     pub model: Option<String>,
+    /// The response header naming the replica that served the request (a fleet's
+    /// `--replica-header`), noted into the exchange's `served_by`.
+    pub replica_header: Option<HeaderName>,
 }
 
 /// A correlation id and the header that carries it.

@@ -61,8 +61,17 @@ pub(crate) fn insert_request_id(
     Ok(())
 }
 
-/// Notes the server's own id: the response header named as the request id's, when present.
+/// Notes the server's own id (the response header named as the request id's) and the replica
+/// that served it (the header a fleet names), when present.
 pub(crate) fn note_server_id(headers: &HeaderMap, spec: &RequestSpec, exchange: &mut Exchange) {
+    if let Some(value) = spec
+        .tags
+        .replica_header
+        .as_ref()
+        .and_then(|name| headers.get(name))
+    {
+        exchange.served_by = Some(String::from_utf8_lossy(value.as_bytes()).into_owned());
+    }
     let Some(id) = &spec.tags.request_id else {
         return;
     };

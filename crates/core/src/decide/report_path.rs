@@ -241,7 +241,7 @@ fn split_path(path: &str) -> Vec<&str> {
 }
 
 /// Breakdowns whose rows are compared by name, not position (the runs may differ in rows).
-const NAMED_ROWS: [&str; 3] = ["models", "adapters", "classes"];
+const NAMED_ROWS: [&str; 5] = ["models", "adapters", "classes", "targets", "replicas"];
 
 /// The name a row of a named breakdown is addressed by (`None`: address rows by position).
 fn row_names(prefix: &str, items: &[Value]) -> Option<Vec<String>> {

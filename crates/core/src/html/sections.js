@@ -1,6 +1,6 @@
 // goodput page renderer, part 3: the sections other parts of goodput add to a report
-// (capacity search, sweep, repeated runs, buckets, turns and image resolutions, models, adapters
-// and SLO classes, server metrics, utilisation, the rest), the run metadata, and the report page
+// (capacity search, sweep, repeated runs, buckets, turns and image resolutions, models, adapters,
+// targets, replicas and SLO classes, server metrics, utilisation, the rest), the run metadata, and the report page
 // itself.
 
 function capacitySection(report) {
@@ -143,6 +143,25 @@ function labelsSection(st) {
   if (st.adapters && st.adapters.length) {
     var adapters = section("By adapter", "adapters", "An adapter mix split by LoRA adapter (base: the requests sent to the base model).");
     slicesTable(adapters, st.adapters, function (a) { return a.name; });
+  }
+  if (st.targets && st.targets.length) {
+    var targets = section("By target", "targets", "A fleet split by target: what each target was sent (by --route) and how fast it answered.");
+    slicesTable(targets, st.targets, function (t) { return t.name; });
+    var counted = st.targets.filter(function (t) { return t.server; });
+    if (counted.length) {
+      var count = function (v) { return isNum(v) ? fmt(v) : "–"; };
+      var head = h("tr", {}, ["target", "requests finished", "prompt tokens", "generated tokens", "metrics"].map(function (x) { return h("th", {}, [x]); }));
+      var rows = counted.map(function (t) {
+        var s = t.server;
+        return h("tr", {}, [t.name, count(s.requests_finished), count(s.prompt_tokens), count(s.generation_tokens), s.problem || s.metrics_url].map(function (x) { return h("td", {}, [x]); }));
+      });
+      targets.appendChild(h("p", {}, ["Each target's own /metrics over the step (scraped right before it and right after): what the replica says it served, beside what was sent to it."]));
+      targets.appendChild(h("div", { "class": "scroll" }, [h("table", {}, [h("thead", {}, [head]), h("tbody", {}, rows)])]));
+    }
+  }
+  if (st.replicas && st.replicas.length) {
+    var replicas = section("By replica", "replicas", "Requests split by the replica that served them, as the response header --replica-header named it: whether the router balances.");
+    slicesTable(replicas, st.replicas, function (r) { return r.name; });
   }
   if (st.classes && st.classes.length) {
     var classes = section("By SLO class", "classes", "Traffic classes, each judged against its own SLO: SLO met is the class's goodput.");

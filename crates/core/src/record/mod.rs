@@ -200,6 +200,10 @@ pub struct Exchange {
     pub server_request_id: Option<String>,
     /// The `id` of the answer's body (an OpenAI completion's, the first streamed chunk's).
     pub response_id: Option<String>,
+    /// A fleet's target the request was sent to ([`crate::backend::fleet`]).
+    pub target: Option<String>,
+    /// The replica that served it: the value of the response header a fleet names.
+    pub served_by: Option<String>,
 }
 
 impl Exchange {
@@ -421,6 +425,13 @@ pub struct RequestRecord {
     /// SLO classes (`--class`): the class this request belongs to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub class: Option<String>,
+    /// Several targets (`--target` repeated): the one the request was sent to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// `--replica-header`: the replica that served the request, as the server's (or
+    /// gateway's) response header named it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replica: Option<String>,
 }
 
 /// Where a request's reasoning token count came from.

@@ -26,7 +26,7 @@ pub mod windows;
 mod workload;
 
 pub use workload::{
-    BucketReport, ClassReport, ImageBucketReport, LabelReport, SliceMetrics, TurnReport,
+    BucketReport, ClassReport, ImageBucketReport, LabelReport, ReplicaServer, SliceMetrics, TurnReport,
     WorkloadStats,
 };
 
@@ -443,6 +443,13 @@ pub struct StepReport {
     /// classes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassReport>,
+    /// Every metric per target of a fleet (`--target` repeated; absent with one target).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<LabelReport>,
+    /// Every metric per replica, as the response header `--replica-header` names it (absent
+    /// without one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<LabelReport>,
     /// What the workload asked for: realised prompt and answer lengths.
     #[serde(default)]
     pub workload_stats: WorkloadStats,

@@ -79,6 +79,27 @@ pub struct LabelReport {
     /// Its metrics (goodput under the run's SLO).
     #[serde(flatten)]
     pub metrics: SliceMetrics,
+    /// A fleet's target: what the target's own `/metrics` counted over the step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<ReplicaServer>,
+}
+
+/// What one target of a fleet said on its own `/metrics` about the step: its counters'
+/// increases from a scrape right before the step to one right after it (`None`: the target
+/// does not expose that counter).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaServer {
+    /// Where its metrics were read.
+    pub metrics_url: String,
+    /// Requests it finished.
+    pub requests_finished: Option<f64>,
+    /// Prompt tokens it processed.
+    pub prompt_tokens: Option<f64>,
+    /// Tokens it generated.
+    pub generation_tokens: Option<f64>,
+    /// Why a scrape gave nothing, when one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// The requests of one SLO class (`--class`), judged against the class's own thresholds.

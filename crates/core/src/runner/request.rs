@@ -273,6 +273,8 @@ pub(crate) fn finalize(
         model: None,
         adapter: None,
         class: None,
+        target: exchange.target,
+        replica: exchange.served_by,
     }
 }
 

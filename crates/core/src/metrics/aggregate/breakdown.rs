@@ -263,11 +263,7 @@ impl StepAggregator {
                 buckets: Vec::new(),
                 turns: Vec::new(),
                 images: Vec::new(),
-                labels: LabelRows {
-                    models: Vec::new(),
-                    adapters: Vec::new(),
-                    classes: Vec::new(),
-                },
+                labels: LabelRows::empty(),
                 stats: WorkloadStats::default(),
             },
         }

@@ -1,7 +1,7 @@
 //! The step broken down by request label: one inner aggregator per model of a model mix, per
-//! adapter of an adapter mix (the base model's requests in a row of their own, `base`, last)
-//! and per SLO
-//! class, each judged against its class's own thresholds. Each computes every metric exactly as
+//! adapter of an adapter mix (the base model's requests in a row of their own, `base`, last),
+//! per SLO class, each judged against its class's own thresholds, and per target of a fleet
+//! and per replica a response header named. Each computes every metric exactly as
 //! the step does, throughput over the step's interval.
 
 use std::collections::BTreeMap;
@@ -24,6 +24,8 @@ pub(super) struct LabelSlices {
     by_model: BTreeMap<String, StepAggregator>,
     by_adapter: BTreeMap<String, StepAggregator>,
     by_class: BTreeMap<String, StepAggregator>,
+    by_target: BTreeMap<String, StepAggregator>,
+    by_replica: BTreeMap<String, StepAggregator>,
 }
 
 /// The rows of the label breakdown.
@@ -31,6 +33,21 @@ pub(super) struct LabelRows {
     pub(super) models: Vec<LabelReport>,
     pub(super) adapters: Vec<LabelReport>,
     pub(super) classes: Vec<ClassReport>,
+    pub(super) targets: Vec<LabelReport>,
+    pub(super) replicas: Vec<LabelReport>,
+}
+
+impl LabelRows {
+    /// No rows.
+    pub(super) fn empty() -> Self {
+        LabelRows {
+            models: Vec::new(),
+            adapters: Vec::new(),
+            classes: Vec::new(),
+            targets: Vec::new(),
+            replicas: Vec::new(),
+        }
+    }
 }
 
 impl LabelSlices {
@@ -42,6 +59,8 @@ impl LabelSlices {
             by_model: BTreeMap::new(),
             by_adapter: BTreeMap::new(),
             by_class: BTreeMap::new(),
+            by_target: BTreeMap::new(),
+            by_replica: BTreeMap::new(),
         }
     }
 
@@ -65,6 +84,14 @@ impl LabelSlices {
                 .or_insert_with(fresh)
                 .add(record);
         }
+        for (label, slices) in [
+            (&record.target, &mut self.by_target),
+            (&record.replica, &mut self.by_replica),
+        ] {
+            if let Some(label) = label {
+                slices.entry(label.clone()).or_insert_with(fresh).add(record);
+            }
+        }
         if let Some(class) = &record.class {
             let own = self.class_slos.get(class).map(|(slo, _)| slo.clone());
             self.by_class
@@ -74,12 +101,13 @@ impl LabelSlices {
         }
     }
 
-    /// The rows over the step's `interval`: models and classes by name, adapters by name
-    /// with the base model's row last.
+    /// The rows over the step's `interval`: models, classes, targets and replicas by name,
+    /// adapters by name with the base model's row last.
     pub(super) fn rows(&self, interval: &Interval) -> LabelRows {
         let row = |(name, aggregator): (&String, &StepAggregator)| LabelReport {
             name: name.clone(),
             metrics: aggregator.slice(interval),
+            server: None,
         };
         let models = self.by_model.iter().map(row).collect();
         let is_base = |name: &String| name == BASE_ADAPTER;
@@ -99,6 +127,8 @@ impl LabelSlices {
             models,
             adapters,
             classes,
+            targets: self.by_target.iter().map(row).collect(),
+            replicas: self.by_replica.iter().map(row).collect(),
         }
     }
 }

@@ -382,6 +382,8 @@ impl StepAggregator {
             models: breakdown.labels.models,
             adapters: breakdown.labels.adapters,
             classes: breakdown.labels.classes,
+            targets: breakdown.labels.targets,
+            replicas: breakdown.labels.replicas,
             workload_stats: breakdown.stats,
             reasoning,
             tool_calls,

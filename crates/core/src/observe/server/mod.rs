@@ -15,6 +15,7 @@
 
 pub mod concepts;
 pub mod prometheus;
+pub mod replicas;
 pub use crate::report::server as report;
 pub mod scrape;
 pub mod series;

@@ -1,0 +1,281 @@
+//! A fleet of targets in one run, against replicas written here: each answers after its own
+//! fixed service time (as many requests at once as come), names itself in `x-served-by`,
+//! counts what it served and says so on `/metrics`. Round-robin and weighted routing split
+//! the requests exactly; least-outstanding favours the fast replica; every per-target and
+//! per-replica row equals what that replica served, on its own count and on its `/metrics`.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::io::{BufReader, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use serde_json::Value;
+use support::fleet::{read_request, rows};
+use support::{goodput, ok, spawn_server};
+
+/// One replica: its name, its URL and how many chat requests it answered.
+struct Replica {
+    name: &'static str,
+    url: String,
+    served: Arc<AtomicU64>,
+}
+
+/// A replica answering every chat request after `service_ms` with 3 streamed tokens.
+fn replica(name: &'static str, service_ms: u64) -> Replica {
+    let served = Arc::new(AtomicU64::new(0));
+    let count = Arc::clone(&served);
+    let address = spawn_server(move |stream| serve(stream, name, service_ms, &count));
+    Replica {
+        name,
+        url: format!("http://{address}/v1"),
+        served,
+    }
+}
+
+fn serve(stream: TcpStream, name: &str, service_ms: u64, served: &AtomicU64) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    let Some((path, _, _)) = read_request(&mut reader) else {
+        return;
+    };
+    if path.ends_with("/metrics") {
+        let n = served.load(Ordering::SeqCst);
+        let body = format!(
+            "vllm:request_success_total{{model_name=\"m\",finished_reason=\"length\"}} {n}\n\
+             vllm:generation_tokens_total{{model_name=\"m\"}} {}\n\
+             vllm:num_requests_running{{model_name=\"m\"}} 0\n",
+            3 * n
+        );
+        let _ = write!(
+            writer,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        );
+        return;
+    }
+    if !path.ends_with("/chat/completions") {
+        let _ = writer.write_all(support::other_reply(&path, "").as_bytes());
+        return;
+    }
+    std::thread::sleep(Duration::from_millis(service_ms));
+    let mut reply = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-served-by: {name}\r\n\
+         connection: close\r\n\r\n"
+    );
+    for token in 0..3 {
+        let (finish, usage) = if token == 2 {
+            (
+                "\"length\"",
+                r#","usage":{"prompt_tokens":4,"completion_tokens":3,"total_tokens":7}"#,
+            )
+        } else {
+            ("null", "")
+        };
+        reply.push_str(&format!(
+            "data: {{\"object\":\"chat.completion.chunk\",\"choices\":[{{\"index\":0,\
+             \"delta\":{{\"content\":\"t \"}},\"finish_reason\":{finish}}}]{usage}}}\n\n"
+        ));
+    }
+    reply.push_str("data: [DONE]\n\n");
+    // Counted before the answer goes out: a client that has read it finds it counted.
+    served.fetch_add(1, Ordering::SeqCst);
+    let _ = writer.write_all(reply.as_bytes());
+}
+
+/// Three replicas: fast (5 ms), medium (20 ms) and slow (80 ms).
+fn three() -> Vec<Replica> {
+    vec![
+        replica("fast", 5),
+        replica("medium", 20),
+        replica("slow", 80),
+    ]
+}
+
+/// `goodput run` of `requests` over `replicas` (each `--target NAME=URL`) with `extra` flags;
+/// its report.
+fn fleet_run(replicas: &[Replica], requests: u32, extra: &[&str]) -> Value {
+    let out = tempfile::tempdir().unwrap();
+    let mut command = goodput();
+    command.args(["run", "--quiet", "--model", "m", "--json"]);
+    for r in replicas {
+        command.args(["--target", &format!("{}={}", r.name, r.url)]);
+    }
+    let output = ok(command
+        .args(["--requests", &requests.to_string(), "--concurrency", "6"])
+        .args(["--warmup", "0", "--input-tokens", "4", "--output-tokens", "3"])
+        .args(["--seed", "3", "--slo", "e2e=30s"])
+        .args(extra)
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    support::validate_against_schema(&report);
+    // The journal names each request's target, and rebuilding the report keeps the rows and
+    // each target's own counts.
+    let rebuilt = support::fleet::rebuilt_step(out.path());
+    let step = &report["steps"][0];
+    assert_eq!(rows(&rebuilt, "targets"), rows(step, "targets"));
+    for (was, again) in step["targets"].as_array().unwrap().iter().zip(rebuilt["targets"].as_array().unwrap()) {
+        assert_eq!(was["server"], again["server"]);
+    }
+    report
+}
+
+/// Requests each replica answered (and zeroes its count for the next run).
+fn served(replicas: &[Replica]) -> BTreeMap<String, u64> {
+    replicas
+        .iter()
+        .map(|r| (r.name.to_string(), r.served.swap(0, Ordering::SeqCst)))
+        .collect()
+}
+
+/// Each target's own `/metrics` count of `counter` over the step, by name.
+fn own_counts(step: &Value, counter: &str) -> BTreeMap<String, u64> {
+    step["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| {
+            let count = row["server"][counter].as_f64();
+            let count = count.unwrap_or_else(|| panic!("no server.{counter} in {row}"));
+            (row["name"].as_str().unwrap().to_string(), count as u64)
+        })
+        .collect()
+}
+
+/// A breakdown's rows as name → completed requests.
+fn completed(step: &Value, key: &str) -> BTreeMap<String, u64> {
+    rows(step, key)
+        .into_iter()
+        .map(|(name, (_, done))| (name, done))
+        .collect()
+}
+
+#[test]
+fn round_robin_and_weighted_split_exactly_and_rows_match_each_replica() {
+    let replicas = three();
+    let report = fleet_run(&replicas, 60, &[]);
+    let step = &report["steps"][0];
+    let counts = served(&replicas);
+    let expected: BTreeMap<String, u64> = ["fast", "medium", "slow"]
+        .into_iter()
+        .map(|name| (name.to_string(), 20))
+        .collect();
+    assert_eq!(counts, expected, "round-robin: 60 requests, 20 each");
+    assert_eq!(completed(step, "targets"), counts);
+    assert!(step.get("replicas").is_none(), "no --replica-header");
+    assert_eq!(own_counts(step, "requests_finished"), counts);
+    let tokens: BTreeMap<String, u64> = counts.iter().map(|(k, v)| (k.clone(), 3 * v)).collect();
+    assert_eq!(own_counts(step, "generation_tokens"), tokens);
+    assert!(step["server"].is_null(), "a fleet has no single server section");
+    assert!(
+        report["run"]["target"]
+            .as_str()
+            .unwrap()
+            .starts_with("fleet of 3 targets (round-robin)"),
+        "{}",
+        report["run"]["target"]
+    );
+
+    let report = fleet_run(
+        &replicas,
+        100,
+        &["--route", "weighted:3,1,1", "--replica-header", "x-served-by"],
+    );
+    let step = &report["steps"][0];
+    let counts = served(&replicas);
+    assert_eq!(
+        counts.values().copied().collect::<Vec<_>>(),
+        [60, 20, 20],
+        "{counts:?}"
+    );
+    assert_eq!(completed(step, "targets"), counts);
+    assert_eq!(completed(step, "replicas"), counts, "the header names each");
+}
+
+#[test]
+fn least_outstanding_favours_the_fast_replica() {
+    let replicas = three();
+    let report = fleet_run(&replicas, 120, &["--route", "least-outstanding"]);
+    let counts = served(&replicas);
+    assert_eq!(completed(&report["steps"][0], "targets"), counts);
+    let (fast, medium, slow) = (counts["fast"], counts["medium"], counts["slow"]);
+    assert_eq!(fast + medium + slow, 120);
+    // Six clients, about two in flight on each replica: the fast one (5 ms) answers 4× as
+    // often as the medium (20 ms) and 16× as the slow (80 ms) — round-robin would give 40 each.
+    eprintln!("least-outstanding over 5/20/80 ms replicas: {counts:?}");
+    assert!(fast > medium && medium > slow, "{counts:?}");
+    assert!(fast >= 60, "{counts:?}");
+}
+
+#[test]
+fn bad_fleets_are_refused_with_exit_2() {
+    let replicas = three();
+    let target = |r: &Replica| format!("{}={}", r.name, r.url);
+    let cases: [(Vec<String>, &str); 4] = [
+        (
+            vec![
+                "--target".into(),
+                target(&replicas[0]),
+                "--route".into(),
+                "least-outstanding".into(),
+            ],
+            "give --target more than once",
+        ),
+        (
+            vec![
+                "--target".into(),
+                target(&replicas[0]),
+                "--target".into(),
+                target(&replicas[1]),
+                "--route".into(),
+                "weighted:1,2,3".into(),
+            ],
+            "3 weights for 2 targets",
+        ),
+        (
+            vec![
+                "--target".into(),
+                target(&replicas[0]),
+                "--target".into(),
+                target(&replicas[0]),
+            ],
+            "two targets are named",
+        ),
+        (
+            vec![
+                "--target".into(),
+                target(&replicas[0]),
+                "--target".into(),
+                target(&replicas[1]),
+                "--route".into(),
+                "random".into(),
+            ],
+            "round-robin, least-outstanding or weighted",
+        ),
+    ];
+    for (args, message) in cases {
+        let output = goodput()
+            .args(["run", "--quiet", "--requests", "2", "--model", "m"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(message), "{args:?}: {stderr}");
+    }
+    let output = goodput()
+        .args(["run", "--quiet", "--virtual-time", "--requests", "2"])
+        .args(["--replica-header", "x-served-by"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--replica-header"));
+}
