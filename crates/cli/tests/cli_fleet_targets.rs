@@ -279,3 +279,104 @@ fn bad_fleets_are_refused_with_exit_2() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--replica-header"));
 }
+
+/// A gateway in front of two replicas: it answers itself, naming `r1` and `r2` in turn.
+fn gateway() -> (String, Arc<[AtomicU64; 2]>) {
+    let served = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
+    let turn = Arc::new(AtomicU64::new(0));
+    let counts = Arc::clone(&served);
+    let address = spawn_server(move |stream| {
+        let k = (turn.fetch_add(1, Ordering::SeqCst) % 2) as usize;
+        let name = ["r1", "r2"][k];
+        let inner = AtomicU64::new(0);
+        serve(stream, name, 2, &inner);
+        counts[k].fetch_add(inner.load(Ordering::SeqCst), Ordering::SeqCst);
+    });
+    (format!("http://{address}/v1"), served)
+}
+
+#[test]
+fn a_gateway_s_replicas_are_told_apart_by_the_header_it_names() {
+    let (url, served) = gateway();
+    let out = tempfile::tempdir().unwrap();
+    let output = ok(goodput()
+        .args(["run", "--quiet", "--model", "m", "--json", "--target", &url])
+        .args(["--replica-header", "X-Served-By", "--requests", "30"])
+        .args(["--concurrency", "3", "--warmup", "0", "--input-tokens", "4"])
+        .args(["--output-tokens", "3", "--no-metrics", "--out"])
+        .arg(out.path())
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let step = &report["steps"][0];
+    let expected: BTreeMap<String, u64> = [
+        ("r1".to_string(), served[0].load(Ordering::SeqCst)),
+        ("r2".to_string(), served[1].load(Ordering::SeqCst)),
+    ]
+    .into();
+    assert_eq!(expected.values().sum::<u64>(), 30);
+    assert_eq!(completed(step, "replicas"), expected);
+    // One target: no per-target rows, and the journal names each request's replica.
+    assert!(step.get("targets").is_none());
+    let journal = support::fleet::journal(out.path());
+    let named = journal.iter().filter(|r| r["replica"] == "r1").count() as u64;
+    assert_eq!(named, expected["r1"]);
+    let csv = support::fleet::csv_rows(out.path());
+    assert!(csv.iter().all(|row| row["replica"] == "r1" || row["replica"] == "r2"));
+}
+
+#[test]
+fn a_targets_file_and_a_sweep_give_each_step_its_own_rows_and_counts() {
+    let replicas = three();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("fleet.txt");
+    let lines: Vec<String> = replicas
+        .iter()
+        .map(|r| format!("{}={}   # {} replica", r.name, r.url, r.name))
+        .collect();
+    std::fs::write(&file, format!("# the fleet\n{}\n", lines.join("\n"))).unwrap();
+    let out = dir.path().join("out");
+    let output = ok(goodput()
+        .args(["sweep", "--quiet", "--model", "m", "--json", "--targets"])
+        .arg(&file)
+        .args(["--concurrency-steps", "3,6", "--requests", "30", "--warmup", "0"])
+        .args(["--input-tokens", "4", "--output-tokens", "3", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let steps = report["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for step in steps {
+        // Round-robin over 30 requests: 10 each, and each target's /metrics says so.
+        let each: BTreeMap<String, u64> = ["fast", "medium", "slow"]
+            .into_iter()
+            .map(|n| (n.to_string(), 10))
+            .collect();
+        assert_eq!(completed(step, "targets"), each);
+        assert_eq!(own_counts(step, "requests_finished"), each);
+    }
+    let lines = std::fs::read_to_string(out.join("fleet_metrics.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 6, "three targets × two steps");
+}
+
+#[test]
+fn a_gate_reads_a_target_s_row_by_name() {
+    let replicas = three();
+    let report = fleet_run(&replicas, 30, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("report.json");
+    std::fs::write(&path, report.to_string()).unwrap();
+    let gate = |condition: &str| {
+        goodput()
+            .args(["gate"])
+            .arg(&path)
+            .args(["--condition", condition])
+            .output()
+            .unwrap()
+    };
+    let passed = gate("steps[0].targets[slow].requests.completed >= 10");
+    assert!(passed.status.success(), "{}", String::from_utf8_lossy(&passed.stdout));
+    let failed = gate("steps[0].targets[slow].latency_ms.e2e.p50 < 50");
+    assert_eq!(failed.status.code(), Some(1), "the slow replica answers in 80 ms");
+}

@@ -203,7 +203,10 @@ impl Backend for FleetBackend {
             let member = &self.targets[self.choose()];
             member.outstanding.fetch_add(1, Ordering::Relaxed);
             let _in_flight = InFlight(&member.outstanding);
-            exchange.target = Some(member.label.clone());
+            // One target (a gateway whose replicas a header names) is no breakdown.
+            if self.targets.len() > 1 {
+                exchange.target = Some(member.label.clone());
+            }
             match &self.replica_header {
                 Some(header) => {
                     let mut spec = request.clone();
