@@ -380,3 +380,34 @@ fn a_gate_reads_a_target_s_row_by_name() {
     let failed = gate("steps[0].targets[slow].latency_ms.e2e.p50 < 50");
     assert_eq!(failed.status.code(), Some(1), "the slow replica answers in 80 ms");
 }
+
+#[test]
+fn compare_sets_each_target_s_row_beside_the_other_run_s() {
+    let replicas = three();
+    let dir = tempfile::tempdir().unwrap();
+    let paths: Vec<_> = [&[][..], &["--route", "weighted:4,1,1"][..]]
+        .iter()
+        .enumerate()
+        .map(|(i, extra)| {
+            let report = fleet_run(&replicas, 60, extra);
+            let path = dir.path().join(format!("{i}.json"));
+            std::fs::write(&path, report.to_string()).unwrap();
+            path
+        })
+        .collect();
+    for format in ["text", "markdown"] {
+        let output = ok(goodput()
+            .arg("compare")
+            .args(&paths)
+            .args(["--format", format])
+            .output()
+            .unwrap());
+        let text = String::from_utf8_lossy(&output.stdout);
+        let section = text.split("By target").nth(1).unwrap_or_else(|| panic!("{text}"));
+        let fast = section.lines().find(|l| l.contains("fast")).unwrap();
+        // Round-robin gave the fast replica 20 of 60, weighted 4:1:1 gave it 40.
+        assert!(fast.contains("20 → 40"), "{format}: {fast}");
+        let slow = section.lines().find(|l| l.contains("slow")).unwrap();
+        assert!(slow.contains("20 → 10"), "{format}: {slow}");
+    }
+}

@@ -51,6 +51,39 @@ fn judgement(m: &MetricDelta) -> &'static str {
     }
 }
 
+/// The named breakdowns (per model, adapter, SLO class, target, replica), A → B per row.
+fn rows_text(out: &mut String, comparison: &Comparison) {
+    use goodput_core::decide::compare::rows::BREAKDOWNS;
+    for (key, title) in BREAKDOWNS {
+        let rows: Vec<_> = comparison.rows.iter().filter(|r| r.breakdown == key).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "\n{title:<22}{:>18}{:>22}{:>24}{:>18}",
+            "completed A → B", "req/s A → B", "E2E p99 ms A → B", "SLO met A → B"
+        );
+        let pair = |[a, b]: [Option<f64>; 2]| format!("{} → {}", number(a), number(b));
+        let share = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1}%", v * 100.0));
+        for row in rows {
+            let _ = writeln!(
+                out,
+                "  {:<20}{:>18}{:>22}{:>24}{:>18}",
+                row.name,
+                pair(row.completed),
+                pair(row.requests_per_sec),
+                pair(row.e2e_p99_ms),
+                format!(
+                    "{} → {}",
+                    share(row.attained_fraction[0]),
+                    share(row.attained_fraction[1])
+                ),
+            );
+        }
+    }
+}
+
 /// The comparison as plain text: the headline, then (with `details`) everything.
 pub(crate) fn text(labels: [&str; 2], comparison: &Comparison, details: bool) -> String {
     let mut out = String::new();
@@ -60,6 +93,7 @@ pub(crate) fn text(labels: [&str; 2], comparison: &Comparison, details: bool) ->
         labels[1], labels[0]
     );
     headline_text(&mut out, comparison);
+    rows_text(&mut out, comparison);
     if !comparison.warnings.is_empty() {
         let _ = writeln!(out, "\nConditions differ");
         for w in &comparison.warnings {
@@ -186,6 +220,7 @@ pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison, details: bool
         out.push('\n');
     }
     markdown_headline(&mut out, comparison);
+    markdown_rows(&mut out, comparison);
     if !details {
         return out;
     }
@@ -213,6 +248,34 @@ pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison, details: bool
         );
     }
     out
+}
+
+/// The named breakdowns as Markdown tables, A → B per row.
+fn markdown_rows(out: &mut String, comparison: &Comparison) {
+    use goodput_core::decide::compare::rows::BREAKDOWNS;
+    for (key, title) in BREAKDOWNS {
+        let rows: Vec<_> = comparison.rows.iter().filter(|r| r.breakdown == key).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "\n**{title}**\n");
+        let _ = writeln!(out, "| | completed A → B | req/s A → B | E2E p99 ms A → B | SLO met A → B |");
+        let _ = writeln!(out, "|---|--:|--:|--:|--:|");
+        let pair = |[a, b]: [Option<f64>; 2]| format!("{} → {}", number(a), number(b));
+        let share = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1} %", v * 100.0));
+        for row in rows {
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} → {} |",
+                row.name,
+                pair(row.completed),
+                pair(row.requests_per_sec),
+                pair(row.e2e_p99_ms),
+                share(row.attained_fraction[0]),
+                share(row.attained_fraction[1])
+            );
+        }
+    }
 }
 
 fn markdown_distributions(out: &mut String, comparison: &Comparison) {

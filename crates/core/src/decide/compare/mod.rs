@@ -16,7 +16,9 @@ use crate::record::{Phase, RequestRecord};
 use crate::report::Warning;
 
 mod headline;
+pub mod rows;
 pub use headline::{Headline, HeadlineFigure};
+pub use rows::RowDelta;
 
 /// Distributions tested for a significant change. ITL is left out: its per-token samples
 /// within one request are not independent, which a rank test assumes. `ttfat` (time to first
@@ -127,6 +129,9 @@ pub struct Comparison {
     pub warnings: Vec<Warning>,
     /// The verdict and the headline figures with their significance.
     pub headline: Headline,
+    /// The named breakdowns of the headline step (per model, adapter, SLO class, target and
+    /// replica) side by side.
+    pub rows: Vec<RowDelta>,
 }
 
 impl Comparison {
@@ -160,6 +165,7 @@ pub fn compare(a: Side<'_>, b: Side<'_>, thresholds: Thresholds) -> Comparison {
         ),
         distributions,
         warnings: condition_warnings(a.report, b.report),
+        rows: rows::row_deltas(a.report, b.report, headline_step),
     }
 }
 
