@@ -411,3 +411,26 @@ fn compare_sets_each_target_s_row_beside_the_other_run_s() {
         assert!(slow.contains("20 → 10"), "{format}: {slow}");
     }
 }
+
+#[test]
+fn history_follows_one_target_s_figure_across_runs() {
+    let replicas = three();
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("history.db");
+    for route in ["weighted:1,1,1", "weighted:3,1,1"] {
+        fleet_run(&replicas, 50, &["--route", route, "--store", store.to_str().unwrap()]);
+        served(&replicas);
+    }
+    let output = ok(goodput()
+        .args(["history", "--store", store.to_str().unwrap()])
+        .args(["--metric", "targets[fast].requests.completed"])
+        .output()
+        .unwrap());
+    let text = String::from_utf8_lossy(&output.stdout);
+    // 50 requests weighted 1:1:1 give the fast target 17 (first in turn), 3:1:1 give it 30.
+    let values: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_whitespace().find(|w| *w == "17.00" || *w == "30.00"))
+        .collect();
+    assert_eq!(values, ["17.00", "30.00"], "{text}");
+}
