@@ -434,3 +434,80 @@ fn history_follows_one_target_s_figure_across_runs() {
         .collect();
     assert_eq!(values, ["17.00", "30.00"], "{text}");
 }
+
+/// A decode instance of a disaggregated deployment: answers after 5 ms, and its `/metrics`
+/// says two requests always await their KV and every answer took one 4 ms NIXL transfer.
+fn decode_instance() -> String {
+    let served = Arc::new(AtomicU64::new(0));
+    let address = spawn_server(move |stream| {
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let Some((path, _, _)) = read_request(&mut reader) else {
+            return;
+        };
+        let mut writer = stream;
+        if !path.ends_with("/metrics") {
+            served.fetch_add(1, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(5));
+            let body = "data: {\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\
+                \"delta\":{\"content\":\"t \"},\"finish_reason\":\"length\"}],\"usage\":\
+                {\"prompt_tokens\":4,\"completion_tokens\":1,\"total_tokens\":5}}\n\ndata: [DONE]\n\n";
+            let _ = write!(
+                writer,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{body}"
+            );
+            return;
+        }
+        let n = served.load(Ordering::SeqCst);
+        let body = format!(
+            "sglang:num_decode_transfer_queue_reqs 2\n\
+             sglang:num_decode_prealloc_queue_reqs 0\n\
+             vllm:nixl_xfer_time_seconds_bucket{{le=\"0.005\"}} {n}\n\
+             vllm:nixl_xfer_time_seconds_bucket{{le=\"+Inf\"}} {n}\n\
+             vllm:nixl_xfer_time_seconds_count {n}\n\
+             vllm:nixl_xfer_time_seconds_sum {}\n\
+             vllm:nixl_num_failed_transfers_total 0\n",
+            0.004 * n as f64
+        );
+        let _ = write!(
+            writer,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\
+             connection: close\r\n\r\n{body}",
+            body.len()
+        );
+    });
+    format!("http://{address}/v1")
+}
+
+#[test]
+fn a_disaggregated_server_s_queues_and_kv_transfers_stand_in_the_server_section() {
+    let url = decode_instance();
+    let output = ok(goodput()
+        .args(["run", "--quiet", "--model", "m", "--json", "--target", &url])
+        .args(["--rate", "40", "--duration", "3s", "--warmup", "0"])
+        .args(["--input-tokens", "4", "--output-tokens", "1"])
+        .args(["--metrics-interval", "250ms"])
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    support::validate_against_schema(&report);
+    let d = &report["steps"][0]["server"]["measurement"]["disaggregation"];
+    assert_eq!(d["decode_transfer_queue"]["mean"], 2.0, "{d}");
+    assert_eq!(d["decode_prealloc_queue"]["max"], 0.0);
+    assert_eq!(d["prefill_inflight_queue"]["samples"], 0, "a decode instance");
+    let mean = d["kv_transfer_ms"]["mean"].as_f64().unwrap();
+    assert!((mean - 4.0).abs() < 1e-6, "every transfer took 4 ms: {mean}");
+    assert!(d["kv_transfer_ms"]["count"].as_f64().unwrap() > 10.0);
+    assert_eq!(d["kv_transfer_failures"], 0.0);
+    let text = ok(goodput()
+        .args(["run", "--model", "m", "--target", &url, "--details", "--no-live"])
+        .args(["--rate", "40", "--duration", "1s", "--warmup", "0"])
+        .args(["--input-tokens", "4", "--output-tokens", "1"])
+        .args(["--metrics-interval", "250ms"])
+        .output()
+        .unwrap())
+    .stdout;
+    let text = String::from_utf8_lossy(&text);
+    assert!(text.contains("disaggregated prefill/decode"), "{text}");
+    assert!(text.contains("decode: awaiting KV"), "{text}");
+    assert!(text.contains("mean 4 ms") || text.contains("mean 4.0"), "{text}");
+}

@@ -95,6 +95,9 @@ fn render_server(out: &mut String, server: &ServerReport) {
             .map_or("-".into(), |r| format!("{:.1} %", r * 100.0))
     );
     render_server_latency(out, server);
+    if let Some(d) = &server.measurement.disaggregation {
+        render_disaggregation(out, d);
+    }
     let a = &server.agreement;
     let _ = writeln!(
         out,
@@ -136,6 +139,39 @@ fn render_gauges(out: &mut String, server: &ServerReport) {
                 opt(stats.max)
             );
         }
+    }
+}
+
+/// A disaggregated deployment's queues on each side and its KV transfers.
+fn render_disaggregation(out: &mut String, d: &goodput_core::observe::server::report::Disaggregation) {
+    let _ = writeln!(out, "  disaggregated prefill/decode");
+    for (name, stats) in [
+        ("prefill: waiting KV room", &d.prefill_prealloc_queue),
+        ("prefill: KV in transfer", &d.prefill_inflight_queue),
+        ("decode: waiting KV room", &d.decode_prealloc_queue),
+        ("decode: awaiting KV", &d.decode_transfer_queue),
+        ("KV transfer latency (ms)", &d.kv_transfer_latency_ms),
+    ] {
+        if stats.samples > 0 {
+            let _ = writeln!(
+                out,
+                "    {name:<26}mean {} · p95 {} · max {}",
+                opt(stats.mean),
+                opt(stats.p95),
+                opt(stats.max)
+            );
+        }
+    }
+    let t = &d.kv_transfer_ms;
+    if t.count.is_some() || d.kv_transfer_failures.is_some() {
+        let _ = writeln!(
+            out,
+            "    KV transfers: {} · mean {} ms · p99 in {} · {} failed",
+            opt(t.count),
+            opt(t.mean),
+            bucket(t.p99),
+            opt(d.kv_transfer_failures)
+        );
     }
 }
 

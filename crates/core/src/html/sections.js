@@ -180,6 +180,17 @@ function serverSection(report, st) {
     { label: "KV cache usage", value: pct(get(m, "kv_cache_usage.max"), 0), note: "max; mean " + pct(get(m, "kv_cache_usage.mean"), 0) },
     { label: "preemptions", value: fmt(m.preemptions) },
     { label: "prefix-cache hit rate", value: pct(m.prefix_cache_hit_rate) }]);
+  if (m.disaggregation) {
+    var d = m.disaggregation, gauge = function (g) { return g && g.samples ? fmt(g.mean, 2) + " (max " + fmt(g.max) + ")" : "–"; };
+    var t = d.kv_transfer_ms || {};
+    cards(box, [
+      { label: "prefill: waiting KV room", value: gauge(d.prefill_prealloc_queue), note: "mean requests (SGLang prealloc queue)" },
+      { label: "prefill: KV in transfer", value: gauge(d.prefill_inflight_queue), note: "mean requests (inflight queue)" },
+      { label: "decode: waiting KV room", value: gauge(d.decode_prealloc_queue), note: "mean requests (prealloc queue)" },
+      { label: "decode: awaiting KV", value: gauge(d.decode_transfer_queue), note: "mean requests (transfer queue)" },
+      { label: "KV transfer", value: isNum(t.mean) ? fmt(t.mean, 2) + " ms" : gauge(d.kv_transfer_latency_ms), note: isNum(t.count) ? fmt(t.count) + " transfers (NIXL), mean" : "latency gauge" },
+      { label: "KV transfers failed", value: fmt(d.kv_transfer_failures) }]);
+  }
   var width = (report.run && report.run.window_secs) || 1;
   var windows = st.windows || [], series = sv.series || [], domain = span(windows, width);
   var pick = function (list, key, scale) { return list.map(function (w) { return [w.start_secs, isNum(w[key]) ? w[key] * (scale || 1) : null]; }); };

@@ -58,6 +58,30 @@ pub struct ServerInterval {
     pub speculative: SpecCounters,
     /// Server-side latency histograms, differenced over the interval.
     pub latency_ms: ServerLatency,
+    /// A disaggregated deployment's prefill and decode queues and KV transfers (absent where
+    /// the server exposes none of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disaggregation: Option<Disaggregation>,
+}
+
+/// Prefill/decode disaggregation as the server's metrics state it: the queues on each side
+/// (SGLang's) and the KV cache transfers between them (vLLM's NIXL connector, SGLang's).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Disaggregation {
+    /// A prefill instance: requests waiting for KV room on their decode instance.
+    pub prefill_prealloc_queue: GaugeStats,
+    /// A prefill instance: requests prefilled whose KV is being transferred.
+    pub prefill_inflight_queue: GaugeStats,
+    /// A decode instance: requests waiting for KV room.
+    pub decode_prealloc_queue: GaugeStats,
+    /// A decode instance: requests waiting for their KV to arrive.
+    pub decode_transfer_queue: GaugeStats,
+    /// Each KV transfer's time, differenced over the interval (vLLM NIXL).
+    pub kv_transfer_ms: HistogramStats,
+    /// KV transfer latency as the server's gauge states it, ms (SGLang).
+    pub kv_transfer_latency_ms: GaugeStats,
+    /// KV transfers that failed over the interval.
+    pub kv_transfer_failures: Option<f64>,
 }
 
 /// Summary of a gauge's samples.

@@ -1,6 +1,7 @@
 //! The one concept table: what goodput wants to know about a server (running and waiting
 //! requests, KV usage, token counters, preemptions, prefix cache, speculative decoding,
-//! latency histograms, power) and the metric each server family exposes it under — vLLM (and
+//! latency histograms, power, and a disaggregated deployment's prefill and decode queues and KV
+//! transfers) and the metric each server family exposes it under — vLLM (and
 //! the simulator, which uses vLLM's names), SGLang, TGI, llama.cpp (`llamacpp:`) and NVIDIA
 //! DCGM for power. Sources are listed in order of preference; the first one a server exposes
 //! is used.
@@ -121,6 +122,21 @@ pub enum Concept {
     PromptLength,
     /// Generated tokens per finished request (a histogram of lengths).
     OutputLength,
+    /// Disaggregated serving, a prefill instance: requests waiting for KV room on their
+    /// decode instance (SGLang's prealloc queue).
+    PrefillPreallocQueue,
+    /// Disaggregated serving, a prefill instance: requests prefilled, their KV in transfer.
+    PrefillInflightQueue,
+    /// Disaggregated serving, a decode instance: requests waiting for KV room.
+    DecodePreallocQueue,
+    /// Disaggregated serving, a decode instance: requests waiting for their KV to arrive.
+    DecodeTransferQueue,
+    /// KV cache transfer time, seconds (vLLM's NIXL connector, per transfer).
+    KvTransferTime,
+    /// KV cache transfer latency, ms, as a gauge (SGLang).
+    KvTransferLatencyGauge,
+    /// KV cache transfers that failed.
+    KvTransferFailures,
 }
 
 /// One metric name for a concept.
@@ -146,7 +162,7 @@ use Flavour::{Dcgm, GoodputSim, LlamaCpp, Sglang, Tgi, Vllm};
 
 impl Concept {
     /// Every concept.
-    pub const ALL: [Concept; 22] = [
+    pub const ALL: [Concept; 29] = [
         Concept::Running,
         Concept::Waiting,
         Concept::KvCacheUsage,
@@ -169,16 +185,26 @@ impl Concept {
         Concept::RequestsRejected,
         Concept::PromptLength,
         Concept::OutputLength,
+        Concept::PrefillPreallocQueue,
+        Concept::PrefillInflightQueue,
+        Concept::DecodePreallocQueue,
+        Concept::DecodeTransferQueue,
+        Concept::KvTransferTime,
+        Concept::KvTransferLatencyGauge,
+        Concept::KvTransferFailures,
     ];
 
     /// Gauge, counter or histogram.
     pub fn kind(self) -> Kind {
         use Concept::*;
         match self {
-            Running | Waiting | KvCacheUsage | SpecAcceptLength | SpecAcceptRate | PowerWatts => {
-                Kind::Gauge
+            Running | Waiting | KvCacheUsage | SpecAcceptLength | SpecAcceptRate | PowerWatts
+            | PrefillPreallocQueue | PrefillInflightQueue | DecodePreallocQueue
+            | DecodeTransferQueue => Kind::Gauge,
+            KvTransferLatencyGauge => Kind::Gauge,
+            Ttft | Itl | E2e | QueueTime | PromptLength | OutputLength | KvTransferTime => {
+                Kind::Histogram
             }
-            Ttft | Itl | E2e | QueueTime | PromptLength | OutputLength => Kind::Histogram,
             _ => Kind::Counter,
         }
     }
@@ -186,9 +212,10 @@ impl Concept {
     /// How several label sets combine.
     pub fn combine(self) -> Combine {
         match self {
-            Concept::KvCacheUsage | Concept::SpecAcceptLength | Concept::SpecAcceptRate => {
-                Combine::Mean
-            }
+            Concept::KvCacheUsage
+            | Concept::SpecAcceptLength
+            | Concept::SpecAcceptRate
+            | Concept::KvTransferLatencyGauge => Combine::Mean,
             _ => Combine::Sum,
         }
     }
@@ -360,6 +387,37 @@ static TABLE: &[(Concept, &[Source])] = &[
         &[
             src!(Vllm, "vllm:request_generation_tokens"),
             src!(Tgi, "tgi_request_generated_tokens"),
+        ],
+    ),
+    (
+        Concept::PrefillPreallocQueue,
+        &[src!(Sglang, "sglang:num_prefill_prealloc_queue_reqs")],
+    ),
+    (
+        Concept::PrefillInflightQueue,
+        &[src!(Sglang, "sglang:num_prefill_inflight_queue_reqs")],
+    ),
+    (
+        Concept::DecodePreallocQueue,
+        &[src!(Sglang, "sglang:num_decode_prealloc_queue_reqs")],
+    ),
+    (
+        Concept::DecodeTransferQueue,
+        &[src!(Sglang, "sglang:num_decode_transfer_queue_reqs")],
+    ),
+    (
+        Concept::KvTransferTime,
+        &[src!(Vllm, "vllm:nixl_xfer_time_seconds")],
+    ),
+    (
+        Concept::KvTransferLatencyGauge,
+        &[src!(Sglang, "sglang:kv_transfer_latency_ms")],
+    ),
+    (
+        Concept::KvTransferFailures,
+        &[
+            src!(Vllm, "vllm:nixl_num_failed_transfers_total"),
+            src!(Sglang, "sglang:num_transfer_failed_reqs_total"),
         ],
     ),
 ];

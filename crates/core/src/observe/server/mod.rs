@@ -14,6 +14,8 @@
 //! here as `report`.
 
 pub mod concepts;
+#[cfg(test)]
+mod disaggregation_tests;
 pub mod prometheus;
 pub mod replicas;
 pub use crate::report::server as report;

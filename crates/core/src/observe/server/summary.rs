@@ -1,4 +1,5 @@
-//! Turns a run's scrapes into the `server` section of a step: gauges summarised over the
+//! Turns a run's scrapes into the `server` section of a step (with a disaggregated
+//! deployment's queues and KV transfers where exposed): gauges summarised over the
 //! measurement interval, counters and histograms differenced over it (interpolated at its
 //! edges), whole-run totals checked against the client's counts, a per-window series aligned
 //! with the client's, and warnings about the scraping itself.
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use super::concepts::Concept;
 use super::report::{
-    GaugeStats, HistogramStats, QuantileBucket, ServerInterval, ServerLatency, ServerReport,
+    Disaggregation, GaugeStats, HistogramStats, QuantileBucket, ServerInterval, ServerLatency, ServerReport,
     ServerTotals, ServerWindow, SpecCounters, TokenAgreement,
 };
 use super::scrape::ScrapeHeader;
@@ -115,7 +116,49 @@ fn measurement(log: &ScrapeLog, step: &StepReport) -> ServerInterval {
             e2e: histogram(Concept::E2e),
             queue: histogram(Concept::QueueTime),
         },
+        disaggregation: disaggregation(log, (start, end), (from, to)),
     }
+}
+
+/// The prefill and decode queues (gauges over `[start, end]`) and KV transfers (differenced
+/// over the scraped `[from, to]`), when the server exposes any of them.
+pub(super) fn disaggregation(
+    log: &ScrapeLog,
+    (start, end): (u64, u64),
+    (from, to): (u64, u64),
+) -> Option<Disaggregation> {
+    use Concept::{
+        DecodePreallocQueue, DecodeTransferQueue, KvTransferFailures, KvTransferLatencyGauge,
+        KvTransferTime, PrefillInflightQueue, PrefillPreallocQueue,
+    };
+    let exposed = [
+        PrefillPreallocQueue,
+        PrefillInflightQueue,
+        DecodePreallocQueue,
+        DecodeTransferQueue,
+        KvTransferTime,
+        KvTransferLatencyGauge,
+        KvTransferFailures,
+    ]
+    .iter()
+    .any(|concept| log.source_of(*concept).is_some());
+    if !exposed {
+        return None;
+    }
+    let gauge = |concept| gauge_stats(log, concept, start, end);
+    let failures = log
+        .counter(KvTransferFailures)
+        .filter(|_| to > from)
+        .map(|series| series.increase(from, to));
+    Some(Disaggregation {
+        prefill_prealloc_queue: gauge(PrefillPreallocQueue),
+        prefill_inflight_queue: gauge(PrefillInflightQueue),
+        decode_prealloc_queue: gauge(DecodePreallocQueue),
+        decode_transfer_queue: gauge(DecodeTransferQueue),
+        kv_transfer_ms: histogram_stats(log, KvTransferTime, from, to),
+        kv_transfer_latency_ms: gauge(KvTransferLatencyGauge),
+        kv_transfer_failures: failures,
+    })
 }
 
 /// Mean, p95 (nearest rank) and max of a gauge's samples taken in `[from, to]`.
