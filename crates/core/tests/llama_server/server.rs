@@ -8,6 +8,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::rc::Rc;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -79,7 +80,8 @@ pub struct LlamaServer {
     port: u16,
     log: PathBuf,
     _dir: tempfile::TempDir,
-    _serial: MutexGuard<'static, ()>,
+    /// Held while any server of a test runs (a fleet's servers share it).
+    _serial: Rc<MutexGuard<'static, ()>>,
 }
 
 const START_TIMEOUT: Duration = Duration::from_secs(120);
@@ -87,7 +89,20 @@ const START_TIMEOUT: Duration = Duration::from_secs(120);
 impl LlamaServer {
     /// Starts a server with `options` and waits until `/health` answers 200.
     pub fn start(options: &Options) -> Self {
-        let serial = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+        let serial = Rc::new(SERIAL.lock().unwrap_or_else(PoisonError::into_inner));
+        Self::start_holding(options, serial)
+    }
+
+    /// Starts one server per entry of `fleet`, all running at once (one test's fleet).
+    pub fn start_fleet(fleet: &[Options]) -> Vec<Self> {
+        let serial = Rc::new(SERIAL.lock().unwrap_or_else(PoisonError::into_inner));
+        fleet
+            .iter()
+            .map(|options| Self::start_holding(options, Rc::clone(&serial)))
+            .collect()
+    }
+
+    fn start_holding(options: &Options, serial: Rc<MutexGuard<'static, ()>>) -> Self {
         let binary = required_path("GOODPUT_LLAMA_SERVER");
         let model = required_path(options.model.variable());
         let dir = tempfile::tempdir().unwrap();
