@@ -108,7 +108,14 @@ fn fleet_run(replicas: &[Replica], requests: u32, extra: &[&str]) -> Value {
     }
     let output = ok(command
         .args(["--requests", &requests.to_string(), "--concurrency", "6"])
-        .args(["--warmup", "0", "--input-tokens", "4", "--output-tokens", "3"])
+        .args([
+            "--warmup",
+            "0",
+            "--input-tokens",
+            "4",
+            "--output-tokens",
+            "3",
+        ])
         .args(["--seed", "3", "--slo", "e2e=30s"])
         .args(extra)
         .arg("--out")
@@ -122,7 +129,12 @@ fn fleet_run(replicas: &[Replica], requests: u32, extra: &[&str]) -> Value {
     let rebuilt = support::fleet::rebuilt_step(out.path());
     let step = &report["steps"][0];
     assert_eq!(rows(&rebuilt, "targets"), rows(step, "targets"));
-    for (was, again) in step["targets"].as_array().unwrap().iter().zip(rebuilt["targets"].as_array().unwrap()) {
+    for (was, again) in step["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(rebuilt["targets"].as_array().unwrap())
+    {
         assert_eq!(was["server"], again["server"]);
     }
     report
@@ -174,7 +186,10 @@ fn round_robin_and_weighted_split_exactly_and_rows_match_each_replica() {
     assert_eq!(own_counts(step, "requests_finished"), counts);
     let tokens: BTreeMap<String, u64> = counts.iter().map(|(k, v)| (k.clone(), 3 * v)).collect();
     assert_eq!(own_counts(step, "generation_tokens"), tokens);
-    assert!(step["server"].is_null(), "a fleet has no single server section");
+    assert!(
+        step["server"].is_null(),
+        "a fleet has no single server section"
+    );
     assert!(
         report["run"]["target"]
             .as_str()
@@ -187,7 +202,12 @@ fn round_robin_and_weighted_split_exactly_and_rows_match_each_replica() {
     let report = fleet_run(
         &replicas,
         100,
-        &["--route", "weighted:3,1,1", "--replica-header", "x-served-by"],
+        &[
+            "--route",
+            "weighted:3,1,1",
+            "--replica-header",
+            "x-served-by",
+        ],
     );
     let step = &report["steps"][0];
     let counts = served(&replicas);
@@ -322,7 +342,10 @@ fn a_gateway_s_replicas_are_told_apart_by_the_header_it_names() {
     let named = journal.iter().filter(|r| r["replica"] == "r1").count() as u64;
     assert_eq!(named, expected["r1"]);
     let csv = support::fleet::csv_rows(out.path());
-    assert!(csv.iter().all(|row| row["replica"] == "r1" || row["replica"] == "r2"));
+    assert!(
+        csv.iter()
+            .all(|row| row["replica"] == "r1" || row["replica"] == "r2")
+    );
 }
 
 #[test]
@@ -339,7 +362,14 @@ fn a_targets_file_and_a_sweep_give_each_step_its_own_rows_and_counts() {
     let output = ok(goodput()
         .args(["sweep", "--quiet", "--model", "m", "--json", "--targets"])
         .arg(&file)
-        .args(["--concurrency-steps", "3,6", "--requests", "30", "--warmup", "0"])
+        .args([
+            "--concurrency-steps",
+            "3,6",
+            "--requests",
+            "30",
+            "--warmup",
+            "0",
+        ])
         .args(["--input-tokens", "4", "--output-tokens", "3", "--out"])
         .arg(&out)
         .output()
@@ -376,9 +406,17 @@ fn a_gate_reads_a_target_s_row_by_name() {
             .unwrap()
     };
     let passed = gate("steps[0].targets[slow].requests.completed >= 10");
-    assert!(passed.status.success(), "{}", String::from_utf8_lossy(&passed.stdout));
+    assert!(
+        passed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&passed.stdout)
+    );
     let failed = gate("steps[0].targets[slow].latency_ms.e2e.p50 < 50");
-    assert_eq!(failed.status.code(), Some(1), "the slow replica answers in 80 ms");
+    assert_eq!(
+        failed.status.code(),
+        Some(1),
+        "the slow replica answers in 80 ms"
+    );
 }
 
 #[test]
@@ -403,7 +441,10 @@ fn compare_sets_each_target_s_row_beside_the_other_run_s() {
             .output()
             .unwrap());
         let text = String::from_utf8_lossy(&output.stdout);
-        let section = text.split("By target").nth(1).unwrap_or_else(|| panic!("{text}"));
+        let section = text
+            .split("By target")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{text}"));
         let fast = section.lines().find(|l| l.contains("fast")).unwrap();
         // Round-robin gave the fast replica 20 of 60, weighted 4:1:1 gave it 40.
         assert!(fast.contains("20 → 40"), "{format}: {fast}");
@@ -418,7 +459,11 @@ fn history_follows_one_target_s_figure_across_runs() {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("history.db");
     for route in ["weighted:1,1,1", "weighted:3,1,1"] {
-        fleet_run(&replicas, 50, &["--route", route, "--store", store.to_str().unwrap()]);
+        fleet_run(
+            &replicas,
+            50,
+            &["--route", route, "--store", store.to_str().unwrap()],
+        );
         served(&replicas);
     }
     let output = ok(goodput()
@@ -430,7 +475,10 @@ fn history_follows_one_target_s_figure_across_runs() {
     // 50 requests weighted 1:1:1 give the fast target 17 (first in turn), 3:1:1 give it 30.
     let values: Vec<&str> = text
         .lines()
-        .filter_map(|l| l.split_whitespace().find(|w| *w == "17.00" || *w == "30.00"))
+        .filter_map(|l| {
+            l.split_whitespace()
+                .find(|w| *w == "17.00" || *w == "30.00")
+        })
         .collect();
     assert_eq!(values, ["17.00", "30.00"], "{text}");
 }
@@ -493,13 +541,27 @@ fn a_disaggregated_server_s_queues_and_kv_transfers_stand_in_the_server_section(
     let d = &report["steps"][0]["server"]["measurement"]["disaggregation"];
     assert_eq!(d["decode_transfer_queue"]["mean"], 2.0, "{d}");
     assert_eq!(d["decode_prealloc_queue"]["max"], 0.0);
-    assert_eq!(d["prefill_inflight_queue"]["samples"], 0, "a decode instance");
+    assert_eq!(
+        d["prefill_inflight_queue"]["samples"], 0,
+        "a decode instance"
+    );
     let mean = d["kv_transfer_ms"]["mean"].as_f64().unwrap();
-    assert!((mean - 4.0).abs() < 1e-6, "every transfer took 4 ms: {mean}");
+    assert!(
+        (mean - 4.0).abs() < 1e-6,
+        "every transfer took 4 ms: {mean}"
+    );
     assert!(d["kv_transfer_ms"]["count"].as_f64().unwrap() > 10.0);
     assert_eq!(d["kv_transfer_failures"], 0.0);
     let text = ok(goodput()
-        .args(["run", "--model", "m", "--target", &url, "--details", "--no-live"])
+        .args([
+            "run",
+            "--model",
+            "m",
+            "--target",
+            &url,
+            "--details",
+            "--no-live",
+        ])
         .args(["--rate", "40", "--duration", "1s", "--warmup", "0"])
         .args(["--input-tokens", "4", "--output-tokens", "1"])
         .args(["--metrics-interval", "250ms"])
@@ -509,5 +571,8 @@ fn a_disaggregated_server_s_queues_and_kv_transfers_stand_in_the_server_section(
     let text = String::from_utf8_lossy(&text);
     assert!(text.contains("disaggregated prefill/decode"), "{text}");
     assert!(text.contains("decode: awaiting KV"), "{text}");
-    assert!(text.contains("mean 4 ms") || text.contains("mean 4.0"), "{text}");
+    assert!(
+        text.contains("mean 4 ms") || text.contains("mean 4.0"),
+        "{text}"
+    );
 }

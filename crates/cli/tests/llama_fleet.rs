@@ -19,7 +19,10 @@ const ANSWER: u64 = 8;
 #[test]
 fn three_replicas_of_different_slots_are_one_fleet_and_each_row_matches_its_server() {
     let slots = [1u32, 2, 4];
-    let fleet: Vec<Options> = slots.iter().map(|n| Options::new(Model::Tiny, *n)).collect();
+    let fleet: Vec<Options> = slots
+        .iter()
+        .map(|n| Options::new(Model::Tiny, *n))
+        .collect();
     let servers = LlamaServer::start_fleet(&fleet);
     let before: Vec<f64> = servers
         .iter()
@@ -33,7 +36,12 @@ fn three_replicas_of_different_slots_are_one_fleet_and_each_row_matches_its_serv
     }
     let output = ok(command
         .args(["--concurrency", "7", "--requests", "63", "--warmup", "0"])
-        .args(["--input-tokens", "16", "--output-tokens", &ANSWER.to_string()])
+        .args([
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            &ANSWER.to_string(),
+        ])
         .args(["--seed", "5", "--out"])
         .arg(out.path())
         .output()
@@ -50,8 +58,13 @@ fn three_replicas_of_different_slots_are_one_fleet_and_each_row_matches_its_serv
         let done = row["requests"]["completed"].as_u64().unwrap();
         let output_tokens = row["tokens"]["output_total"].as_u64().unwrap();
         let predicted = server.metric("tokens_predicted_total") - before;
-        eprintln!("np{n}: {done} requests, {output_tokens} output tokens; its /metrics: {predicted} predicted");
-        assert_eq!(output_tokens as f64, predicted, "np{n}: client and server disagree");
+        eprintln!(
+            "np{n}: {done} requests, {output_tokens} output tokens; its /metrics: {predicted} predicted"
+        );
+        assert_eq!(
+            output_tokens as f64, predicted,
+            "np{n}: client and server disagree"
+        );
         assert_eq!(output_tokens, done * ANSWER, "np{n}: fixed-length answers");
         assert_eq!(row["server"]["generation_tokens"].as_f64(), Some(predicted));
         completed += done;

@@ -114,8 +114,15 @@ impl FleetArgs {
         if let Some(path) = &self.targets_file {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("--targets {}", path.display()))?;
-            let lines = text.lines().map(|line| line.split('#').next().unwrap_or(""));
-            values.extend(lines.map(str::trim).filter(|l| !l.is_empty()).map(String::from));
+            let lines = text
+                .lines()
+                .map(|line| line.split('#').next().unwrap_or(""));
+            values.extend(
+                lines
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty())
+                    .map(String::from),
+            );
             if values.len() == given.len() {
                 bail!("--targets {}: the file lists no target", path.display());
             }
@@ -188,7 +195,9 @@ impl FleetArgs {
         };
         HeaderName::from_bytes(name.trim().as_bytes())
             .map(Some)
-            .map_err(|_| anyhow::anyhow!("--replica-header: {name:?} is not a valid HTTP header name"))
+            .map_err(|_| {
+                anyhow::anyhow!("--replica-header: {name:?} is not a valid HTTP header name")
+            })
     }
 
     /// `--class`, each `NAME=SHARE%:SLO`: the shares (adding up to 100 %) and each class.

@@ -117,7 +117,12 @@ pub(crate) struct RunArgs {
     /// embedded simulator is started on a loopback port and benchmarked. Repeat it for a fleet
     /// (`--target a=http://h1:8000/v1 --target b=http://h2:8000/v1`, each optionally named
     /// `NAME=`): requests are spread by --route and every figure is also reported per target.
-    #[arg(long, env = "GOODPUT_TARGET", value_name = "[NAME=]URL", help_heading = "Target")]
+    #[arg(
+        long,
+        env = "GOODPUT_TARGET",
+        value_name = "[NAME=]URL",
+        help_heading = "Target"
+    )]
     pub(crate) target: Vec<String>,
     /// API to call.
     #[arg(long, value_enum, default_value_t = ApiArg::Chat, help_heading = "Target")]

@@ -73,7 +73,10 @@ impl FleetOptions {
     /// their number.
     pub(crate) fn with_targets(
         mut self,
-        (targets, routing): (Vec<FleetTargetOptions>, goodput_core::backend::fleet::Routing),
+        (targets, routing): (
+            Vec<FleetTargetOptions>,
+            goodput_core::backend::fleet::Routing,
+        ),
     ) -> Self {
         if targets.len() > 1 {
             self.targets = targets;

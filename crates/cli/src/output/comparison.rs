@@ -55,7 +55,11 @@ fn judgement(m: &MetricDelta) -> &'static str {
 fn rows_text(out: &mut String, comparison: &Comparison) {
     use goodput_core::decide::compare::rows::BREAKDOWNS;
     for (key, title) in BREAKDOWNS {
-        let rows: Vec<_> = comparison.rows.iter().filter(|r| r.breakdown == key).collect();
+        let rows: Vec<_> = comparison
+            .rows
+            .iter()
+            .filter(|r| r.breakdown == key)
+            .collect();
         if rows.is_empty() {
             continue;
         }
@@ -254,12 +258,19 @@ pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison, details: bool
 fn markdown_rows(out: &mut String, comparison: &Comparison) {
     use goodput_core::decide::compare::rows::BREAKDOWNS;
     for (key, title) in BREAKDOWNS {
-        let rows: Vec<_> = comparison.rows.iter().filter(|r| r.breakdown == key).collect();
+        let rows: Vec<_> = comparison
+            .rows
+            .iter()
+            .filter(|r| r.breakdown == key)
+            .collect();
         if rows.is_empty() {
             continue;
         }
         let _ = writeln!(out, "\n**{title}**\n");
-        let _ = writeln!(out, "| | completed A → B | req/s A → B | E2E p99 ms A → B | SLO met A → B |");
+        let _ = writeln!(
+            out,
+            "| | completed A → B | req/s A → B | E2E p99 ms A → B | SLO met A → B |"
+        );
         let _ = writeln!(out, "|---|--:|--:|--:|--:|");
         let pair = |[a, b]: [Option<f64>; 2]| format!("{} → {}", number(a), number(b));
         let share = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1} %", v * 100.0));

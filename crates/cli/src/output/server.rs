@@ -143,7 +143,10 @@ fn render_gauges(out: &mut String, server: &ServerReport) {
 }
 
 /// A disaggregated deployment's queues on each side and its KV transfers.
-fn render_disaggregation(out: &mut String, d: &goodput_core::observe::server::report::Disaggregation) {
+fn render_disaggregation(
+    out: &mut String,
+    d: &goodput_core::observe::server::report::Disaggregation,
+) {
     let _ = writeln!(out, "  disaggregated prefill/decode");
     for (name, stats) in [
         ("prefill: waiting KV room", &d.prefill_prealloc_queue),

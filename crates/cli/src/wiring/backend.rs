@@ -101,11 +101,7 @@ pub(crate) fn run_backend(
             })
             .collect::<Result<Vec<_>>>()?
     };
-    let fleet = FleetBackend::new(
-        members,
-        fleet.routing.clone(),
-        fleet.replica_header.clone(),
-    )
-    .context("--target")?;
+    let fleet = FleetBackend::new(members, fleet.routing.clone(), fleet.replica_header.clone())
+        .context("--target")?;
     Ok(Arc::new(fleet))
 }

@@ -227,7 +227,9 @@ impl ServerSide {
             let url = default_metrics_url(&Target::parse(&target.url)?);
             let endpoint = metrics_endpoint(&url, self.interval)?;
             let before = endpoint.scrape(None).await;
-            self.fleet.targets.push((target.label.clone(), endpoint, before));
+            self.fleet
+                .targets
+                .push((target.label.clone(), endpoint, before));
         }
         self.fleet.journal = out.map(|dir| dir.join(FLEET_SCRAPES_FILE));
         // A run's first step starts the journal afresh (a rerun into the same directory).
@@ -235,7 +237,8 @@ impl ServerSide {
             && self.step.is_none_or(|index| index == 0)
             && path.exists()
         {
-            std::fs::remove_file(path).with_context(|| format!("cannot replace {}", path.display()))?;
+            std::fs::remove_file(path)
+                .with_context(|| format!("cannot replace {}", path.display()))?;
         }
         Ok(())
     }
@@ -256,7 +259,11 @@ impl ServerSide {
         index: usize,
         window: Duration,
     ) -> Vec<Warning> {
-        attach(step, u32::try_from(index).unwrap_or(u32::MAX), &self.fleet.done);
+        attach(
+            step,
+            u32::try_from(index).unwrap_or(u32::MAX),
+            &self.fleet.done,
+        );
         step_warnings(enrich_step(step, self.inputs(window)), index)
     }
 

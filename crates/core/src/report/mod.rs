@@ -26,8 +26,8 @@ pub mod windows;
 mod workload;
 
 pub use workload::{
-    BucketReport, ClassReport, ImageBucketReport, LabelReport, ReplicaServer, SliceMetrics, TurnReport,
-    WorkloadStats,
+    BucketReport, ClassReport, ImageBucketReport, LabelReport, ReplicaServer, SliceMetrics,
+    TurnReport, WorkloadStats,
 };
 
 /// Version of the report layout; bumped on any breaking change.

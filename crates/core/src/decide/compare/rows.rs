@@ -35,7 +35,12 @@ pub struct RowDelta {
 pub fn row_deltas(a: &Value, b: &Value, step: usize) -> Vec<RowDelta> {
     let mut out = Vec::new();
     for (key, _) in BREAKDOWNS {
-        let rows = |r: &Value| r["steps"][step][key].as_array().cloned().unwrap_or_default();
+        let rows = |r: &Value| {
+            r["steps"][step][key]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        };
         let (ra, rb) = (rows(a), rows(b));
         let mut names: Vec<String> = Vec::new();
         for row in ra.iter().chain(&rb) {

@@ -89,7 +89,10 @@ impl LabelSlices {
             (&record.replica, &mut self.by_replica),
         ] {
             if let Some(label) = label {
-                slices.entry(label.clone()).or_insert_with(fresh).add(record);
+                slices
+                    .entry(label.clone())
+                    .or_insert_with(fresh)
+                    .add(record);
             }
         }
         if let Some(class) = &record.class {

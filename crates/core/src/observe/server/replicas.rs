@@ -95,7 +95,11 @@ mod tests {
             target: "a".into(),
             metrics_url: "http://a/metrics".into(),
             before: scrape(0, 7, 70),
-            after: Scrape::failed(1_000, super::super::series::ProblemKind::Unreachable, "down"),
+            after: Scrape::failed(
+                1_000,
+                super::super::series::ProblemKind::Unreachable,
+                "down",
+            ),
         };
         let counts = scrapes.counts();
         assert_eq!(counts.requests_finished, None);

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use super::concepts::Concept;
 use super::report::{
-    Disaggregation, GaugeStats, HistogramStats, QuantileBucket, ServerInterval, ServerLatency, ServerReport,
-    ServerTotals, ServerWindow, SpecCounters, TokenAgreement,
+    Disaggregation, GaugeStats, HistogramStats, QuantileBucket, ServerInterval, ServerLatency,
+    ServerReport, ServerTotals, ServerWindow, SpecCounters, TokenAgreement,
 };
 use super::scrape::ScrapeHeader;
 use super::series::{ProblemKind, ScrapeLog};
