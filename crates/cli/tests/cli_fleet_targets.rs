@@ -239,45 +239,22 @@ fn least_outstanding_favours_the_fast_replica() {
 fn bad_fleets_are_refused_with_exit_2() {
     let replicas = three();
     let target = |r: &Replica| format!("{}={}", r.name, r.url);
-    let cases: [(Vec<String>, &str); 4] = [
+    let (a, b) = (target(&replicas[0]), target(&replicas[1]));
+    let cases: [(Vec<&str>, &str); 4] = [
         (
-            vec![
-                "--target".into(),
-                target(&replicas[0]),
-                "--route".into(),
-                "least-outstanding".into(),
-            ],
+            vec!["--target", &a, "--route", "least-outstanding"],
             "give --target more than once",
         ),
         (
-            vec![
-                "--target".into(),
-                target(&replicas[0]),
-                "--target".into(),
-                target(&replicas[1]),
-                "--route".into(),
-                "weighted:1,2,3".into(),
-            ],
+            vec!["--target", &a, "--target", &b, "--route", "weighted:1,2,3"],
             "3 weights for 2 targets",
         ),
         (
-            vec![
-                "--target".into(),
-                target(&replicas[0]),
-                "--target".into(),
-                target(&replicas[0]),
-            ],
+            vec!["--target", &a, "--target", &a],
             "two targets are named",
         ),
         (
-            vec![
-                "--target".into(),
-                target(&replicas[0]),
-                "--target".into(),
-                target(&replicas[1]),
-                "--route".into(),
-                "random".into(),
-            ],
+            vec!["--target", &a, "--target", &b, "--route", "random"],
             "round-robin, least-outstanding or weighted",
         ),
     ];
