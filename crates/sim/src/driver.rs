@@ -170,6 +170,8 @@ enum Command {
     Submit {
         requests: Vec<EngineRequest>,
         reply: oneshot::Sender<Result<RequestEvents, SubmitError>>,
+        /// When it was sent, simulated time.
+        at: SimTime,
     },
     Cancel {
         ids: Vec<RequestId>,
@@ -199,6 +201,19 @@ impl DriverHandle {
         time_scale: f64,
         metrics: ServerMetrics,
     ) -> DriverHandle {
+        Self::spawn_on(runtime, engine, (time_scale, false), metrics)
+    }
+
+    /// [`spawn`](Self::spawn) on a paused clock when `settle`: a request arriving at an idle
+    /// engine waits until every task runnable at its instant has run (one tick of the clock),
+    /// so requests sent at one instant share the step that starts then, as the client's side
+    /// of one instant comes before the engine's.
+    pub fn spawn_on(
+        runtime: &tokio::runtime::Handle,
+        engine: Box<dyn Engine>,
+        (time_scale, settle): (f64, bool),
+        metrics: ServerMetrics,
+    ) -> DriverHandle {
         let clock = SimClock::new(Instant::now(), time_scale);
         let (commands, receiver) = mpsc::unbounded_channel();
         let published = Arc::new(Mutex::new(Published {
@@ -214,6 +229,7 @@ impl DriverHandle {
             published: Arc::clone(&published),
             next_id: 0,
             now: SimTime::ZERO,
+            settle,
         };
         runtime.spawn(driver.run());
         DriverHandle {
@@ -228,7 +244,11 @@ impl DriverHandle {
     pub async fn submit(&self, requests: Vec<EngineRequest>) -> Result<RequestEvents, SubmitError> {
         let (reply, answer) = oneshot::channel();
         self.commands
-            .send(Command::Submit { requests, reply })
+            .send(Command::Submit {
+                requests,
+                reply,
+                at: self.clock.now(),
+            })
             .map_err(|_| SubmitError::Stopped)?;
         answer.await.unwrap_or(Err(SubmitError::Stopped))
     }
@@ -281,6 +301,8 @@ struct Driver {
     next_id: RequestId,
     /// The simulated time the engine was last advanced to (never goes backwards).
     now: SimTime,
+    /// On a paused clock: let an instant settle before an idle engine starts a step.
+    settle: bool,
 }
 
 impl Driver {
@@ -289,7 +311,10 @@ impl Driver {
         loop {
             self.advance(reached.take());
             let command = match self.engine.next_event_at() {
+                // At one instant a request submitted joins the step that starts then (the
+                // client acts before the engine), and the order never depends on chance.
                 Some(at) => tokio::select! {
+                    biased;
                     command = self.commands.recv() => command,
                     () = sleep_until(self.clock.instant_of(at)) => {
                         reached = Some(at);
@@ -298,11 +323,28 @@ impl Driver {
                 },
                 None => self.commands.recv().await,
             };
-            match command {
-                Some(Command::Submit { requests, reply }) => self.submit(requests, reply),
-                Some(Command::Cancel { ids }) => self.cancel(&ids),
-                None => break,
+            let Some(command) = command else { break };
+            let idle = self.engine.next_event_at().is_none();
+            self.handle(command);
+            if self.settle && idle {
+                // Every task runnable at this instant runs before the clock moves one tick;
+                // what they submitted then joins this instant's step.
+                tokio::time::sleep(Duration::from_nanos(1)).await;
+                while let Ok(command) = self.commands.try_recv() {
+                    self.handle(command);
+                }
             }
+        }
+    }
+
+    fn handle(&mut self, command: Command) {
+        match command {
+            Command::Submit {
+                requests,
+                reply,
+                at,
+            } => self.submit(requests, reply, at),
+            Command::Cancel { ids } => self.cancel(&ids),
         }
     }
 
@@ -310,10 +352,13 @@ impl Driver {
     /// timer just fired for, so rounding in the clock conversion cannot stall the loop), then
     /// delivers what happened and publishes the new state.
     fn advance(&mut self, reached: Option<SimTime>) {
-        self.now = self
-            .now
-            .max(self.clock.now())
-            .max(reached.unwrap_or_default());
+        let now = self.clock.now().max(reached.unwrap_or_default());
+        self.advance_to(now);
+    }
+
+    /// [`advance`](Self::advance) to `at` (never backwards).
+    fn advance_to(&mut self, at: SimTime) {
+        self.now = self.now.max(at);
         let mut events = Vec::new();
         self.engine.advance(self.now, &mut events);
         let mut published = self
@@ -380,8 +425,13 @@ impl Driver {
         &mut self,
         requests: Vec<EngineRequest>,
         reply: oneshot::Sender<Result<RequestEvents, SubmitError>>,
+        at: SimTime,
     ) {
-        self.advance(None);
+        // Only when time has moved: advancing to the instant the engine is at would start
+        // its step before a request of that instant joined it.
+        if at > self.now {
+            self.advance_to(at);
+        }
         let Some(commands) = self.command_sender.upgrade() else {
             return;
         };

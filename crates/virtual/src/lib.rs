@@ -1,23 +1,21 @@
 //! The bridge between `goodput-core` and `goodput-sim`, which never see each other: the
-//! simulated engine as a virtual-time target. The engine is driven directly in virtual time
-//! (no HTTP, no sleeping) and its request timelines become `RequestRecord`s, so the same
-//! aggregator, SLO verdicts and capacity search give figures for a model × accelerator in
-//! seconds of CPU. `goodput run|sweep|capacity --virtual-time`, `plan --simulate` and
+//! simulator as a virtual-time target. Core's one runner sends the workload through the same
+//! backend a live run uses, over in-memory pipes, to the simulator's own HTTP server, both on
+//! a paused clock that jumps to whatever is due next ([`world`]): the load shapes, sessions,
+//! agents, caps, timeouts, warm-up, journal, every `--api` the simulator serves, reasoning,
+//! tool calls and injected faults are the live run's, and a run of minutes takes the CPU its
+//! requests cost. `goodput run|sweep|capacity --virtual-time`, `plan --simulate` and
 //! `calibrate --check` wire it to the command line.
 //!
 //! - [`VirtualTarget`]: a simulator configuration and the requests sent to it; runs a
-//!   [`RunConfig`] and hands each request's record on as it ends (`drive`: the client side on
-//!   the engine's clock — arrivals, closed-loop workers, sessions, the client-side cap,
-//!   timeouts; `record`: a request's engine timelines as the record a real client would
-//!   have written).
-//! - [`VirtualRequests`]: the workload and the API settings that shape each request's body,
-//!   parsed and tokenized by the simulator's own front end as it would over HTTP.
+//!   [`RunConfig`] and hands each request's record on as it ends.
+//! - [`VirtualRequests`]: the workload, the backend of the run's `--api` and how the report
+//!   splits the requests.
 //! - [`virtual_capacity`]: `core`'s capacity search with each probe run in virtual time.
 #![deny(missing_docs)]
 
-mod drive;
-mod record;
 mod requests;
+pub mod world;
 
 use goodput_core::config::RunConfig;
 use goodput_core::decide::capacity::watch::{ProbeSink, Stopping};
@@ -28,11 +26,12 @@ use goodput_core::metrics::StepAggregator;
 use goodput_core::metrics::aggregate::Compliance;
 use goodput_core::record::RequestRecord;
 use goodput_core::report::{LoadReport, StepReport};
-use goodput_core::runner::RecordSink;
+use goodput_core::runner::{RecordSink, RunOutcome};
 use goodput_sim::SimConfig;
 use tokio_util::sync::CancellationToken;
 
-pub use requests::{NotEmulated, VirtualRequests, check_emulated};
+pub use requests::{MakeBackend, VirtualRequests};
+pub use world::WorldError;
 
 /// A simulated deployment and the requests sent to it.
 #[derive(Debug, Clone)]
@@ -46,19 +45,23 @@ pub struct VirtualTarget {
 impl VirtualTarget {
     /// Runs `config` (open loop, phase profile, trace replay or closed loop) in virtual time
     /// and returns every request's record, in the order they ended.
-    pub fn records(&self, config: &RunConfig) -> Vec<RequestRecord> {
+    pub fn records(&self, config: &RunConfig) -> Result<Vec<RequestRecord>, WorldError> {
         let mut records = Vec::new();
-        self.each_record(config, &mut |record| records.push(record));
-        records
+        self.each_record(config, &mut |record| records.push(record))?;
+        Ok(records)
     }
 
     /// Runs `config` in virtual time, handing each request's record to `sink` as it ends
     /// (memory stays bounded by the requests in flight).
-    pub fn each_record(&self, config: &RunConfig, sink: &mut dyn FnMut(RequestRecord)) {
+    pub fn each_record(
+        &self,
+        config: &RunConfig,
+        sink: &mut (dyn FnMut(RequestRecord) + Send),
+    ) -> Result<RunOutcome, WorldError> {
         self.each_record_until(config, &mut |record| {
             sink(record);
             true
-        });
+        })
     }
 
     /// Runs `config` in virtual time, handing each request's record to `sink` as it ends,
@@ -67,13 +70,26 @@ impl VirtualTarget {
     pub fn each_record_until(
         &self,
         config: &RunConfig,
-        sink: &mut dyn FnMut(RequestRecord) -> bool,
-    ) {
-        drive::VirtualRun::new(self, config, sink).run();
+        sink: &mut (dyn FnMut(RequestRecord) -> bool + Send),
+    ) -> Result<RunOutcome, WorldError> {
+        self.step_until(config, 0, sink)
+    }
+
+    /// [`each_record_until`](Self::each_record_until) as step `step` of a multi-step run
+    /// (the records carry it, and their correlation ids).
+    pub fn step_until(
+        &self,
+        config: &RunConfig,
+        step: u32,
+        sink: &mut (dyn FnMut(RequestRecord) -> bool + Send),
+    ) -> Result<RunOutcome, WorldError> {
+        world::run(&self.sim, &self.requests, (config, step), &mut |record| {
+            sink(record.clone())
+        })
     }
 
     /// Runs `config` in virtual time and aggregates it as a live step.
-    pub fn probe(&self, config: &RunConfig) -> (StepReport, Compliance) {
+    pub fn probe(&self, config: &RunConfig) -> Result<(StepReport, Compliance), WorldError> {
         self.probe_until(config, None)
     }
 
@@ -84,7 +100,7 @@ impl VirtualTarget {
         &self,
         config: &RunConfig,
         stopping: Option<Stopping>,
-    ) -> (StepReport, Compliance) {
+    ) -> Result<(StepReport, Compliance), WorldError> {
         let aggregator = StepAggregator::new(config.slo.clone(), config.window)
             .with_length_buckets(self.requests.buckets.clone())
             .with_classes(&self.requests.classes);
@@ -94,9 +110,9 @@ impl VirtualTarget {
             // An aggregator's sink never fails.
             let _ = sink.record(&record);
             !finish.is_cancelled()
-        });
+        })?;
         let (aggregator, judged) = sink.into_parts();
-        (aggregator.report(LoadReport::from(&config.load)), judged)
+        Ok((aggregator.report(LoadReport::from(&config.load)), judged))
     }
 }
 
@@ -109,7 +125,12 @@ pub fn virtual_capacity(
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
     let probe = |call: &ProbeRun, config: &RunConfig| {
-        target.probe_until(&own_arrivals(call, config), Some(plan.stopping(call.load)))
+        target
+            .probe_until(&own_arrivals(call, config), Some(plan.stopping(call.load)))
+            .map_err(|error| ProbeError {
+                load: call.load,
+                message: error.to_string(),
+            })
     };
     virtual_capacity_with(probe, plan, search, on_probe)
 }
@@ -128,14 +149,13 @@ fn own_arrivals(call: &ProbeRun, config: &RunConfig) -> RunConfig {
 /// [`virtual_capacity`] with each probe run measured by `run_probe` (given the run and its
 /// configuration): e.g. on a target with that run's own prompts, as a live search sends.
 pub fn virtual_capacity_with(
-    run_probe: impl Fn(&ProbeRun, &RunConfig) -> (StepReport, Compliance),
+    run_probe: impl Fn(&ProbeRun, &RunConfig) -> Result<(StepReport, Compliance), ProbeError>,
     plan: &ProbePlan,
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
     let probe = |call: ProbeRun| {
-        let result = run_probe(&call, &plan.config_for(&call));
-        std::future::ready(Ok::<_, ProbeError>(result))
+        std::future::ready(run_probe(&call, &plan.config_for(&call)))
     };
     let search = find_capacity(
         plan.dimension,

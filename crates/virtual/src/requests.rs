@@ -1,34 +1,51 @@
-//! What a virtual-time run sends: the workload a live run would build from the same flags
-//! (fixed or distributed lengths, shared prefixes, datasets, multi-turn sessions, traces) and
-//! the API settings that shape each request's body, which the simulator's own front end then
-//! parses and tokenizes exactly as it would over HTTP.
+//! What a virtual-time run sends, and how: the workload a live run would build from the same
+//! flags (fixed or distributed lengths, shared prefixes, datasets, multi-turn sessions,
+//! traces), the backend of its `--api` (made over a client to the simulator, so each body is
+//! written, sent, parsed and tokenized exactly as over TCP), and how the report splits it.
 
 use std::sync::Arc;
 
-use goodput_core::backend::openai::OpenAiConfig;
-use goodput_core::backend::v2::TensorSource;
+use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
+use goodput_core::backend::{Backend, RequestIds};
+use goodput_core::http::HttpClient;
 use goodput_core::metrics::LengthBuckets;
 use goodput_core::report::run::ClassInfo;
+use goodput_core::tokens::{Tiktoken, TokenCounter};
 use goodput_core::workload::{GeneratedWorkload, LengthDistribution, PromptVocabulary, Workload};
-use goodput_sim::SimConfig;
-use goodput_sim::config::AgentConfig;
-use goodput_sim::http::frontend::Api;
+
+/// Makes the run's backend over a client to the simulator.
+pub type MakeBackend = Arc<dyn Fn(HttpClient) -> Result<Arc<dyn Backend>, String> + Send + Sync>;
 
 /// The client side of a virtual-time target.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct VirtualRequests {
     /// What each request asks.
     pub workload: Arc<dyn Workload>,
-    /// The API settings that make a request's body (stream, ignore_eos, extra body…).
-    pub openai: OpenAiConfig,
-    /// The endpoint the body goes to.
-    pub api: Api,
+    /// The backend of the run's `--api`, over a client to the simulator.
+    pub backend: MakeBackend,
+    /// Whether answers are streamed (non-streamed ones have no TTFT).
+    pub streamed: bool,
+    /// Fallback token counting (where the answer carries no usage).
+    pub counter: Arc<dyn TokenCounter>,
+    /// The correlation id every request carries, if any.
+    pub request_ids: Option<RequestIds>,
     /// How the report splits requests by prompt length.
     pub buckets: LengthBuckets,
-    /// `--api v2`: the tensors each body carries (the endpoint is then [`Api::V2`]).
-    pub tensors: Option<Arc<TensorSource>>,
     /// SLO classes: each class's requests are judged against its own SLO.
     pub classes: Vec<ClassInfo>,
+}
+
+impl std::fmt::Debug for VirtualRequests {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VirtualRequests")
+            .field("workload", &self.workload)
+            .field("streamed", &self.streamed)
+            .field("counter", &self.counter.name())
+            .field("request_ids", &self.request_ids)
+            .field("buckets", &self.buckets)
+            .field("classes", &self.classes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl VirtualRequests {
@@ -47,49 +64,29 @@ impl VirtualRequests {
     /// The synthetic chat prompts of `workload`, each asking for its answer length
     /// (`ignore_eos`), streamed.
     pub fn generated(workload: GeneratedWorkload) -> VirtualRequests {
+        let openai = OpenAiConfig {
+            ignore_eos: true,
+            ..OpenAiConfig::default()
+        };
+        VirtualRequests::openai(Arc::new(workload), openai)
+    }
+
+    /// `workload` sent through an OpenAI-compatible API configured by `openai`.
+    pub fn openai(workload: Arc<dyn Workload>, openai: OpenAiConfig) -> VirtualRequests {
+        let streamed = openai.stream;
+        let backend: MakeBackend = Arc::new(move |client| {
+            OpenAiBackend::new(openai.clone(), client)
+                .map(|backend| Arc::new(backend) as Arc<dyn Backend>)
+                .map_err(|error| error.to_string())
+        });
         VirtualRequests {
-            workload: Arc::new(workload),
-            openai: OpenAiConfig {
-                ignore_eos: true,
-                ..OpenAiConfig::default()
-            },
-            api: Api::Chat,
+            workload,
+            backend,
+            streamed,
+            counter: Arc::new(Tiktoken::cl100k()),
+            request_ids: None,
             buckets: LengthBuckets::default(),
-            tensors: None,
             classes: Vec::new(),
         }
     }
-}
-
-/// What a live run against the embedded simulator has and virtual time does not emulate.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum NotEmulated {
-    /// Reasoning tokens or tool calls.
-    #[error(
-        "virtual time does not emulate reasoning or tool calls: drop --sim-reasoning-tokens, \
-         --sim-tool-calls and the config's `agent` section (or run live)"
-    )]
-    Agent,
-    /// Injected faults.
-    #[error(
-        "virtual time does not inject faults: drop --sim-fault-* and the config's `faults` \
-         section (or run live against the embedded simulator)"
-    )]
-    Faults,
-}
-
-/// Refuses what virtual time does not emulate: reasoning, tool calls and injected faults
-/// (live runs against the embedded simulator have them).
-pub fn check_emulated(sim: &SimConfig) -> Result<(), NotEmulated> {
-    let agent = AgentConfig {
-        prompt_tokens_details: sim.agent.prompt_tokens_details,
-        ..AgentConfig::default()
-    };
-    if sim.agent != agent {
-        return Err(NotEmulated::Agent);
-    }
-    if sim.faults != goodput_sim::config::FaultConfig::default() {
-        return Err(NotEmulated::Faults);
-    }
-    Ok(())
 }

@@ -91,7 +91,7 @@ fn virtual_fixed_timing_matches_the_configuration_exactly() {
         slo: Some(Slo::parse("ttft=250ms").unwrap()),
         ..RunConfig::default()
     };
-    let (step, compliance) = target.probe(&config);
+    let (step, compliance) = target.probe(&config).unwrap();
     assert_eq!(step.requests.completed, 200);
     assert_eq!(step.latency_ms.ttft.max, Some(200.0));
     assert_eq!(step.latency_ms.e2e.p50, Some(300.0));
@@ -157,7 +157,7 @@ fn distributed_answer_lengths_are_served_token_for_token() {
         seed: 7,
     };
     let target = with_workload(fixed_sim(1000), workload);
-    let records = target.records(&open(20.0, 200));
+    let records = target.records(&open(20.0, 200)).unwrap();
     assert_eq!(records.len(), 200);
     let mut lengths = std::collections::BTreeSet::new();
     for record in &records {
@@ -193,7 +193,7 @@ fn sessions_send_each_turn_a_think_time_after_the_reply_with_the_history() {
         warmup: Warmup::None,
         ..RunConfig::default()
     };
-    let records = target.records(&config);
+    let records = target.records(&config).unwrap();
     assert_eq!(records.len(), 12);
     // Each turn lasts 200 + 4 × 10 = 240 ms; the next is sent 1 s after it ends.
     let mut by_session: std::collections::BTreeMap<u64, Vec<&RequestRecord>> = Default::default();
@@ -234,7 +234,7 @@ fn a_client_side_cap_holds_requests_and_latency_counts_from_the_schedule() {
         arrival: Arrival::Constant,
         max_concurrency: Some(1),
     };
-    let mut records = target.records(&config);
+    let mut records = target.records(&config).unwrap();
     records.sort_by_key(|r| r.index);
     // Scheduled every 100 ms, served one at a time for 200 ms each.
     for (i, record) in records.iter().enumerate() {
@@ -253,7 +253,7 @@ fn requests_that_outlive_the_timeout_fail_as_timeouts() {
     };
     let mut config = open(100.0, 4);
     config.request_timeout = Duration::from_millis(500);
-    let mut records = target.records(&config);
+    let mut records = target.records(&config).unwrap();
     records.sort_by_key(|r| r.index);
     // One slot, 200 ms each, all sent within 30 ms: the first two finish by 400 ms, the third
     // would end at 600 ms > 20 ms + 500 ms.
@@ -292,7 +292,7 @@ fn replicas_multiply_a_closed_loops_throughput() {
             sim,
             requests: VirtualRequests::fixed(10, 11, 0),
         };
-        target.probe(&config).0.throughput.requests_per_sec
+        target.probe(&config).unwrap().0.throughput.requests_per_sec
     };
     // 300 ms per request on one slot per replica.
     for replicas in [1u32, 2, 4] {
@@ -320,7 +320,7 @@ fn shared_prefixes_hit_the_batching_engines_prefix_cache() {
     let mut sim = SimConfig::default();
     sim.agent.prompt_tokens_details = true;
     let target = with_workload(sim, workload);
-    let mut records = target.records(&open(2.0, 20));
+    let mut records = target.records(&open(2.0, 20)).unwrap();
     records.sort_by_key(|r| r.index);
     assert_eq!(records[0].cached_input_tokens, Some(0));
     // The workload's expected shareable prefix stands beside the server's hits, as live.
@@ -353,7 +353,7 @@ fn a_closed_loop_against_a_server_refusing_at_once_still_ends() {
         warmup: Warmup::None,
         ..RunConfig::default()
     };
-    let records = target.records(&config);
+    let records = target.records(&config).unwrap();
     // One slot serves 300 ms requests; the two other workers are refused (429) and retry a
     // round trip (1 ms) later, for the whole second.
     let served = records.iter().filter(|r| r.is_ok()).count();
@@ -383,8 +383,8 @@ fn a_closed_loops_first_requests_share_the_engines_first_step() {
         warmup: Warmup::None,
         ..RunConfig::default()
     };
-    let ttfts: Vec<u64> = target
-        .records(&config)
+    let records = target.records(&config).unwrap();
+    let ttfts: Vec<u64> = records
         .iter()
         .map(|r| r.first_token_us.unwrap() - r.sent_us.unwrap())
         .collect();
@@ -407,7 +407,7 @@ fn a_request_ending_at_its_deadline_has_ended() {
         ..RunConfig::default()
     };
     config.request_timeout = Duration::from_millis(300);
-    let records = target.records(&config);
+    let records = target.records(&config).unwrap();
     assert_eq!(records.len(), 3);
     assert!(records.iter().all(|r| r.failure.is_none()), "{records:?}");
     assert!(records.iter().all(|r| e2e_ms(r) == 300.0));

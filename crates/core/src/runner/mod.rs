@@ -30,6 +30,9 @@ use crate::workload::Workload;
 
 pub use journal::{JournalWriter, read_journal};
 
+/// The resolution of the runtime's timer.
+const TIMER_TICK: Duration = Duration::from_millis(1);
+
 /// Receives every finished request, in completion order.
 pub trait RecordSink: Send {
     /// Takes one record. An error stops the run (a journal that cannot be written must not
@@ -176,6 +179,8 @@ pub struct Runner {
     shard: Shard,
     start_at: Option<SystemTime>,
     request_ids: Option<Arc<RequestIds>>,
+    /// Timeouts are in the target's time (a clock `time_scale` faster than this machine's).
+    target_time_timeouts: bool,
 }
 
 impl Runner {
@@ -200,7 +205,28 @@ impl Runner {
             shard: Shard::SINGLE,
             start_at: None,
             request_ids: None,
+            target_time_timeouts: false,
         }
+    }
+
+    /// Reads the request and no-progress timeouts in the target's time, as every figure is
+    /// (virtual time, on a paused clock running at `time_scale`), not this machine's; a
+    /// timeout due at the instant its request ends loses to it (it is due one tick of the
+    /// clock's timer later), as a request ending at its deadline has ended.
+    pub fn with_target_time_timeouts(mut self) -> Self {
+        self.target_time_timeouts = true;
+        self
+    }
+
+    /// `timeout` on the runtime's clock.
+    fn real(&self, timeout: Duration) -> Duration {
+        let scale = self.config.time_scale;
+        if !self.target_time_timeouts || !scale.is_finite() || scale <= 0.0 {
+            return timeout;
+        }
+        let real = Duration::try_from_secs_f64(timeout.as_secs_f64() / scale)
+            .unwrap_or(Duration::MAX);
+        real.saturating_add(TIMER_TICK)
     }
 
     /// Stamps every record with step `index` (sweeps and capacity probes).
@@ -264,6 +290,12 @@ impl Runner {
                 counter: Arc::clone(&self.counter),
                 activity: Arc::clone(&activity),
                 request_timeout: self.config.request_timeout,
+                real_request_timeout: self.real(self.config.request_timeout),
+                timeout_grace: if self.target_time_timeouts {
+                    TIMER_TICK
+                } else {
+                    Duration::ZERO
+                },
                 streamed: self.streamed,
                 abandoned: Arc::clone(&abandoned),
                 no_progress_timeout: self.config.no_progress_timeout,
@@ -275,10 +307,13 @@ impl Runner {
             shard: self.shard,
         };
         let dispatcher = tokio::spawn(dispatch::dispatch(plan, sender, stop.clone()));
+        let deadline = self.config.no_progress_timeout;
+        // Checked four times per deadline, at most once a second of the target's time.
+        let tick = (deadline / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let watchdog = tokio::spawn(dispatch::watch_progress(
             activity,
             Arc::clone(&self.monitor),
-            self.config.no_progress_timeout,
+            (self.real(deadline), self.real(tick)),
             abandoned,
             stop.clone(),
         ));

@@ -46,6 +46,12 @@ pub(crate) struct RequestContext {
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) activity: Arc<Activity>,
     pub(crate) request_timeout: Duration,
+    /// The request timeout on the runtime's clock (the same unless timeouts are in target
+    /// time on a scaled clock), `timeout_grace` included.
+    pub(crate) real_request_timeout: Duration,
+    /// How late a timeout fires on purpose so that a request ending at its deadline has ended
+    /// (one timer tick on a paused clock, else zero): a timed-out request ends at its deadline.
+    pub(crate) timeout_grace: Duration,
     pub(crate) streamed: bool,
     /// Set by the no-progress watchdog before it stops the run.
     pub(crate) abandoned: Arc<AtomicBool>,
@@ -161,15 +167,19 @@ pub(crate) async fn execute_keeping_reply(
         ticket.scheduled.at
     };
     let send = ctx.backend.send(&spec, &mut exchange, &ctx.activity);
+    let mut timed_out = false;
     let outcome = tokio::select! {
         biased;
         () = cancel.cancelled() => Some(ctx.stopped("while the request was in flight")),
-        finished = tokio::time::timeout(ctx.request_timeout, send) => match finished {
+        finished = tokio::time::timeout(ctx.real_request_timeout, send) => match finished {
             Ok(()) => None,
-            Err(_) => Some(Failure::new(
-                OutcomeKind::Timeout,
-                format!("no complete answer within the request timeout ({:?})", ctx.request_timeout),
-            )),
+            Err(_) => {
+                timed_out = true;
+                Some(Failure::new(
+                    OutcomeKind::Timeout,
+                    format!("no complete answer within the request timeout ({:?})", ctx.request_timeout),
+                ))
+            }
         },
     };
     if let Some(failure) = outcome {
@@ -181,7 +191,12 @@ pub(crate) async fn execute_keeping_reply(
     } else {
         String::new()
     };
-    let end = Instant::now();
+    let now = Instant::now();
+    let end = if timed_out {
+        now.checked_sub(ctx.timeout_grace).unwrap_or(now)
+    } else {
+        now
+    };
     (
         finalize(ctx, ticket, (dequeued, end), &spec, exchange),
         reply,

@@ -111,6 +111,17 @@ pub struct SimServer {
 impl SimServer {
     /// Validates the config and spawns the engine driver on the current tokio runtime.
     pub fn new(config: SimConfig) -> Result<SimServer, ConfigError> {
+        Self::build(config, false)
+    }
+
+    /// [`new`](Self::new) for a paused clock (virtual time): requests that reach an idle
+    /// engine at one instant share the step that starts then, whatever order the tasks that
+    /// carried them ran in.
+    pub fn on_paused_clock(config: SimConfig) -> Result<SimServer, ConfigError> {
+        Self::build(config, true)
+    }
+
+    fn build(config: SimConfig, paused: bool) -> Result<SimServer, ConfigError> {
         config.validate()?;
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             ConfigError::Invalid("the simulator must be started inside a tokio runtime".to_string())
@@ -123,7 +134,7 @@ impl SimServer {
         let (cache, block_size) = cache_info(&config);
         let metrics = ServerMetrics::new(&model_name, max_model_len, cache);
         let engine = crate::build_engine(&config);
-        let driver = DriverHandle::spawn(&runtime, engine, config.time_scale, metrics);
+        let driver = DriverHandle::spawn_on(&runtime, engine, (config.time_scale, paused), metrics);
         let state = ServerState {
             prompt_context: PromptContext {
                 tokenizer,

@@ -189,16 +189,15 @@ async fn closed_loop(
     }
 }
 
-/// Cancels the run when requests are in flight and no activity was seen for `deadline`.
-/// Returns whether it fired.
+/// Cancels the run when requests are in flight and no activity was seen for `deadline`,
+/// looking every `tick`. Returns whether it fired.
 pub(super) async fn watch_progress(
     activity: Arc<Activity>,
     monitor: Arc<RunMonitor>,
-    deadline: Duration,
+    (deadline, tick): (Duration, Duration),
     abandoned: Arc<AtomicBool>,
     stop: CancellationToken,
 ) -> bool {
-    let tick = (deadline / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
     let mut last_count = activity.count();
     let mut last_change = Instant::now();
     loop {
