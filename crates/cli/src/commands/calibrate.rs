@@ -452,7 +452,12 @@ impl Both<'_> {
                 sim: sim.clone(),
                 requests,
             };
-            target.probe_until(config, Some(self.plan.stopping(call.load)))
+            target
+                .probe_until(config, Some(self.plan.stopping(call.load)))
+                .map_err(|error| goodput_core::decide::capacity::ProbeError {
+                    load: call.load,
+                    message: error.to_string(),
+                })
         };
         let unbudgeted = SearchConfig {
             budget_secs: None,

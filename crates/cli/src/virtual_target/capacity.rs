@@ -125,7 +125,7 @@ pub(crate) fn calibrated_start(
     target: &VirtualTarget,
     base: &RunConfig,
 ) -> Result<(f64, StepReport)> {
-    let (step, _) = target.probe(&calibration_config(base, None));
+    let (step, _) = target.probe(&calibration_config(base, None))?;
     let Some(start) = calibration::calibrated_start(step.throughput.requests_per_sec) else {
         let why: Vec<String> = step
             .requests
@@ -167,7 +167,7 @@ fn run_info(
         target: label,
         api: "virtual".into(),
         model,
-        stream: target.requests.openai.stream,
+        stream: target.requests.streamed,
         workload,
         slo: config.slo.as_ref().map(ToString::to_string),
         window_secs: config.window.as_secs_f64(),

@@ -10,5 +10,5 @@ pub(crate) mod run;
 pub(crate) mod sweep;
 
 pub(crate) use goodput_virtual::{
-    VirtualRequests, VirtualTarget, check_emulated, virtual_capacity, virtual_capacity_with,
+    VirtualRequests, VirtualTarget, virtual_capacity, virtual_capacity_with,
 };

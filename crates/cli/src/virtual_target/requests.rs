@@ -1,20 +1,20 @@
 //! The requests a virtual-time run sends, from the run's plain options: the workload a live
-//! run would build and the API settings that shape each body
-//! ([`goodput_virtual::VirtualRequests`]).
+//! run would build, the backend of its `--api` (the live run's own, over a client to the
+//! simulator), its counting tokenizer and correlation ids ([`goodput_virtual::VirtualRequests`]).
 
 use std::sync::Arc;
 
 use anyhow::{Result, bail};
+use goodput_core::backend::RequestIds;
 use goodput_core::backend::openai::ApiKind;
 use goodput_core::config::RunConfig;
-use goodput_sim::http::frontend::Api;
-use goodput_virtual::VirtualRequests;
+use goodput_virtual::{MakeBackend, VirtualRequests};
 
 use crate::options::run::{Api as ApiOption, RunOptions};
-use crate::wiring::workload::{prepare_offline, with_images};
+use crate::wiring::workload::{prepare_offline, runner_counter, with_images};
 
-/// The requests `options` would send in a live run (and `config` adjusted to the workload, as
-/// for trace replay).
+/// The requests `options` would send in a live run against the embedded simulator (and
+/// `config` adjusted to the workload, as for trace replay).
 pub(crate) async fn from_run(
     options: &RunOptions,
     model: String,
@@ -24,27 +24,28 @@ pub(crate) async fn from_run(
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
     let openai = options.request.openai(model);
-    let tensors = options.request.tensors.clone().map(Arc::new);
-    let api = match openai.api {
-        _ if tensors.is_some() => Api::V2,
-        ApiKind::Chat => Api::Chat,
-        ApiKind::Completions => Api::Completions,
-        ApiKind::Responses => bail!(
-            "--api responses: the simulator serves chat, completions, embeddings and rerank; \
-             use one of those in virtual time"
-        ),
-        ApiKind::Embeddings => Api::Embeddings,
-        ApiKind::Rerank => Api::Rerank,
-    };
+    if openai.api == ApiKind::Responses && options.request.tensors.is_none() {
+        bail!(
+            "--api responses: the simulator serves chat, completions, embeddings, rerank and \
+             v2; use one of those in virtual time"
+        );
+    }
+    let streamed = openai.stream;
     let built = prepare_offline(options, config).await?;
     let workload = with_images(options.request.images.as_ref(), built.workload);
     let workload = crate::wiring::workload::with_mix(options, workload)?;
+    let request = options.request.clone();
+    let backend: MakeBackend = Arc::new(move |client| {
+        crate::wiring::backend::backend(&request, openai.clone(), client)
+            .map_err(|error| format!("{error:#}"))
+    });
     Ok(VirtualRequests {
         workload,
-        openai,
-        api,
+        backend,
+        streamed,
+        counter: runner_counter(&options.workload.tokenizer)?,
+        request_ids: options.fleet.request_id_header.clone().map(RequestIds::fresh),
         buckets: built.buckets,
-        tensors,
         classes: options.fleet.classes.clone(),
     })
 }

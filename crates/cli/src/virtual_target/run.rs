@@ -5,7 +5,7 @@
 
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
@@ -19,7 +19,7 @@ use goodput_core::workload::step::for_step;
 
 use crate::embedded_sim::describe_simulator;
 use crate::options::run::RunOptions;
-use crate::virtual_target::{VirtualTarget, check_emulated};
+use crate::virtual_target::VirtualTarget;
 use crate::wiring::gate::Criteria as GateCriteria;
 use crate::wiring::server_side::ServerSide;
 use crate::wiring::session::{finish, prepare_output, run_info, tool_info};
@@ -65,7 +65,6 @@ pub(super) async fn simulated(
     let Some(sim) = options.simulator().cloned() else {
         bail!("--virtual-time drives the embedded simulator: drop --target");
     };
-    check_emulated(&sim)?;
     let model = model.unwrap_or_else(|| sim.model_name());
     let label = format!("{} in virtual time", describe_simulator(&sim));
     let requests = super::requests::from_run(options, model.clone(), config).await?;
@@ -84,7 +83,7 @@ pub(crate) async fn run(options: RunOptions, command_line: Vec<String>) -> Resul
     let mut journal = prepare_output(out, &info, &config)?;
     let mut server_side = ServerSide::offline(&options.server_side, out, 1.0, None)?;
     let started_at = SystemTime::now();
-    let mut taken = take(&target, &config, 0, (journal.as_mut(), &mut server_side));
+    let mut taken = take(&target, &config, 0, (journal.as_mut(), &mut server_side))?;
     let outcome = taken.outcome(started_at);
     let mut report = assemble(inputs(info, &config, &[]), vec![taken.step]);
     server_side.enrich(&mut report, config.window);
@@ -128,7 +127,7 @@ pub(crate) async fn repeated(
             &run,
             index,
             (journal.as_mut(), &mut server_side),
-        );
+        )?;
         warnings.extend(server_side.enrich_step(&mut taken.step, step, run.window));
         if !options.output.quiet {
             crate::commands::sweep::print_result("run", (step, repeats as usize), &taken.step);
@@ -164,20 +163,21 @@ pub(super) fn inputs<'a>(
 /// What a virtual run handed on.
 pub(super) struct Taken {
     pub(super) step: StepReport,
-    records: u64,
-    last_end_us: u64,
+    /// How the run ended (its elapsed time the virtual clock's).
+    run: RunOutcome,
     /// The journal's first write error (later records were not written).
     sink_error: Option<std::io::Error>,
 }
 
 impl Taken {
-    /// The run's outcome: completed, its records, virtual time to the last end.
+    /// The run's outcome, started at `started_at` (the wall clock), with the journal's first
+    /// write error.
     pub(super) fn outcome(&mut self, started_at: SystemTime) -> RunOutcome {
         RunOutcome {
-            end_reason: EndReason::Completed,
-            records: self.records,
+            end_reason: self.run.end_reason,
+            records: self.run.records,
             started_at,
-            elapsed: Duration::from_micros(self.last_end_us),
+            elapsed: self.run.elapsed,
             sink_error: self.sink_error.take(),
             late_start: None,
         }
@@ -191,13 +191,12 @@ pub(super) fn take(
     config: &RunConfig,
     step: u32,
     (mut journal, server_side): (Option<&mut JournalWriter>, &mut ServerSide),
-) -> Taken {
+) -> Result<Taken> {
     let mut aggregator = StepAggregator::new(config.slo.clone(), config.window)
         .with_length_buckets(target.requests.buckets.clone())
         .with_classes(&target.requests.classes);
-    let (mut records, mut last_end_us, mut sink_error) = (0, 0, None);
-    target.each_record(config, &mut |mut record| {
-        record.step = step;
+    let mut sink_error = None;
+    let run = target.step_until(config, step, &mut |record| {
         aggregator.add(&record);
         // The tally only counts; it cannot fail.
         let _ = server_side.tally().record(&record);
@@ -206,15 +205,13 @@ pub(super) fn take(
         {
             sink_error = journal.record(&record).err();
         }
-        records += 1;
-        last_end_us = last_end_us.max(record.end_us);
-    });
-    Taken {
+        true
+    })?;
+    Ok(Taken {
         step: aggregator.report(LoadReport::from(&config.load)),
-        records,
-        last_end_us,
-        sink_error: sink_error.take(),
-    }
+        run,
+        sink_error,
+    })
 }
 
 /// The run's description, as a live run's `run.json` (target: the simulator in virtual time).
@@ -227,7 +224,7 @@ fn describe(
     command_line: Vec<String>,
 ) -> RunInfo {
     let endpoint = crate::wiring::session::Endpoint::virtual_time(label);
-    let stream = target.requests.openai.stream;
+    let stream = target.requests.streamed;
     let workload = target.requests.workload.as_ref();
     let mut info = run_info(
         options,

@@ -104,7 +104,7 @@ fn run_level(
     }
     let out = options.output.out.as_deref();
     let mut server_side = ServerSide::offline(&options.server_side, out, 1.0, Some(index))?;
-    let mut taken = take(&step_target, config, number, (journal, &mut server_side));
+    let mut taken = take(&step_target, config, number, (journal, &mut server_side))?;
     let warnings = server_side.enrich_step(&mut taken.step, index, config.window);
     Ok((taken, warnings))
 }
