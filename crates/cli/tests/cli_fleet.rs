@@ -85,11 +85,10 @@ fn the_id_header_is_named_by_the_user_or_left_out() {
 
 #[test]
 fn wrong_request_id_flags_exit_2() {
-    let cases: [&[&str]; 4] = [
+    let cases: [&[&str]; 3] = [
         &["--request-id-header", "bad header"],
         &["--request-id-header", ""],
         &["--request-id-header", "Authorization"],
-        &["--virtual-time", "--request-id-header", "x-id"],
     ];
     for args in cases {
         let output = goodput()
@@ -101,6 +100,28 @@ fn wrong_request_id_flags_exit_2() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(stderr.contains("--request-id-header"), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn virtual_time_sends_and_records_correlation_ids_as_a_live_run_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("ids");
+    support::ok(goodput()
+        .args(["run", "--quiet", "--virtual-time", "--requests", "5", "--concurrency", "2"])
+        .args(["--request-id-header", "x-id", "--warmup", "0", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    let records = journal(&out);
+    assert_eq!(records.len(), 5);
+    let mut ids: Vec<String> = records
+        .iter()
+        .map(|r| r["request_id"].as_str().unwrap().to_string())
+        .collect();
+    ids.sort();
+    let run = ids[0].split('-').next().unwrap().to_string();
+    let expected: Vec<String> = (0..5).map(|i| format!("{run}-0-{i}")).collect();
+    assert_eq!(ids, expected);
 }
 
 #[test]

@@ -231,7 +231,6 @@ fn flags_that_need_a_server_are_refused_in_virtual_time() {
         ("--time-scale", Some("2")),
         ("--tokenizer", Some("server")),
         ("--api", Some("responses")),
-        ("--sim-reasoning-tokens", Some("8")),
     ] {
         let output = goodput()
             .args(["run", "--quiet", "--virtual-time", "--requests", "4", flag])

@@ -84,21 +84,14 @@ pub(crate) fn is_mix(model: &str) -> bool {
 }
 
 impl FleetArgs {
-    /// The fleet options; `virtual_time`: nothing goes over the wire, so a request id header
-    /// named explicitly is refused.
-    /// `model` is `--model` as given; `openai`: whether the API names its model in an
-    /// OpenAI body (a mix cannot route `--api http` or `--api v2` requests).
-    pub(crate) fn options(
-        &self,
-        virtual_time: bool,
-        model: Option<&str>,
-        openai: bool,
-    ) -> Result<FleetOptions> {
+    /// The fleet options: `model` is `--model` as given; `openai`: whether the API names its
+    /// model in an OpenAI body (a mix cannot route `--api http` or `--api v2` requests).
+    pub(crate) fn options(&self, model: Option<&str>, openai: bool) -> Result<FleetOptions> {
         let (class_shares, classes) = self.classes()?;
         let mut mix = self.mix(model, openai)?;
         mix.classes = class_shares;
         Ok(FleetOptions {
-            request_id_header: self.request_id_header(virtual_time)?,
+            request_id_header: self.request_id_header()?,
             mix,
             classes,
             targets: Vec::new(),
@@ -265,17 +258,8 @@ impl FleetArgs {
         })
     }
 
-    /// `--request-id-header`, checked (`None`: `--no-request-id`, or virtual time).
-    fn request_id_header(&self, virtual_time: bool) -> Result<Option<HeaderName>> {
-        if virtual_time {
-            if self.request_id_header.is_some() || self.no_request_id {
-                bail!(
-                    "--request-id-header and --no-request-id apply to a live run; in virtual \
-                     time nothing goes over the wire"
-                );
-            }
-            return Ok(None);
-        }
+    /// `--request-id-header`, checked (`None`: `--no-request-id`).
+    fn request_id_header(&self) -> Result<Option<HeaderName>> {
         if self.no_request_id {
             return Ok(None);
         }

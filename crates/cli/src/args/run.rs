@@ -343,7 +343,7 @@ impl RunArgs {
         let openai = !matches!(self.api, ApiArg::Http | ApiArg::V2);
         let fleet = self
             .fleet
-            .options(self.virtual_time, self.model.as_deref(), openai)?
+            .options(self.model.as_deref(), openai)?
             .with_targets(self.fleet.targets(&self.target)?);
         let model = match &fleet.mix.models {
             Some(mix) => mix.entries().first().map(|(name, _)| name.clone()),
