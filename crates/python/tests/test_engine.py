@@ -54,3 +54,17 @@ def test_capacity_runs_the_capacity_search(tmp_path):
     assert run.returncode == 0, run.log
     assert report.capacity is not None
     assert report.capacity["max_sustainable_rate_per_sec"] > 0
+
+
+def test_virtual_time_runs_what_a_live_run_against_the_simulator_runs(tmp_path):
+    # Reasoning and correlation ids go through the one runner on the simulator's clock: a
+    # minute of load in a fraction of a second, its report the live run's.
+    started = time.monotonic()
+    run = goodput.run(virtual_time=True, rate=20, duration=60, warmup=0, sim_reasoning_tokens=4,
+                      input_tokens=32, output_tokens=8, seed=3, out=str(tmp_path / "virtual"))
+    report = run.wait(timeout=120)
+    assert run.returncode == 0, run.log
+    assert time.monotonic() - started < 60, "virtual time does not wait"
+    step = report.to_dict()["steps"][0]
+    assert step["reasoning"]["reasoning_tokens_total"] == 4 * report.completed
+    assert report.completed > 1000

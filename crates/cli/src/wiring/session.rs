@@ -394,7 +394,7 @@ pub(crate) async fn start_endpoint(options: &RunOptions) -> Result<Endpoint> {
             return Ok(Endpoint {
                 time_scale: *time_scale,
                 url: url.clone(),
-                label: fleet_label(options).unwrap_or_else(|| redact_url(url)),
+                label: fleet_label(options, url).unwrap_or_else(|| redact_url(url)),
                 model: None,
                 simulator: None,
             });
@@ -418,11 +418,15 @@ pub(crate) async fn start_endpoint(options: &RunOptions) -> Result<Endpoint> {
 }
 
 /// A fleet's description for the report's target: its targets by name and URL and its
-/// routing (`None` with one target).
-fn fleet_label(options: &RunOptions) -> Option<String> {
+/// routing, and the header that names its replicas (`None`: one target, no header).
+fn fleet_label(options: &RunOptions, url: &str) -> Option<String> {
     let fleet = &options.fleet;
+    let replicas = fleet
+        .replica_header
+        .as_ref()
+        .map(|header| format!("; replicas named by its {header} header"));
     if fleet.targets.is_empty() {
-        return None;
+        return replicas.map(|named| format!("{}{named}", redact_url(url)));
     }
     let targets: Vec<String> = fleet
         .targets
@@ -437,10 +441,11 @@ fn fleet_label(options: &RunOptions) -> Option<String> {
         _ => String::new(),
     };
     Some(format!(
-        "fleet of {} targets ({}{weights}): {}",
+        "fleet of {} targets ({}{weights}): {}{}",
         targets.len(),
         fleet.routing.name(),
-        targets.join(", ")
+        targets.join(", "),
+        replicas.unwrap_or_default()
     ))
 }
 

@@ -275,6 +275,22 @@ fn fleet_probes() -> Vec<Probe> {
             &["--class", "a=50%:ttft=1s", "--class", "b=50%:e2e=9s"],
             At("/run_json"),
         ),
+        // One target: no fleet to route (a fleet's routing is checked in cli_fleet_targets).
+        probe(
+            "--route",
+            &["--route", "least-outstanding"],
+            Refused("more than once"),
+        ),
+        probe(
+            "--targets",
+            &["--targets", "{dir}/no-such-targets.txt"],
+            Refused("--targets"),
+        ),
+        probe(
+            "--replica-header",
+            &["--replica-header", "x-served-by"],
+            At("/run_json"),
+        ),
     ]
 }
 
