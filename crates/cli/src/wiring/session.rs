@@ -101,6 +101,8 @@ pub(crate) struct Session {
     pub(crate) sharding: ShardState,
     /// The correlation ids every step's requests carry (one run token for all steps).
     pub(crate) request_ids: Option<RequestIds>,
+    /// `goodput tune --reset-url`: POSTed before every step (a failed reset fails the step).
+    pub(crate) reset_url: Option<String>,
 }
 
 /// One step run within a session.
@@ -118,7 +120,16 @@ impl Session {
     /// Starts the target (or the embedded simulator), builds backend and workload, writes
     /// `run.json`, opens the journal and installs the Ctrl-C handler.
     pub(crate) async fn open(options: RunOptions, command_line: Vec<String>) -> Result<Session> {
-        let seed = options.seed;
+        Session::open_with(options, command_line, None).await
+    }
+
+    /// [`Session::open`], cancelled by `cancel` (`goodput tune`'s, which stops its servers on
+    /// Ctrl-C) instead of a Ctrl-C handler of its own.
+    pub(crate) async fn open_with(
+        options: RunOptions,
+        command_line: Vec<String>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Session> {
         let mut config = options.config.clone();
         let sharding = ShardState::new(options.shard);
         let gate = super::run_extras::load_gate(options.output.gate.as_deref())?;
@@ -129,33 +140,28 @@ impl Session {
         let client = HttpClient::tcp(target, HttpConfig::default());
         let model = super::backend::model_name(&options, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
-        let (openai, model) = (
-            options.request.openai(model.clone()),
-            mix_or(&options, model),
-        );
+        let openai = options.request.openai(model.clone());
+        let model = mix_or(&options, model);
         let streamed = openai.stream;
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
         let with_images = workload::with_images(options.request.images.as_ref(), built.workload);
         built.workload = workload::with_mix(&options, with_images)?;
         let backend =
             super::backend::run_backend(&options.request, &options.fleet, openai, client)?;
-        let mut run_info = run_info(
-            &options,
-            &config,
-            &endpoint,
-            &model,
-            streamed,
-            built.workload.as_ref(),
+        let run_info = describe(
+            (&options, &config, &endpoint),
+            (&model, streamed),
+            (&built, &served_models),
             command_line,
         );
-        note_served(&mut run_info, &served_models, &built);
         let counter = workload::runner_counter(&options.workload.tokenizer)?;
         let journal = prepare_output(options.output.out.as_deref(), &run_info, &config)?;
-        let endpoint_is_simulator = endpoint.simulator.is_some();
-        let request_ids = options.fleet.request_id_header.clone();
+        let ids = &options.fleet.request_id_header;
         Ok(Session {
+            request_ids: ids.clone().map(RequestIds::fresh),
+            overhead: ClientOverhead::start(endpoint.simulator.is_some()),
+            seed: options.seed,
             options,
-            seed,
             config,
             gate,
             endpoint,
@@ -171,10 +177,9 @@ impl Session {
             capacity_plan: None,
             repeats: None,
             server_warnings: Vec::new(),
-            overhead: ClientOverhead::start(endpoint_is_simulator),
-            cancel: cancel_on_signal(),
+            cancel: cancel.unwrap_or_else(cancel_on_signal),
             sharding,
-            request_ids: request_ids.map(RequestIds::fresh),
+            reset_url: None,
         })
     }
 
@@ -243,6 +248,9 @@ impl Session {
         workload: Option<Arc<dyn Workload>>,
         early_stop: Option<&Stopping>,
     ) -> Result<StepRun> {
+        if let Some(url) = &self.reset_url {
+            super::server_process::reset(url).await?;
+        }
         let index = self.step_loads.len();
         self.record_step_load(&config.load)?;
         let runner = self.runner(config, u32::try_from(index).unwrap_or(u32::MAX), workload);
@@ -493,6 +501,27 @@ pub(crate) fn run_info(
         server_info: None,
         classes: options.fleet.classes.clone(),
     }
+}
+
+/// The run's description, with the models the target serves and the workload's buckets.
+fn describe(
+    (options, config, endpoint): (&RunOptions, &RunConfig, &Endpoint),
+    (model, streamed): (&str, bool),
+    (built, served_models): (&BuiltWorkload, &[String]),
+    command_line: Vec<String>,
+) -> RunInfo {
+    let workload = built.workload.as_ref();
+    let mut info = run_info(
+        options,
+        config,
+        endpoint,
+        model,
+        streamed,
+        workload,
+        command_line,
+    );
+    note_served(&mut info, served_models, built);
+    info
 }
 
 /// Notes in `run_info` the models the target serves and the workload's length buckets.
