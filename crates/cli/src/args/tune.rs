@@ -20,6 +20,10 @@ use crate::options::capacity::CapacityOptions;
 use crate::options::run::TargetOptions;
 use crate::options::tune::{Configuration, ServerOptions, Template, TuneOptions};
 
+/// The URL the run's options are converted with in a live tune: each configuration replaces
+/// it with its own.
+const STAND_IN_TARGET: &str = "http://127.0.0.1:1/v1";
+
 /// What each configuration gets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub(crate) enum MeasureArg {
@@ -111,9 +115,10 @@ impl TuneArgs {
         if let Some(server) = server.as_mut() {
             server.time_scale = server_time_scale.unwrap_or(1.0);
         }
-        if let Some(server) = server.as_ref().filter(|_| !virtual_time) {
-            // Every configuration's target is its own; the run's options carry the template.
-            self.capacity.run.target = Some(server.target.text.clone());
+        if server.is_some() && !virtual_time {
+            // Every configuration's target is its own (its template expanded, each checked
+            // below); the run's options are converted with a stand-in.
+            self.capacity.run.target = vec![STAND_IN_TARGET.to_string()];
         }
         let out = self.out()?;
         let measure = match self.tune.measure {
@@ -180,6 +185,15 @@ impl TuneArgs {
             );
         }
         reporting.refuse_no_live("tune")?;
+        let fleet = &run.fleet;
+        let several = run.target.len() > 1 || fleet.targets_file.is_some();
+        if several || fleet.route.is_some() || fleet.replica_header.is_some() {
+            bail!(
+                "--target (once), --targets, --route and --replica-header: each \
+                 configuration's server is one target (give --target its URL template, with \
+                 placeholders)"
+            );
+        }
         if run.virtual_time {
             self.refuse_live_only()
         } else {
@@ -278,7 +292,7 @@ impl TuneArgs {
             return Ok(None);
         };
         let command = Template::parse(command).map_err(|e| anyhow::anyhow!("--server-cmd: {e}"))?;
-        let target = match &self.capacity.run.target {
+        let target = match self.capacity.run.target.first() {
             Some(url) => Template::parse(url).map_err(|e| anyhow::anyhow!("--target: {e}"))?,
             None if command.placeholders().contains(&crate::options::tune::PORT) => {
                 Template::parse("http://127.0.0.1:{{port}}/v1").map_err(anyhow::Error::msg)?
@@ -301,6 +315,10 @@ impl TuneArgs {
         templates.extend(reset_url.iter().map(|t| ("--reset-url", t)));
         if !virtual_time || tune.verify_top.is_some() {
             check_placeholders(grid, &templates)?;
+            let mut urls = vec![("--target", &target)];
+            urls.extend(ready_url.iter().map(|t| ("--ready-url", t)));
+            urls.extend(reset_url.iter().map(|t| ("--reset-url", t)));
+            check_urls(grid, &urls)?;
         }
         Ok(Some(ServerOptions {
             command,
@@ -413,6 +431,21 @@ impl TuneArgs {
             repeats: repeats.unwrap_or(1),
         })
     }
+}
+
+/// Checks that every configuration's expansion of each URL template (with a port) is a URL.
+fn check_urls(grid: &Grid, templates: &[(&str, &Template)]) -> Result<()> {
+    for (name, values) in &grid.configurations {
+        let mut values: std::collections::BTreeMap<String, String> =
+            values.iter().cloned().collect();
+        values.insert(crate::options::tune::PORT.to_string(), "8000".to_string());
+        for (flag, template) in templates {
+            let url = template.expand(&values);
+            goodput_core::http::Target::parse(&url)
+                .with_context(|| format!("{flag} of configuration `{name}`: {url}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether two paths name one directory.

@@ -3,8 +3,8 @@
 //! ([`workload`]), the backend of `--api` ([`backend`]), release criteria ([`gate`]), the
 //! session every measuring command runs its steps in ([`session`]), the parts of a run beside
 //! the requests — live view, gate, exports, history ([`run_extras`]) — the server's side of a
-//! run ([`server_side`]), the coordination of sharded runs ([`sharded`]) and the servers `goodput
-//! tune` starts, readies and stops ([`server_process`]).
+//! run ([`server_side`]), the coordination of sharded runs ([`sharded`]) the servers `goodput
+//! tune` starts, readies and stops ([`server_process`]) and Ctrl-C ([`signals`]).
 
 pub(crate) mod backend;
 pub(crate) mod gate;
@@ -14,4 +14,5 @@ pub(crate) mod server_process;
 pub(crate) mod server_side;
 pub(crate) mod session;
 pub(crate) mod sharded;
+pub(crate) mod signals;
 pub(crate) mod workload;

@@ -34,6 +34,8 @@ use crate::wiring::server_side::ServerSide;
 use crate::wiring::sharded::ShardState;
 use crate::wiring::workload::{self, BuiltWorkload};
 
+pub(crate) use super::signals::{cancel_on_signal, wait_for_signal};
+
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
 pub(crate) struct Endpoint {
     pub(crate) url: String,
@@ -556,40 +558,6 @@ pub(crate) fn prepare_output(
     let journal = JournalWriter::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     Ok(Some(journal))
-}
-
-/// A token cancelled by the first Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at
-/// once (the journal is already flushed line by line).
-pub(crate) fn cancel_on_signal() -> CancellationToken {
-    let cancel = CancellationToken::new();
-    let token = cancel.clone();
-    tokio::spawn(async move {
-        if wait_for_signal().await.is_err() {
-            return;
-        }
-        eprintln!("\nstopping: cancelling in-flight requests (Ctrl-C again to exit at once)");
-        cancel.cancel();
-        if wait_for_signal().await.is_ok() {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    });
-    token
-}
-
-pub(crate) async fn wait_for_signal() -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => result,
-            _ = terminate.recv() => Ok(()),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await
-    }
 }
 
 /// Plain progress lines on stderr every few seconds.

@@ -97,6 +97,7 @@ fn live_probes() -> Vec<Probe> {
         .map(as_tune)
         .collect();
     probes.extend(own_probes());
+    probes.extend(refused_probes());
     probes
 }
 
@@ -133,6 +134,12 @@ fn own_probes() -> Vec<Probe> {
             At("/tune"),
         )
         .without(&SEARCH_ONLY),
+    ]
+}
+
+/// Tune's own flags a live tune refuses without their partner, and a fleet's.
+fn refused_probes() -> Vec<Probe> {
+    vec![
         probe(
             "--concurrency-steps",
             &["--concurrency-steps", "1"],
@@ -154,6 +161,17 @@ fn own_probes() -> Vec<Probe> {
             Refused("--virtual-time"),
         ),
         probe("--resume", &["--resume", "{out}"], Refused("no tune.json")),
+        probe(
+            "--targets",
+            &["--targets", "{tune_grid}"],
+            Refused("--targets"),
+        ),
+        probe("--route", &["--route", "round-robin"], Refused("--route")),
+        probe(
+            "--replica-header",
+            &["--replica-header", "x-served-by"],
+            Refused("--replica-header"),
+        ),
     ]
 }
 
