@@ -34,6 +34,7 @@ pub(crate) fn run(cli: Cli, command_line: Vec<String>) -> Result<ExitCode> {
             Command::History(args) => commands::history::run(args.into_options()?),
             Command::Plan(args) => commands::plan::run(args.into_options()?),
             Command::Monitor(args) => commands::monitor::run(args.into_options()?).await,
+            Command::Tune(args) => commands::tune::run(args.into_options()?, command_line).await,
         }
     })
 }

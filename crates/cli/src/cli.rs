@@ -1,5 +1,5 @@
 //! The command line: `goodput run | sweep | capacity | calibrate | sim | report | merge |
-//! compare | gate | history | plan | monitor`, defined with clap derive over the argument
+//! compare | gate | history | plan | monitor | tune`, defined with clap derive over the argument
 //! groups of `args` (doc comments are the help text); [`parse_from`] reads a command line. Single
 //! values are parsed by clap; the cross-field checks happen when `app` turns a subcommand's
 //! arguments into its plain configuration (`args` → `options`).
@@ -57,6 +57,10 @@ pub(crate) enum Command {
     /// Watch a live server's /metrics: arrivals vs completions, queue trend, KV usage,
     /// length drift; flags a growing queue and a throughput drop.
     Monitor(crate::args::monitor::MonitorArgs),
+    /// Find the server configuration that serves the most under the SLO per accelerator:
+    /// start each configuration of a grid from a command template (or simulate it in virtual
+    /// time), measure its capacity, stop it; the Pareto front and the best configuration.
+    Tune(Box<crate::args::tune::TuneArgs>),
 }
 
 /// A command line (program name first), parsed; or, when clap printed help, the version or a

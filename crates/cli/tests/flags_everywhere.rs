@@ -255,6 +255,11 @@ fn every_report_compare_gate_history_and_merge_flag_is_honoured_or_refused() {
 }
 
 #[test]
+fn every_tune_flag_is_honoured_or_refused() {
+    check(Sub::Tune);
+}
+
+#[test]
 fn every_plan_flag_is_honoured_or_refused() {
     check(Sub::Plan);
 }

@@ -26,4 +26,7 @@ pub(crate) mod sim_deploy;
 pub(crate) mod slo;
 pub(crate) mod sweep;
 pub(crate) mod tensor;
+pub(crate) mod tune;
+pub(crate) mod tune_grid;
+pub(crate) mod tune_knobs;
 pub(crate) mod workload;

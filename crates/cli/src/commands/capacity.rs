@@ -102,14 +102,25 @@ fn live_bounds(options: &CapacityOptions) -> SearchConfig {
 }
 
 async fn live(options: CapacityOptions, command_line: Vec<String>) -> Result<ExitCode> {
-    let dimension = options.search.dimension;
     let mut session = Session::open(options.run.clone(), command_line)
         .await?
         .coordinated();
+    let (report, outcome) = search_all(&mut session, &options).await?;
+    session.finish(&report, &outcome)
+}
+
+/// Every search of `options` (`--repeats`) on the session, one after the other until one
+/// ends otherwise than completed: the report (its capacity and repeats sections concluded)
+/// and the last outcome.
+pub(crate) async fn search_all(
+    session: &mut Session,
+    options: &CapacityOptions,
+) -> Result<(Report, RunOutcome)> {
+    let dimension = options.search.dimension;
     let (mut steps, mut found, mut last) = (Vec::new(), Vec::new(), None);
     for index in 0..options.repeats.max(1) {
         let first_step = steps.len();
-        let searched = search_once(&mut session, &options, index, &mut steps).await?;
+        let searched = search_once(session, options, index, &mut steps).await?;
         let outcome = match searched {
             Ok((capacity, outcome)) => {
                 found.push((first_step, steps.len() - first_step, capacity));
@@ -126,7 +137,7 @@ async fn live(options: CapacityOptions, command_line: Vec<String>) -> Result<Exi
     let outcome = last.unwrap_or_else(completed_outcome);
     let mut report = session.report(steps, outcome.end_reason);
     conclude_searches(&mut report, dimension, found);
-    session.finish(&report, &outcome)
+    Ok((report, outcome))
 }
 
 /// Search `index` (from 0) on the session: its probes' arrivals from seed + index (its prompts

@@ -1,7 +1,8 @@
 //! `goodput report`: rebuild the report of a run from its journal (and the `run.json` beside
 //! it, which records the SLO, load and window), e.g. after a crash or with another SLO. The
 //! report is [`goodput_core::assemble::rebuild`]'s; this command reads the files, adds the
-//! server-side scrapes, writes and prints.
+//! server-side scrapes, writes and prints. A tune's directory (`tune.json`) is rebuilt by
+//! [`crate::commands::tune::rebuild`].
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -18,6 +19,9 @@ use crate::output;
 
 /// Runs `goodput report`.
 pub(crate) fn run(options: ReportOptions) -> Result<ExitCode> {
+    if crate::commands::tune::is_tune_dir(&options.journal) {
+        return crate::commands::tune::rebuild(options);
+    }
     let (journal_path, dir) = locate(&options.journal);
     let manifest = read_manifest(&dir)?;
     let mut config: RunConfig = manifest.config.clone();

@@ -11,7 +11,7 @@ use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::repeats;
 use goodput_core::decide::sweep::{BatchedWorkload, SweepDimension, SweepReport, conclude};
 use goodput_core::report::StepReport;
-use goodput_core::runner::EndReason;
+use goodput_core::runner::{EndReason, RunOutcome};
 use goodput_core::workload::Workload;
 
 use crate::options::sweep::SweepOptions;
@@ -28,15 +28,30 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
         rate_given,
     } = options;
     let mut session = Session::open(run, command_line).await?;
+    let (steps, outcome) = measure(&mut session, &plan, rate_given).await?;
+    let (sweep, repeats) = conclude(&plan, &steps);
+    let mut report = session.report(steps, outcome.end_reason);
+    report.sweep = Some(sweep);
+    report.repeats = repeats;
+    session.finish(&report, &outcome)
+}
+
+/// Every step of `plan` on the session (round after round), until one ends otherwise than
+/// completed: the steps and the last outcome.
+pub(crate) async fn measure(
+    session: &mut Session,
+    plan: &SweepReport,
+    rate_given: bool,
+) -> Result<(Vec<StepReport>, RunOutcome)> {
     session.sweep_plan = Some(plan.clone());
-    let order = step_order(&plan);
+    let order = step_order(plan);
     let mut steps = Vec::new();
     let mut last_outcome = None;
     for (index, &(round, level)) in order.iter().enumerate() {
         let (config, workload) = step_config(
             (&session.config, rate_given),
             &session.built.workload,
-            &plan,
+            plan,
             (round, level),
         );
         if !session.options.output.quiet {
@@ -45,7 +60,7 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
                 "step {}/{}: {what}{}",
                 index + 1,
                 order.len(),
-                round_note(&plan, round)
+                round_note(plan, round)
             );
         }
         let step = session.run_step(&config, workload, None).await?;
@@ -62,11 +77,7 @@ pub(crate) async fn run(options: SweepOptions, command_line: Vec<String>) -> Res
     let Some(outcome) = last_outcome else {
         bail!("the sweep has no levels");
     };
-    let (sweep, repeats) = conclude(&plan, &steps);
-    let mut report = session.report(steps, outcome.end_reason);
-    report.sweep = Some(sweep);
-    report.repeats = repeats;
-    session.finish(&report, &outcome)
+    Ok((steps, outcome))
 }
 
 /// The (round, level) of every step of `plan`, in the order they run: all levels once, then

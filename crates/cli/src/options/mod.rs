@@ -14,6 +14,7 @@ pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod sim;
 pub(crate) mod sweep;
+pub(crate) mod tune;
 pub(crate) mod workload;
 
 /// The seed drawn when `--seed` is not given (recorded in the report, so the run can be

@@ -14,6 +14,10 @@ fn cell(value: Option<f64>, decimals: usize) -> String {
 pub(crate) fn summary(report: &Report) -> String {
     let mut out = String::new();
     heading(&mut out, report);
+    if let Some(tune) = &report.tune {
+        super::tune::markdown(&mut out, tune);
+        return out;
+    }
     let _ = writeln!(
         out,
         "| step | load | window s | offered req/s | req/s | {}/s | input tok/s | output tok/s | goodput req/s | SLO met | completed | failed | queue |",

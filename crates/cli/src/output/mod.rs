@@ -22,3 +22,4 @@ mod send;
 pub(crate) mod server;
 pub(crate) mod steps;
 pub(crate) mod table;
+mod tune;

@@ -59,6 +59,10 @@ pub(crate) fn render(report: &Report, details: bool) -> String {
             "not streamed"
         }
     );
+    if let Some(tune) = &report.tune {
+        super::tune::render(&mut out, tune, details);
+        return out;
+    }
     if report.steps.len() > 1 || report.sweep.is_some() || report.capacity.is_some() {
         render_decisions(&mut out, report);
         // With --details, the last step stands in when no step is featured (no load passed).

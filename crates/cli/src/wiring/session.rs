@@ -34,6 +34,8 @@ use crate::wiring::server_side::ServerSide;
 use crate::wiring::sharded::ShardState;
 use crate::wiring::workload::{self, BuiltWorkload};
 
+pub(crate) use super::signals::{cancel_on_signal, wait_for_signal};
+
 /// The target of a run: a URL, or the embedded simulator serving on loopback.
 pub(crate) struct Endpoint {
     pub(crate) url: String,
@@ -101,6 +103,8 @@ pub(crate) struct Session {
     pub(crate) sharding: ShardState,
     /// The correlation ids every step's requests carry (one run token for all steps).
     pub(crate) request_ids: Option<RequestIds>,
+    /// `goodput tune --reset-url`: POSTed before every step (a failed reset fails the step).
+    pub(crate) reset_url: Option<String>,
 }
 
 /// One step run within a session.
@@ -118,7 +122,16 @@ impl Session {
     /// Starts the target (or the embedded simulator), builds backend and workload, writes
     /// `run.json`, opens the journal and installs the Ctrl-C handler.
     pub(crate) async fn open(options: RunOptions, command_line: Vec<String>) -> Result<Session> {
-        let seed = options.seed;
+        Session::open_with(options, command_line, None).await
+    }
+
+    /// [`Session::open`], cancelled by `cancel` (`goodput tune`'s, which stops its servers on
+    /// Ctrl-C) instead of a Ctrl-C handler of its own.
+    pub(crate) async fn open_with(
+        options: RunOptions,
+        command_line: Vec<String>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<Session> {
         let mut config = options.config.clone();
         let sharding = ShardState::new(options.shard);
         let gate = super::run_extras::load_gate(options.output.gate.as_deref())?;
@@ -129,33 +142,28 @@ impl Session {
         let client = HttpClient::tcp(target, HttpConfig::default());
         let model = super::backend::model_name(&options, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
-        let (openai, model) = (
-            options.request.openai(model.clone()),
-            mix_or(&options, model),
-        );
+        let openai = options.request.openai(model.clone());
+        let model = mix_or(&options, model);
         let streamed = openai.stream;
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
         let with_images = workload::with_images(options.request.images.as_ref(), built.workload);
         built.workload = workload::with_mix(&options, with_images)?;
         let backend =
             super::backend::run_backend(&options.request, &options.fleet, openai, client)?;
-        let mut run_info = run_info(
-            &options,
-            &config,
-            &endpoint,
-            &model,
-            streamed,
-            built.workload.as_ref(),
+        let run_info = describe(
+            (&options, &config, &endpoint),
+            (&model, streamed),
+            (&built, &served_models),
             command_line,
         );
-        note_served(&mut run_info, &served_models, &built);
         let counter = workload::runner_counter(&options.workload.tokenizer)?;
         let journal = prepare_output(options.output.out.as_deref(), &run_info, &config)?;
-        let endpoint_is_simulator = endpoint.simulator.is_some();
-        let request_ids = options.fleet.request_id_header.clone();
+        let ids = &options.fleet.request_id_header;
         Ok(Session {
+            request_ids: ids.clone().map(RequestIds::fresh),
+            overhead: ClientOverhead::start(endpoint.simulator.is_some()),
+            seed: options.seed,
             options,
-            seed,
             config,
             gate,
             endpoint,
@@ -171,10 +179,9 @@ impl Session {
             capacity_plan: None,
             repeats: None,
             server_warnings: Vec::new(),
-            overhead: ClientOverhead::start(endpoint_is_simulator),
-            cancel: cancel_on_signal(),
+            cancel: cancel.unwrap_or_else(cancel_on_signal),
             sharding,
-            request_ids: request_ids.map(RequestIds::fresh),
+            reset_url: None,
         })
     }
 
@@ -243,6 +250,9 @@ impl Session {
         workload: Option<Arc<dyn Workload>>,
         early_stop: Option<&Stopping>,
     ) -> Result<StepRun> {
+        if let Some(url) = &self.reset_url {
+            super::server_process::reset(url).await?;
+        }
         let index = self.step_loads.len();
         self.record_step_load(&config.load)?;
         let runner = self.runner(config, u32::try_from(index).unwrap_or(u32::MAX), workload);
@@ -500,6 +510,27 @@ pub(crate) fn run_info(
     }
 }
 
+/// The run's description, with the models the target serves and the workload's buckets.
+fn describe(
+    (options, config, endpoint): (&RunOptions, &RunConfig, &Endpoint),
+    (model, streamed): (&str, bool),
+    (built, served_models): (&BuiltWorkload, &[String]),
+    command_line: Vec<String>,
+) -> RunInfo {
+    let workload = built.workload.as_ref();
+    let mut info = run_info(
+        options,
+        config,
+        endpoint,
+        model,
+        streamed,
+        workload,
+        command_line,
+    );
+    note_served(&mut info, served_models, built);
+    info
+}
+
 /// Notes in `run_info` the models the target serves and the workload's length buckets.
 fn note_served(run_info: &mut RunInfo, served_models: &[String], built: &BuiltWorkload) {
     run_info.server_info = Some(goodput_core::observe::environment::ServerInfo {
@@ -532,40 +563,6 @@ pub(crate) fn prepare_output(
     let journal = JournalWriter::create(&path)
         .with_context(|| format!("cannot create {}", path.display()))?;
     Ok(Some(journal))
-}
-
-/// A token cancelled by the first Ctrl-C (or SIGTERM): stop the run cleanly. Second: exit at
-/// once (the journal is already flushed line by line).
-pub(crate) fn cancel_on_signal() -> CancellationToken {
-    let cancel = CancellationToken::new();
-    let token = cancel.clone();
-    tokio::spawn(async move {
-        if wait_for_signal().await.is_err() {
-            return;
-        }
-        eprintln!("\nstopping: cancelling in-flight requests (Ctrl-C again to exit at once)");
-        cancel.cancel();
-        if wait_for_signal().await.is_ok() {
-            std::process::exit(i32::from(EXIT_INTERRUPTED));
-        }
-    });
-    token
-}
-
-pub(crate) async fn wait_for_signal() -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        let mut terminate =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            result = tokio::signal::ctrl_c() => result,
-            _ = terminate.recv() => Ok(()),
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await
-    }
 }
 
 /// Plain progress lines on stderr every few seconds.

@@ -14,6 +14,9 @@ const TEMPLATE: &str = r#"{"model": "m", "messages": [{"role": "user", "content"
 const TENSORS: &str =
     r#"{"inputs": [{"name": "x", "shape": [2, 2], "datatype": "INT64", "data": [1, 2, 3, 4]}]}"#;
 
+/// A `goodput tune --grid-file` of one configuration (`sleep {{t}}` its server).
+const TUNE_GRID: &str = "[[configuration]]\nname = \"thirty\"\nt = 30\n";
+
 /// A gate no run passes.
 const GATE: &str = "conditions = [\"ttft.p99 < 0ms\"]\n";
 
@@ -55,6 +58,7 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
         ("images", image_dir(dir)),
         ("tensors", write("tensors.jsonl", TENSORS)),
         ("gate", write("gate.toml", GATE)),
+        ("tune_grid", write("tune-grid.toml", TUNE_GRID)),
         ("store", dir.join("history.db")),
         (
             "failing",

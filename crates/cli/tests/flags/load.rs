@@ -5,6 +5,26 @@ use super::Expect::{At, Refused};
 use super::probes::Sub;
 use super::{Probe, probe, probe_without};
 
+/// A capacity search of one short probe (the base of `capacity` and `tune`).
+pub(crate) const SEARCH: [&str; 16] = [
+    "--slo",
+    "ttft=2s",
+    "--start",
+    "50",
+    "--max-probes",
+    "1",
+    "--probe-requests",
+    "20",
+    "--probe-warmup",
+    "0s",
+    "--probe-min-duration",
+    "300ms",
+    "--attainment",
+    "0.5",
+    "--confidence",
+    "0.5",
+];
+
 /// Open-loop shaping and duration flags, judged on the capture server.
 pub(crate) fn probes(sub: Sub) -> Vec<Probe> {
     let mut probes = vec![

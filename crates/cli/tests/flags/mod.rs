@@ -12,6 +12,7 @@ pub(crate) mod offline;
 pub(crate) mod probes;
 pub(crate) mod serve;
 pub(crate) mod shard;
+pub(crate) mod tune;
 
 pub(crate) use fixtures::{add_runs, fixtures};
 
@@ -161,7 +162,7 @@ pub(crate) fn observe(
         "json"
     } else if stdout.starts_with("## ") {
         "markdown"
-    } else if stdout.contains("TTFT from send") {
+    } else if stdout.contains("TTFT from send") || stdout.contains("Each configuration in detail") {
         "text with details"
     } else {
         "text"
@@ -175,6 +176,10 @@ pub(crate) fn observe(
         .collect();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let says_something = !stderr.trim().is_empty();
+    // A tune's run is its first configuration's (its own run.json, report and analysis).
+    let tune = read(out, "report.json").and_then(|r| r.get("tune").map(tune_settings));
+    let run_dir = tune_run_dir(out).unwrap_or_else(|| out.to_path_buf());
+    let out = run_dir.as_path();
     let report = read(out, "report.json");
     json!({
         "code": output.status.code(),
@@ -194,8 +199,50 @@ pub(crate) fn observe(
         "report": report.as_ref().map(skeleton),
         "report_settings": report.as_ref().map(settings),
         "analysis": read(out, "analysis.json"),
+        "tune": tune,
+        "sim": read(out, "sim.json"),
         "wire": requests,
     })
+}
+
+/// The first configuration's directory of a tune written in `out`.
+fn tune_run_dir(out: &Path) -> Option<PathBuf> {
+    let manifest = read(out, "tune.json")?;
+    let dir = manifest["configurations"][0]["dir"].as_str()?;
+    Some(out.join(dir))
+}
+
+/// A tune section without its measurements: the plan and each configuration's name, values,
+/// accelerators, directory and failure.
+fn tune_settings(tune: &Value) -> Value {
+    let configurations: Vec<Value> = tune["configurations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| {
+            json!([
+                c["name"],
+                c["values"],
+                c["accelerators"],
+                c["run"]["dir"],
+                c["run"]["failure"]
+            ])
+        })
+        .collect();
+    let mut settings = tune.clone();
+    if let Some(map) = settings.as_object_mut() {
+        for key in [
+            "configurations",
+            "pareto_front",
+            "best",
+            "verification",
+            "conclusion",
+        ] {
+            map.remove(key);
+        }
+        map.insert("configurations".into(), json!(configurations));
+    }
+    settings
 }
 
 /// What a served simulator answered, request by request but as a set (arrival order

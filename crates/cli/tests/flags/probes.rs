@@ -19,11 +19,12 @@ pub(crate) enum Sub {
     Monitor,
     Merge,
     Calibrate,
+    Tune,
 }
 
 impl Sub {
     /// Every subcommand under test.
-    pub(crate) const ALL: [Sub; 12] = [
+    pub(crate) const ALL: [Sub; 13] = [
         Sub::Run,
         Sub::Sweep,
         Sub::Capacity,
@@ -36,6 +37,7 @@ impl Sub {
         Sub::Monitor,
         Sub::Merge,
         Sub::Calibrate,
+        Sub::Tune,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -52,6 +54,7 @@ impl Sub {
             Sub::Monitor => "monitor",
             Sub::Merge => "merge",
             Sub::Calibrate => "calibrate",
+            Sub::Tune => "tune",
         }
     }
 }
@@ -71,7 +74,7 @@ fn args(list: &[&str]) -> Vec<String> {
     list.iter().map(|a| a.to_string()).collect()
 }
 
-const SMALL: [&str; 9] = [
+pub(crate) const SMALL: [&str; 9] = [
     "--quiet",
     "--seed",
     "7",
@@ -106,27 +109,13 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
     if let Some(calibrate) = super::calibrate::variants(sub) {
         return calibrate;
     }
+    if let Some(tune) = super::tune::variants(sub) {
+        return tune;
+    }
     let load: &[&str] = match sub {
         Sub::Run => &["--requests", "6", "--rate", "50"],
         Sub::Sweep => &["--requests", "4", "--rate-steps", "20,40"],
-        _ => &[
-            "--slo",
-            "ttft=2s",
-            "--start",
-            "50",
-            "--max-probes",
-            "1",
-            "--probe-requests",
-            "20",
-            "--probe-warmup",
-            "0s",
-            "--probe-min-duration",
-            "300ms",
-            "--attainment",
-            "0.5",
-            "--confidence",
-            "0.5",
-        ],
+        _ => &super::load::SEARCH,
     };
     let base = |extra: &[&str]| {
         let mut all = args(&[sub.name()]);
@@ -155,7 +144,7 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
 }
 
 /// Flags whose effect is on the requests sent, or on the client's bookkeeping.
-fn wire_probes(sub: Sub) -> Vec<Probe> {
+pub(crate) fn wire_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = request_probes();
     probes.extend(fleet_probes());
     probes.extend(tensor_probes());
@@ -498,7 +487,7 @@ fn sim_probes(sub: Sub) -> Vec<Probe> {
 }
 
 /// Replicas behind a load balancer in the embedded simulator.
-fn replica_probes() -> Vec<Probe> {
+pub(crate) fn replica_probes() -> Vec<Probe> {
     vec![
         probe("--sim-replicas", &["--sim-replicas", "2"], At("/run_json")),
         probe(
@@ -516,7 +505,7 @@ fn replica_probes() -> Vec<Probe> {
 }
 
 /// The embedded simulator's flags (and the live view, drawn only by `run`).
-fn simulator_probes(sub: Sub) -> Vec<Probe> {
+pub(crate) fn simulator_probes(sub: Sub) -> Vec<Probe> {
     vec![
         if sub == Sub::Run {
             probe("--no-live", &["--no-live"], OnTerminal).without(&["--no-live"])
@@ -569,7 +558,7 @@ fn simulator_probes(sub: Sub) -> Vec<Probe> {
 }
 
 /// Hardware, cost and speculative-decoding descriptions for the server-side figures.
-fn server_side_probes() -> Vec<Probe> {
+pub(crate) fn server_side_probes() -> Vec<Probe> {
     vec![
         probe(
             "--model-spec",

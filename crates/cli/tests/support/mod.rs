@@ -13,6 +13,7 @@ pub mod median;
 pub mod receiver;
 pub mod sim_process;
 pub mod step_server;
+pub mod tune;
 pub mod vision;
 use serde_json::Value;
 

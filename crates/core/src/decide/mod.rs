@@ -3,8 +3,9 @@
 //! ([`plan`]), the live probes that calibrate the simulator to a server ([`calibrate`]),
 //! whether a report passes a release gate ([`gate`]), how two runs differ
 //! ([`compare`], [`significance`]), a configuration's figures across repeated runs
-//! ([`repeats`], with [`student`]'s t distribution), and the dotted paths that name a
-//! report's figures ([`report_path`]).
+//! ([`repeats`], with [`student`]'s t distribution), which server configuration serves the
+//! most under an SLO ([`tune`]), and the dotted paths that name a report's figures
+//! ([`report_path`]).
 
 pub mod calibrate;
 pub mod capacity;
@@ -16,3 +17,4 @@ pub mod report_path;
 pub mod significance;
 pub mod student;
 pub mod sweep;
+pub mod tune;

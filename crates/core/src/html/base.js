@@ -136,8 +136,9 @@ function legend(box, series) {
   })));
 }
 
-// opts: {title, x, y, series: [{name, points: [[x, y, label?]], mode: "line"|"points"|"both", color, dash}],
-//        xMin0, yMin0, xDomain: [x0, x1], markers: [{x, label}], tipX, tipY}
+// opts: {title, x, y, series: [{name, points: [[x, y, label?]], mode: "line"|"points"|"both", color, dash,
+//        labels (each visible point's label written beside it)}], xMin0, yMin0, xDomain: [x0, x1],
+//        markers: [{x, label}], tipX, tipY}
 function chart(parent, opts) {
   var box = h("div", { "class": "chart-box" });
   parent.appendChild(box);
@@ -204,6 +205,11 @@ function chart(parent, opts) {
         fill: visible ? (p[3] || se.color) : "transparent", "class": visible ? "dot" : "hit" }, svg);
       s("title", {}, c).textContent = se.name + " — " + (opts.tipX || opts.x) + " " + fmt(p[0]) + ", " +
         (opts.tipY || opts.y) + " " + fmt(p[1]) + (p[2] ? " (" + p[2] + ")" : "");
+      if (se.labels && visible && p[2]) {
+        // Beside the point, kept inside the plot: left of it in the right third.
+        var right = sx(p[0]) > L + (W - L - R) * 0.66;
+        text(svg, sx(p[0]) + (right ? -7 : 7), sy(p[1]) - 6, p[2], { "class": "point-label", "text-anchor": right ? "end" : "start" });
+      }
     });
   });
   legend(box, series);

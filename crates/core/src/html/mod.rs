@@ -10,14 +10,15 @@ use crate::decide::compare::Comparison;
 
 const STYLE: &str = include_str!("style.css");
 /// The page script, in parts: helpers and charts, the report page, its optional sections and
-/// `main`, the reasoning/tool-call/session sections, the comparison page. Concatenated inside
-/// one function scope.
-const SCRIPTS: [&str; 5] = [
+/// `main`, the reasoning/tool-call/session sections, the comparison page, the tune page.
+/// Concatenated inside one function scope.
+const SCRIPTS: [&str; 6] = [
     include_str!("base.js"),
     include_str!("report.js"),
     include_str!("sections.js"),
     include_str!("channels.js"),
     include_str!("compare.js"),
+    include_str!("tune.js"),
 ];
 
 /// One run on a comparison page.

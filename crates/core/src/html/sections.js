@@ -258,7 +258,7 @@ function otherSections(report, st) {
       { label: "client CPU", value: pct(c.cpu_utilization, 0), note: fmt(c.cpu_secs, 1) + " CPU s on " + c.cores + " cores" + (c.includes_simulator ? ", simulator included" : "") + (c.cpu_ms_per_1000_chunks == null ? "" : ", " + fmt(c.cpu_ms_per_1000_chunks, 1) + " ms per 1,000 chunks") },
       { label: "verdict", value: c.trustworthy ? "trustworthy" : "NOT trustworthy", cls: c.trustworthy ? "pass" : "fail", note: c.reason || "the client was not the bottleneck" }]);
   }
-  var skip = ["schema_version", "tool", "run", "steps", "warnings", "capacity", "sweep", "repeats", "client"];
+  var skip = ["schema_version", "tool", "run", "steps", "warnings", "capacity", "sweep", "repeats", "client", "tune"];
   Object.keys(report).forEach(function (k) {
     if (skip.indexOf(k) < 0 && report[k] !== null) figuresSection(words(k), "extra-" + k, "A section this page has no dedicated view for, as figures.", report[k]);
   });
@@ -279,6 +279,7 @@ function metadata(report) {
 }
 
 function reportPage(report) {
+  if (report.tune) { tunePage(report); return; }
   header(report, "goodput report");
   if (!report.steps || !report.steps.length) { section("No steps", "summary", "The run measured nothing."); return; }
   var index = featuredStep(report), st = report.steps[index], many = report.steps.length > 1;

@@ -22,6 +22,7 @@ pub mod server;
 pub mod shards;
 pub mod stability;
 pub mod sweep;
+pub mod tune;
 pub mod windows;
 mod workload;
 
@@ -64,6 +65,10 @@ pub struct Report {
     /// steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeats: Option<repeats::RepeatsReport>,
+    /// `goodput tune`: each server configuration's figures under the SLO, the Pareto front
+    /// and the best configuration (each configuration's own report is in its directory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tune: Option<tune::TuneReport>,
 }
 
 fn one() -> f64 {
@@ -93,6 +98,7 @@ impl Report {
             client: None,
             shards: None,
             repeats: None,
+            tune: None,
         }
     }
 }

@@ -184,6 +184,11 @@ class Report:
     def capacity(self) -> Optional[Dict[str, Any]]:
         return self._data.get("capacity")
 
+    @property
+    def tune(self) -> Optional[Dict[str, Any]]:
+        """`goodput tune`'s section: each configuration, the Pareto front, the best."""
+        return self._data.get("tune")
+
     def __repr__(self) -> str:
         return f"<goodput.Report {self.summary()}>"
 
