@@ -24,7 +24,7 @@ use crate::options::capacity::CapacityOptions;
 use crate::options::run::TargetOptions;
 use crate::options::tune::Configuration;
 use crate::virtual_target::capacity::calibrated_start;
-use crate::virtual_target::{VirtualTarget, check_emulated, virtual_capacity};
+use crate::virtual_target::{VirtualTarget, virtual_capacity};
 use crate::wiring::session::{Endpoint, run_info, tool_info};
 
 /// Simulates `configuration`, its report in `dir` (relative to the tune's directory).
@@ -75,7 +75,6 @@ fn invalid(mut run: TuneRun, reason: String) -> TuneRun {
 
 /// The report of `simulator` searched (or swept) in virtual time.
 async fn simulate(tune: &Tune, simulator: SimConfig, accelerators: u32) -> Result<Report> {
-    check_emulated(&simulator)?;
     let mut options = tune.options.capacity.clone();
     options.run.target = TargetOptions::Embedded(Box::new(simulator.clone()));
     options.run.server_side.accelerators = Some(accelerators);
@@ -121,7 +120,7 @@ async fn simulate(tune: &Tune, simulator: SimConfig, accelerators: u32) -> Resul
         let mut step_target = target.clone();
         let number = u32::try_from(index).unwrap_or(u32::MAX);
         step_target.requests.workload = for_step(Arc::clone(&target.requests.workload), number);
-        steps.push(step_target.probe(&config).0);
+        steps.push(step_target.probe(&config)?.0);
     }
     let (sweep, repeated) = conclude(plan, &steps);
     let mut report = assemble(inputs, steps);
@@ -179,7 +178,7 @@ fn describe(
 ) -> RunInfo {
     let endpoint = Endpoint::virtual_time(label);
     let workload = target.requests.workload.as_ref();
-    let stream = target.requests.openai.stream;
+    let stream = target.requests.streamed;
     let command_line = tune.command_line.clone();
     let mut info = run_info(
         &options.run,
