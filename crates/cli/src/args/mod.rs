@@ -26,4 +26,5 @@ pub(crate) mod sim_deploy;
 pub(crate) mod slo;
 pub(crate) mod sweep;
 pub(crate) mod tensor;
+pub(crate) mod ui;
 pub(crate) mod workload;
