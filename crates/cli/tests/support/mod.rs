@@ -8,11 +8,13 @@ use std::process::{Command, Output};
 use assert_cmd::cargo::CommandCargoExt;
 
 pub mod fleet;
+pub mod browser;
 pub mod layout;
 pub mod median;
 pub mod receiver;
 pub mod sim_process;
 pub mod step_server;
+pub mod ui_server;
 pub mod vision;
 use serde_json::Value;
 

@@ -41,7 +41,8 @@ function filterForm(data, action, extra) {
     field("target", input("target", f.target, { list: "targets", placeholder: "any" })),
     field("tag", input("tag", (f.tags || []).join(" "), { list: "tags", placeholder: "key=value" })),
     field("from", input("since", f.since, { type: "date" })),
-    field("to", input("until", f.until, { type: "date" }))
+    field("to", input("until", f.until, { type: "date" })),
+    field("last", input("last", String(f.last), { type: "number", min: "1" }))
   ].concat(extra || []).concat([
     datalist("models", facets.models), datalist("targets", facets.targets), datalist("tags", facets.tags),
     h("button", { type: "submit", id: "apply-filters" }, ["Apply"]), link(action, "Clear", { id: "clear-filters" })]));
@@ -64,7 +65,7 @@ function runsPage(data) {
   top.appendChild(h("p", { "class": "sub" }, [data.store + " · " + data.total + " run" + (data.total === 1 ? "" : "s") +
     " match" + (data.total === 1 ? "es" : "") + (data.total > data.runs.length ? ", the last " + data.runs.length + " shown" : "")]));
   var box = section("Filter", "filter", "Narrow the runs by model, target, tag (key=value, several separated by spaces) and start date; the address keeps the filter, so it can be shared.");
-  box.appendChild(filterForm(data, "/", [field("last", h("input", { name: "last", type: "number", min: "1", value: String(data.filters.last), id: "filter-last" }))]));
+  box.appendChild(filterForm(data, "/", []));
   var list = section("Runs", "runs", "Newest last. Tick two or more runs and compare them (the oldest ticked is the baseline); a tag or model filters by it.");
   if (!data.runs.length) { list.appendChild(h("p", { "class": "empty", id: "no-runs" }, ["No run matches (record runs with goodput run --store, or goodput history --add)."])); return; }
   var form = h("form", { method: "get", action: "/compare", id: "compare-form" });
