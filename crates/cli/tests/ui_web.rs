@@ -21,9 +21,28 @@ use support::ui_server::{RUN, UiServer, record};
 fn recorded_store(dir: &Path) -> String {
     let store = dir.join("runs.db").to_str().unwrap().to_string();
     let sweep = ["sweep", "--concurrency-steps", "1,4,16", "--requests", "40"];
-    record(dir, &store, &[&sweep[..], &["--warmup", "0"]].concat(), 200, "version=3");
-    let slo = ["--slo", "ttft=300ms", "--attainment", "0.9", "--confidence", "0.9"];
-    record(dir, &store, &[&["capacity"][..], &slo].concat(), 200, "version=3");
+    record(
+        dir,
+        &store,
+        &[&sweep[..], &["--warmup", "0"]].concat(),
+        200,
+        "version=3",
+    );
+    let slo = [
+        "--slo",
+        "ttft=300ms",
+        "--attainment",
+        "0.9",
+        "--confidence",
+        "0.9",
+    ];
+    record(
+        dir,
+        &store,
+        &[&["capacity"][..], &slo].concat(),
+        200,
+        "version=3",
+    );
     record(dir, &store, &RUN, 200, "version=1");
     record(dir, &store, &RUN, 240, "version=2");
     record(dir, &store, &RUN, 200, "version=1");
@@ -74,7 +93,10 @@ fn the_web_app_lists_filters_compares_and_trends_runs_in_a_browser() {
     browser.assert_readable("ui-sweep", true);
     browser.open(&format!("{}/runs/2", ui.url));
     let titles = chart_titles(&mut browser);
-    assert!(titles.iter().any(|t| t == "Probes on the load axis"), "{titles:?}");
+    assert!(
+        titles.iter().any(|t| t == "Probes on the load axis"),
+        "{titles:?}"
+    );
     browser.assert_readable("ui-capacity", true);
 
     trend_marks_and_compare_link(&mut browser, &ui.url);
@@ -94,7 +116,10 @@ fn runs_filter_by_clicking_and_by_the_form(browser: &mut Browser) {
     browser.click("#runs a.tag[href$='version%3D1']");
     assert!(browser.location().contains("tag=version%3D1"));
     assert_eq!(run_ids(browser), ["#3", "#5"]);
-    assert_eq!(browser.eval("document.getElementById('filter-tag').value"), "version=1");
+    assert_eq!(
+        browser.eval("document.getElementById('filter-tag').value"),
+        "version=1"
+    );
     // The form: another tag, then a model, then dates, each submitted.
     browser.fill("#filter-tag", "version=3");
     browser.click("#apply-filters");
@@ -112,8 +137,16 @@ fn runs_filter_by_clicking_and_by_the_form(browser: &mut Browser) {
     browser.fill("#filter-since", "2000-01-01");
     browser.fill("#filter-last", "2");
     browser.click("#apply-filters");
-    assert_eq!(run_ids(browser), ["#4", "#5"], "the last two of all since 2000");
-    assert!(browser.text(".sub").contains("5 runs match, the last 2 shown"));
+    assert_eq!(
+        run_ids(browser),
+        ["#4", "#5"],
+        "the last two of all since 2000"
+    );
+    assert!(
+        browser
+            .text(".sub")
+            .contains("5 runs match, the last 2 shown")
+    );
 }
 
 fn trend_marks_and_compare_link(browser: &mut Browser, url: &str) {
@@ -121,7 +154,10 @@ fn trend_marks_and_compare_link(browser: &mut Browser, url: &str) {
     browser.open(&format!("{url}/trend?metric=ttft.p50&last=3"));
     let verdicts = browser.texts("#marks tbody td:nth-child(7)");
     assert_eq!(verdicts, ["first", "worse", "better"]);
-    assert_eq!(browser.eval("document.querySelectorAll('#trend svg.chart').length"), 1);
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#trend svg.chart').length"),
+        1
+    );
     browser.assert_readable("ui-trend", true);
     // A series per version, chosen in the form: no change is significant within a version.
     browser.eval("document.getElementById('filter-by').value = 'tag:version'");
@@ -159,7 +195,11 @@ fn sqlite(path: &Path, sql: &str) -> String {
         .args(["-c", script, path.to_str().unwrap(), sql])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     String::from_utf8(output.stdout).unwrap()
 }
 
@@ -168,7 +208,15 @@ pub fn one_report(dir: &Path) -> std::path::PathBuf {
     let out = dir.join("one");
     support::ok(
         goodput()
-            .args(["run", "--virtual-time", "--requests", "20", "--warmup", "0", "--quiet"])
+            .args([
+                "run",
+                "--virtual-time",
+                "--requests",
+                "20",
+                "--warmup",
+                "0",
+                "--quiet",
+            ])
             .args(["--out", out.to_str().unwrap()])
             .output()
             .unwrap(),
@@ -194,9 +242,15 @@ fn two_writers_at_once_both_land_in_a_new_sqlite_store() {
         let output = child.wait_with_output().unwrap();
         assert!(output.status.success());
     }
-    assert_eq!(sqlite(&store, "SELECT COUNT(DISTINCT id), MAX(id) FROM runs"), "30 30\n");
     assert_eq!(
-        sqlite(&store, "SELECT version FROM goodput_schema_migrations ORDER BY version"),
+        sqlite(&store, "SELECT COUNT(DISTINCT id), MAX(id) FROM runs"),
+        "30 30\n"
+    );
+    assert_eq!(
+        sqlite(
+            &store,
+            "SELECT version FROM goodput_schema_migrations ORDER BY version"
+        ),
         "1\n2\n",
         "each migration applied once"
     );
@@ -221,7 +275,10 @@ fn an_unversioned_store_is_migrated_and_a_newer_one_refused() {
             .unwrap()
     };
     support::ok(history(&old));
-    assert_eq!(sqlite(&old, "SELECT MAX(version) FROM goodput_schema_migrations"), "2\n");
+    assert_eq!(
+        sqlite(&old, "SELECT MAX(version) FROM goodput_schema_migrations"),
+        "2\n"
+    );
     sqlite(
         &old,
         "INSERT INTO goodput_schema_migrations VALUES (99, 'from the future', '2099-01-01T00:00:00Z')",
@@ -229,5 +286,8 @@ fn an_unversioned_store_is_migrated_and_a_newer_one_refused() {
     let refused = history(&old);
     assert_eq!(refused.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert!(stderr.contains("schema version 99") && stderr.contains("upgrade goodput"), "{stderr}");
+    assert!(
+        stderr.contains("schema version 99") && stderr.contains("upgrade goodput"),
+        "{stderr}"
+    );
 }

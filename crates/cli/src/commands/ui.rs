@@ -2,7 +2,6 @@
 //! default, until Ctrl-C (or SIGTERM): the server stops accepting, lets requests in flight
 //! finish (5 s at most) and exits 0.
 
-use std::io::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -26,11 +25,10 @@ pub(crate) async fn run(options: UiOptions) -> Result<ExitCode> {
         .await
         .with_context(|| format!("--listen {}: cannot listen there", options.listen))?;
     let address = listener.local_addr().context("the listening address")?;
-    println!(
+    eprintln!(
         "goodput ui: {} (schema version {version}) at http://{address}/ (Ctrl-C stops)",
         options.store
     );
-    std::io::stdout().flush().context("writing to stdout")?;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(
         axum::serve(listener, crate::web::router(options.store))
@@ -42,7 +40,9 @@ pub(crate) async fn run(options: UiOptions) -> Result<ExitCode> {
     stop_signal().await;
     let _ = stop.send(());
     match tokio::time::timeout(DRAIN, server).await {
-        Ok(joined) => joined.context("the web server")?.context("the web server")?,
+        Ok(joined) => joined
+            .context("the web server")?
+            .context("the web server")?,
         Err(_) => eprintln!("goodput ui: requests still open after {DRAIN:?}; stopped anyway"),
     }
     eprintln!("goodput ui: stopped");

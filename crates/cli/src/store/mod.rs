@@ -136,10 +136,7 @@ fn open_postgres(_url: &str) -> Result<Box<dyn HistoryStore>> {
 
 /// The columns a report is recorded with: start, model, target, tags (JSON), tool version,
 /// and the report (JSON).
-#[cfg_attr(
-    not(any(feature = "history", feature = "postgres")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(feature = "history", feature = "postgres")), allow(dead_code))]
 fn row_of(report: &Value) -> [String; 6] {
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
     [
@@ -159,7 +156,12 @@ fn tags_json(tags: &Value) -> String {
         .as_object()
         .map(|m| {
             m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string)))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -167,14 +169,8 @@ fn tags_json(tags: &Value) -> String {
 }
 
 /// A stored row back into a run.
-#[cfg_attr(
-    not(any(feature = "history", feature = "postgres")),
-    allow(dead_code)
-)]
-fn run_of(
-    id: i64,
-    [started_at, model, target, tags, report]: [String; 5],
-) -> Result<StoredRun> {
+#[cfg_attr(not(any(feature = "history", feature = "postgres")), allow(dead_code))]
+fn run_of(id: i64, [started_at, model, target, tags, report]: [String; 5]) -> Result<StoredRun> {
     use anyhow::Context as _;
     Ok(StoredRun {
         id,
@@ -188,10 +184,7 @@ fn run_of(
 }
 
 /// Distinct tag pairs from the stored tag objects.
-#[cfg_attr(
-    not(any(feature = "history", feature = "postgres")),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(feature = "history", feature = "postgres")), allow(dead_code))]
 fn tag_pairs(objects: impl IntoIterator<Item = String>) -> Vec<(String, String)> {
     let mut pairs = std::collections::BTreeSet::new();
     for text in objects {

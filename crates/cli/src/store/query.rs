@@ -1,9 +1,6 @@
 //! The SQL of a [`RunQuery`] in either dialect: its filters as a `WHERE` clause with bound
 //! parameters (never text pasted into SQL), newest first with its `LIMIT`.
-#![cfg_attr(
-    not(any(feature = "history", feature = "postgres")),
-    allow(dead_code)
-)]
+#![cfg_attr(not(any(feature = "history", feature = "postgres")), allow(dead_code))]
 
 use super::RunQuery;
 use super::migrations::Dialect;
@@ -114,7 +111,10 @@ mod tests {
         assert_eq!(params[3], Param::Text("\"version\":\"2\"}".into()));
         assert_eq!(params[6], Param::Int(10));
         let (sql, params) = count(&query, Dialect::Sqlite);
-        assert!(sql.starts_with("SELECT COUNT(*) FROM runs WHERE model = ?1"), "{sql}");
+        assert!(
+            sql.starts_with("SELECT COUNT(*) FROM runs WHERE model = ?1"),
+            "{sql}"
+        );
         assert!(sql.contains("instr(tags, ?3) > 0"), "{sql}");
         assert_eq!(params.len(), 6, "no LIMIT in a count");
         assert_eq!(

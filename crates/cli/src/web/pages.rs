@@ -33,8 +33,15 @@ const METRICS: [&str; 14] = [
 ];
 
 fn nav(extra: &[(&str, String)]) -> Vec<NavLink> {
-    let mut links = vec![NavLink::new("All runs", "/"), NavLink::new("Trends", "/trend")];
-    links.extend(extra.iter().map(|(label, href)| NavLink::new(*label, href.clone())));
+    let mut links = vec![
+        NavLink::new("All runs", "/"),
+        NavLink::new("Trends", "/trend"),
+    ];
+    links.extend(
+        extra
+            .iter()
+            .map(|(label, href)| NavLink::new(*label, href.clone())),
+    );
     links
 }
 
@@ -47,7 +54,11 @@ fn facets(store: &mut dyn HistoryStore) -> Result<Facets, PageError> {
     Ok(Facets {
         models: facets.models,
         targets: facets.targets,
-        tags: facets.tags.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        tags: facets
+            .tags
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
     })
 }
 
@@ -67,7 +78,10 @@ pub(super) fn runs(spec: &StoreSpec, params: &Params) -> Result<String, PageErro
         store: spec.to_string(),
         filters: params.filters(),
         facets,
-        columns: LISTED.iter().map(|(_, heading)| heading.to_string()).collect(),
+        columns: LISTED
+            .iter()
+            .map(|(_, heading)| heading.to_string())
+            .collect(),
         runs: runs
             .into_iter()
             .map(|run| RunRow {
@@ -146,8 +160,8 @@ pub(super) fn report_json(spec: &StoreSpec, id: i64) -> Result<String, PageError
     serde_json::to_string_pretty(&run.report).map_err(render_error)
 }
 
-/// `/compare?run=A&run=B…`: the runs compared, the oldest as the baseline.
-pub(super) fn compare(spec: &StoreSpec, params: &Params) -> Result<String, PageError> {
+/// The distinct run ids of `/compare`, oldest first (two at least).
+fn compared_ids(params: &Params) -> Result<Vec<i64>, PageError> {
     let mut ids = params
         .runs
         .iter()
@@ -163,6 +177,12 @@ pub(super) fn compare(spec: &StoreSpec, params: &Params) -> Result<String, PageE
             "select two or more runs to compare (…/compare?run=ID&run=ID)".into(),
         ));
     }
+    Ok(ids)
+}
+
+/// `/compare?run=A&run=B…`: the runs compared, the oldest as the baseline.
+pub(super) fn compare(spec: &StoreSpec, params: &Params) -> Result<String, PageError> {
+    let ids = compared_ids(params)?;
     let query = RunQuery {
         ids: ids.clone(),
         ..RunQuery::default()
@@ -200,16 +220,16 @@ pub(super) fn compare(spec: &StoreSpec, params: &Params) -> Result<String, PageE
             comparison,
         })
         .collect();
-    let links: Vec<(&str, String)> = runs
-        .iter()
-        .map(|r| ("run", format!("/runs/{}", r.id)))
-        .collect();
+    let bar = compare_nav(&runs);
+    html::render_comparison_with(&labelled, &pairs, &bar).map_err(render_error)
+}
+
+/// The bar of a comparison: the lists, then each run's report.
+fn compare_nav(runs: &[StoredRun]) -> Vec<NavLink> {
     let mut bar = nav(&[]);
     bar.extend(
-        links
-            .iter()
-            .zip(&labels)
-            .map(|((_, href), label)| NavLink::new(format!("report {label}"), href.clone())),
+        runs.iter()
+            .map(|r| NavLink::new(format!("report #{}", r.id), format!("/runs/{}", r.id))),
     );
-    html::render_comparison_with(&labelled, &pairs, &bar).map_err(render_error)
+    bar
 }

@@ -56,12 +56,16 @@ impl Params {
                 "by" => params.by = text,
                 "run" => params.runs.push(value.to_string()),
                 "last" => {
-                    params.last = value.parse().map_or(DEFAULT_LAST, |n: usize| n.clamp(1, MAX_LAST));
+                    params.last = value
+                        .parse()
+                        .map_or(DEFAULT_LAST, |n: usize| n.clamp(1, MAX_LAST));
                 }
-                "tag" => params.tags.extend(value.split_whitespace().filter_map(|pair| {
-                    let (k, v) = pair.split_once('=')?;
-                    (!k.is_empty()).then(|| (k.to_string(), v.to_string()))
-                })),
+                "tag" => params
+                    .tags
+                    .extend(value.split_whitespace().filter_map(|pair| {
+                        let (k, v) = pair.split_once('=')?;
+                        (!k.is_empty()).then(|| (k.to_string(), v.to_string()))
+                    })),
                 _ => {}
             }
         }

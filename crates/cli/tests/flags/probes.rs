@@ -14,6 +14,7 @@ pub(crate) enum Sub {
     Compare,
     Gate,
     History,
+    Ui,
     Plan,
     Sim,
     Monitor,
@@ -23,7 +24,7 @@ pub(crate) enum Sub {
 
 impl Sub {
     /// Every subcommand under test.
-    pub(crate) const ALL: [Sub; 12] = [
+    pub(crate) const ALL: [Sub; 13] = [
         Sub::Run,
         Sub::Sweep,
         Sub::Capacity,
@@ -31,6 +32,7 @@ impl Sub {
         Sub::Compare,
         Sub::Gate,
         Sub::History,
+        Sub::Ui,
         Sub::Plan,
         Sub::Sim,
         Sub::Monitor,
@@ -47,6 +49,7 @@ impl Sub {
             Sub::Compare => "compare",
             Sub::Gate => "gate",
             Sub::History => "history",
+            Sub::Ui => "ui",
             Sub::Plan => "plan",
             Sub::Sim => "sim",
             Sub::Monitor => "monitor",

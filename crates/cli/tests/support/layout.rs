@@ -39,7 +39,9 @@ pub const AUDIT_JS: &str = r##"(function () {
 /// The audit as a script appended to a page drawn in a frame: it posts its findings to the
 /// frame's page.
 fn audit_script() -> String {
-    format!("<script>\nwindow.parent.postMessage(JSON.stringify({AUDIT_JS}), \"*\");\n</script>\n</body>")
+    format!(
+        "<script>\nwindow.parent.postMessage(JSON.stringify({AUDIT_JS}), \"*\");\n</script>\n</body>"
+    )
 }
 
 /// What the audit found at one width.

@@ -7,8 +7,8 @@ use std::process::{Command, Output};
 
 use assert_cmd::cargo::CommandCargoExt;
 
-pub mod fleet;
 pub mod browser;
+pub mod fleet;
 pub mod layout;
 pub mod median;
 pub mod receiver;

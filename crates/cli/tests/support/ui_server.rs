@@ -1,5 +1,5 @@
 //! `goodput ui` started for a test on a free loopback port (`--listen 127.0.0.1:0`, the address
-//! read from its first line) and stopped as a person stops it, with Ctrl-C (SIGINT); and
+//! read from the first line it prints on stderr) and stopped as a person stops it, with Ctrl-C (SIGINT); and
 //! runs recorded into a history store in virtual time (instant, and exact: a fixed-timing
 //! simulator's TTFT is the same for every request).
 
@@ -24,11 +24,11 @@ impl UiServer {
         let mut child = Command::cargo_bin("goodput")
             .unwrap()
             .args(["ui", "--store", store, "--listen", "127.0.0.1:0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
+        let stdout = child.stderr.take().unwrap();
         let (send, lines) = channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -85,7 +85,14 @@ pub fn record(dir: &Path, store: &str, command: &[&str], ttft_ms: u64, tag: &str
         .unwrap()
         .args(command)
         .args(["--virtual-time", "--sim-config", sim.to_str().unwrap()])
-        .args(["--input-tokens", "16", "--output-tokens", "8", "--seed", "7"])
+        .args([
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "8",
+            "--seed",
+            "7",
+        ])
         .args(["--store", store, "--tag", tag])
         .output()
         .unwrap();

@@ -3,7 +3,7 @@
 //! version), the figures each run is listed with ([`listed`]), and a figure's trend across
 //! runs ([`trend`]) — each run against the previous run of its series, with the change and
 //! whether it is significant exactly as `goodput compare` judges that figure
-//! ([`compare::figure_change`]). Works on reports as JSON, like compare.
+//! ([`crate::decide::compare::figure_change`]). Works on reports as JSON, like compare.
 
 use std::collections::BTreeMap;
 
@@ -166,6 +166,27 @@ pub struct TrendPoint {
     pub verdict: &'static str,
 }
 
+impl TrendPoint {
+    /// `run` before it is judged: `first`, or `not measured` without a value.
+    fn unjudged(run: &RecordedRun<'_>, group: String, value: Option<f64>) -> TrendPoint {
+        TrendPoint {
+            id: run.id,
+            started_at: run.started_at.to_string(),
+            group,
+            value,
+            previous: None,
+            relative: None,
+            test: "none",
+            p_value: None,
+            verdict: if value.is_some() {
+                "first"
+            } else {
+                "not measured"
+            },
+        }
+    }
+}
+
 /// One series of a trend.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TrendGroup {
@@ -224,24 +245,16 @@ pub fn trend(
             worse: 0,
             better: 0,
         });
-        let mut point = TrendPoint {
-            id: run.id,
-            started_at: run.started_at.to_string(),
-            group: group.clone(),
-            value,
-            previous: None,
-            relative: None,
-            test: "none",
-            p_value: None,
-            verdict: if value.is_some() {
-                "first"
-            } else {
-                "not measured"
-            },
-        };
+        let mut point = TrendPoint::unjudged(run, group.clone(), value);
         if let (Some(v), Some(figure)) = (value, &figure) {
             if let Some((previous, before)) = last.get(&group) {
-                judge(&mut point, (previous, *before), run, &figure.path, thresholds);
+                judge(
+                    &mut point,
+                    (previous, *before),
+                    run,
+                    &figure.path,
+                    thresholds,
+                );
                 series.worse += usize::from(point.verdict == "worse");
                 series.better += usize::from(point.verdict == "better");
             }

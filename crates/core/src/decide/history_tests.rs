@@ -129,14 +129,39 @@ fn throughput_is_judged_by_the_rate_test_and_unknown_figures_fail() {
             report,
         })
         .collect();
-    let t = trend(&runs, "requests_per_sec", &GroupBy::Nothing, Thresholds::default()).unwrap();
+    let t = trend(
+        &runs,
+        "requests_per_sec",
+        &GroupBy::Nothing,
+        Thresholds::default(),
+    )
+    .unwrap();
     assert_eq!(t.points[1].verdict, "worse");
     assert_eq!(t.points[1].test, "Poisson rate z-test");
-    let errors = trend(&runs, "error_rate", &GroupBy::Nothing, Thresholds::default()).unwrap();
+    let errors = trend(
+        &runs,
+        "error_rate",
+        &GroupBy::Nothing,
+        Thresholds::default(),
+    )
+    .unwrap();
     assert_eq!(errors.points[1].test, "two-proportion z-test");
     assert_eq!(errors.points[1].verdict, "no significant change");
-    let untested = trend(&runs, "requests.completed", &GroupBy::Nothing, Thresholds::default());
+    let untested = trend(
+        &runs,
+        "requests.completed",
+        &GroupBy::Nothing,
+        Thresholds::default(),
+    );
     assert_eq!(untested.unwrap().points[1].verdict, "not tested");
-    assert!(trend(&runs, "no_such_figure", &GroupBy::Nothing, Thresholds::default()).is_err());
+    assert!(
+        trend(
+            &runs,
+            "no_such_figure",
+            &GroupBy::Nothing,
+            Thresholds::default()
+        )
+        .is_err()
+    );
     assert!(trend(&[], "anything", &GroupBy::Nothing, Thresholds::default()).is_ok());
 }
