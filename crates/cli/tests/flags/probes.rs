@@ -86,10 +86,8 @@ const SMALL: [&str; 9] = [
     "{out}",
 ];
 
-/// Base flags a dataset or trace replaces.
+/// Base flags a dataset or trace replaces; a trace's (it sets every arrival time too).
 const LENGTHS: &[&str] = &["--input-tokens", "--output-tokens"];
-
-/// Base flags a trace replaces (it sets every arrival time too).
 const REPLAY: &[&str] = &["--input-tokens", "--output-tokens", "--rate"];
 
 /// An agentic session shape.
