@@ -32,6 +32,7 @@ pub(crate) fn run(cli: Cli, command_line: Vec<String>) -> Result<ExitCode> {
             Command::Compare(args) => commands::compare::run(args.into_options()?),
             Command::Gate(args) => commands::gate::run(args.into_options()?),
             Command::History(args) => commands::history::run(args.into_options()?),
+            Command::Ui(args) => commands::ui::run(args.into_options()?).await,
             Command::Plan(args) => commands::plan::run(args.into_options()?),
             Command::Monitor(args) => commands::monitor::run(args.into_options()?).await,
             Command::Tune(args) => commands::tune::run(args.into_options()?, command_line).await,

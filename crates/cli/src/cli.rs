@@ -1,5 +1,5 @@
 //! The command line: `goodput run | sweep | capacity | calibrate | sim | report | merge |
-//! compare | gate | history | plan | monitor | tune`, defined with clap derive over the argument
+//! compare | gate | history | ui | plan | monitor | tune`, defined with clap derive over the argument
 //! groups of `args` (doc comments are the help text); [`parse_from`] reads a command line. Single
 //! values are parsed by clap; the cross-field checks happen when `app` turns a subcommand's
 //! arguments into its plain configuration (`args` → `options`).
@@ -52,6 +52,9 @@ pub(crate) enum Command {
     Gate(GateArgs),
     /// List the runs recorded with --store, or show a figure's trend across them.
     History(HistoryArgs),
+    /// Serve the runs recorded with --store as a local web app: runs filtered by tag, model,
+    /// target and date, each run's report, trends with significance marks, comparisons.
+    Ui(crate::args::ui::UiArgs),
     /// How many devices a peak demand needs: safety factor, N−k failures, growth, cost.
     Plan(crate::args::plan::PlanArgs),
     /// Watch a live server's /metrics: arrivals vs completions, queue trend, KV usage,

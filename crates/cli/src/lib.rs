@@ -15,6 +15,7 @@ mod output;
 mod store;
 mod ui;
 mod virtual_target;
+mod web;
 mod wiring;
 
 use std::ffi::OsString;

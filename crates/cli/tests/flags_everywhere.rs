@@ -265,8 +265,8 @@ fn every_plan_flag_is_honoured_or_refused() {
 }
 
 #[test]
-fn every_sim_and_monitor_flag_is_honoured_or_refused() {
-    for sub in [Sub::Sim, Sub::Monitor] {
+fn every_sim_monitor_and_ui_flag_is_honoured_or_refused() {
+    for sub in [Sub::Sim, Sub::Monitor, Sub::Ui] {
         check(sub);
     }
 }

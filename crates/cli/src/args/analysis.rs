@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::ValueEnum;
 use goodput_core::decide::gate::{Condition, StepSelector};
+use goodput_core::decide::history::GroupBy;
 use goodput_core::decide::significance::Thresholds;
 
 use crate::args::reporting::parse_tags;
 use crate::options::analysis::{CompareFormat, CompareOptions, GateOptions, HistoryOptions};
+use crate::options::store::StoreSpec;
 
 /// Output format of `goodput compare`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
@@ -93,7 +95,8 @@ pub(crate) struct GateArgs {
 /// Arguments of `goodput history`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct HistoryArgs {
-    /// The SQLite store runs were recorded in (`goodput run --store`).
+    /// The history store runs were recorded in (`goodput run --store`): a SQLite file or a
+    /// postgres:// URL.
     #[arg(long, env = "GOODPUT_STORE")]
     pub(crate) store: PathBuf,
     /// Show this figure's trend across runs (any report path, e.g. e2e.p95, requests_per_sec).
@@ -181,9 +184,10 @@ impl HistoryArgs {
     pub(crate) fn into_options(self) -> Result<HistoryOptions> {
         Ok(HistoryOptions {
             tags: parse_tags(&self.tags)?,
-            store: self.store,
+            store: StoreSpec::from_path(self.store),
             metric: self.metric,
-            by: self.by,
+            by: GroupBy::parse(self.by.as_deref().unwrap_or(""))
+                .map_err(|e| anyhow::anyhow!("--by {e}"))?,
             model: self.model,
             last: self.last,
             add: self.add,

@@ -29,4 +29,5 @@ pub(crate) mod tensor;
 pub(crate) mod tune;
 pub(crate) mod tune_grid;
 pub(crate) mod tune_knobs;
+pub(crate) mod ui;
 pub(crate) mod workload;

@@ -7,6 +7,7 @@ use anyhow::Result;
 use crate::args::reporting::{SummaryFormatArg, summary_format};
 use crate::args::slo::parse_slo;
 use crate::options::report::ReportOptions;
+use crate::options::store::StoreSpec;
 
 /// Arguments of `goodput report`.
 #[derive(Debug, clap::Args)]
@@ -29,7 +30,7 @@ pub(crate) struct ReportArgs {
     /// --help`).
     #[arg(long)]
     pub(crate) details: bool,
-    /// Record the rebuilt report in this SQLite history store.
+    /// Record the rebuilt report in this history store (a SQLite file or a postgres:// URL).
     #[arg(long, value_name = "DB")]
     pub(crate) store: Option<PathBuf>,
     /// Exports of the rebuilt report to other tools (pushing a run again replaces its group).
@@ -48,7 +49,7 @@ impl ReportArgs {
             out: self.out,
             summary,
             details: self.details,
-            store: self.store,
+            store: self.store.map(StoreSpec::from_path),
             exports: self.exports.exports()?,
         })
     }

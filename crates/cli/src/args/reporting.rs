@@ -36,7 +36,9 @@ pub(crate) struct ReportingArgs {
     /// gate --help`); the run exits with status 1 when one fails.
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub(crate) gate: Option<PathBuf>,
-    /// Record the run in this SQLite history store (created if missing; see `goodput history`).
+    /// Record the run in this history store: a SQLite file (created if missing) or a
+    /// PostgreSQL database (postgres://user:password@host:port/db); see `goodput history` and
+    /// `goodput ui`.
     #[arg(
         long,
         value_name = "DB",

@@ -14,6 +14,7 @@ use goodput_core::units::parse_duration;
 
 use crate::args::reporting::parse_tags;
 use crate::options::run::{Api, OutputOptions, RunOptions, TargetOptions};
+use crate::options::store::StoreSpec;
 use crate::options::workload::ReplayBounds;
 
 /// The SLO applied when none is given: MLPerf Inference's llama3.1-8b Server-scenario limits.
@@ -415,7 +416,7 @@ impl RunArgs {
             summary,
             details: self.reporting.details,
             gate: self.reporting.gate.clone(),
-            store: self.reporting.store.clone(),
+            store: self.reporting.store.clone().map(StoreSpec::from_path),
             live_view: !self.reporting.no_live,
             tags: parse_tags(&self.tags)?,
             max_error_rate: self.max_error_rate,

@@ -1,51 +1,50 @@
 //! `goodput history`: the runs recorded with `--store`, and one figure's trend across them
-//! (optionally grouped by model, target or a tag such as the model version).
+//! (optionally grouped by model, target or a tag such as the model version), each run marked
+//! when it differs significantly from the previous run of its series. The runs are selected
+//! by the store, the figures and verdicts computed by `core::decide::history`; this prints.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, bail};
-use goodput_core::decide::report_path;
+use anyhow::{Context, Result};
+use goodput_core::decide::history::{self, RecordedRun, Trend};
+use goodput_core::decide::significance::Thresholds;
 
 use crate::exit::EXIT_OK;
 use crate::options::analysis::HistoryOptions;
-use crate::store::{Store, StoredRun};
+use crate::store::{self, RunQuery, StoredRun};
 use crate::wiring::inputs::load_report;
 
 /// Runs `goodput history`.
 pub(crate) fn run(options: HistoryOptions) -> Result<ExitCode> {
-    let store = Store::open(&options.store)?;
+    let mut store = store::open(&options.store)?;
     for path in &options.add {
         let report = load_report(path)?;
         let id = store.record(&report.value)?;
         eprintln!("recorded {} as run {id}", path.display());
     }
-    let filters = &options.tags;
-    let mut runs: Vec<StoredRun> = store
-        .runs()?
-        .into_iter()
-        .filter(|run| options.model.as_ref().is_none_or(|m| &run.model == m))
-        .filter(|run| filters.iter().all(|(k, v)| run.tags.get(k) == Some(v)))
-        .collect();
-    let skip = runs.len().saturating_sub(options.last);
-    runs.drain(..skip);
+    let query = RunQuery {
+        model: options.model.clone(),
+        tags: options.tags.clone(),
+        last: Some(options.last),
+        ..RunQuery::default()
+    };
+    let runs = store.runs(&query)?;
     let text = match &options.metric {
         None => list(&runs),
-        Some(metric) => trend(&runs, metric, options.by.as_deref())?,
+        Some(metric) => {
+            let recorded: Vec<RecordedRun<'_>> = runs.iter().map(StoredRun::recorded).collect();
+            let trend = history::trend(&recorded, metric, &options.by, Thresholds::default())
+                .with_context(|| format!("--metric {metric}"))?;
+            trend_text(&trend)
+        }
     };
     std::io::stdout()
         .lock()
         .write_all(text.as_bytes())
         .context("writing to stdout")?;
     Ok(ExitCode::from(EXIT_OK))
-}
-
-fn figure(run: &StoredRun, path: &str) -> Option<f64> {
-    report_path::resolve(&run.report, 0, path)
-        .ok()
-        .and_then(|f| f.value)
 }
 
 fn tags_text(run: &StoredRun) -> String {
@@ -81,18 +80,19 @@ fn list(runs: &[StoredRun]) -> String {
         "tags"
     );
     for run in runs {
-        let warnings = run.report["warnings"].as_array().map_or(0, Vec::len);
+        let row = history::listed(&run.report);
+        let figure = |i: usize| cell(row.figures.get(i).copied().flatten());
         let _ = writeln!(
             out,
             "{:>4}  {:<20}  {:<24}  {:>9}  {:>11}  {:>11}  {:>11}  {:>8}  {}",
             run.id,
             run.started_at,
             truncate(&run.model, 24),
-            cell(figure(run, "requests_per_sec")),
-            cell(figure(run, "output_tokens_per_sec")),
-            cell(figure(run, "ttft.p99")),
-            cell(figure(run, "e2e.p95")),
-            warnings,
+            figure(0),
+            figure(1),
+            figure(3),
+            figure(4),
+            row.warnings,
             tags_text(run)
         );
     }
@@ -107,74 +107,74 @@ fn truncate(text: &str, width: usize) -> String {
     }
 }
 
-fn group_of(run: &StoredRun, by: Option<&str>) -> Result<String> {
-    Ok(match by {
-        None => String::new(),
-        Some("model") => run.model.clone(),
-        Some("target") => run.target.clone(),
-        Some(key) => match key.strip_prefix("tag:") {
-            Some(tag) => run
-                .tags
-                .get(tag)
-                .cloned()
-                .unwrap_or_else(|| "(untagged)".into()),
-            None => bail!("--by {key}: expected model, target or tag:NAME"),
-        },
-    })
-}
-
-fn trend(runs: &[StoredRun], metric: &str, by: Option<&str>) -> Result<String> {
-    if let Some(run) = runs.first() {
-        report_path::resolve(&run.report, 0, metric)
-            .with_context(|| format!("--metric {metric}"))?;
-    }
-    let unit = runs
-        .first()
-        .and_then(|r| report_path::resolve(&r.report, 0, metric).ok())
-        .map_or("", |f| f.unit.label());
+/// A trend as text: each run with its series, value, change against the previous run of its
+/// series and that change's verdict (`*` marks a significant one), then a sparkline per series.
+fn trend_text(trend: &Trend) -> String {
+    let unit = if trend.unit.is_empty() {
+        "value"
+    } else {
+        trend.unit
+    };
+    let by = if trend.by.is_empty() {
+        "group"
+    } else {
+        &trend.by
+    };
     let mut out = format!(
-        "{metric} ({}) across runs\n{:>4}  {:<20}  {:<20}  {:>12}  {:>10}\n",
-        if unit.is_empty() { "value" } else { unit },
-        "id",
-        "started",
-        by.unwrap_or("group"),
-        "value",
-        "Δ %"
+        "{} ({unit}) across runs\n{:>4}  {:<20}  {:<20}  {:>12}  {:>10}  {}\n",
+        trend.metric, "id", "started", by, "value", "Δ %", "verdict"
     );
-    let mut groups: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    for run in runs {
-        let group = group_of(run, by)?;
-        let value = figure(run, metric);
-        let series = groups.entry(group.clone()).or_default();
-        let change = value
-            .zip(series.last())
-            .and_then(|(v, p)| (*p != 0.0).then(|| format!("{:+.1} %", 100.0 * (v - p) / p.abs())))
+    for point in &trend.points {
+        let change = point
+            .relative
+            .map(|r| format!("{:+.1} %", 100.0 * r))
             .unwrap_or_default();
-        if let Some(v) = value {
-            series.push(v);
-        }
+        let mark = match point.verdict {
+            "worse" | "better" => format!("* {}", point.verdict),
+            "first" => String::new(),
+            other => other.to_string(),
+        };
         let _ = writeln!(
             out,
-            "{:>4}  {:<20}  {:<20}  {:>12}  {:>10}",
-            run.id,
-            run.started_at,
-            truncate(&group, 20),
-            cell(value),
-            change
+            "{:>4}  {:<20}  {:<20}  {:>12}  {:>10}  {}",
+            point.id,
+            point.started_at,
+            truncate(&point.group, 20),
+            cell(point.value),
+            change,
+            mark
         );
     }
     out.push('\n');
-    for (group, values) in &groups {
-        let name = if group.is_empty() { "all runs" } else { group };
+    for group in &trend.groups {
+        let name = if group.name.is_empty() {
+            "all runs"
+        } else {
+            &group.name
+        };
         let _ = writeln!(
             out,
-            "  {:<20} {}  ({} runs)",
+            "  {:<20} {}  ({} runs{})",
             truncate(name, 20),
-            sparkline(values),
-            values.len()
+            sparkline(&group.values),
+            group.values.len(),
+            significant(group.worse, group.better)
         );
     }
-    Ok(out)
+    let _ = writeln!(
+        out,
+        "\n* significant against the previous run of its series (p < {}, change ≥ {} %), as goodput compare judges the figure",
+        trend.thresholds.alpha,
+        trend.thresholds.min_effect * 100.0
+    );
+    out
+}
+
+fn significant(worse: usize, better: usize) -> String {
+    match (worse, better) {
+        (0, 0) => String::new(),
+        (w, b) => format!(", {w} significantly worse, {b} better"),
+    }
 }
 
 /// Values as block characters scaled between their minimum and maximum.

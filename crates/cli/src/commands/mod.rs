@@ -1,5 +1,5 @@
 //! One module per subcommand: `run`, `sweep`, `capacity`, `calibrate`, `sim`, `report`,
-//! `merge`, `compare`, `gate`, `history`, `plan`, `monitor`, `tune`; each `run` takes the
+//! `merge`, `compare`, `gate`, `history`, `ui`, `plan`, `monitor`, `tune`; each `run` takes the
 //! subcommand's plain configuration ([`crate::options`]), never its arguments. What several
 //! of them share lives in [`crate::wiring`] (including `sharded`, the shard coordination of
 //! `run`, `sweep` and `capacity`); the virtual-time paths of `run`, `sweep`, `capacity` and
@@ -18,3 +18,4 @@ pub(crate) mod run;
 pub(crate) mod sim;
 pub(crate) mod sweep;
 pub(crate) mod tune;
+pub(crate) mod ui;

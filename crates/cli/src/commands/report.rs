@@ -42,7 +42,7 @@ pub(crate) fn run(options: ReportOptions) -> Result<ExitCode> {
     }
     crate::wiring::run_extras::export_and_record(
         options.out.as_deref(),
-        options.store.as_deref(),
+        options.store.as_ref(),
         &report,
     )?;
     output::table::print_report(&report, options.summary, options.details)?;

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use goodput_core::decide::gate::{Condition, StepSelector};
+use goodput_core::decide::history::GroupBy;
 use goodput_core::decide::significance::Thresholds;
 
 /// Output format of `goodput compare`.
@@ -55,11 +56,11 @@ pub(crate) struct GateOptions {
 #[derive(Debug, Clone)]
 pub(crate) struct HistoryOptions {
     /// `--store`.
-    pub(crate) store: PathBuf,
+    pub(crate) store: crate::options::store::StoreSpec,
     /// `--metric`: the figure whose trend is shown.
     pub(crate) metric: Option<String>,
     /// `--by`: how the trend is grouped.
-    pub(crate) by: Option<String>,
+    pub(crate) by: GroupBy,
     /// `--tag` filters (KEY, VALUE).
     pub(crate) tags: Vec<(String, String)>,
     /// `--model` filter.

@@ -13,8 +13,10 @@ pub(crate) mod plan;
 pub(crate) mod report;
 pub(crate) mod run;
 pub(crate) mod sim;
+pub(crate) mod store;
 pub(crate) mod sweep;
 pub(crate) mod tune;
+pub(crate) mod ui;
 pub(crate) mod workload;
 
 /// The seed drawn when `--seed` is not given (recorded in the report, so the run can be

@@ -21,7 +21,7 @@ pub(crate) struct ReportOptions {
     /// `--details`.
     pub(crate) details: bool,
     /// `--store`.
-    pub(crate) store: Option<PathBuf>,
+    pub(crate) store: Option<crate::options::store::StoreSpec>,
     /// The exports to other tools.
     pub(crate) exports: crate::options::run::ExportOptions,
 }

@@ -257,7 +257,7 @@ pub(crate) struct OutputOptions {
     /// `--gate`: the criteria file judged after the run.
     pub(crate) gate: Option<PathBuf>,
     /// `--store`: the history store the run is recorded in.
-    pub(crate) store: Option<PathBuf>,
+    pub(crate) store: Option<crate::options::store::StoreSpec>,
     /// Whether the live view may show (no `--no-live`).
     pub(crate) live_view: bool,
     /// `--tag` pairs.

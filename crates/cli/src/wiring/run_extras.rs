@@ -17,6 +17,7 @@ use goodput_core::runner::{RecordSink, RunMonitor, Runner};
 use tokio_util::sync::CancellationToken;
 
 use crate::options::run::{OutputOptions, SummaryFormat};
+use crate::options::store::StoreSpec;
 use crate::output;
 use crate::ui::{self, LiveView, Plan};
 use crate::wiring::gate::{self, Criteria};
@@ -117,7 +118,7 @@ pub(crate) fn gate_and_store(
     let value = serde_json::to_value(report).context("serializing the report")?;
     if let Some(store) = &output.store {
         let id = crate::store::record(store, &value)?;
-        eprintln!("recorded as run {id} in {}", store.display());
+        eprintln!("recorded as run {id} in {store}");
     }
     let Some(criteria) = criteria else {
         return Ok(None);
@@ -140,7 +141,7 @@ pub(crate) fn load_gate(path: Option<&Path>) -> Result<Option<Criteria>> {
 /// `goodput report`: the exports (with `--out`) and the history record (with `--store`).
 pub(crate) fn export_and_record(
     out: Option<&Path>,
-    store: Option<&Path>,
+    store: Option<&StoreSpec>,
     report: &Report,
 ) -> Result<()> {
     if let Some(dir) = out {
@@ -149,7 +150,7 @@ pub(crate) fn export_and_record(
     if let Some(store) = store {
         let value = serde_json::to_value(report).context("serializing the report")?;
         let id = crate::store::record(store, &value)?;
-        eprintln!("recorded as run {id} in {}", store.display());
+        eprintln!("recorded as run {id} in {store}");
     }
     Ok(())
 }

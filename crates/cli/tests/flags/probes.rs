@@ -14,6 +14,7 @@ pub(crate) enum Sub {
     Compare,
     Gate,
     History,
+    Ui,
     Plan,
     Sim,
     Monitor,
@@ -24,7 +25,7 @@ pub(crate) enum Sub {
 
 impl Sub {
     /// Every subcommand under test.
-    pub(crate) const ALL: [Sub; 13] = [
+    pub(crate) const ALL: [Sub; 14] = [
         Sub::Run,
         Sub::Sweep,
         Sub::Capacity,
@@ -32,6 +33,7 @@ impl Sub {
         Sub::Compare,
         Sub::Gate,
         Sub::History,
+        Sub::Ui,
         Sub::Plan,
         Sub::Sim,
         Sub::Monitor,
@@ -49,6 +51,7 @@ impl Sub {
             Sub::Compare => "compare",
             Sub::Gate => "gate",
             Sub::History => "history",
+            Sub::Ui => "ui",
             Sub::Plan => "plan",
             Sub::Sim => "sim",
             Sub::Monitor => "monitor",
@@ -86,10 +89,8 @@ pub(crate) const SMALL: [&str; 9] = [
     "{out}",
 ];
 
-/// Base flags a dataset or trace replaces.
+/// Base flags a dataset or trace replaces; a trace's (it sets every arrival time too).
 const LENGTHS: &[&str] = &["--input-tokens", "--output-tokens"];
-
-/// Base flags a trace replaces (it sets every arrival time too).
 const REPLAY: &[&str] = &["--input-tokens", "--output-tokens", "--rate"];
 
 /// An agentic session shape.

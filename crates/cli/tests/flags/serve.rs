@@ -1,6 +1,6 @@
 //! Probes of `goodput sim` (its derived figures with `--explain`; its behaviour as a server,
-//! observed through a `goodput run` against it) and of `goodput monitor` (watching the capture
-//! server's `/monitor/metrics`).
+//! observed through a `goodput run` against it), of `goodput monitor` (watching the capture
+//! server's `/monitor/metrics`) and of `goodput ui` (the page it serves, fetched).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read};
@@ -23,6 +23,7 @@ pub(crate) fn variants(sub: Sub) -> Option<Vec<Variant>> {
     Some(match sub {
         Sub::Sim => vec![explained(), served()],
         Sub::Monitor => vec![monitor()],
+        Sub::Ui => vec![ui()],
         _ => return None,
     })
 }
@@ -296,6 +297,12 @@ pub(crate) fn run_client(
     };
     // Keep the server's later stderr flowing so it never blocks on a full pipe.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    if client.first().is_some_and(|c| c == "GET") {
+        let output = get(&url, &client[1]);
+        let _ = child.kill();
+        let _ = child.wait();
+        return output;
+    }
     let client: Vec<String> = client
         .iter()
         .map(|a| {
@@ -308,4 +315,60 @@ pub(crate) fn run_client(
     let _ = child.kill();
     let _ = child.wait();
     output
+}
+
+/// A web page of a server (`goodput ui`): `GET {url}{path}`, the body as stdout, exit 0 for a
+/// 200.
+fn get(url: &str, path: &str) -> Output {
+    use std::io::Write;
+    use std::os::unix::process::ExitStatusExt;
+    let address = url.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(address).expect("the server accepts");
+    let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(60)));
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut reply = Vec::new();
+    let _ = stream.read_to_end(&mut reply);
+    let text = String::from_utf8_lossy(&reply).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let ok = head.starts_with("HTTP/1.1 200");
+    Output {
+        status: std::process::ExitStatus::from_raw(if ok { 0 } else { 1 << 8 }),
+        stdout: body.as_bytes().to_vec(),
+        stderr: if ok {
+            Vec::new()
+        } else {
+            head.as_bytes().to_vec()
+        },
+    }
+}
+
+/// `goodput ui`: the runs page it serves, from the store it is given; a non-loopback
+/// address refused unless `--allow-remote` (which then only fails to bind an address this
+/// machine does not have: no packet is sent).
+fn ui() -> Variant {
+    Variant {
+        base: args(&["ui", "--store", "{runs_store}", "--listen", "127.0.0.1:0"]),
+        probes: vec![
+            probe("--store", &["--store", "{out}/empty.db"], At(TEXT)),
+            probe(
+                "--listen",
+                &["--listen", "0.0.0.0:0"],
+                Refused("--allow-remote"),
+            ),
+            probe(
+                "--allow-remote",
+                &["--allow-remote", "--listen", "192.0.2.1:0"],
+                Refused("cannot listen there"),
+            ),
+        ],
+        runs: true,
+        how: How {
+            stdout: Stdout::Whole,
+            client: Some(args(&["GET", "/"])),
+        },
+    }
 }

@@ -13,8 +13,9 @@ use std::process::Command;
 /// The widths every page is checked at.
 pub const WIDTHS: [u32; 2] = [1280, 390];
 
-const AUDIT: &str = r##"<script>
-(function () {
+/// The audit, as a JavaScript expression whose value is its findings (also evaluated over the
+/// DevTools protocol by [`super::browser`], on pages `goodput ui` serves).
+pub const AUDIT_JS: &str = r##"(function () {
   var W = window.innerWidth, body = document.body, text = body.innerText;
   var json = text.match(/.{0,40}\{\s*"[^"]*"\s*:.{0,40}/);
   var wide = [];
@@ -30,13 +31,18 @@ const AUDIT: &str = r##"<script>
     if (!(Number(svg.getAttribute("data-points")) > 0)) empty.push(svg.getAttribute("data-title"));
   });
   var status = document.getElementById("render-status");
-  var result = { width: W, page_width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight,
+  return { width: W, page_width: document.documentElement.scrollWidth, height: document.documentElement.scrollHeight,
     json: json ? json[0] : "", wide: wide.slice(0, 12).join(" "), empty: empty.join(" | "), charts: charts.length,
     error: status ? status.getAttribute("data-error") || "" : "no render status" };
-  window.parent.postMessage(JSON.stringify(result), "*");
-})();
-</script>
-</body>"##;
+})()"##;
+
+/// The audit as a script appended to a page drawn in a frame: it posts its findings to the
+/// frame's page.
+fn audit_script() -> String {
+    format!(
+        "<script>\nwindow.parent.postMessage(JSON.stringify({AUDIT_JS}), \"*\");\n</script>\n</body>"
+    )
+}
 
 /// What the audit found at one width.
 #[derive(Debug)]
@@ -124,7 +130,7 @@ pub fn audit(page: &Path, name: &str, width: u32) -> Audit {
     std::fs::write(artifacts().join(format!("{name}.html")), &html).unwrap();
     std::fs::write(
         dir.path().join("page.html"),
-        html.replacen("</body>", AUDIT, 1),
+        html.replacen("</body>", &audit_script(), 1),
     )
     .unwrap();
     let first = frame(dir.path(), width, 2000);
@@ -168,28 +174,53 @@ pub fn audit(page: &Path, name: &str, width: u32) -> Audit {
     audit
 }
 
+/// Fails on anything a reader would trip over at one width: a render error, JSON text shown,
+/// an element wider than the viewport, sideways scrolling, a chart without data; with
+/// `charts`, no chart at all.
+pub fn assert_audit(a: &Audit, name: &str, width: u32, charts: bool) {
+    assert_eq!(a.error, "", "{name} at {width} px: render error");
+    assert_eq!(
+        a.json, "",
+        "{name} at {width} px: JSON object text is visible"
+    );
+    assert_eq!(
+        a.wide, "",
+        "{name} at {width} px: elements wider than the viewport"
+    );
+    assert!(
+        a.page_width <= a.width,
+        "{name} at {width} px: the page scrolls sideways ({} px)",
+        a.page_width
+    );
+    assert_eq!(a.empty, "", "{name} at {width} px: charts without data");
+    if charts {
+        assert!(a.charts > 0, "{name} at {width} px: no chart drawn");
+    }
+}
+
+/// The audit's findings from its JSON value.
+pub fn audit_of(value: &serde_json::Value) -> Audit {
+    let number = |key: &str| value[key].as_u64().unwrap_or(0);
+    let text = |key: &str| value[key].as_str().unwrap_or_default().to_string();
+    Audit {
+        width: number("width"),
+        page_width: number("page_width"),
+        height: number("height"),
+        json: text("json"),
+        wide: text("wide"),
+        empty: text("empty"),
+        charts: number("charts"),
+        error: text("error"),
+    }
+}
+
 /// Audits `page` at every width and fails on anything a reader would trip over. Returns the
 /// number of charts drawn.
 pub fn assert_readable(page: &Path, name: &str) -> u64 {
     let mut charts = 0;
     for width in WIDTHS {
         let a = audit(page, name, width);
-        assert_eq!(a.error, "", "{name} at {width} px: render error");
-        assert_eq!(
-            a.json, "",
-            "{name} at {width} px: JSON object text is visible"
-        );
-        assert_eq!(
-            a.wide, "",
-            "{name} at {width} px: elements wider than the viewport"
-        );
-        assert!(
-            a.page_width <= a.width,
-            "{name} at {width} px: the page scrolls sideways ({} px)",
-            a.page_width
-        );
-        assert_eq!(a.empty, "", "{name} at {width} px: charts without data");
-        assert!(a.charts > 0, "{name} at {width} px: no chart drawn");
+        assert_audit(&a, name, width, true);
         charts = a.charts;
     }
     charts

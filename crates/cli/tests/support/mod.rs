@@ -7,6 +7,7 @@ use std::process::{Command, Output};
 
 use assert_cmd::cargo::CommandCargoExt;
 
+pub mod browser;
 pub mod fleet;
 pub mod layout;
 pub mod median;
@@ -14,6 +15,7 @@ pub mod receiver;
 pub mod sim_process;
 pub mod step_server;
 pub mod tune;
+pub mod ui_server;
 pub mod vision;
 use serde_json::Value;
 

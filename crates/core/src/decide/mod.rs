@@ -4,13 +4,15 @@
 //! whether a report passes a release gate ([`gate`]), how two runs differ
 //! ([`compare`], [`significance`]), a configuration's figures across repeated runs
 //! ([`repeats`], with [`student`]'s t distribution), which server configuration serves the
-//! most under an SLO ([`tune`]), and the dotted paths that name a report's figures
-//! ([`report_path`]).
+//! most under an SLO ([`tune`]), the dotted paths that name a report's figures
+//! ([`report_path`]), and the runs recorded in a history store ([`history`]: series, listed
+//! figures, a figure's trend with significance marks).
 
 pub mod calibrate;
 pub mod capacity;
 pub mod compare;
 pub mod gate;
+pub mod history;
 pub mod plan;
 pub mod repeats;
 pub mod report_path;

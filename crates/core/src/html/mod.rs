@@ -1,25 +1,50 @@
 //! The HTML exporter: `report.html` and the comparison page, each one self-contained file. The
 //! report (or the runs and their comparisons) is embedded as JSON and drawn by an inline script
 //! into tables and inline SVG charts; nothing is fetched (no CDN, fonts or images). The command
-//! line and the Python package both render through here, so the page is designed once.
+//! line and the Python package both render through here, so the page is designed once. The
+//! pages of `goodput ui` are drawn here too ([`history`]: the runs of a history store and a
+//! figure's trend), and the report and comparison pages it serves are these same pages with a
+//! bar of links on top.
 
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::decide::compare::Comparison;
 
+pub mod history;
+
 const STYLE: &str = include_str!("style.css");
 /// The page script, in parts: helpers and charts, the report page, its optional sections and
-/// `main`, the reasoning/tool-call/session sections, the comparison page, the tune page.
-/// Concatenated inside one function scope.
-const SCRIPTS: [&str; 6] = [
+/// `main`, the reasoning/tool-call/session sections, the comparison page, the tune page, the
+/// pages of `goodput ui`. Concatenated inside one function scope.
+const SCRIPTS: [&str; 7] = [
     include_str!("base.js"),
     include_str!("report.js"),
     include_str!("sections.js"),
     include_str!("channels.js"),
     include_str!("compare.js"),
     include_str!("tune.js"),
+    include_str!("history.js"),
 ];
+
+/// A link in the bar on top of a page `goodput ui` serves.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NavLink {
+    /// The text shown.
+    pub label: String,
+    /// Where it goes.
+    pub href: String,
+}
+
+impl NavLink {
+    /// A link.
+    pub fn new(label: impl Into<String>, href: impl Into<String>) -> NavLink {
+        NavLink {
+            label: label.into(),
+            href: href.into(),
+        }
+    }
+}
 
 /// One run on a comparison page.
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -41,6 +66,11 @@ pub struct CandidateComparison<'a> {
 
 /// The report (as JSON) as one HTML page.
 pub fn render_report(report: &Value) -> Result<String, serde_json::Error> {
+    render_report_with(report, &[])
+}
+
+/// The report page with a bar of links on top (`goodput ui`).
+pub fn render_report_with(report: &Value, nav: &[NavLink]) -> Result<String, serde_json::Error> {
     let text = |pointer: &str| {
         report
             .pointer(pointer)
@@ -52,7 +82,10 @@ pub fn render_report(report: &Value) -> Result<String, serde_json::Error> {
         text("/run/model"),
         text("/run/started_at")
     );
-    page(&title, &json!({"mode": "report", "report": report}))
+    page(
+        &title,
+        &json!({"mode": "report", "report": report, "nav": nav}),
+    )
 }
 
 /// Several runs overlaid on one page, each candidate compared against the first run.
@@ -60,13 +93,22 @@ pub fn render_comparison(
     runs: &[LabelledRun<'_>],
     comparisons: &[CandidateComparison<'_>],
 ) -> Result<String, serde_json::Error> {
+    render_comparison_with(runs, comparisons, &[])
+}
+
+/// The comparison page with a bar of links on top (`goodput ui`).
+pub fn render_comparison_with(
+    runs: &[LabelledRun<'_>],
+    comparisons: &[CandidateComparison<'_>],
+    nav: &[NavLink],
+) -> Result<String, serde_json::Error> {
     let labels: Vec<&str> = runs.iter().map(|r| r.label).collect();
     let title = format!("goodput comparison · {}", labels.join(" vs "));
-    let data = json!({"mode": "compare", "runs": runs, "comparisons": comparisons});
+    let data = json!({"mode": "compare", "runs": runs, "comparisons": comparisons, "nav": nav});
     page(&title, &data)
 }
 
-fn page(title: &str, data: &Value) -> Result<String, serde_json::Error> {
+pub(crate) fn page(title: &str, data: &Value) -> Result<String, serde_json::Error> {
     let json = serde_json::to_string(data)?;
     let script = format!("(function () {{\n{}\nmain();\n}})();\n", SCRIPTS.join("\n"));
     Ok(format!(

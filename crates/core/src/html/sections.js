@@ -306,7 +306,11 @@ function main() {
   var status = document.getElementById("render-status");
   try {
     var data = JSON.parse(document.getElementById("goodput-data").textContent);
-    if (data.mode === "compare") comparePage(data); else reportPage(data.report);
+    navBar(data.nav);
+    if (data.mode === "compare") comparePage(data);
+    else if (data.mode === "runs") runsPage(data.page);
+    else if (data.mode === "trend") trendPage(data.page);
+    else reportPage(data.report);
     Array.prototype.forEach.call(document.querySelectorAll(".grid"), function (grid) {
       if (!grid.children.length) grid.parentNode.replaceChild(h("p", { "class": "empty" }, ["The report has no data for these charts."]), grid);
     });

@@ -73,7 +73,12 @@ pub(super) fn headline(
     distributions: &[DistributionChange],
     thresholds: Thresholds,
 ) -> Headline {
-    let figures = figures(a, b, step, distributions, thresholds);
+    let figures = placed(
+        figures(a, b, step, distributions, thresholds),
+        [a, b],
+        step,
+        thresholds,
+    );
     let worse: Vec<String> = changed(&figures, "worse");
     let better: Vec<String> = changed(&figures, "better");
     let (verdict, summary) = match (worse.is_empty(), better.is_empty()) {
@@ -100,7 +105,7 @@ pub(super) fn headline(
     }
 }
 
-/// The headline figures of `step`, in reading order.
+/// The headline figures of `step`, in reading order, with their paths below the step.
 fn figures(
     a: &Value,
     b: &Value,
@@ -156,7 +161,34 @@ fn figures(
     )));
     figures.push(error_rate([sa, sb], thresholds));
     figures.push(stability([sa, sb]));
-    placed(figures, [a, b], step, thresholds)
+    figures
+}
+
+/// One figure of `step` (`path` below the step, e.g. `latency_ms.ttft.p99`) judged as the
+/// headline judges it: a headline figure with its test, another latency quantile of a tested
+/// distribution with that distribution's test, any other figure untested.
+pub(super) fn one_figure(
+    [a, b]: [&Value; 2],
+    step: usize,
+    path: &str,
+    distributions: &[DistributionChange],
+    thresholds: Thresholds,
+) -> HeadlineFigure {
+    let (sa, sb) = (&a["steps"][step], &b["steps"][step]);
+    let found = figures(a, b, step, distributions, thresholds)
+        .into_iter()
+        .find(|f| f.path == path);
+    let tested = distributions
+        .iter()
+        .find(|d| d.step == step && !path.ends_with(".count"));
+    let figure = match (found, tested) {
+        (Some(f), _) => f,
+        (None, Some(d)) => latency_figure("figure", path, &d.metric, [sa, sb], step, distributions),
+        (None, None) => untested("figure", path, "", [sa, sb]),
+    };
+    placed(vec![figure], [a, b], step, thresholds)
+        .pop()
+        .unwrap_or_else(|| untested("figure", path, "", [sa, sb]))
 }
 
 /// The figures of `step` with their paths in the report, each judged across the runs where
@@ -212,6 +244,11 @@ fn changed(figures: &[HeadlineFigure], verdict: &str) -> Vec<String> {
             None => f.name.to_string(),
         })
         .collect()
+}
+
+/// A figure of the report root (not of a step), untested.
+pub(super) fn root_figure(path: &str, a: Option<f64>, b: Option<f64>) -> HeadlineFigure {
+    figure("figure", path, "", a, b)
 }
 
 fn figure(

@@ -15,8 +15,10 @@ use crate::metrics::quantiles::QuantilePoint;
 use crate::record::{Phase, RequestRecord};
 use crate::report::Warning;
 
+mod figure;
 mod headline;
 pub mod rows;
+pub use figure::figure_change;
 pub use headline::{Headline, HeadlineFigure};
 pub use rows::RowDelta;
 
