@@ -106,12 +106,22 @@ fn wrong_request_id_flags_exit_2() {
 fn virtual_time_sends_and_records_correlation_ids_as_a_live_run_does() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("ids");
-    support::ok(goodput()
-        .args(["run", "--quiet", "--virtual-time", "--requests", "5", "--concurrency", "2"])
-        .args(["--request-id-header", "x-id", "--warmup", "0", "--out"])
-        .arg(&out)
-        .output()
-        .unwrap());
+    support::ok(
+        goodput()
+            .args([
+                "run",
+                "--quiet",
+                "--virtual-time",
+                "--requests",
+                "5",
+                "--concurrency",
+                "2",
+            ])
+            .args(["--request-id-header", "x-id", "--warmup", "0", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap(),
+    );
     let records = journal(&out);
     assert_eq!(records.len(), 5);
     let mut ids: Vec<String> = records

@@ -388,18 +388,44 @@ fn virtual_time_reasons_and_calls_tools_as_the_live_simulator_does() {
     // jitter of this machine's clock, so only counts are compared).
     let run = |virtual_time: bool| {
         let mut command = goodput();
-        command.args(["run", "--quiet", "--json", "--requests", "12", "--concurrency", "3"]);
-        command.args(["--sim-reasoning-tokens", "6", "--sim-tool-calls", "0.5", "--seed", "4"]);
+        command.args([
+            "run",
+            "--quiet",
+            "--json",
+            "--requests",
+            "12",
+            "--concurrency",
+            "3",
+        ]);
+        command.args([
+            "--sim-reasoning-tokens",
+            "6",
+            "--sim-tool-calls",
+            "0.5",
+            "--seed",
+            "4",
+        ]);
         command.args([
             "--extra-body",
             r#"{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}"#,
         ]);
-        command.args(["--input-tokens", "16", "--output-tokens", "12", "--warmup", "0"]);
+        command.args([
+            "--input-tokens",
+            "16",
+            "--output-tokens",
+            "12",
+            "--warmup",
+            "0",
+        ]);
         if virtual_time {
             command.arg("--virtual-time");
         }
         let output = command.output().unwrap();
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
         let report: Value = serde_json::from_slice(&output.stdout).unwrap();
         report["steps"][0].clone()
     };
@@ -412,6 +438,9 @@ fn virtual_time_reasons_and_calls_tools_as_the_live_simulator_does() {
         "/tool_calls/requests_with_tool_calls",
     ] {
         assert_eq!(live.pointer(path), virtual_time.pointer(path), "{path}");
-        assert!(virtual_time.pointer(path).is_some(), "{path} in {virtual_time}");
+        assert!(
+            virtual_time.pointer(path).is_some(),
+            "{path} in {virtual_time}"
+        );
     }
 }

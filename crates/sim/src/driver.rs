@@ -20,56 +20,7 @@ use crate::engine::{
 };
 use crate::server_metrics::ServerMetrics;
 
-/// Maps between the real (tokio) clock and simulated time.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SimClock {
-    start: Instant,
-    time_scale: f64,
-}
-
-impl SimClock {
-    /// A clock whose simulated time 0 is `start`; `time_scale` simulated seconds pass per real
-    /// second (must be positive and finite).
-    pub fn new(start: Instant, time_scale: f64) -> Self {
-        SimClock { start, time_scale }
-    }
-
-    /// The current simulated time.
-    pub fn now(&self) -> SimTime {
-        self.to_sim(Instant::now().saturating_duration_since(self.start))
-    }
-
-    /// Simulated duration of a real one.
-    pub fn to_sim(&self, real: Duration) -> Duration {
-        if self.time_scale == 1.0 {
-            real
-        } else {
-            scale(real, self.time_scale)
-        }
-    }
-
-    /// Real duration of a simulated one.
-    pub fn to_real(&self, sim: Duration) -> Duration {
-        if self.time_scale == 1.0 {
-            sim
-        } else {
-            scale(sim, 1.0 / self.time_scale)
-        }
-    }
-
-    /// The real instant at which simulated time reaches `at` (a year from now if that is
-    /// beyond what the clock can represent).
-    pub fn instant_of(&self, at: SimTime) -> Instant {
-        self.start
-            .checked_add(self.to_real(at))
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
-    }
-}
-
-/// `duration × factor`, saturating instead of panicking on overflow.
-fn scale(duration: Duration, factor: f64) -> Duration {
-    Duration::try_from_secs_f64(duration.as_secs_f64() * factor).unwrap_or(Duration::MAX)
-}
+pub use crate::clock::SimClock;
 
 /// What happens to one submitted request, as its client sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -437,24 +388,14 @@ impl Driver {
         };
         let (updates, receiver) = mpsc::unbounded_channel();
         let mut accepted: Vec<RequestId> = Vec::with_capacity(requests.len());
-        let mut published = self
-            .published
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let shared = Arc::clone(&self.published);
+        let mut published = shared.lock().unwrap_or_else(PoisonError::into_inner);
         for (position, mut request) in requests.into_iter().enumerate() {
             request.id = self.next_id;
             self.next_id += 1;
             let (id, prompt_tokens) = (request.id, request.prompt_tokens);
             if let Err(rejection) = self.engine.submit(self.now, request) {
-                for id in accepted {
-                    self.engine.cancel(self.now, id);
-                    self.routes.remove(&id);
-                    published.metrics.forget(id);
-                }
-                published
-                    .metrics
-                    .record_rejection(rejection_reason(&rejection));
-                published.stats = self.engine.stats();
+                self.refuse(&accepted, &mut published, &rejection);
                 let _ = reply.send(Err(SubmitError::Rejected(rejection)));
                 return;
             }
@@ -482,6 +423,19 @@ impl Driver {
             // The submitter is gone already.
             events.cancel();
         }
+    }
+
+    /// Takes back the requests of a group `accepted` before one of it was refused.
+    fn refuse(&mut self, accepted: &[RequestId], published: &mut Published, rejection: &Rejection) {
+        for &id in accepted {
+            self.engine.cancel(self.now, id);
+            self.routes.remove(&id);
+            published.metrics.forget(id);
+        }
+        published
+            .metrics
+            .record_rejection(rejection_reason(rejection));
+        published.stats = self.engine.stats();
     }
 
     fn cancel(&mut self, ids: &[RequestId]) {

@@ -17,6 +17,7 @@
 #![deny(missing_docs)]
 
 pub mod calibrate;
+pub mod clock;
 pub mod config;
 pub mod driver;
 pub mod engine;

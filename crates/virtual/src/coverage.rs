@@ -90,8 +90,11 @@ fn target() -> VirtualTarget {
 
 fn plan(seed: u64) -> ProbePlan {
     let criteria = Criteria {
-        slo: Slo::parse(&format!("e2e_p99={}ms", (TTFT_TARGET_US - TTFT_US + SERVICE_US) / 1000))
-            .unwrap(),
+        slo: Slo::parse(&format!(
+            "e2e_p99={}ms",
+            (TTFT_TARGET_US - TTFT_US + SERVICE_US) / 1000
+        ))
+        .unwrap(),
         attainment: 0.99,
         confidence: 0.99,
     };

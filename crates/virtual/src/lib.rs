@@ -154,9 +154,7 @@ pub fn virtual_capacity_with(
     search: SearchConfig,
     on_probe: impl FnMut(&goodput_core::decide::capacity::Probe),
 ) -> (CapacityReport, Vec<StepReport>) {
-    let probe = |call: ProbeRun| {
-        std::future::ready(run_probe(&call, &plan.config_for(&call)))
-    };
+    let probe = |call: ProbeRun| std::future::ready(run_probe(&call, &plan.config_for(&call)));
     let search = find_capacity(
         plan.dimension,
         search,

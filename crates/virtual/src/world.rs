@@ -158,7 +158,9 @@ async fn run_here(
         sink,
         finish: runner.finish_token(),
     };
-    let mut outcome = runner.run(&mut [&mut until], CancellationToken::new()).await;
+    let mut outcome = runner
+        .run(&mut [&mut until], CancellationToken::new())
+        .await;
     // The runner timed the run on the dilated clock.
     outcome.elapsed = outcome.elapsed.mul_f64(DILATION);
     Ok(outcome)

@@ -44,7 +44,11 @@ pub(crate) async fn from_run(
         backend,
         streamed,
         counter: runner_counter(&options.workload.tokenizer)?,
-        request_ids: options.fleet.request_id_header.clone().map(RequestIds::fresh),
+        request_ids: options
+            .fleet
+            .request_id_header
+            .clone()
+            .map(RequestIds::fresh),
         buckets: built.buckets,
         classes: options.fleet.classes.clone(),
     })

@@ -7,6 +7,7 @@ pub(crate) mod calibrate;
 pub(crate) mod capture;
 pub(crate) mod exports;
 pub(crate) mod fixtures;
+pub(crate) mod fleet;
 pub(crate) mod load;
 pub(crate) mod offline;
 pub(crate) mod probes;

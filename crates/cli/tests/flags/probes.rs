@@ -147,7 +147,7 @@ pub(crate) fn variants(sub: Sub) -> Vec<Variant> {
 /// Flags whose effect is on the requests sent, or on the client's bookkeeping.
 pub(crate) fn wire_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = request_probes();
-    probes.extend(fleet_probes());
+    probes.extend(super::fleet::fleet_probes());
     probes.extend(tensor_probes());
     probes.extend(http_stream_probes());
     probes.extend(session_and_dataset_probes());
@@ -247,40 +247,6 @@ fn tensor_probes() -> Vec<Probe> {
             At("/wire"),
         )
         .against(&["--api", "rerank", "--batch-size", "2"]),
-    ]
-}
-
-/// Correlation ids, adapter mixes and SLO classes.
-fn fleet_probes() -> Vec<Probe> {
-    vec![
-        probe(
-            "--request-id-header",
-            &["--request-id-header", "x-probe-id"],
-            At("/wire"),
-        ),
-        probe("--no-request-id", &["--no-request-id"], At("/wire")),
-        probe("--lora", &["--lora", "probe-adapter=50%"], At("/wire")),
-        probe(
-            "--class",
-            &["--class", "a=50%:ttft=1s", "--class", "b=50%:e2e=9s"],
-            At("/run_json"),
-        ),
-        // One target: no fleet to route (a fleet's routing is checked in cli_fleet_targets).
-        probe(
-            "--route",
-            &["--route", "least-outstanding"],
-            Refused("more than once"),
-        ),
-        probe(
-            "--targets",
-            &["--targets", "{dir}/no-such-targets.txt"],
-            Refused("--targets"),
-        ),
-        probe(
-            "--replica-header",
-            &["--replica-header", "x-served-by"],
-            At("/run_json"),
-        ),
     ]
 }
 

@@ -224,8 +224,8 @@ impl Runner {
         if !self.target_time_timeouts || !scale.is_finite() || scale <= 0.0 {
             return timeout;
         }
-        let real = Duration::try_from_secs_f64(timeout.as_secs_f64() / scale)
-            .unwrap_or(Duration::MAX);
+        let real =
+            Duration::try_from_secs_f64(timeout.as_secs_f64() / scale).unwrap_or(Duration::MAX);
         real.saturating_add(TIMER_TICK)
     }
 
@@ -280,40 +280,12 @@ impl Runner {
         let activity = Arc::new(Activity::default());
         let abandoned = Arc::new(AtomicBool::new(false));
         let (sender, records) = mpsc::unbounded_channel();
-        let plan = dispatch::Plan {
-            config: self.config.clone(),
-            workload: Arc::clone(&self.workload),
-            monitor: Arc::clone(&self.monitor),
-            context: request::RequestContext {
-                start,
-                backend: Arc::clone(&self.backend),
-                counter: Arc::clone(&self.counter),
-                activity: Arc::clone(&activity),
-                request_timeout: self.config.request_timeout,
-                real_request_timeout: self.real(self.config.request_timeout),
-                timeout_grace: if self.target_time_timeouts {
-                    TIMER_TICK
-                } else {
-                    Duration::ZERO
-                },
-                streamed: self.streamed,
-                abandoned: Arc::clone(&abandoned),
-                no_progress_timeout: self.config.no_progress_timeout,
-                time_scale: self.config.time_scale,
-                step: self.step,
-                request_ids: self.request_ids.clone(),
-            },
-            finish: self.finish.clone(),
-            shard: self.shard,
-        };
+        let plan = self.plan(start, (&activity, &abandoned));
         let dispatcher = tokio::spawn(dispatch::dispatch(plan, sender, stop.clone()));
-        let deadline = self.config.no_progress_timeout;
-        // Checked four times per deadline, at most once a second of the target's time.
-        let tick = (deadline / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         let watchdog = tokio::spawn(dispatch::watch_progress(
             activity,
             Arc::clone(&self.monitor),
-            (self.real(deadline), self.real(tick)),
+            self.progress_deadline(),
             abandoned,
             stop.clone(),
         ));
@@ -336,6 +308,48 @@ impl Runner {
             sink_error,
             late_start,
         }
+    }
+
+    /// What the dispatcher needs: the run's configuration and each request's context.
+    fn plan(
+        &self,
+        start: Instant,
+        (activity, abandoned): (&Arc<Activity>, &Arc<AtomicBool>),
+    ) -> dispatch::Plan {
+        dispatch::Plan {
+            config: self.config.clone(),
+            workload: Arc::clone(&self.workload),
+            monitor: Arc::clone(&self.monitor),
+            context: request::RequestContext {
+                start,
+                backend: Arc::clone(&self.backend),
+                counter: Arc::clone(&self.counter),
+                activity: Arc::clone(activity),
+                request_timeout: self.config.request_timeout,
+                real_request_timeout: self.real(self.config.request_timeout),
+                timeout_grace: if self.target_time_timeouts {
+                    TIMER_TICK
+                } else {
+                    Duration::ZERO
+                },
+                streamed: self.streamed,
+                abandoned: Arc::clone(abandoned),
+                no_progress_timeout: self.config.no_progress_timeout,
+                time_scale: self.config.time_scale,
+                step: self.step,
+                request_ids: self.request_ids.clone(),
+            },
+            finish: self.finish.clone(),
+            shard: self.shard,
+        }
+    }
+
+    /// The no-progress deadline and how often it is checked — four times per deadline, at
+    /// most once a second of the target's time — on the runtime's clock.
+    fn progress_deadline(&self) -> (Duration, Duration) {
+        let deadline = self.config.no_progress_timeout;
+        let tick = (deadline / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        (self.real(deadline), self.real(tick))
     }
 
     /// The run's start: now, or the shared start time (waited for; `None` if cancelled while

@@ -166,25 +166,7 @@ pub(crate) async fn execute_keeping_reply(
     } else {
         ticket.scheduled.at
     };
-    let send = ctx.backend.send(&spec, &mut exchange, &ctx.activity);
-    let mut timed_out = false;
-    let outcome = tokio::select! {
-        biased;
-        () = cancel.cancelled() => Some(ctx.stopped("while the request was in flight")),
-        finished = tokio::time::timeout(ctx.real_request_timeout, send) => match finished {
-            Ok(()) => None,
-            Err(_) => {
-                timed_out = true;
-                Some(Failure::new(
-                    OutcomeKind::Timeout,
-                    format!("no complete answer within the request timeout ({:?})", ctx.request_timeout),
-                ))
-            }
-        },
-    };
-    if let Some(failure) = outcome {
-        exchange.fail(failure);
-    }
+    let timed_out = send_bounded(ctx, &spec, &mut exchange, cancel).await;
     ctx.activity.bump();
     let reply = if keep_reply {
         exchange.text.clone()
@@ -201,6 +183,35 @@ pub(crate) async fn execute_keeping_reply(
         finalize(ctx, ticket, (dequeued, end), &spec, exchange),
         reply,
     )
+}
+
+/// Sends `spec` under the request timeout and the run's cancellation, recording a failure in
+/// `exchange`; whether it timed out.
+async fn send_bounded(
+    ctx: &RequestContext,
+    spec: &RequestSpec,
+    exchange: &mut Exchange,
+    cancel: &CancellationToken,
+) -> bool {
+    let send = ctx.backend.send(spec, exchange, &ctx.activity);
+    let outcome = tokio::select! {
+        biased;
+        () = cancel.cancelled() => Err((ctx.stopped("while the request was in flight"), false)),
+        finished = tokio::time::timeout(ctx.real_request_timeout, send) => finished.map_err(|_| {
+            let failure = Failure::new(
+                OutcomeKind::Timeout,
+                format!("no complete answer within the request timeout ({:?})", ctx.request_timeout),
+            );
+            (failure, true)
+        }),
+    };
+    match outcome {
+        Ok(()) => false,
+        Err((failure, timed_out)) => {
+            exchange.fail(failure);
+            timed_out
+        }
+    }
 }
 
 /// What a record derives from its exchange: token counts, chunk times, channels.
