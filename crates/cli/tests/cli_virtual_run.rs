@@ -351,3 +351,38 @@ fn embeddings_in_virtual_time_count_inputs_like_a_live_run() {
     let e2e = |r: &Value| r["steps"][0]["latency_ms"]["e2e"]["p50"].as_f64().unwrap();
     assert!((e2e(&virtual_run) - 80.0).abs() < 1e-6);
 }
+
+#[test]
+fn injected_faults_strike_in_virtual_time_as_they_do_live() {
+    // One runner and one wire: the simulator's faults (HTTP 500, a connection reset and a stall
+    // mid-stream, drawn from the seed) fail the same requests the same ways in both clocks.
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("faulty.json");
+    std::fs::write(
+        &sim,
+        r#"{"engine": {"kind": "fixed", "ttft": 20, "itl": 5, "slots": 8},
+            "prompt_tokenizer": "words",
+            "faults": {"http_500": 0.1, "reset_mid_stream": 0.1, "stall_mid_stream": 0.1,
+                       "stall_ms": 2000}}"#,
+    )
+    .unwrap();
+    let run = |virtual_time: bool| {
+        let mut command = goodput();
+        command.args(["run", "--quiet", "--json", "--sim-config"]).arg(&sim);
+        command.args(["--requests", "120", "--concurrency", "4", "--warmup", "0", "--seed", "9"]);
+        command.args(["--request-timeout", "300ms", "--output-tokens", "8", "--input-tokens", "8"]);
+        if virtual_time {
+            command.arg("--virtual-time");
+        }
+        let report: Value = serde_json::from_slice(&ok(command.output().unwrap()).stdout).unwrap();
+        report["steps"][0]["requests"].clone()
+    };
+    let (live, virtual_time) = (run(false), run(true));
+    assert_eq!(live["failed_by_kind"], virtual_time["failed_by_kind"]);
+    assert_eq!(live["failed_by_status"], virtual_time["failed_by_status"]);
+    assert_eq!(live["completed"], virtual_time["completed"]);
+    let kinds = virtual_time["failed_by_kind"].as_object().unwrap();
+    for kind in ["http", "timeout", "transport"] {
+        assert!(kinds[kind].as_u64().unwrap() > 0, "{kind}: {kinds:?}");
+    }
+}

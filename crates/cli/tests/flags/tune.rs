@@ -94,6 +94,8 @@ fn live_probes() -> Vec<Probe> {
         .into_iter()
         .chain(server_side_probes())
         .filter(|p| p.flag != "--model-spec" || matches!(p.expect, Expect::At(_)))
+        // A tune's configurations are one target each: its own probes refuse fleets.
+        .filter(|p| !matches!(p.flag, "--route" | "--targets" | "--replica-header"))
         .map(as_tune)
         .collect();
     probes.extend(own_probes());
@@ -187,7 +189,6 @@ const SEARCH_ONLY: [&str; 6] = [
 
 /// In virtual time: the load a search sets, and the simulator the knobs start from.
 fn virtual_probes() -> Vec<Probe> {
-    let emulated = "virtual time does not emulate";
     let mut probes = vec![
         probe("--rate", &["--rate", "30"], Refused("--rate")),
         probe(
@@ -207,8 +208,10 @@ fn virtual_probes() -> Vec<Probe> {
         .chain(replica_probes())
     {
         match probe.flag {
-            "--sim-reasoning-tokens" => probe.expect = Refused(emulated),
-            "--sim-tool-calls" if probe.args.len() > 2 => probe.expect = Refused(emulated),
+            // Virtual time runs reasoning and tool calls as the live simulator does: they
+            // change what each configuration measured.
+            "--sim-reasoning-tokens" => probe.expect = Expect::Changes,
+            "--sim-tool-calls" if probe.args.len() > 2 => probe.expect = Expect::Changes,
             "--metrics-interval" => probe.expect = Refused("--metrics-interval"),
             "--model-spec" => continue,
             // Virtual configurations write no run.json: their simulator is sim.json.
