@@ -381,54 +381,57 @@ fn flags_that_cannot_apply_are_refused_with_status_2() {
     }
 }
 
+/// The reasoning and tool-call run of the test below, live or in virtual time: its step.
+fn reasoning_run(virtual_time: bool) -> Value {
+    let mut command = goodput();
+    command.args([
+        "run",
+        "--quiet",
+        "--json",
+        "--requests",
+        "12",
+        "--concurrency",
+        "3",
+    ]);
+    command.args([
+        "--sim-reasoning-tokens",
+        "6",
+        "--sim-tool-calls",
+        "0.5",
+        "--seed",
+        "4",
+    ]);
+    command.args([
+        "--extra-body",
+        r#"{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}"#,
+    ]);
+    command.args([
+        "--input-tokens",
+        "16",
+        "--output-tokens",
+        "12",
+        "--warmup",
+        "0",
+    ]);
+    if virtual_time {
+        command.arg("--virtual-time");
+    }
+    let output = command.output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    report["steps"][0].clone()
+}
+
 #[test]
 fn virtual_time_reasons_and_calls_tools_as_the_live_simulator_does() {
     // The same run live against the embedded simulator and in virtual time: one runner, one
     // wire, so the reasoning and tool-call figures are the same requests' (virtual time has no
     // jitter of this machine's clock, so only counts are compared).
-    let run = |virtual_time: bool| {
-        let mut command = goodput();
-        command.args([
-            "run",
-            "--quiet",
-            "--json",
-            "--requests",
-            "12",
-            "--concurrency",
-            "3",
-        ]);
-        command.args([
-            "--sim-reasoning-tokens",
-            "6",
-            "--sim-tool-calls",
-            "0.5",
-            "--seed",
-            "4",
-        ]);
-        command.args([
-            "--extra-body",
-            r#"{"tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}]}"#,
-        ]);
-        command.args([
-            "--input-tokens",
-            "16",
-            "--output-tokens",
-            "12",
-            "--warmup",
-            "0",
-        ]);
-        if virtual_time {
-            command.arg("--virtual-time");
-        }
-        let output = command.output().unwrap();
-        assert!(
-            output.status.success(),
-            "{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let report: Value = serde_json::from_slice(&output.stdout).unwrap();
-        report["steps"][0].clone()
-    };
+    let run = reasoning_run;
     let (live, virtual_time) = (run(false), run(true));
     for path in [
         "/requests/completed",

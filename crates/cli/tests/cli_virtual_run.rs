@@ -368,9 +368,27 @@ fn injected_faults_strike_in_virtual_time_as_they_do_live() {
     .unwrap();
     let run = |virtual_time: bool| {
         let mut command = goodput();
-        command.args(["run", "--quiet", "--json", "--sim-config"]).arg(&sim);
-        command.args(["--requests", "120", "--concurrency", "4", "--warmup", "0", "--seed", "9"]);
-        command.args(["--request-timeout", "300ms", "--output-tokens", "8", "--input-tokens", "8"]);
+        command
+            .args(["run", "--quiet", "--json", "--sim-config"])
+            .arg(&sim);
+        command.args([
+            "--requests",
+            "120",
+            "--concurrency",
+            "4",
+            "--warmup",
+            "0",
+            "--seed",
+            "9",
+        ]);
+        command.args([
+            "--request-timeout",
+            "300ms",
+            "--output-tokens",
+            "8",
+            "--input-tokens",
+            "8",
+        ]);
         if virtual_time {
             command.arg("--virtual-time");
         }
