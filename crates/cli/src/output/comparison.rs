@@ -51,38 +51,57 @@ fn judgement(m: &MetricDelta) -> &'static str {
     }
 }
 
-/// The named breakdowns (per model, adapter, SLO class, target, replica), A → B per row.
-fn rows_text(out: &mut String, comparison: &Comparison) {
+/// The named breakdowns (per model, adapter, SLO class, target, replica) that have rows: each
+/// title with its rows' cells — name, completed, req/s, E2E p99 and SLO met, each `A → B`
+/// (the share's number and `%` joined by `percent_gap`).
+fn breakdown_cells(
+    comparison: &Comparison,
+    percent_gap: &str,
+) -> Vec<(&'static str, Vec<[String; 5]>)> {
     use goodput_core::decide::compare::rows::BREAKDOWNS;
-    for (key, title) in BREAKDOWNS {
-        let rows: Vec<_> = comparison
-            .rows
-            .iter()
-            .filter(|r| r.breakdown == key)
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
+    let pair = |[a, b]: [Option<f64>; 2]| format!("{} → {}", number(a), number(b));
+    let share = |v: Option<f64>| {
+        v.map_or("–".to_string(), |v| {
+            format!("{:.1}{percent_gap}%", v * 100.0)
+        })
+    };
+    BREAKDOWNS
+        .iter()
+        .map(|&(key, title)| {
+            let rows = comparison.rows.iter().filter(|r| r.breakdown == key);
+            let cells = rows
+                .map(|row| {
+                    [
+                        row.name.clone(),
+                        pair(row.completed),
+                        pair(row.requests_per_sec),
+                        pair(row.e2e_p99_ms),
+                        format!(
+                            "{} → {}",
+                            share(row.attained_fraction[0]),
+                            share(row.attained_fraction[1])
+                        ),
+                    ]
+                })
+                .collect::<Vec<_>>();
+            (title, cells)
+        })
+        .filter(|(_, cells)| !cells.is_empty())
+        .collect()
+}
+
+/// The named breakdowns as aligned text, A → B per row.
+fn rows_text(out: &mut String, comparison: &Comparison) {
+    for (title, rows) in breakdown_cells(comparison, "") {
         let _ = writeln!(
             out,
             "\n{title:<22}{:>18}{:>22}{:>24}{:>18}",
             "completed A → B", "req/s A → B", "E2E p99 ms A → B", "SLO met A → B"
         );
-        let pair = |[a, b]: [Option<f64>; 2]| format!("{} → {}", number(a), number(b));
-        let share = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1}%", v * 100.0));
-        for row in rows {
+        for [name, completed, rate, p99, met] in rows {
             let _ = writeln!(
                 out,
-                "  {:<20}{:>18}{:>22}{:>24}{:>18}",
-                row.name,
-                pair(row.completed),
-                pair(row.requests_per_sec),
-                pair(row.e2e_p99_ms),
-                format!(
-                    "{} → {}",
-                    share(row.attained_fraction[0]),
-                    share(row.attained_fraction[1])
-                ),
+                "  {name:<20}{completed:>18}{rate:>22}{p99:>24}{met:>18}"
             );
         }
     }
@@ -256,35 +275,15 @@ pub(crate) fn markdown(labels: [&str; 2], comparison: &Comparison, details: bool
 
 /// The named breakdowns as Markdown tables, A → B per row.
 fn markdown_rows(out: &mut String, comparison: &Comparison) {
-    use goodput_core::decide::compare::rows::BREAKDOWNS;
-    for (key, title) in BREAKDOWNS {
-        let rows: Vec<_> = comparison
-            .rows
-            .iter()
-            .filter(|r| r.breakdown == key)
-            .collect();
-        if rows.is_empty() {
-            continue;
-        }
+    for (title, rows) in breakdown_cells(comparison, " ") {
         let _ = writeln!(out, "\n**{title}**\n");
         let _ = writeln!(
             out,
             "| | completed A → B | req/s A → B | E2E p99 ms A → B | SLO met A → B |"
         );
         let _ = writeln!(out, "|---|--:|--:|--:|--:|");
-        let pair = |[a, b]: [Option<f64>; 2]| format!("{} → {}", number(a), number(b));
-        let share = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{:.1} %", v * 100.0));
         for row in rows {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} → {} |",
-                row.name,
-                pair(row.completed),
-                pair(row.requests_per_sec),
-                pair(row.e2e_p99_ms),
-                share(row.attained_fraction[0]),
-                share(row.attained_fraction[1])
-            );
+            let _ = writeln!(out, "| {} |", row.join(" | "));
         }
     }
 }
