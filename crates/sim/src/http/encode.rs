@@ -72,18 +72,6 @@ fn parse(state: &ServerState, route: Route, body: &[u8]) -> Result<Parsed, Inval
     parse_with(&state.prompt_context.tokenizer, route, body)
 }
 
-/// The token ids of every engine prompt of an encoder request (virtual time's front end
-/// calls this too), or why the body is refused.
-pub(crate) fn prompts(
-    tokenizer: &Tokenizer,
-    route: Route,
-    body: &[u8],
-) -> Result<Vec<Vec<u32>>, String> {
-    parse_with(tokenizer, route, body)
-        .map(|parsed| parsed.prompts)
-        .map_err(|(message, _)| message)
-}
-
 /// The engine request of one encoder prompt: its prefill and one token.
 pub(crate) fn engine_request(ids: &[u32], block_size: Option<u32>) -> EngineRequest {
     EngineRequest {

@@ -17,7 +17,6 @@ mod body;
 mod channels;
 mod encode;
 mod faults;
-pub mod frontend;
 mod infer;
 mod request;
 mod routes;
