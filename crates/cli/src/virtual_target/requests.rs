@@ -24,7 +24,7 @@ pub(crate) async fn from_run(
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
     let openai = options.request.openai(model);
-    if openai.api == ApiKind::Responses && options.request.tensors.is_none() {
+    if openai.api == ApiKind::Responses {
         bail!(
             "--api responses: the simulator serves chat, completions, embeddings, rerank and \
              v2; use one of those in virtual time"
