@@ -212,6 +212,7 @@ fn rejudge_searches(
                 first_probe_step: span.first_probe_step,
                 search: SearchConfig {
                     start: span.start,
+                    ceiling: span.ceiling,
                     ..plan.search
                 },
                 searches: Vec::new(),

@@ -78,6 +78,7 @@ async fn search(
         max_probes: 20,
         integer,
         budget_secs: None,
+        ceiling: None,
     };
     let cancel = CancellationToken::new();
     let (report, steps) = find_capacity(

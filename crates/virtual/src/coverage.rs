@@ -126,6 +126,7 @@ fn the_reported_interval_covers_the_exact_capacity_for_95_percent_of_seeds() {
         max_probes: 20,
         integer: false,
         budget_secs: Some(4.0 * 3600.0),
+        ceiling: None,
     };
     let seeds = 20u64;
     let mut covered = 0;

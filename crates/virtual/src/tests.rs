@@ -55,6 +55,7 @@ fn h200_serves_more_than_h100_under_the_same_slo() {
         max_probes: 16,
         integer: false,
         budget_secs: None,
+        ceiling: None,
     };
     // A TPOT target near the bandwidth floor: how big a batch stays under it is set by
     // memory bandwidth (3.35 vs 4.8 TB/s), compute being equal.
@@ -428,6 +429,7 @@ fn an_extended_probe_draws_fresh_arrivals_for_each_run() {
         max_probes: 2,
         integer: false,
         budget_secs: None,
+        ceiling: None,
     };
     let mut runs = Vec::new();
     let (_, steps) = virtual_capacity(&llama_8b_on("h100"), &plan, search, |probe| {

@@ -67,6 +67,7 @@ fn search(target: &VirtualTarget, slo: &str, start: f64) -> (CapacityReport, Vec
         max_probes: 20,
         integer: false,
         budget_secs: None,
+        ceiling: None,
     };
     virtual_capacity(target, &plan, search, |_| {})
 }

@@ -60,7 +60,7 @@ pub(crate) struct SearchArgs {
     /// What to search.
     #[arg(long, value_enum, default_value_t, help_heading = "Capacity search")]
     pub(crate) dimension: DimensionArg,
-    /// First load probed (default: half the throughput of a short closed-loop calibration).
+    /// First load probed (default: 95 % of the throughput of a short closed-loop calibration).
     #[arg(long, value_name = "LOAD", help_heading = "Capacity search")]
     pub(crate) start: Option<f64>,
     /// Lowest load worth probing.

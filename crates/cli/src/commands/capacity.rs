@@ -63,6 +63,7 @@ pub(crate) fn search_config(
         max_probes: search.max_probes,
         integer,
         budget_secs: budget.map(|b| b.as_secs_f64()),
+        ceiling: None,
     }
 }
 
@@ -159,41 +160,27 @@ async fn search_once(
     // Probes take their arrival process and client cap from the session's configuration (so
     // --arrival and --max-concurrency shape every probe).
     let plan = probe_plan(&options.search, base.clone());
-    let start = match SearchStart::choose(options.search.start, dimension) {
-        SearchStart::At(start) => start,
+    let (start, ceiling) = match SearchStart::choose(options.search.start, dimension) {
+        SearchStart::At(start) => (start, None),
         SearchStart::Calibrate => match calibrate_start(session, &plan, &base, steps).await? {
-            Ok(start) => start,
+            Ok((start, ceiling)) => (start, Some(ceiling)),
             Err(outcome) => return Ok(Err(outcome)),
         },
     };
     let bounds = live_bounds(options);
     let search = SearchConfig {
         start: start.clamp(bounds.min, bounds.max),
+        ceiling,
         ..bounds
     };
     let first_probe_step = steps.len();
-    if index == 0 {
-        session.capacity_plan = Some(CapacityPlan {
-            dimension,
-            search,
-            criteria: options.search.criteria.clone(),
-            requests_per_probe: options.search.measured_requests,
-            accelerators: options.run.server_side.accelerators,
-            first_probe_step,
-            probe_timing: Some(plan.timing()),
-            searches: Vec::new(),
-        });
-    }
-    // Where this search lies in the steps, so the journal rebuilds each search apart.
-    if let Some(recorded) = session.capacity_plan.as_mut()
-        && options.repeats > 1
-    {
-        recorded.searches.push(SearchSpan {
-            first_step,
-            first_probe_step,
-            start: search.start,
-        });
-    }
+    let span = SearchSpan {
+        first_step,
+        first_probe_step,
+        start: search.start,
+        ceiling: search.ceiling,
+    };
+    record_search(session, options, &plan, search, span);
     session.write_manifest()?;
     let (capacity, probe_steps, aborted, outcome) =
         search_live(session, &plan, search, quiet).await?;
@@ -203,6 +190,34 @@ async fn search_once(
         .with_accelerators(options.run.server_side.accelerators)
         .with_first_probe_step(first_probe_step);
     Ok(Ok((capacity, outcome)))
+}
+
+/// Records search `span` in the session's capacity plan (the first search's settings make the
+/// plan; with --repeats each search's span is listed, so the journal rebuilds each apart).
+fn record_search(
+    session: &mut Session,
+    options: &CapacityOptions,
+    plan: &ProbePlan,
+    search: SearchConfig,
+    span: SearchSpan,
+) {
+    if session.capacity_plan.is_none() {
+        session.capacity_plan = Some(CapacityPlan {
+            dimension: options.search.dimension,
+            search,
+            criteria: options.search.criteria.clone(),
+            requests_per_probe: options.search.measured_requests,
+            accelerators: options.run.server_side.accelerators,
+            first_probe_step: span.first_probe_step,
+            probe_timing: Some(plan.timing()),
+            searches: Vec::new(),
+        });
+    }
+    if let Some(recorded) = session.capacity_plan.as_mut()
+        && options.repeats > 1
+    {
+        recorded.searches.push(span);
+    }
 }
 
 /// The report's `capacity` (the first search's verdict) and, with several searches, its
@@ -306,14 +321,15 @@ fn announce_probe(index: usize, load: f64, run: u32) {
     eprintln!("probe {}: load {load:.3}{extension} …", index + 1);
 }
 
-/// Half the throughput of the calibration run: where a rate search starts. The calibration's
-/// step joins `steps`; an interrupted or fruitless calibration ends the command (`Err`).
+/// Just under the throughput of the calibration run: where a rate search starts, and that
+/// throughput (the search's ceiling). The calibration's step joins `steps`; an interrupted or
+/// fruitless calibration ends the command (`Err`).
 async fn calibrate_start(
     session: &mut Session,
     plan: &ProbePlan,
     base: &RunConfig,
     steps: &mut Vec<goodput_core::report::StepReport>,
-) -> Result<Result<f64, RunOutcome>> {
+) -> Result<Result<(f64, f64), RunOutcome>> {
     let calibration = calibrate(session, plan, base).await?;
     let throughput = calibration.step.throughput.requests_per_sec;
     let ended = calibration.outcome.end_reason;
@@ -328,10 +344,10 @@ async fn calibrate_start(
     if !session.options.output.quiet {
         eprintln!(
             "calibration: {throughput:.2} req/s at concurrency {CALIBRATION_CONCURRENCY}; first \
-             probe at half of it"
+             probe just under it"
         );
     }
-    Ok(Ok(start))
+    Ok(Ok((start, throughput)))
 }
 
 /// A short closed-loop run around `base` whose throughput places the first rate probe.

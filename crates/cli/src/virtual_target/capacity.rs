@@ -10,8 +10,8 @@ use std::time::SystemTime;
 use anyhow::{Context, Result, bail};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
-use goodput_core::decide::capacity::CapacityReport;
 use goodput_core::decide::capacity::calibration::{self, SearchStart, calibration_config};
+use goodput_core::decide::capacity::{CapacityReport, SearchConfig};
 use goodput_core::decide::repeats;
 use goodput_core::report::{RunInfo, StepReport};
 use goodput_core::runner::EndReason;
@@ -85,8 +85,11 @@ fn search_once(
         eprintln!("search {}/{}", index + 1, options.repeats);
     }
     let plan = probe_plan(&options.search, base.clone());
-    let start = search_start(options, &target, &base, steps)?;
-    let search = search_config(&options.search, start, options.budget);
+    let (start, ceiling) = search_start(options, &target, &base, steps)?;
+    let search = SearchConfig {
+        ceiling,
+        ..search_config(&options.search, start, options.budget)
+    };
     let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
         if !quiet {
             print_probe(probe, plan.dimension);
@@ -99,27 +102,28 @@ fn search_once(
         .with_first_probe_step(first_probe_step))
 }
 
-/// The first load probed: --start, the calibration concurrency, or half the throughput of a
-/// calibration run (whose step joins `steps`).
-fn search_start(
+/// The first load probed — --start, the calibration concurrency, or just under the throughput
+/// of a calibration run (whose step joins `steps`) — and that throughput, the search's ceiling.
+pub(crate) fn search_start(
     options: &CapacityOptions,
     target: &VirtualTarget,
     base: &RunConfig,
     steps: &mut Vec<StepReport>,
-) -> Result<f64> {
+) -> Result<(f64, Option<f64>)> {
     Ok(
         match SearchStart::choose(options.search.start, options.search.dimension) {
-            SearchStart::At(start) => start,
+            SearchStart::At(start) => (start, None),
             SearchStart::Calibrate => {
                 let (start, calibration) = calibrated_start(target, base)?;
+                let ceiling = calibration.throughput.requests_per_sec;
                 steps.push(calibration);
-                start
+                (start, Some(ceiling))
             }
         },
     )
 }
 
-/// Half the throughput of a closed-loop run at the calibration concurrency (where a rate
+/// Just under the throughput of a closed-loop run at the calibration concurrency (where a rate
 /// search starts), and that run's step.
 pub(crate) fn calibrated_start(
     target: &VirtualTarget,

@@ -32,8 +32,11 @@ pub(crate) fn estimate(
             simulate.seed,
         ),
     };
-    let (start, _) = super::capacity::calibrated_start(&target, &plan.base)?;
-    let search = search_around(start);
+    let (start, calibration) = super::capacity::calibrated_start(&target, &plan.base)?;
+    let search = SearchConfig {
+        ceiling: Some(calibration.throughput.requests_per_sec),
+        ..search_around(start)
+    };
     let (capacity, steps) = virtual_capacity(&target, &plan, search, |_| {});
     let rate = capacity.lower_bound.with_context(|| {
         format!(
@@ -81,6 +84,7 @@ fn search_around(start: f64) -> SearchConfig {
         max_probes: 30,
         integer: false,
         budget_secs: None,
+        ceiling: None,
     }
 }
 

@@ -8,8 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use goodput_core::assemble::{ReportInputs, assemble};
 use goodput_core::config::RunConfig;
-use goodput_core::decide::capacity::CapacityReport;
-use goodput_core::decide::capacity::calibration::SearchStart;
+use goodput_core::decide::capacity::{CapacityReport, SearchConfig};
 use goodput_core::decide::repeats;
 use goodput_core::decide::sweep::conclude;
 use goodput_core::report::tune::{TuneFailure, TuneRun};
@@ -23,7 +22,7 @@ use crate::commands::capacity::{conclude_searches, print_probe, probe_plan, sear
 use crate::options::capacity::CapacityOptions;
 use crate::options::run::TargetOptions;
 use crate::options::tune::Configuration;
-use crate::virtual_target::capacity::calibrated_start;
+use crate::virtual_target::capacity::search_start;
 use crate::virtual_target::{VirtualTarget, virtual_capacity};
 use crate::wiring::session::{Endpoint, run_info, tool_info};
 
@@ -145,15 +144,11 @@ fn searches(
         let mut target = target.clone();
         target.requests.workload = for_step(Arc::clone(&target.requests.workload), index);
         let plan = probe_plan(&options.search, base.clone());
-        let start = match SearchStart::choose(options.search.start, options.search.dimension) {
-            SearchStart::At(start) => start,
-            SearchStart::Calibrate => {
-                let (start, calibration) = calibrated_start(&target, &base)?;
-                steps.push(calibration);
-                start
-            }
+        let (start, ceiling) = search_start(options, &target, &base, &mut steps)?;
+        let search = SearchConfig {
+            ceiling,
+            ..search_config(&options.search, start, options.budget)
         };
-        let search = search_config(&options.search, start, options.budget);
         let (capacity, probe_steps) = virtual_capacity(&target, &plan, search, |probe| {
             if !quiet {
                 print_probe(probe, plan.dimension);

@@ -101,8 +101,8 @@ impl std::fmt::Display for CapacityShape {
 /// The shapes whose capacity `--check` searches — the held-out shapes that fill every slot
 /// (prompts four times longer, answers four times longer), their lengths spread by
 /// [`CAPACITY_SPREAD`] — each with where its search
-/// starts: the slots (concurrency) or half the throughput measured on that shape with every
-/// slot busy (rate, as `goodput capacity` starts from half a calibration run's throughput).
+/// starts: the slots (concurrency) or just under the throughput measured on that shape with
+/// every slot busy (rate, as `goodput capacity` starts from a calibration run's throughput).
 /// Both searches start there, so they probe the same loads until their verdicts differ.
 pub fn capacity_shapes(
     held_out: &[ProbeMeasurement],
@@ -373,7 +373,7 @@ mod tests {
     }
 
     #[test]
-    fn the_shapes_filling_every_slot_are_searched_from_the_slots_or_half_their_throughput() {
+    fn the_shapes_filling_every_slot_are_searched_from_the_slots_or_just_under_their_throughput() {
         let measured = [
             held_out(4, 256, 24, 6.0),
             held_out(4, 64, 96, 2.0),
@@ -385,8 +385,8 @@ mod tests {
             .map(|(s, _)| (s.input_tokens, s.output_tokens))
             .collect();
         assert_eq!(shapes, [(256, 24), (64, 96)]);
-        assert_eq!(by_rate[0].1, Some(3.0));
-        assert_eq!(by_rate[1].1, Some(1.0));
+        assert_eq!(by_rate[0].1, Some(6.0 * 0.95));
+        assert_eq!(by_rate[1].1, Some(2.0 * 0.95));
         let by_concurrency = capacity_shapes(&measured, 4, Dimension::Concurrency);
         assert!(by_concurrency.iter().all(|(_, start)| *start == Some(4.0)));
         assert!(by_rate.iter().all(|(s, _)| s.spread == CAPACITY_SPREAD));

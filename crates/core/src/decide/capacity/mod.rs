@@ -64,6 +64,9 @@ pub struct SearchSpan {
     pub first_probe_step: usize,
     /// The load it started at.
     pub start: f64,
+    /// Its calibration's throughput ([`SearchConfig::ceiling`]).
+    #[serde(default)]
+    pub ceiling: Option<f64>,
 }
 
 impl CapacityPlan {

@@ -28,6 +28,12 @@ pub struct SearchConfig {
     pub budget_secs: Option<f64>,
     /// Loads are integers (concurrency).
     pub integer: bool,
+    /// A load the server cannot sustain however the search goes: a calibration run's
+    /// throughput, flat out (no open loop is stable above it). Until a load above it passes,
+    /// bracketing up from a pass stops just over it (`1 + 2 × tolerance` times it) instead of
+    /// doubling, where a throughput-bound server fails in a few dozen requests.
+    #[serde(default)]
+    pub ceiling: Option<f64>,
 }
 
 /// Search state: every probe's load and outcome.
@@ -122,6 +128,18 @@ impl Search {
         }
     }
 
+    /// The load to bracket up to from the highest pass `lower` when nothing above it failed:
+    /// twice it, or, below the [`SearchConfig::ceiling`], just over the ceiling.
+    fn above(&self, lower: f64) -> f64 {
+        let c = &self.config;
+        let doubled = lower * 2.0;
+        let next = match c.ceiling {
+            Some(ceiling) if lower < ceiling => doubled.min(ceiling * (1.0 + 2.0 * c.tolerance)),
+            _ => doubled,
+        };
+        next.min(c.max)
+    }
+
     /// The next load to probe, or why the search is over.
     pub fn next(&self) -> Result<f64, Conclusion> {
         if self.probes.len() >= self.config.max_probes {
@@ -131,7 +149,7 @@ impl Search {
         let next = match (self.lower(), self.ceiling()) {
             (None, None) => c.start,
             (Some(lower), None) if lower >= c.max => return Err(Conclusion::AboveMaximum),
-            (Some(lower), None) => (lower * 2.0).min(c.max),
+            (Some(lower), None) => self.above(lower),
             (None, Some(upper)) if upper <= c.min => {
                 return Err(self.closed(Conclusion::BelowMinimum));
             }
@@ -181,6 +199,7 @@ mod tests {
             max_probes: 30,
             integer: false,
             budget_secs: None,
+            ceiling: None,
         }
     }
 
@@ -227,6 +246,27 @@ mod tests {
             .1,
             Conclusion::ProbeLimit
         );
+    }
+
+    #[test]
+    fn below_a_ceiling_it_brackets_just_over_it_then_doubles_again() {
+        // Started just under a calibration's 10 req/s: a throughput-bound server (capacity
+        // 10) is bracketed by one step to 11, not 19; a server that passes 11 (the
+        // calibration underestimated it) is doubled from there.
+        let ceiling = SearchConfig {
+            start: 9.5,
+            ceiling: Some(10.0),
+            ..rates()
+        };
+        let (search, conclusion) = run(ceiling, 10.0);
+        assert_eq!(conclusion, Conclusion::Converged);
+        let loads: Vec<f64> = search.probes.iter().map(|p| p.0).collect();
+        assert_eq!(loads[..2], [9.5, 11.0]);
+        assert!(search.lower().unwrap() <= 10.0 && search.upper().unwrap() > 10.0);
+        let (search, _) = run(ceiling, 50.0);
+        let loads: Vec<f64> = search.probes.iter().map(|p| p.0).collect();
+        assert_eq!(loads[..4], [9.5, 11.0, 22.0, 44.0]);
+        assert!(search.lower().unwrap() <= 50.0 && search.upper().unwrap() > 50.0);
     }
 
     #[test]
@@ -277,6 +317,7 @@ mod tests {
             max_probes: 40,
             integer: true,
             budget_secs: None,
+            ceiling: None,
         };
         let (search, conclusion) = run(config, 37.0);
         assert_eq!(conclusion, Conclusion::Converged);
