@@ -30,6 +30,7 @@ impl RunArgs {
             openai,
             template,
             tensors,
+            grpc: self.tensors.grpc_method(),
             batch: self.batch()?,
             images,
             item_unit: self.item_unit(),
@@ -93,10 +94,11 @@ impl RunArgs {
             .http_stream
             .stream_format
             .is_some_and(|f| f != StreamFormatArg::None);
+        let grpc_streams = self.tensors.grpc == Some(crate::args::tensor::GrpcArg::Stream);
         Ok(OpenAiConfig {
             api: self.api.kind(),
             model: String::new(),
-            stream: !self.no_stream && (self.api.streams() || http_streams),
+            stream: !self.no_stream && (self.api.streams() || http_streams || grpc_streams),
             include_usage: true,
             continuous_usage: !self.no_continuous_usage,
             ignore_eos: !self.no_ignore_eos,

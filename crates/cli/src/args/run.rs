@@ -308,6 +308,11 @@ impl RunArgs {
     /// capacity search's criteria), else `None` and it is parsed here.
     pub(crate) fn options(self, slo: Option<Option<Slo>>) -> Result<RunOptions> {
         if self.virtual_time {
+            if self.tensors.grpc.is_some() {
+                bail!(
+                    "--grpc cannot run in virtual time: its in-memory wire carries goodput's HTTP/1.1, not gRPC's HTTP/2"
+                );
+            }
             self.refuse_live_only()?;
         }
         let seed = self.seed.unwrap_or_else(crate::options::random_seed);
@@ -325,6 +330,11 @@ impl RunArgs {
         let extra_body = self.extra_body.as_deref().map(serde_json::from_str);
         let parsed_body = extra_body.as_ref().and_then(|body| body.as_ref().ok());
         let target = self.target(seed, parsed_body)?;
+        if self.tensors.grpc.is_some() && matches!(target, TargetOptions::Embedded(_)) {
+            bail!(
+                "--grpc needs --target (a v2 server's gRPC port): the embedded simulator serves v2 over HTTP only"
+            );
+        }
         let request = self.request((template, images, tensors), extra_body)?;
         let bounds = ReplayBounds {
             max_concurrency: self.max_concurrency,

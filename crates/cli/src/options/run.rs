@@ -175,6 +175,8 @@ pub(crate) struct RequestOptions {
     pub(crate) template: Option<HttpTemplate>,
     /// `--api v2`'s tensors.
     pub(crate) tensors: Option<TensorSource>,
+    /// `--grpc`: v2 over gRPC with this method (`None`: over HTTP).
+    pub(crate) grpc: Option<goodput_core::backend::v2::grpc::GrpcMethod>,
     /// `--batch-size`: inputs per request (`None`: one).
     pub(crate) batch: Option<u32>,
     /// Images beside each chat prompt.

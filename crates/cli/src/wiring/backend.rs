@@ -9,6 +9,7 @@ use goodput_core::backend::Backend;
 use goodput_core::backend::fleet::{FleetBackend, FleetTarget};
 use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
 use goodput_core::backend::template::{TemplateBackend, TemplateConfig};
+use goodput_core::backend::v2::grpc::{GrpcBackend, GrpcConfig};
 use goodput_core::backend::v2::{V2Backend, V2Config};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 
@@ -51,6 +52,23 @@ pub(crate) fn backend(
             max_body_bytes: openai.max_body_bytes,
         };
         let backend = TemplateBackend::new(config, client).context("backend configuration")?;
+        return Ok(Arc::new(backend));
+    }
+    if let (Some(source), Some(method)) = (request.tensors.clone(), request.grpc) {
+        let target = client.target();
+        if target.is_https() {
+            bail!("--grpc: gRPC over TLS (an https:// target) is not supported yet");
+        }
+        let config = GrpcConfig {
+            origin: format!("http://{}", target.authority()),
+            model: openai.model,
+            source,
+            method,
+            headers: openai.headers,
+            api_key: openai.api_key,
+            max_body_bytes: openai.max_body_bytes,
+        };
+        let backend = GrpcBackend::new(config).context("backend configuration")?;
         return Ok(Arc::new(backend));
     }
     if let Some(source) = request.tensors.clone() {
