@@ -330,11 +330,6 @@ impl RunArgs {
         let extra_body = self.extra_body.as_deref().map(serde_json::from_str);
         let parsed_body = extra_body.as_ref().and_then(|body| body.as_ref().ok());
         let target = self.target(seed, parsed_body)?;
-        if self.tensors.grpc.is_some() && matches!(target, TargetOptions::Embedded(_)) {
-            bail!(
-                "--grpc needs --target (a v2 server's gRPC port): the embedded simulator serves v2 over HTTP only"
-            );
-        }
         let request = self.request((template, images, tensors), extra_body)?;
         let bounds = ReplayBounds {
             max_concurrency: self.max_concurrency,

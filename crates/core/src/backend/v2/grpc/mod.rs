@@ -6,10 +6,12 @@
 //! closes it). The tensors are the same as `--api v2`'s ([`super::TensorSource`]), converted
 //! by [`convert`]. A gRPC status is a failure with the server's message, of the kind of the
 //! HTTP status the gRPC spec maps it to ([`http_status`]); an `error_message` in the stream
-//! is a `stream_error`.
+//! is a `stream_error`. A streamed request carries its output length (`--output-tokens`) as
+//! the request parameter `max_tokens`.
 
 pub mod convert;
-pub mod proto;
+
+pub use goodput_protocol::v2_grpc as proto;
 
 use std::fmt;
 use std::time::Duration;
@@ -105,8 +107,18 @@ impl GrpcBackend {
             || spec.index.to_string(),
             |request_id| request_id.value.clone(),
         );
-        let request = convert::infer_request(&body, &self.config.model, id)
+        let mut request = convert::infer_request(&body, &self.config.model, id)
             .map_err(|error| Failure::new(OutcomeKind::Invalid, error))?;
+        // A streamed (generating) request asks for its output length as a `max_tokens`
+        // parameter.
+        if let (GrpcMethod::Stream, Some(tokens)) = (self.config.method, spec.max_output_tokens) {
+            let choice =
+                proto::ParameterChoice::Int64Param(i64::try_from(tokens).unwrap_or(i64::MAX));
+            let parameter = proto::InferParameter {
+                parameter_choice: Some(choice),
+            };
+            request.parameters.insert("max_tokens".into(), parameter);
+        }
         Ok((request, rows))
     }
 
