@@ -151,7 +151,7 @@ fn grpc_status_errors_and_stream_errors_are_failures_with_the_servers_message() 
 }
 
 #[test]
-fn the_embedded_simulator_serves_v2_over_grpc() {
+fn the_embedded_simulator_serves_model_stream_infer() {
     // A fixed-timing simulator: 40 ms to the first token, then 10 ms per token; 6 tokens.
     let dir = tempfile::tempdir().unwrap();
     let sim = support::fixed_sim(dir.path(), "fixed", 40, 10);
@@ -193,6 +193,12 @@ fn the_embedded_simulator_serves_v2_over_grpc() {
         "{ttft}"
     );
     assert!((ms(&tpot["p50"]) - 10.0).abs() < 2.5, "{tpot}");
+}
+
+#[test]
+fn the_embedded_simulator_serves_model_infer() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = support::fixed_sim(dir.path(), "fixed", 40, 10);
     // ModelInfer: rows as over HTTP.
     let out = dir.path().join("unary");
     let output = goodput()

@@ -31,6 +31,7 @@ impl RunArgs {
             template,
             tensors,
             grpc: self.tensors.grpc_method(),
+            realtime: self.realtime.options(self.api == ApiArg::Realtime)?,
             batch: self.batch()?,
             images,
             item_unit: self.item_unit(),

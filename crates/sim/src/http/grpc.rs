@@ -344,11 +344,10 @@ async fn generate(
         return fail(status.message().to_string());
     }
     let body = completion_body(&state, &request);
-    let response =
-        match super::routes::generate_body(&state, body, Dialect::Completions, None).await {
-            Ok(response) => response,
-            Err(_) => return fail("the simulator cut the connection (an injected fault)".into()),
-        };
+    let generated = super::routes::generate_body(&state, body, Dialect::Completions, None).await;
+    let Ok(response) = generated else {
+        return fail("the simulator cut the connection (an injected fault)".into());
+    };
     if response.status() != StatusCode::OK {
         let (status, value) = collected(response).await;
         return fail(http_status(status, &value).message().to_string());
@@ -365,14 +364,13 @@ async fn generate(
         pending.extend_from_slice(data);
         while let Some(end) = find_event_end(&pending) {
             let event: Vec<u8> = pending.drain(..end + 2).collect();
-            match chunk_response(&request, &event) {
-                Some(Ok(response)) => {
-                    if sender.send(Ok(response)).is_err() {
-                        return;
-                    }
-                }
+            let sent = match chunk_response(&request, &event) {
+                Some(Ok(response)) => sender.send(Ok(response)).is_ok(),
                 Some(Err(message)) => return fail(message),
-                None => {}
+                None => true,
+            };
+            if !sent {
+                return;
             }
         }
     }

@@ -128,10 +128,10 @@ impl GrpcBackend {
             Err(failure) => return exchange.fail(failure),
         };
         let mut metadata = self.metadata.clone();
-        if let Some(id) = &spec.tags.request_id {
-            if let Ok(value) = HeaderValue::try_from(id.value.as_str()) {
-                metadata.insert(id.header.clone(), value);
-            }
+        if let Some(id) = &spec.tags.request_id
+            && let Ok(value) = HeaderValue::try_from(id.value.as_str())
+        {
+            metadata.insert(id.header.clone(), value);
         }
         let mut request = tonic::Request::new(message);
         *request.metadata_mut() = MetadataMap::from_headers(metadata);
@@ -157,7 +157,7 @@ impl GrpcBackend {
                 let path =
                     PathAndQuery::from_static("/inference.GRPCInferenceService/ModelStreamInfer");
                 let codec = ProstCodec::<ModelInferRequest, ModelStreamInferResponse>::default();
-                let request = request.map(|message| tokio_stream_once(message));
+                let request = request.map(tokio_stream_once);
                 match grpc.streaming(request, path, codec).await {
                     Ok(response) => stream(response.into_inner(), rows, exchange, activity).await,
                     Err(status) => Err(status_failure(&status, exchange)),
@@ -278,14 +278,14 @@ fn text_output(response: &ModelInferResponse) -> String {
     else {
         return String::new();
     };
-    if let Some(contents) = &output.contents {
-        if !contents.bytes_contents.is_empty() {
-            return contents
-                .bytes_contents
-                .iter()
-                .map(|b| String::from_utf8_lossy(b))
-                .collect();
-        }
+    if let Some(contents) = &output.contents
+        && !contents.bytes_contents.is_empty()
+    {
+        return contents
+            .bytes_contents
+            .iter()
+            .map(|b| String::from_utf8_lossy(b))
+            .collect();
     }
     // Raw: 4-byte little-endian lengths, each followed by its bytes.
     let mut text = String::new();
