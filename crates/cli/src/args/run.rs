@@ -46,7 +46,7 @@ pub(crate) enum ApiArg {
     V2,
     /// Realtime sessions over WebSocket (`{target}/realtime`, OpenAI Realtime or vLLM's
     /// realtime transcription): --audio-seconds of audio sent paced at real time, then the
-    /// response read; a session per request. Needs --target.
+    /// response read; a session per request. The embedded simulator serves it too.
     Realtime,
 }
 

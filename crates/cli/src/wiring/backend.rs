@@ -25,11 +25,6 @@ pub(crate) async fn model_name(
     client: &HttpClient,
 ) -> Result<String> {
     let api = options.request.api;
-    if api == Api::Realtime && endpoint.simulator.is_some() {
-        bail!(
-            "--api realtime needs --target (a realtime server): the embedded simulator does not serve WebSocket sessions"
-        );
-    }
     match options.model.clone().or_else(|| endpoint.model.clone()) {
         Some(model) => Ok(model),
         None if api == Api::Http => Ok(String::new()),

@@ -40,8 +40,8 @@ use tonic_prost::ProstCodec;
 
 use super::ServerState;
 use super::body::SimBody;
+use super::completion_stream;
 use super::encode::Route;
-use super::request::Dialect;
 
 type GrpcBody = tonic::body::Body;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -197,14 +197,7 @@ async fn collected(response: Response<SimBody>) -> (StatusCode, Value) {
 
 /// The gRPC status of an HTTP refusal, with its message.
 fn http_status(status: StatusCode, body: &Value) -> Status {
-    let message = match body.get("error") {
-        Some(Value::String(text)) => text.clone(),
-        Some(error) => error
-            .get("message")
-            .and_then(Value::as_str)
-            .map_or_else(|| error.to_string(), str::to_string),
-        None => format!("HTTP {status}"),
-    };
+    let message = completion_stream::error_message(body);
     let code = match status.as_u16() {
         400 | 413 => tonic::Code::InvalidArgument,
         404 => tonic::Code::NotFound,
@@ -344,62 +337,26 @@ async fn generate(
         return fail(status.message().to_string());
     }
     let body = completion_body(&state, &request);
-    let generated = super::routes::generate_body(&state, body, Dialect::Completions, None).await;
-    let Ok(response) = generated else {
-        return fail("the simulator cut the connection (an injected fault)".into());
-    };
-    if response.status() != StatusCode::OK {
-        let (status, value) = collected(response).await;
-        return fail(http_status(status, &value).message().to_string());
-    }
-    let mut body = response.into_body();
-    let mut pending = Vec::new();
-    while let Some(frame) = body.frame().await {
-        let Ok(frame) = frame else {
-            return fail("the simulator's stream broke off".into());
+    let (pieces, mut received) = mpsc::unbounded_channel();
+    let generator = Arc::clone(&state);
+    tokio::spawn(async move { completion_stream::stream(&generator, body, &pieces).await });
+    while let Some(piece) = received.recv().await {
+        let response = match piece {
+            Ok((text, finished)) => text_response(&request, &text, finished),
+            Err(message) => return fail(message),
         };
-        let Some(data) = frame.data_ref() else {
-            continue;
-        };
-        pending.extend_from_slice(data);
-        while let Some(end) = find_event_end(&pending) {
-            let event: Vec<u8> = pending.drain(..end + 2).collect();
-            let sent = match chunk_response(&request, &event) {
-                Some(Ok(response)) => sender.send(Ok(response)).is_ok(),
-                Some(Err(message)) => return fail(message),
-                None => true,
-            };
-            if !sent {
-                return;
-            }
+        if sender.send(Ok(response)).is_err() {
+            return;
         }
     }
 }
 
-fn find_event_end(bytes: &[u8]) -> Option<usize> {
-    bytes.windows(2).position(|pair| pair == b"\n\n")
-}
-
-/// The response of one server-sent event: `None` for events without text (usage, `[DONE]`).
-fn chunk_response(
+/// A streamed response carrying `text` as its `text_output`.
+fn text_response(
     request: &ModelInferRequest,
-    event: &[u8],
-) -> Option<Result<ModelStreamInferResponse, String>> {
-    let text = std::str::from_utf8(event).ok()?;
-    let data = text.lines().find_map(|line| line.strip_prefix("data: "))?;
-    let value: Value = serde_json::from_str(data).ok()?;
-    if let Some(error) = value.get("error") {
-        let message = error
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("error");
-        return Some(Err(message.to_string()));
-    }
-    let choice = value.get("choices")?.as_array()?.first()?;
-    let finished = choice
-        .get("finish_reason")
-        .is_some_and(|reason| !reason.is_null());
-    let text = choice.get("text").and_then(Value::as_str).unwrap_or("");
+    text: &str,
+    finished: bool,
+) -> ModelStreamInferResponse {
     let output = InferTensor {
         name: "text_output".into(),
         datatype: "BYTES".into(),
@@ -410,19 +367,17 @@ fn chunk_response(
             ..InferTensorContents::default()
         }),
     };
-    Some(Ok(ModelStreamInferResponse {
+    let parameters = HashMap::from([(FINAL_RESPONSE.to_string(), InferParameter::bool(finished))]);
+    ModelStreamInferResponse {
         error_message: String::new(),
         infer_response: Some(ModelInferResponse {
             model_name: request.model_name.clone(),
             id: request.id.clone(),
-            parameters: HashMap::from([(
-                FINAL_RESPONSE.to_string(),
-                InferParameter::bool(finished),
-            )]),
+            parameters,
             outputs: vec![output],
             ..ModelInferResponse::default()
         }),
-    }))
+    }
 }
 
 /// The streamed completion of a request: its first `BYTES` input's strings as the prompt,

@@ -15,10 +15,12 @@
 mod answer;
 mod body;
 mod channels;
+mod completion_stream;
 mod encode;
 mod faults;
 mod grpc;
 mod infer;
+mod realtime;
 mod request;
 mod routes;
 mod stream;
@@ -207,7 +209,8 @@ impl SimServer {
             let service = service_fn(move |request| routes::handle(Arc::clone(&state), request));
             let connection = http1::Builder::new()
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(io), service);
+                .serve_connection(TokioIo::new(io), service)
+                .with_upgrades();
             // An error here means the client went away or a fault cut the connection.
             let _ = connection.await;
         }

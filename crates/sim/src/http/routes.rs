@@ -99,6 +99,9 @@ pub(crate) async fn handle(
     state: Arc<ServerState>,
     request: Request<Incoming>,
 ) -> Result<Response<SimBody>, ConnectionAbort> {
+    if request.uri().path() == "/v1/realtime" {
+        return Ok(super::realtime::route(state, request));
+    }
     let mut response = route(&state, request).await?;
     response
         .headers_mut()

@@ -36,7 +36,7 @@ const QUIET: [&str; 9] = [
 /// Classifies one text frame of the server.
 pub fn classify(text: &str) -> Event {
     let Ok(value) = serde_json::from_str::<Value>(text) else {
-        return Event::Unknown(format!("a frame that is not JSON: {:.120}", text));
+        return Event::Unknown(format!("a frame that is not JSON: {text:.120}"));
     };
     let kind = value.get("type").and_then(Value::as_str).unwrap_or("");
     let delta = || {
@@ -71,7 +71,7 @@ pub fn classify(text: &str) -> Event {
         ),
         _ if kind.ends_with(".done") && kind.starts_with("response.") => Event::Other,
         _ if QUIET.iter().any(|prefix| kind.starts_with(prefix)) => Event::Other,
-        _ => Event::Unknown(format!("unknown event type {kind:?}: {:.120}", text)),
+        _ => Event::Unknown(format!("unknown event type {kind:?}: {text:.120}")),
     }
 }
 
