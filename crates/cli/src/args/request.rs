@@ -163,6 +163,25 @@ impl RunArgs {
         if let Some(note) = self.tensors.input_tokens_note(self.api == ApiArg::V2) {
             described.insert("tensor_input_tokens".into(), note.into());
         }
+        if let Some(grpc) = self.tensors.grpc {
+            let method = match grpc {
+                crate::args::tensor::GrpcArg::Unary => "ModelInfer",
+                crate::args::tensor::GrpcArg::Stream => "ModelStreamInfer",
+            };
+            described.insert("grpc".into(), method.into());
+        }
+        if let Ok(Some(realtime)) = self.realtime.options(self.api == ApiArg::Realtime) {
+            let dialect = match realtime.dialect {
+                goodput_core::backend::realtime::RealtimeDialect::OpenAi => "openai",
+                goodput_core::backend::realtime::RealtimeDialect::Vllm => "vllm",
+            };
+            let session = serde_json::json!({
+                "dialect": dialect,
+                "audio_seconds": realtime.audio.as_secs_f64(),
+                "audio_chunk_ms": realtime.chunk.as_secs_f64() * 1e3,
+            });
+            described.insert("realtime".into(), session);
+        }
         described
     }
 }
