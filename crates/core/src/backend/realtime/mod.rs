@@ -10,7 +10,8 @@
 //!
 //! The request's send time is the **end of speech** (the last audio chunk sent), so the
 //! latencies "from send" are from the end of speech: `latency_from_send_ms.ttft` is the time
-//! from the end of speech to the first response delta. An `error` event, a failed response,
+//! from the end of speech to the first response delta (deltas before the end of speech are
+//! not recorded). An `error` event, a failed response,
 //! an unknown event type (a `protocol` failure) or a WebSocket closed mid-session are failures
 //! with the server's words; what arrived before is kept.
 
