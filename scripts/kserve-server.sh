@@ -3,7 +3,8 @@
 # package's ModelServer serving scripts/kserve-numpy-model.py (a NumPy linear model).
 #
 #   scripts/kserve-server.sh env            print the GOODPUT_KSERVE_* variables the tests read
-#   scripts/kserve-server.sh start [PORT]   serve on 127.0.0.1:PORT (default 8080)
+#   scripts/kserve-server.sh start [PORT [GRPC_PORT]]   serve on 127.0.0.1:PORT (default 8080),
+#                                           v2 over gRPC on GRPC_PORT (default: none)
 #
 # The venv (kserve, numpy from PyPI, ~450 MB) lives outside the repository, under
 # $GOODPUT_CACHE (default ~/.cache/goodput)/kserve-venv, created on first use.
@@ -36,10 +37,10 @@ case "${1:-}" in
         ;;
     start)
         ensure_venv
-        exec "$VENV/bin/python" "$MODEL" --http_port "${2:-8080}" --grpc_port 0 --workers 1
+        exec "$VENV/bin/python" "$MODEL" --http_port "${2:-8080}" --grpc_port "${3:-0}" --workers 1
         ;;
     *)
-        sed -n '2,9p' "$0" >&2
+        sed -n '2,10p' "$0" >&2
         exit 2
         ;;
 esac

@@ -21,6 +21,7 @@ use support::{goodput, read_json};
 struct Server {
     child: Child,
     port: u16,
+    grpc_port: u16,
 }
 
 impl Drop for Server {
@@ -50,23 +51,34 @@ fn get(port: u16, path: &str) -> Option<(u16, String)> {
     Some((status, response.split_once("\r\n\r\n")?.1.to_string()))
 }
 
-fn start() -> Server {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
+/// A free loopback port (the server binds it just after).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
-        .port();
+        .port()
+}
+
+fn start() -> Server {
+    let (port, grpc_port) = (free_port(), free_port());
     let child = Command::new(variable("GOODPUT_KSERVE_PYTHON"))
         .arg(variable("GOODPUT_KSERVE_MODEL"))
-        .args(["--http_port", &port.to_string(), "--grpc_port", "0"])
+        .args(["--http_port", &port.to_string()])
+        .args(["--grpc_port", &grpc_port.to_string()])
         .args(["--workers", "1"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let server = Server { child, port };
+    let server = Server {
+        child,
+        port,
+        grpc_port,
+    };
     let deadline = Instant::now() + Duration::from_secs(120);
-    while get(port, "/v2/models/linear/ready").map(|r| r.0) != Some(200) {
+    let grpc_listens = || TcpStream::connect(("127.0.0.1", grpc_port)).is_ok();
+    while get(port, "/v2/models/linear/ready").map(|r| r.0) != Some(200) || !grpc_listens() {
         assert!(
             Instant::now() < deadline,
             "the KServe server did not become ready"
@@ -139,6 +151,54 @@ fn kserve_v2_api_rows_and_requests_match_the_server() {
     assert!(
         e2e_ms >= predict_ms,
         "E2E {e2e_ms} ms < predict {predict_ms} ms"
+    );
+}
+
+#[test]
+fn kserve_v2_over_grpc_rows_and_requests_match_the_server() {
+    let server = start();
+    let dir = tempfile::tempdir().unwrap();
+    // The server's gRPC port (`--grpc_port`), the v2 protocol's `GRPCInferenceService`.
+    let url = format!("http://127.0.0.1:{}", server.grpc_port);
+    let (before, before_secs) = predicted(server.port);
+    let args = format!(
+        "--api v2 --grpc unary --target {url} --model linear --tensor-shape 8x16 --concurrency 2 --requests 40"
+    );
+    let (output, report) = run(dir.path(), "grpc", &args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let step = &report["steps"][0];
+    assert_eq!(step["requests"]["completed"], 40, "{}", step["requests"]);
+    let (after, after_secs) = predicted(server.port);
+    // The server predicted exactly the requests goodput sent over gRPC; each answered 8 rows.
+    assert_eq!(after - before, 40.0);
+    let t = &step["throughput"];
+    let ratio = t["items_per_sec"].as_f64().unwrap() / t["requests_per_sec"].as_f64().unwrap();
+    assert!((ratio - 8.0).abs() < 1e-9, "{t}");
+    let predict_ms = (after_secs - before_secs) / 40.0 * 1e3;
+    let e2e_ms = step["latency_ms"]["e2e"]["mean"].as_f64().unwrap();
+    assert!(
+        e2e_ms >= predict_ms,
+        "E2E {e2e_ms} ms < predict {predict_ms} ms"
+    );
+    // A shape the model rejects: a gRPC status error per request, with the server's message
+    // (over gRPC, KServe says only INTERNAL "Internal server error").
+    let args = format!(
+        "--api v2 --grpc unary --target {url} --model linear --tensor-shape 4x32 --concurrency 1 --requests 3"
+    );
+    let (_, report) = run(dir.path(), "grpc-rejected", &args);
+    let requests = &report["steps"][0]["requests"];
+    assert_eq!(requests["failed"], 3, "{requests}");
+    assert_eq!(requests["failed_by_kind"]["http"], 3, "{requests}");
+    let examples = requests["failure_examples"].to_string();
+    assert!(examples.contains("gRPC status Internal"), "{examples}");
+    assert_eq!(
+        predicted(server.port).0 - after,
+        3.0,
+        "the server saw all three"
     );
 }
 

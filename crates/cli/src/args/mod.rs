@@ -14,6 +14,7 @@ pub(crate) mod load;
 pub(crate) mod merge;
 pub(crate) mod monitor;
 pub(crate) mod plan;
+pub(crate) mod realtime;
 pub(crate) mod report;
 pub(crate) mod reporting;
 pub(crate) mod request;

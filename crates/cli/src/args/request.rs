@@ -30,6 +30,8 @@ impl RunArgs {
             openai,
             template,
             tensors,
+            grpc: self.tensors.grpc_method(),
+            realtime: self.realtime.options(self.api == ApiArg::Realtime)?,
             batch: self.batch()?,
             images,
             item_unit: self.item_unit(),
@@ -93,10 +95,11 @@ impl RunArgs {
             .http_stream
             .stream_format
             .is_some_and(|f| f != StreamFormatArg::None);
+        let grpc_streams = self.tensors.grpc == Some(crate::args::tensor::GrpcArg::Stream);
         Ok(OpenAiConfig {
             api: self.api.kind(),
             model: String::new(),
-            stream: !self.no_stream && (self.api.streams() || http_streams),
+            stream: !self.no_stream && (self.api.streams() || http_streams || grpc_streams),
             include_usage: true,
             continuous_usage: !self.no_continuous_usage,
             ignore_eos: !self.no_ignore_eos,
@@ -159,6 +162,25 @@ impl RunArgs {
         self.http_stream.describe(&mut described);
         if let Some(note) = self.tensors.input_tokens_note(self.api == ApiArg::V2) {
             described.insert("tensor_input_tokens".into(), note.into());
+        }
+        if let Some(grpc) = self.tensors.grpc {
+            let method = match grpc {
+                crate::args::tensor::GrpcArg::Unary => "ModelInfer",
+                crate::args::tensor::GrpcArg::Stream => "ModelStreamInfer",
+            };
+            described.insert("grpc".into(), method.into());
+        }
+        if let Ok(Some(realtime)) = self.realtime.options(self.api == ApiArg::Realtime) {
+            let dialect = match realtime.dialect {
+                goodput_core::backend::realtime::RealtimeDialect::OpenAi => "openai",
+                goodput_core::backend::realtime::RealtimeDialect::Vllm => "vllm",
+            };
+            let session = serde_json::json!({
+                "dialect": dialect,
+                "audio_seconds": realtime.audio.as_secs_f64(),
+                "audio_chunk_ms": realtime.chunk.as_secs_f64() * 1e3,
+            });
+            described.insert("realtime".into(), session);
         }
         described
     }

@@ -44,6 +44,10 @@ pub(crate) enum ApiArg {
     /// KServe v2 / Open Inference Protocol: `/v2/models/{model}/infer` below --target, tensors
     /// generated to --tensor-shape or read from --tensor-file; items = batch rows.
     V2,
+    /// Realtime sessions over WebSocket (`{target}/realtime`, OpenAI Realtime or vLLM's
+    /// realtime transcription): --audio-seconds of audio sent paced at real time, then the
+    /// response read; a session per request. The embedded simulator serves it too.
+    Realtime,
 }
 
 impl ApiArg {
@@ -51,7 +55,7 @@ impl ApiArg {
     /// sends the template).
     pub(crate) fn kind(self) -> ApiKind {
         match self {
-            ApiArg::Chat | ApiArg::Http | ApiArg::V2 => ApiKind::Chat,
+            ApiArg::Chat | ApiArg::Http | ApiArg::V2 | ApiArg::Realtime => ApiKind::Chat,
             ApiArg::Completions => ApiKind::Completions,
             ApiArg::Responses => ApiKind::Responses,
             ApiArg::Embeddings => ApiKind::Embeddings,
@@ -69,6 +73,7 @@ impl ApiArg {
             ApiArg::Rerank => "rerank",
             ApiArg::Http => "http",
             ApiArg::V2 => "v2",
+            ApiArg::Realtime => "realtime",
         }
     }
 
@@ -95,6 +100,7 @@ impl ApiArg {
             ApiArg::Rerank => Api::Rerank,
             ApiArg::Http => Api::Http,
             ApiArg::V2 => Api::V2,
+            ApiArg::Realtime => Api::Realtime,
         }
     }
 }
@@ -154,6 +160,8 @@ pub(crate) struct RunArgs {
     pub(crate) images: crate::args::image::ImageArgs,
     #[command(flatten)]
     pub(crate) tensors: crate::args::tensor::TensorArgs,
+    #[command(flatten)]
+    pub(crate) realtime: crate::args::realtime::RealtimeArgs,
     /// --api rerank: the query every request ranks its documents against (default: the first
     /// 16 words of the batch's first prompt).
     #[arg(long, value_name = "TEXT", help_heading = "Target")]
@@ -426,6 +434,16 @@ impl RunArgs {
 
     /// Refuses the flags that only mean something against a server on the wire.
     fn refuse_live_only(&self) -> Result<()> {
+        if self.tensors.grpc.is_some() {
+            bail!(
+                "--grpc cannot run in virtual time: its in-memory wire carries goodput's HTTP/1.1, not gRPC's HTTP/2"
+            );
+        }
+        if self.api == ApiArg::Realtime {
+            bail!(
+                "--api realtime cannot run in virtual time: the simulator does not serve WebSocket sessions"
+            );
+        }
         let server = &self.server_side;
         let live_only = [
             ("--metrics-url", server.metrics_url.is_some()),

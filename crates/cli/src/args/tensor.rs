@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result, bail};
+use goodput_core::backend::v2::grpc::GrpcMethod;
 use goodput_core::backend::v2::{DataType, NO_INPUT_TOKENS, TensorSource, TensorSpec, parse_shape};
 
 /// The tensors of `--api v2`.
@@ -24,6 +25,21 @@ pub(crate) struct TensorArgs {
     /// `inputs` array, sent in turn (instead of a generated tensor).
     #[arg(long, value_name = "FILE", help_heading = "Target", conflicts_with_all = ["tensor_shape", "tensor_dtype", "tensor_name"])]
     pub(crate) tensor_file: Option<PathBuf>,
+    /// --api v2 over gRPC (KServe v2 / Triton `GRPCInferenceService` on --target's gRPC port,
+    /// e.g. http://host:8001): `unary` calls ModelInfer (one response, items = rows); `stream`
+    /// calls ModelStreamInfer (decoupled: every response is a token, the last marked
+    /// `triton_final_response`).
+    #[arg(long, value_name = "METHOD", help_heading = "Target")]
+    pub(crate) grpc: Option<GrpcArg>,
+}
+
+/// `--grpc`: which v2 gRPC method requests call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum GrpcArg {
+    /// ModelInfer: one response per request.
+    Unary,
+    /// ModelStreamInfer: decoupled streaming, each response a token.
+    Stream,
 }
 
 impl TensorArgs {
@@ -32,6 +48,15 @@ impl TensorArgs {
             || self.tensor_dtype.is_some()
             || self.tensor_name.is_some()
             || self.tensor_file.is_some()
+            || self.grpc.is_some()
+    }
+
+    /// `--grpc`, the method of a v2 run over gRPC.
+    pub(crate) fn grpc_method(&self) -> Option<GrpcMethod> {
+        self.grpc.map(|method| match method {
+            GrpcArg::Unary => GrpcMethod::Unary,
+            GrpcArg::Stream => GrpcMethod::Stream,
+        })
     }
 
     /// Why a `--api v2` run (`v2`) reports no input tokens, when its tensors are not text
@@ -50,7 +75,7 @@ impl TensorArgs {
         if !v2 {
             if self.given() {
                 bail!(
-                    "--tensor-shape, --tensor-dtype, --tensor-name and --tensor-file go with --api v2"
+                    "--tensor-shape, --tensor-dtype, --tensor-name, --tensor-file and --grpc go with --api v2"
                 );
             }
             return Ok(None);

@@ -145,6 +145,8 @@ pub(crate) enum Api {
     Http,
     /// KServe v2 / Open Inference Protocol.
     V2,
+    /// Realtime sessions over WebSocket.
+    Realtime,
 }
 
 impl Api {
@@ -158,6 +160,7 @@ impl Api {
             Api::Rerank => "rerank",
             Api::Http => "http",
             Api::V2 => "v2",
+            Api::Realtime => "realtime",
         }
     }
 }
@@ -175,6 +178,10 @@ pub(crate) struct RequestOptions {
     pub(crate) template: Option<HttpTemplate>,
     /// `--api v2`'s tensors.
     pub(crate) tensors: Option<TensorSource>,
+    /// `--api realtime`'s sessions.
+    pub(crate) realtime: Option<RealtimeOptions>,
+    /// `--grpc`: v2 over gRPC with this method (`None`: over HTTP).
+    pub(crate) grpc: Option<goodput_core::backend::v2::grpc::GrpcMethod>,
     /// `--batch-size`: inputs per request (`None`: one).
     pub(crate) batch: Option<u32>,
     /// Images beside each chat prompt.
@@ -191,6 +198,17 @@ impl RequestOptions {
             ..self.openai.clone()
         }
     }
+}
+
+/// `--api realtime`'s sessions.
+#[derive(Debug, Clone)]
+pub(crate) struct RealtimeOptions {
+    /// Audio each session speaks.
+    pub(crate) audio: std::time::Duration,
+    /// Audio per append.
+    pub(crate) chunk: std::time::Duration,
+    /// The server's protocol.
+    pub(crate) dialect: goodput_core::backend::realtime::RealtimeDialect,
 }
 
 /// `--api http`'s request template and how its replies are read.

@@ -1,5 +1,5 @@
 //! The backend of `--api` (an OpenAI-compatible API, a JSON template for `http`, KServe v2
-//! tensors for `v2`) and the model name it sends; for a fleet, one such backend per target
+//! tensors for `v2` over HTTP or gRPC, WebSocket sessions for `realtime`) and the model name it sends; for a fleet, one such backend per target
 //! behind core's `FleetBackend`.
 
 use std::sync::Arc;
@@ -8,12 +8,14 @@ use anyhow::{Context, Result, bail};
 use goodput_core::backend::Backend;
 use goodput_core::backend::fleet::{FleetBackend, FleetTarget};
 use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
+use goodput_core::backend::realtime::{RealtimeBackend, RealtimeConfig, RealtimeDialect};
 use goodput_core::backend::template::{TemplateBackend, TemplateConfig};
-use goodput_core::backend::v2::{V2Backend, V2Config};
+use goodput_core::backend::v2::grpc::{GrpcBackend, GrpcConfig, GrpcMethod};
+use goodput_core::backend::v2::{TensorSource, V2Backend, V2Config};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 
 use super::session::{Endpoint, first_model};
-use crate::options::run::{Api, FleetOptions, RequestOptions, RunOptions};
+use crate::options::run::{Api, FleetOptions, RealtimeOptions, RequestOptions, RunOptions};
 
 /// The model to name: `--model`, the simulator's, else the first the target lists (`--api
 /// http` lists nothing: its template names the model, if any).
@@ -53,6 +55,12 @@ pub(crate) fn backend(
         let backend = TemplateBackend::new(config, client).context("backend configuration")?;
         return Ok(Arc::new(backend));
     }
+    if let Some(realtime) = &request.realtime {
+        return realtime_backend(realtime, openai, &client);
+    }
+    if let (Some(source), Some(method)) = (request.tensors.clone(), request.grpc) {
+        return grpc_backend(source, method, openai, &client);
+    }
     if let Some(source) = request.tensors.clone() {
         let config = V2Config {
             model: openai.model,
@@ -67,6 +75,57 @@ pub(crate) fn backend(
     Ok(Arc::new(
         OpenAiBackend::new(openai, client).context("backend configuration")?,
     ))
+}
+
+/// `--api realtime`'s backend: sessions at `{target}/realtime` over `ws://`.
+fn realtime_backend(
+    realtime: &RealtimeOptions,
+    openai: OpenAiConfig,
+    client: &HttpClient,
+) -> Result<Arc<dyn Backend>> {
+    let target = client.target();
+    if target.is_https() {
+        bail!("--api realtime: wss:// (an https:// target) is not supported yet");
+    }
+    let mut url = target.url("realtime").replacen("http://", "ws://", 1);
+    if realtime.dialect == RealtimeDialect::OpenAi {
+        url = format!("{url}?model={}", openai.model);
+    }
+    let config = RealtimeConfig {
+        url,
+        model: openai.model,
+        dialect: realtime.dialect,
+        audio: realtime.audio,
+        chunk: realtime.chunk,
+        api_key: openai.api_key,
+        headers: openai.headers,
+    };
+    let backend = RealtimeBackend::new(config).context("--target")?;
+    Ok(Arc::new(backend))
+}
+
+/// `--api v2 --grpc`'s backend: the target's host and port as a gRPC origin.
+fn grpc_backend(
+    source: TensorSource,
+    method: GrpcMethod,
+    openai: OpenAiConfig,
+    client: &HttpClient,
+) -> Result<Arc<dyn Backend>> {
+    let target = client.target();
+    if target.is_https() {
+        bail!("--grpc: gRPC over TLS (an https:// target) is not supported yet");
+    }
+    let config = GrpcConfig {
+        origin: format!("http://{}", target.authority()),
+        model: openai.model,
+        source,
+        method,
+        headers: openai.headers,
+        api_key: openai.api_key,
+        max_body_bytes: openai.max_body_bytes,
+    };
+    let backend = GrpcBackend::new(config).context("backend configuration")?;
+    Ok(Arc::new(backend))
 }
 
 /// The backend of a run: [`backend`] over `client`, or, for a fleet (several targets, or one

@@ -207,7 +207,8 @@ fn http_stream_probes() -> Vec<Probe> {
     ]
 }
 
-/// `--api v2`'s tensors, each against a plain `--api v2` run.
+/// `--api v2`'s tensors and `--grpc`, each against a plain `--api v2` run; `--api realtime`'s
+/// session flags against a plain `--api realtime` run (`run.workload` records them).
 fn tensor_probes() -> Vec<Probe> {
     vec![
         probe(
@@ -234,6 +235,30 @@ fn tensor_probes() -> Vec<Probe> {
             At("/wire"),
         )
         .against(&["--api", "v2"]),
+        probe(
+            "--grpc",
+            &["--api", "v2", "--grpc", "unary"],
+            At("/run_json"),
+        )
+        .against(&["--api", "v2"]),
+        probe(
+            "--audio-seconds",
+            &["--api", "realtime", "--audio-seconds", "0.2"],
+            At("/run_json"),
+        )
+        .against(&["--api", "realtime"]),
+        probe(
+            "--audio-chunk",
+            &["--api", "realtime", "--audio-chunk", "50ms"],
+            At("/run_json"),
+        )
+        .against(&["--api", "realtime"]),
+        probe(
+            "--realtime-dialect",
+            &["--api", "realtime", "--realtime-dialect", "vllm"],
+            At("/run_json"),
+        )
+        .against(&["--api", "realtime"]),
         probe(
             "--query",
             &[

@@ -4,13 +4,15 @@
 //! streamed or not; embeddings and rerank, items counted) and the closure backend of
 //! [`crate::measure`] (any async call timed in-process), and [`template::TemplateBackend`]
 //! (any JSON API from a body template, items counted by a JSONPath), and [`v2::V2Backend`]
-//! (KServe v2 / Open Inference Protocol tensors, items = batch rows), and
+//! (KServe v2 / Open Inference Protocol tensors, items = batch rows, over HTTP or gRPC), and
+//! [`realtime::RealtimeBackend`] (realtime sessions over WebSocket, audio paced at real time), and
 //! [`fleet::FleetBackend`] (several targets behind one backend, routed client-side).
 
 pub mod discovery;
 pub mod fleet;
 pub mod openai;
 mod post;
+pub mod realtime;
 pub mod sse;
 pub mod template;
 pub mod v2;

@@ -15,9 +15,12 @@
 mod answer;
 mod body;
 mod channels;
+mod completion_stream;
 mod encode;
 mod faults;
+mod grpc;
 mod infer;
+mod realtime;
 mod request;
 mod routes;
 mod stream;
@@ -166,7 +169,7 @@ impl SimServer {
                 accepted = listener.accept() => match accepted {
                     Ok((stream, _)) => {
                         let _ = stream.set_nodelay(true);
-                        connections.spawn(self.serve_connection(stream));
+                        connections.spawn(self.serve_any(stream));
                     }
                     Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
                 },
@@ -175,6 +178,24 @@ impl SimServer {
         }
         connections.shutdown().await;
         Ok(())
+    }
+
+    /// Serves one TCP connection: KServe v2 over gRPC when it opens with the HTTP/2 preface
+    /// (`grpc.rs`), else HTTP/1.1 ([`SimServer::serve_connection`]).
+    fn serve_any(
+        &self,
+        stream: tokio::net::TcpStream,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let server = self.clone();
+        async move {
+            let mut preface = [0u8; 3];
+            let h2 = matches!(stream.peek(&mut preface).await, Ok(3) if &preface == b"PRI");
+            if h2 {
+                grpc::serve_h2(Arc::clone(&server.state), stream).await;
+            } else {
+                server.serve_connection(stream).await;
+            }
+        }
     }
 
     /// Serves one already-connected transport (HTTP/1.1, keep-alive) until the client closes
@@ -188,7 +209,8 @@ impl SimServer {
             let service = service_fn(move |request| routes::handle(Arc::clone(&state), request));
             let connection = http1::Builder::new()
                 .keep_alive(true)
-                .serve_connection(TokioIo::new(io), service);
+                .serve_connection(TokioIo::new(io), service)
+                .with_upgrades();
             // An error here means the client went away or a fault cut the connection.
             let _ = connection.await;
         }

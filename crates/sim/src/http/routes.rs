@@ -99,6 +99,9 @@ pub(crate) async fn handle(
     state: Arc<ServerState>,
     request: Request<Incoming>,
 ) -> Result<Response<SimBody>, ConnectionAbort> {
+    if request.uri().path() == "/v1/realtime" {
+        return Ok(super::realtime::route(state, request));
+    }
     let mut response = route(&state, request).await?;
     response
         .headers_mut()
@@ -173,6 +176,17 @@ async fn generate(
         Ok(body) => body,
         Err(response) => return Ok(response),
     };
+    generate_body(state, body, dialect, client_request_id).await
+}
+
+/// A chat or text completion from its body (`client_request_id`: the request's
+/// `x-request-id`, echoed).
+pub(super) async fn generate_body(
+    state: &ServerState,
+    body: Bytes,
+    dialect: Dialect,
+    client_request_id: Option<HeaderValue>,
+) -> Result<Response<SimBody>, ConnectionAbort> {
     let plan = match parse(body, dialect, state.prompt_context).await {
         Ok(plan) => plan,
         Err(invalid) => {

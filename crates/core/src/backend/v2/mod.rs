@@ -8,6 +8,7 @@
 //! Numeric tensors and file requests are not text: their records carry no input tokens
 //! ([`Backend::text_input`]); generated `BYTES` tensors keep their prompts' token counts.
 
+pub mod grpc;
 pub mod tensor;
 
 use std::fmt;
