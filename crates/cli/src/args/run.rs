@@ -33,6 +33,9 @@ pub(crate) enum ApiArg {
     /// `/v1/responses` (OpenAI Responses API; needs --target: the embedded simulator does not
     /// serve it).
     Responses,
+    /// `/v1/messages` (Anthropic Messages API: --api-key sent as `x-api-key`, with
+    /// `anthropic-version`; every request needs an output length for `max_tokens`).
+    Messages,
     /// `/v1/embeddings`: one vector per input (--batch-size inputs per request); items/s.
     Embeddings,
     /// `/v1/rerank`: a query against documents (--batch-size documents per request);
@@ -54,6 +57,7 @@ impl ApiArg {
             ApiArg::Chat | ApiArg::Http | ApiArg::V2 => ApiKind::Chat,
             ApiArg::Completions => ApiKind::Completions,
             ApiArg::Responses => ApiKind::Responses,
+            ApiArg::Messages => ApiKind::Messages,
             ApiArg::Embeddings => ApiKind::Embeddings,
             ApiArg::Rerank => ApiKind::Rerank,
         }
@@ -65,6 +69,7 @@ impl ApiArg {
             ApiArg::Chat => "chat",
             ApiArg::Completions => "completions",
             ApiArg::Responses => "responses",
+            ApiArg::Messages => "messages",
             ApiArg::Embeddings => "embeddings",
             ApiArg::Rerank => "rerank",
             ApiArg::Http => "http",
@@ -91,6 +96,7 @@ impl ApiArg {
             ApiArg::Chat => Api::Chat,
             ApiArg::Completions => Api::Completions,
             ApiArg::Responses => Api::Responses,
+            ApiArg::Messages => Api::Messages,
             ApiArg::Embeddings => Api::Embeddings,
             ApiArg::Rerank => Api::Rerank,
             ApiArg::Http => Api::Http,
@@ -399,6 +405,11 @@ impl RunArgs {
         if !self.virtual_time && self.api == ApiArg::Responses {
             bail!(
                 "--api responses needs --target: the embedded simulator serves chat and completions"
+            );
+        }
+        if !self.virtual_time && self.api == ApiArg::Messages {
+            bail!(
+                "--api messages needs --target: the embedded simulator serves chat and completions"
             );
         }
         if !self.virtual_time && self.api == ApiArg::Http {

@@ -137,6 +137,8 @@ pub(crate) enum Api {
     Completions,
     /// `/v1/responses`.
     Responses,
+    /// `/v1/messages` (Anthropic).
+    Messages,
     /// `/v1/embeddings`.
     Embeddings,
     /// `/v1/rerank`.
@@ -154,6 +156,7 @@ impl Api {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Responses => "responses",
+            Api::Messages => "messages",
             Api::Embeddings => "embeddings",
             Api::Rerank => "rerank",
             Api::Http => "http",

@@ -24,10 +24,11 @@ pub(crate) async fn from_run(
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
     let openai = options.request.openai(model);
-    if openai.api == ApiKind::Responses {
+    if matches!(openai.api, ApiKind::Responses | ApiKind::Messages) {
         bail!(
-            "--api responses: the simulator serves chat, completions, embeddings, rerank and \
-             v2; use one of those in virtual time"
+            "--api {}: the simulator serves chat, completions, embeddings, rerank and \
+             v2; use one of those in virtual time",
+            openai.api.endpoint()
         );
     }
     let streamed = openai.stream;

@@ -14,6 +14,7 @@
 //! of the [`Exchange`], failure messages and `Debug` output.
 
 mod encoder;
+pub mod messages;
 pub(crate) mod reply;
 mod responses;
 mod whole;
@@ -46,6 +47,9 @@ pub enum ApiKind {
     Embeddings,
     /// `/v1/rerank`: a query scored against documents, never streamed.
     Rerank,
+    /// `/v1/messages` (the Anthropic Messages API): `x-api-key` and `anthropic-version`
+    /// headers, typed stream events.
+    Messages,
 }
 
 impl ApiKind {
@@ -57,6 +61,7 @@ impl ApiKind {
             ApiKind::Responses => "responses",
             ApiKind::Embeddings => "embeddings",
             ApiKind::Rerank => "rerank",
+            ApiKind::Messages => "messages",
         }
     }
 
@@ -65,7 +70,7 @@ impl ApiKind {
         match self {
             ApiKind::Embeddings => Some(encoder::Encoder::Embeddings),
             ApiKind::Rerank => Some(encoder::Encoder::Rerank),
-            ApiKind::Chat | ApiKind::Completions | ApiKind::Responses => None,
+            ApiKind::Chat | ApiKind::Completions | ApiKind::Responses | ApiKind::Messages => None,
         }
     }
 
@@ -81,7 +86,7 @@ impl ApiKind {
             ApiKind::Embeddings => "inputs",
             ApiKind::Rerank => "documents",
             ApiKind::Completions => "prompts",
-            ApiKind::Chat | ApiKind::Responses => "items",
+            ApiKind::Chat | ApiKind::Responses | ApiKind::Messages => "items",
         }
     }
 }
@@ -105,7 +110,7 @@ pub struct OpenAiConfig {
     pub extra_body: Map<String, Value>,
     /// Extra request headers (they override goodput's).
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// API key, sent as a bearer token.
+    /// API key, sent as a bearer token (as `x-api-key` on the Messages API).
     pub api_key: Option<String>,
     /// Longest SSE line (and event) accepted.
     pub max_line_bytes: usize,
@@ -202,8 +207,12 @@ impl OpenAiBackend {
         if config.max_body_bytes == 0 {
             return Err(OpenAiConfigError::ZeroLimit("max_body_bytes"));
         }
-        let mut headers = super::post::json_headers(config.api_key.as_deref(), &config.headers)
-            .ok_or(OpenAiConfigError::InvalidApiKey)?;
+        let mut headers = if config.api == ApiKind::Messages {
+            anthropic_headers(config.api_key.as_deref(), &config.headers)
+        } else {
+            super::post::json_headers(config.api_key.as_deref(), &config.headers)
+        }
+        .ok_or(OpenAiConfigError::InvalidApiKey)?;
         if config.stream
             && config.api.streams()
             && !config.headers.iter().any(|(name, _)| name == ACCEPT)
@@ -270,6 +279,7 @@ impl OpenAiBackend {
             max_line_bytes: self.config.max_line_bytes,
             max_body_bytes: self.config.max_body_bytes,
             responses: self.config.api == ApiKind::Responses,
+            messages: self.config.api == ApiKind::Messages,
             encoder: self
                 .config
                 .api
@@ -347,7 +357,16 @@ pub fn request_body(
         }
         return Ok(body);
     }
-    insert_input(&mut body, config.api, &spec.input)?;
+    if config.api == ApiKind::Messages {
+        messages::insert_input(&mut body, &spec.input)?;
+        if spec.max_output_tokens.is_none() {
+            return Err(invalid(
+                "the Messages API requires max_tokens: give the workload an output length",
+            ));
+        }
+    } else {
+        insert_input(&mut body, config.api, &spec.input)?;
+    }
     if let Some(max) = spec.max_output_tokens {
         let key = match config.api {
             ApiKind::Responses => "max_output_tokens",
@@ -360,7 +379,7 @@ pub fn request_body(
         }
     }
     body.insert("stream".into(), Value::Bool(config.stream));
-    let usage_options = config.api != ApiKind::Responses;
+    let usage_options = !matches!(config.api, ApiKind::Responses | ApiKind::Messages);
     if usage_options && config.stream && (config.include_usage || config.continuous_usage) {
         let mut options = Map::new();
         options.insert("include_usage".into(), Value::Bool(config.include_usage));
@@ -420,11 +439,38 @@ fn insert_input(
                 "a batch of prompts needs the completions API; the Responses API takes one input",
             ));
         }
-        (ApiKind::Embeddings | ApiKind::Rerank, _) => {
-            return Err(invalid("the encoder APIs build their own bodies"));
+        (ApiKind::Embeddings | ApiKind::Rerank | ApiKind::Messages, _) => {
+            return Err(invalid(
+                "the encoder and Messages APIs build their own bodies",
+            ));
         }
     }
     Ok(())
+}
+
+/// The Messages API's headers: JSON, `x-api-key: KEY` (sensitive) when a key is given,
+/// `anthropic-version`, then the user's own (which win, e.g. another `anthropic-version`).
+fn anthropic_headers(
+    api_key: Option<&str>,
+    extra: &[(HeaderName, HeaderValue)],
+) -> Option<HeaderMap> {
+    let mut headers = super::post::json_headers(None, &[])?;
+    if let Some(key) = api_key.filter(|key| !key.is_empty()) {
+        let mut value = HeaderValue::from_str(key).ok()?;
+        value.set_sensitive(true);
+        headers.insert(HeaderName::from_static("x-api-key"), value);
+    }
+    headers.insert(
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(messages::ANTHROPIC_VERSION),
+    );
+    let user = super::post::json_headers(None, extra)?;
+    for (name, value) in &user {
+        if name != CONTENT_TYPE || extra.iter().any(|(given, _)| given == CONTENT_TYPE) {
+            headers.insert(name.clone(), value.clone());
+        }
+    }
+    Some(headers)
 }
 
 /// Whether to read the body as SSE: asked for and not plainly JSON, or announced as SSE.
