@@ -34,7 +34,8 @@ pub(crate) enum ApiArg {
     /// serve it).
     Responses,
     /// `/v1/messages` (Anthropic Messages API: --api-key sent as `x-api-key`, with
-    /// `anthropic-version`; every request needs an output length for `max_tokens`).
+    /// `anthropic-version`; every request needs an output length for `max_tokens`). The
+    /// embedded simulator serves it (plain text answers).
     Messages,
     /// `/v1/embeddings`: one vector per input (--batch-size inputs per request); items/s.
     Embeddings,
@@ -405,11 +406,6 @@ impl RunArgs {
         if !self.virtual_time && self.api == ApiArg::Responses {
             bail!(
                 "--api responses needs --target: the embedded simulator serves chat and completions"
-            );
-        }
-        if !self.virtual_time && self.api == ApiArg::Messages {
-            bail!(
-                "--api messages needs --target: the embedded simulator serves chat and completions"
             );
         }
         if !self.virtual_time && self.api == ApiArg::Http {

@@ -24,11 +24,10 @@ pub(crate) async fn from_run(
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
     let openai = options.request.openai(model);
-    if matches!(openai.api, ApiKind::Responses | ApiKind::Messages) {
+    if openai.api == ApiKind::Responses {
         bail!(
-            "--api {}: the simulator serves chat, completions, embeddings, rerank and \
-             v2; use one of those in virtual time",
-            openai.api.endpoint()
+            "--api responses: the simulator serves chat, completions, messages, embeddings, \
+             rerank and v2; use one of those in virtual time"
         );
     }
     let streamed = openai.stream;

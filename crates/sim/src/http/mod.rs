@@ -18,6 +18,7 @@ mod channels;
 mod encode;
 mod faults;
 mod infer;
+mod messages;
 mod request;
 mod routes;
 mod stream;
@@ -65,6 +66,7 @@ impl ServerState {
         let prefix = match dialect {
             Dialect::Chat => "chatcmpl",
             Dialect::Completions => "cmpl",
+            Dialect::Messages => "msg",
         };
         let tag = derive_seed(self.config.seed, request_number, 0x1d);
         AnswerHeader {
