@@ -103,38 +103,30 @@ fn messages_server() -> (String, Seen) {
     (format!("http://{address}/v1"), seen)
 }
 
+/// Every request carried the key as `x-api-key`, the API version and `max_tokens`.
+fn assert_sent_the_anthropic_way(seen: &Seen, requests: usize) {
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), requests);
+    for (head, body) in seen.iter() {
+        let head = head.to_ascii_lowercase();
+        assert!(head.contains("x-api-key: sk-ant-test-key"), "{head}");
+        assert!(head.contains("anthropic-version: 2023-06-01"), "{head}");
+        assert!(!head.contains("authorization:"), "{head}");
+        assert_eq!(body["max_tokens"], 4, "{body}");
+        assert_eq!(body["model"], "claude-test");
+        assert!(body.get("ignore_eos").is_none(), "{body}");
+    }
+}
+
 #[test]
 fn messages_are_sent_the_anthropic_way_and_timed_from_their_events() {
     let (url, seen) = messages_server();
-    let output = goodput()
-        .args([
-            "run",
-            "--json",
-            "--warmup",
-            "0",
-            "--concurrency",
-            "1",
-            "--api",
-            "messages",
-        ])
-        .args([
-            "--target",
-            &url,
-            "--model",
-            "claude-test",
-            "--requests",
-            "3",
-        ])
-        .args([
-            "--input-tokens",
-            "16",
-            "--output-tokens",
-            "4",
-            "--no-ignore-eos",
-        ])
-        .args(["--api-key", "sk-ant-test-key"])
-        .output()
-        .unwrap();
+    let args = format!(
+        "run --json --warmup 0 --concurrency 1 --api messages --target {url} --model \
+         claude-test --requests 3 --input-tokens 16 --output-tokens 4 --no-ignore-eos \
+         --api-key sk-ant-test-key"
+    );
+    let output = goodput().args(args.split_whitespace()).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
@@ -156,17 +148,7 @@ fn messages_are_sent_the_anthropic_way_and_timed_from_their_events() {
     let tpot = step["latency_ms"]["tpot"]["p50"].as_f64().unwrap();
     assert!((40.0..2000.0).contains(&ttft), "ttft {ttft}");
     assert!((10.0..2000.0).contains(&tpot), "tpot {tpot}");
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 3);
-    for (head, body) in seen.iter() {
-        let head = head.to_ascii_lowercase();
-        assert!(head.contains("x-api-key: sk-ant-test-key"), "{head}");
-        assert!(head.contains("anthropic-version: 2023-06-01"), "{head}");
-        assert!(!head.contains("authorization:"), "{head}");
-        assert_eq!(body["max_tokens"], 4, "{body}");
-        assert_eq!(body["model"], "claude-test");
-        assert!(body.get("ignore_eos").is_none(), "{body}");
-    }
+    assert_sent_the_anthropic_way(&seen, 3);
 }
 
 #[test]

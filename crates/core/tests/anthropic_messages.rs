@@ -108,6 +108,32 @@ async fn run(
     (result, captured)
 }
 
+/// The first request went to `/v1/messages` with the key as `x-api-key`, the API version
+/// and a Messages body.
+fn assert_sent_the_anthropic_way(state: &State) {
+    let request = &state.requests()[0];
+    assert!(
+        request.head.starts_with("POST /v1/messages HTTP/1.1"),
+        "{}",
+        request.head
+    );
+    assert_eq!(
+        request.header("x-api-key").as_deref(),
+        Some("sk-ant-secret")
+    );
+    assert_eq!(
+        request.header("anthropic-version").as_deref(),
+        Some("2023-06-01")
+    );
+    assert_eq!(request.header("authorization"), None);
+    let body = request.json();
+    assert_eq!(body["model"], "claude-test");
+    assert_eq!(body["max_tokens"], 6);
+    assert_eq!(body["stream"], true);
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert!(body.get("stream_options").is_none(), "{body}");
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_streamed_message_is_timed_from_its_deltas_and_counted_from_its_usage() {
     // Thinking at 100 and 110 ms, the answer's first token at 160 ms, then 10 ms apart to
@@ -152,27 +178,7 @@ async fn a_streamed_message_is_timed_from_its_deltas_and_counted_from_its_usage(
         assert_eq!(record.finish_reason.as_deref(), Some("stop"));
         assert_eq!(record.response_id.as_deref(), Some("msg_1"));
     }
-    let request = &state.requests()[0];
-    assert!(
-        request.head.starts_with("POST /v1/messages HTTP/1.1"),
-        "{}",
-        request.head
-    );
-    assert_eq!(
-        request.header("x-api-key").as_deref(),
-        Some("sk-ant-secret")
-    );
-    assert_eq!(
-        request.header("anthropic-version").as_deref(),
-        Some("2023-06-01")
-    );
-    assert_eq!(request.header("authorization"), None);
-    let body = request.json();
-    assert_eq!(body["model"], "claude-test");
-    assert_eq!(body["max_tokens"], 6);
-    assert_eq!(body["stream"], true);
-    assert_eq!(body["messages"][0]["role"], "user");
-    assert!(body.get("stream_options").is_none(), "{body}");
+    assert_sent_the_anthropic_way(&state);
 }
 
 #[tokio::test(start_paused = true)]

@@ -138,11 +138,12 @@ impl RunArgs {
         }
     }
 
-    /// What one item is in reports: `inputs`, `documents`, `prompts` (batched completions),
+    /// What one item is in reports: `inputs`, `documents`, `images`, `prompts` (batched
+    /// completions),
     /// `rows` (v2 batch rows) or `items`.
     fn item_unit(&self) -> &'static str {
         match self.api {
-            ApiArg::Embeddings | ApiArg::Rerank => self.api.kind().item_unit(),
+            ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Images => self.api.kind().item_unit(),
             ApiArg::Completions if self.batch_size.is_some() => "prompts",
             ApiArg::V2 => "rows",
             _ => "items",

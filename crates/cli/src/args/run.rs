@@ -42,6 +42,9 @@ pub(crate) enum ApiArg {
     /// `/v1/rerank`: a query against documents (--batch-size documents per request);
     /// documents/s.
     Rerank,
+    /// `/v1/images/generations`: `n` images (--batch-size, default 1) of the workload's prompt
+    /// per request; images/s (needs --target: the embedded simulator does not serve it).
+    Images,
     /// Any JSON API: a --request-template body POSTed to --target as given, items counted by
     /// --items-path.
     Http,
@@ -61,6 +64,7 @@ impl ApiArg {
             ApiArg::Messages => ApiKind::Messages,
             ApiArg::Embeddings => ApiKind::Embeddings,
             ApiArg::Rerank => ApiKind::Rerank,
+            ApiArg::Images => ApiKind::Images,
         }
     }
 
@@ -73,6 +77,7 @@ impl ApiArg {
             ApiArg::Messages => "messages",
             ApiArg::Embeddings => "embeddings",
             ApiArg::Rerank => "rerank",
+            ApiArg::Images => "images",
             ApiArg::Http => "http",
             ApiArg::V2 => "v2",
         }
@@ -87,7 +92,12 @@ impl ApiArg {
     pub(crate) fn batches(self) -> bool {
         matches!(
             self,
-            ApiArg::Completions | ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Http | ApiArg::V2
+            ApiArg::Completions
+                | ApiArg::Embeddings
+                | ApiArg::Rerank
+                | ApiArg::Images
+                | ApiArg::Http
+                | ApiArg::V2
         )
     }
 
@@ -100,6 +110,7 @@ impl ApiArg {
             ApiArg::Messages => Api::Messages,
             ApiArg::Embeddings => Api::Embeddings,
             ApiArg::Rerank => Api::Rerank,
+            ApiArg::Images => Api::Images,
             ApiArg::Http => Api::Http,
             ApiArg::V2 => Api::V2,
         }
@@ -407,6 +418,9 @@ impl RunArgs {
             bail!(
                 "--api responses needs --target: the embedded simulator serves chat and completions"
             );
+        }
+        if self.api == ApiArg::Images {
+            bail!("--api images needs --target: the embedded simulator does not serve it");
         }
         if !self.virtual_time && self.api == ApiArg::Http {
             bail!("--api http needs --target: the URL every templated request is POSTed to");

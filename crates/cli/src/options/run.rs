@@ -143,6 +143,8 @@ pub(crate) enum Api {
     Embeddings,
     /// `/v1/rerank`.
     Rerank,
+    /// `/v1/images/generations`.
+    Images,
     /// A JSON template POSTed to the target as given.
     Http,
     /// KServe v2 / Open Inference Protocol.
@@ -159,6 +161,7 @@ impl Api {
             Api::Messages => "messages",
             Api::Embeddings => "embeddings",
             Api::Rerank => "rerank",
+            Api::Images => "images",
             Api::Http => "http",
             Api::V2 => "v2",
         }

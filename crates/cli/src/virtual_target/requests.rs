@@ -24,6 +24,9 @@ pub(crate) async fn from_run(
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
     let openai = options.request.openai(model);
+    if openai.api == ApiKind::Images {
+        bail!("--api images: the simulator does not serve image generation");
+    }
     if openai.api == ApiKind::Responses {
         bail!(
             "--api responses: the simulator serves chat, completions, messages, embeddings, \

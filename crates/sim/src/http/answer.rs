@@ -307,16 +307,22 @@ impl Answer {
 
     /// The whole non-streamed response body.
     pub(crate) fn final_body(self) -> Vec<u8> {
-        let usage = self.usage();
-        if self.dialect == Dialect::Messages {
-            let text = self
-                .choices
-                .first()
-                .map_or("", |choice| choice.text.as_str());
-            let finish = self.first_finish();
-            let (id, model) = (&self.header.id, &self.header.model);
-            return super::messages::whole(id, model, text, finish.as_deref(), &usage);
+        if self.dialect != Dialect::Messages {
+            return self.openai_body();
         }
+        let usage = self.usage();
+        let text = self
+            .choices
+            .first()
+            .map_or("", |choice| choice.text.as_str());
+        let finish = self.first_finish();
+        let (id, model) = (&self.header.id, &self.header.model);
+        super::messages::whole(id, model, text, finish.as_deref(), &usage)
+    }
+
+    /// The whole body of a chat or text completion.
+    fn openai_body(self) -> Vec<u8> {
+        let usage = self.usage();
         let finishes: Vec<Option<String>> = self
             .choices
             .iter()

@@ -92,6 +92,44 @@ fn split_system(messages: &[ChatMessage]) -> (String, Vec<Value>) {
     (system.join("\n\n"), turns)
 }
 
+/// Which part of the output a block's text is.
+enum Channel {
+    Answer,
+    Reasoning,
+    /// A tool call's name or arguments; `true` when it opens the call.
+    Tool(bool),
+}
+
+/// The output an event carries, if any: a block's opening text or a delta.
+fn output(event: &Value) -> Option<(Channel, &str)> {
+    match event["type"].as_str()? {
+        "content_block_start" => {
+            let block = &event["content_block"];
+            match block["type"].as_str()? {
+                "text" => Some((Channel::Answer, text(block, "text"))),
+                "thinking" => Some((Channel::Reasoning, text(block, "thinking"))),
+                "tool_use" => Some((Channel::Tool(true), text(block, "name"))),
+                _ => None,
+            }
+        }
+        "content_block_delta" => {
+            let delta = &event["delta"];
+            match delta["type"].as_str()? {
+                "text_delta" => Some((Channel::Answer, text(delta, "text"))),
+                "thinking_delta" => Some((Channel::Reasoning, text(delta, "thinking"))),
+                "input_json_delta" => Some((Channel::Tool(false), text(delta, "partial_json"))),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The string at `key` of `value` (empty when absent).
+fn text<'a>(value: &'a Value, key: &str) -> &'a str {
+    value[key].as_str().unwrap_or("")
+}
+
 /// Reads one streamed event's JSON payload, arrived at `now`, into `exchange`.
 pub(super) fn on_event(data: &str, now: Instant, exchange: &mut Exchange) -> Result<Next, Failure> {
     let event: Value = serde_json::from_str(data).map_err(|error| {
@@ -100,12 +138,6 @@ pub(super) fn on_event(data: &str, now: Instant, exchange: &mut Exchange) -> Res
             format!("invalid JSON in a Messages event: {error}"),
         )
     })?;
-    let index = event["index"]
-        .as_u64()
-        .and_then(|index| u32::try_from(index).ok())
-        .unwrap_or(0);
-    let call;
-    let mut parts = OutputParts::default();
     match event["type"].as_str() {
         Some("message_start") => {
             let message = &event["message"];
@@ -113,42 +145,13 @@ pub(super) fn on_event(data: &str, now: Instant, exchange: &mut Exchange) -> Res
                 exchange.response_id = Some(id.to_string());
             }
             merge_usage(&message["usage"], exchange);
-            return Ok(Next::More);
         }
-        Some("content_block_start") => {
-            let block = &event["content_block"];
-            match block["type"].as_str() {
-                Some("text") => parts.answer = block["text"].as_str().unwrap_or(""),
-                Some("thinking") => parts.reasoning = block["thinking"].as_str().unwrap_or(""),
-                Some("tool_use") => {
-                    call = [(index, true)];
-                    parts.tool = block["name"].as_str().unwrap_or("");
-                    parts.tool_calls = &call;
-                }
-                _ => return Ok(Next::More),
-            }
-        }
-        Some("content_block_delta") => {
-            let delta = &event["delta"];
-            match delta["type"].as_str() {
-                Some("text_delta") => parts.answer = delta["text"].as_str().unwrap_or(""),
-                Some("thinking_delta") => {
-                    parts.reasoning = delta["thinking"].as_str().unwrap_or("");
-                }
-                Some("input_json_delta") => {
-                    call = [(index, false)];
-                    parts.tool = delta["partial_json"].as_str().unwrap_or("");
-                    parts.tool_calls = &call;
-                }
-                _ => return Ok(Next::More),
-            }
-        }
+        Some("content_block_start" | "content_block_delta") => push_output(&event, now, exchange),
         Some("message_delta") => {
             merge_usage(&event["usage"], exchange);
             if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
                 exchange.finish_reason = Some(finish_reason(reason).to_string());
             }
-            return Ok(Next::More);
         }
         Some("message_stop") => return Ok(Next::Done),
         Some("error") => {
@@ -160,7 +163,7 @@ pub(super) fn on_event(data: &str, now: Instant, exchange: &mut Exchange) -> Res
                 ),
             ));
         }
-        Some(_) => return Ok(Next::More),
+        Some(_) => {}
         None => {
             return Err(Failure::new(
                 OutcomeKind::Protocol,
@@ -171,11 +174,33 @@ pub(super) fn on_event(data: &str, now: Instant, exchange: &mut Exchange) -> Res
             ));
         }
     }
+    Ok(Next::More)
+}
+
+/// Records the output of a block's start or delta (nothing for unknown block types).
+fn push_output(event: &Value, now: Instant, exchange: &mut Exchange) {
+    let Some((channel, text)) = output(event) else {
+        return;
+    };
+    let index = event["index"]
+        .as_u64()
+        .and_then(|index| u32::try_from(index).ok())
+        .unwrap_or(0);
+    let call;
+    let mut parts = OutputParts::default();
+    match channel {
+        Channel::Answer => parts.answer = text,
+        Channel::Reasoning => parts.reasoning = text,
+        Channel::Tool(opens) => {
+            call = [(index, opens)];
+            parts.tool = text;
+            parts.tool_calls = &call;
+        }
+    }
     if !(parts.answer.is_empty() && parts.reasoning.is_empty() && parts.tool_calls.is_empty()) {
         exchange.choices = exchange.choices.max(1);
         exchange.push_parts(now, 0, parts, None);
     }
-    Ok(Next::More)
 }
 
 /// The chat finish reason of an Anthropic `stop_reason`.

@@ -47,6 +47,8 @@ pub enum ApiKind {
     Embeddings,
     /// `/v1/rerank`: a query scored against documents, never streamed.
     Rerank,
+    /// `/v1/images/generations`: `n` images of one prompt, never streamed.
+    Images,
     /// `/v1/messages` (the Anthropic Messages API): `x-api-key` and `anthropic-version`
     /// headers, typed stream events.
     Messages,
@@ -62,6 +64,7 @@ impl ApiKind {
             ApiKind::Embeddings => "embeddings",
             ApiKind::Rerank => "rerank",
             ApiKind::Messages => "messages",
+            ApiKind::Images => "images/generations",
         }
     }
 
@@ -70,6 +73,7 @@ impl ApiKind {
         match self {
             ApiKind::Embeddings => Some(encoder::Encoder::Embeddings),
             ApiKind::Rerank => Some(encoder::Encoder::Rerank),
+            ApiKind::Images => Some(encoder::Encoder::Images),
             ApiKind::Chat | ApiKind::Completions | ApiKind::Responses | ApiKind::Messages => None,
         }
     }
@@ -85,6 +89,7 @@ impl ApiKind {
         match self {
             ApiKind::Embeddings => "inputs",
             ApiKind::Rerank => "documents",
+            ApiKind::Images => "images",
             ApiKind::Completions => "prompts",
             ApiKind::Chat | ApiKind::Responses | ApiKind::Messages => "items",
         }
@@ -439,7 +444,7 @@ fn insert_input(
                 "a batch of prompts needs the completions API; the Responses API takes one input",
             ));
         }
-        (ApiKind::Embeddings | ApiKind::Rerank | ApiKind::Messages, _) => {
+        (ApiKind::Embeddings | ApiKind::Rerank | ApiKind::Images | ApiKind::Messages, _) => {
             return Err(invalid(
                 "the encoder and Messages APIs build their own bodies",
             ));
