@@ -187,6 +187,14 @@ pub(crate) struct RunArgs {
         help_heading = "Target"
     )]
     pub(crate) api_key: Option<String>,
+    /// Sign every request with AWS SigV4 for this region (SageMaker, Bedrock; with
+    /// --aws-service). Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN,
+    /// else AWS_PROFILE (or `default`) in ~/.aws/credentials; never written anywhere.
+    #[arg(long, value_name = "REGION", help_heading = "Target")]
+    pub(crate) aws_region: Option<String>,
+    /// The service a SigV4 signature is for: `sagemaker`, `bedrock`… (with --aws-region).
+    #[arg(long, value_name = "SERVICE", help_heading = "Target")]
+    pub(crate) aws_service: Option<String>,
     /// JSON object merged into every request body (sampling parameters, vendor options).
     #[arg(long, value_name = "JSON", help_heading = "Target")]
     pub(crate) extra_body: Option<String>,
@@ -454,6 +462,7 @@ impl RunArgs {
             ("--time-scale", self.time_scale.is_some()),
             ("--header", !self.headers.is_empty()),
             ("--api-key", self.api_key.is_some()),
+            ("--aws-region", self.aws_region.is_some()),
             ("--shards", self.sharding.shards.is_some()),
             ("--shard-index", self.sharding.shard_index.is_some()),
             ("--start-at", self.sharding.start_at.is_some()),

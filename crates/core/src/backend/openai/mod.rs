@@ -117,6 +117,8 @@ pub struct OpenAiConfig {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// API key, sent as a bearer token (as `x-api-key` on the Messages API).
     pub api_key: Option<String>,
+    /// Sign every request with AWS SigV4 (SageMaker, Bedrock) instead of sending a key.
+    pub sigv4: Option<crate::http::sigv4::SigV4>,
     /// Longest SSE line (and event) accepted.
     pub max_line_bytes: usize,
     /// Longest non-streamed response body accepted.
@@ -135,6 +137,7 @@ impl Default for OpenAiConfig {
             extra_body: Map::new(),
             headers: Vec::new(),
             api_key: None,
+            sigv4: None,
             max_line_bytes: 4 << 20,
             max_body_bytes: 64 << 20,
         }
@@ -167,6 +170,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("extra_body", &self.extra_body)
             .field("headers", &headers)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("sigv4", &self.sigv4)
             .field("max_line_bytes", &self.max_line_bytes)
             .field("max_body_bytes", &self.max_body_bytes)
             .finish()
@@ -256,11 +260,18 @@ impl OpenAiBackend {
     fn request(&self, spec: &RequestSpec) -> Result<Request<Full<Bytes>>, Failure> {
         let body =
             serde_json::to_vec(&self.body(spec)?).map_err(|error| invalid(error.to_string()))?;
+        let mut headers = self.headers.clone();
+        super::post::insert_request_id(&mut headers, spec)?;
+        if let Some(signer) = &self.config.sigv4 {
+            let now = std::time::SystemTime::now();
+            signer
+                .sign(&Method::POST, &self.uri, &mut headers, &body, now)
+                .map_err(|error| invalid(error.to_string()))?;
+        }
         let mut request = Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = self.headers.clone();
-        super::post::insert_request_id(request.headers_mut(), spec)?;
+        *request.headers_mut() = headers;
         if self.config.stream {
             request.extensions_mut().insert(WatchArrivals);
         }

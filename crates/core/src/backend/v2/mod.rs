@@ -115,6 +115,7 @@ impl V2Backend {
             (&self.uri, &self.headers, spec),
             &body,
             false,
+            None,
             exchange,
             activity,
         )
