@@ -107,7 +107,8 @@ pub(crate) async fn post_json(
     }
     if let Some(signer) = signer {
         let now = std::time::SystemTime::now();
-        if let Err(error) = signer.sign(&Method::POST, uri, &mut headers, &bytes, now) {
+        let target = (&Method::POST, client.target().authority(), uri);
+        if let Err(error) = signer.sign(target, &mut headers, &bytes, now) {
             exchange.fail(Failure::new(OutcomeKind::Invalid, error.to_string()));
             return None;
         }

@@ -264,8 +264,9 @@ impl OpenAiBackend {
         super::post::insert_request_id(&mut headers, spec)?;
         if let Some(signer) = &self.config.sigv4 {
             let now = std::time::SystemTime::now();
+            let target = (&Method::POST, self.client.target().authority(), &self.uri);
             signer
-                .sign(&Method::POST, &self.uri, &mut headers, &body, now)
+                .sign(target, &mut headers, &body, now)
                 .map_err(|error| invalid(error.to_string()))?;
         }
         let mut request = Request::new(Full::new(Bytes::from(body)));
