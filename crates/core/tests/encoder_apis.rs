@@ -188,6 +188,7 @@ async fn templated_json_api_renders_the_body_and_counts_items_by_path() {
             tokens: None,
             headers: Vec::new(),
             api_key: None,
+            sigv4: None,
             max_body_bytes: 1 << 20,
         };
         let url = format!("{}/predict?v=2", server.url().trim_end_matches("/v1"));

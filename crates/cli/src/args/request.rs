@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use goodput_core::backend::openai::OpenAiConfig;
 use goodput_core::backend::template::{ItemsPath, RequestTemplate};
 use goodput_core::backend::v2::TensorSource;
+use goodput_core::http::sigv4::{AwsCredentials, SigV4};
 use http::{HeaderName, HeaderValue};
 
 use crate::args::http_stream::StreamFormatArg;
@@ -106,8 +107,30 @@ impl RunArgs {
             extra_body,
             headers,
             api_key: self.api_key.clone(),
+            sigv4: self.sigv4()?,
             ..OpenAiConfig::default()
         })
+    }
+
+    /// `--aws-region` and `--aws-service`, checked, with the credentials of the AWS chain.
+    fn sigv4(&self) -> Result<Option<SigV4>> {
+        let (region, service) = match (&self.aws_region, &self.aws_service) {
+            (None, None) => return Ok(None),
+            (Some(region), Some(service)) => (region.clone(), service.clone()),
+            _ => bail!("--aws-region and --aws-service go together (SigV4 signs for both)"),
+        };
+        if self.api_key.is_some() {
+            bail!("--api-key and --aws-region: a SigV4-signed request carries no API key");
+        }
+        if self.api == ApiArg::V2 || self.target.is_empty() {
+            bail!("--aws-region signs the requests of the JSON APIs sent to --target (not v2)");
+        }
+        let credentials = AwsCredentials::from_environment().context("--aws-region")?;
+        Ok(Some(SigV4 {
+            credentials,
+            region,
+            service,
+        }))
     }
 
     /// `--query`, checked: rerank only, not empty.
@@ -141,11 +164,12 @@ impl RunArgs {
         }
     }
 
-    /// What one item is in reports: `inputs`, `documents`, `prompts` (batched completions),
+    /// What one item is in reports: `inputs`, `documents`, `images`, `prompts` (batched
+    /// completions),
     /// `rows` (v2 batch rows) or `items`.
     fn item_unit(&self) -> &'static str {
         match self.api {
-            ApiArg::Embeddings | ApiArg::Rerank => self.api.kind().item_unit(),
+            ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Images => self.api.kind().item_unit(),
             ApiArg::Completions if self.batch_size.is_some() => "prompts",
             ApiArg::V2 => "rows",
             _ => "items",

@@ -33,11 +33,18 @@ pub(crate) enum ApiArg {
     /// `/v1/responses` (OpenAI Responses API; needs --target: the embedded simulator does not
     /// serve it).
     Responses,
+    /// `/v1/messages` (Anthropic Messages API: --api-key sent as `x-api-key`, with
+    /// `anthropic-version`; every request needs an output length for `max_tokens`). The
+    /// embedded simulator serves it (plain text answers).
+    Messages,
     /// `/v1/embeddings`: one vector per input (--batch-size inputs per request); items/s.
     Embeddings,
     /// `/v1/rerank`: a query against documents (--batch-size documents per request);
     /// documents/s.
     Rerank,
+    /// `/v1/images/generations`: `n` images (--batch-size, default 1) of the workload's prompt
+    /// per request; images/s (needs --target: the embedded simulator does not serve it).
+    Images,
     /// Any JSON API: a --request-template body POSTed to --target as given, items counted by
     /// --items-path.
     Http,
@@ -58,8 +65,10 @@ impl ApiArg {
             ApiArg::Chat | ApiArg::Http | ApiArg::V2 | ApiArg::Realtime => ApiKind::Chat,
             ApiArg::Completions => ApiKind::Completions,
             ApiArg::Responses => ApiKind::Responses,
+            ApiArg::Messages => ApiKind::Messages,
             ApiArg::Embeddings => ApiKind::Embeddings,
             ApiArg::Rerank => ApiKind::Rerank,
+            ApiArg::Images => ApiKind::Images,
         }
     }
 
@@ -69,8 +78,10 @@ impl ApiArg {
             ApiArg::Chat => "chat",
             ApiArg::Completions => "completions",
             ApiArg::Responses => "responses",
+            ApiArg::Messages => "messages",
             ApiArg::Embeddings => "embeddings",
             ApiArg::Rerank => "rerank",
+            ApiArg::Images => "images",
             ApiArg::Http => "http",
             ApiArg::V2 => "v2",
             ApiArg::Realtime => "realtime",
@@ -86,7 +97,12 @@ impl ApiArg {
     pub(crate) fn batches(self) -> bool {
         matches!(
             self,
-            ApiArg::Completions | ApiArg::Embeddings | ApiArg::Rerank | ApiArg::Http | ApiArg::V2
+            ApiArg::Completions
+                | ApiArg::Embeddings
+                | ApiArg::Rerank
+                | ApiArg::Images
+                | ApiArg::Http
+                | ApiArg::V2
         )
     }
 
@@ -96,8 +112,10 @@ impl ApiArg {
             ApiArg::Chat => Api::Chat,
             ApiArg::Completions => Api::Completions,
             ApiArg::Responses => Api::Responses,
+            ApiArg::Messages => Api::Messages,
             ApiArg::Embeddings => Api::Embeddings,
             ApiArg::Rerank => Api::Rerank,
+            ApiArg::Images => Api::Images,
             ApiArg::Http => Api::Http,
             ApiArg::V2 => Api::V2,
             ApiArg::Realtime => Api::Realtime,
@@ -177,6 +195,14 @@ pub(crate) struct RunArgs {
         help_heading = "Target"
     )]
     pub(crate) api_key: Option<String>,
+    /// Sign every request with AWS SigV4 for this region (SageMaker, Bedrock; with
+    /// --aws-service). Credentials: AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN,
+    /// else AWS_PROFILE (or `default`) in ~/.aws/credentials; never written anywhere.
+    #[arg(long, value_name = "REGION", help_heading = "Target")]
+    pub(crate) aws_region: Option<String>,
+    /// The service a SigV4 signature is for: `sagemaker`, `bedrock`… (with --aws-region).
+    #[arg(long, value_name = "SERVICE", help_heading = "Target")]
+    pub(crate) aws_service: Option<String>,
     /// JSON object merged into every request body (sampling parameters, vendor options).
     #[arg(long, value_name = "JSON", help_heading = "Target")]
     pub(crate) extra_body: Option<String>,
@@ -409,6 +435,9 @@ impl RunArgs {
                 "--api responses needs --target: the embedded simulator serves chat and completions"
             );
         }
+        if self.api == ApiArg::Images {
+            bail!("--api images needs --target: the embedded simulator does not serve it");
+        }
         if !self.virtual_time && self.api == ApiArg::Http {
             bail!("--api http needs --target: the URL every templated request is POSTed to");
         }
@@ -451,6 +480,7 @@ impl RunArgs {
             ("--time-scale", self.time_scale.is_some()),
             ("--header", !self.headers.is_empty()),
             ("--api-key", self.api_key.is_some()),
+            ("--aws-region", self.aws_region.is_some()),
             ("--shards", self.sharding.shards.is_some()),
             ("--shard-index", self.sharding.shard_index.is_some()),
             ("--start-at", self.sharding.start_at.is_some()),

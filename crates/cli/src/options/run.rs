@@ -137,10 +137,14 @@ pub(crate) enum Api {
     Completions,
     /// `/v1/responses`.
     Responses,
+    /// `/v1/messages` (Anthropic).
+    Messages,
     /// `/v1/embeddings`.
     Embeddings,
     /// `/v1/rerank`.
     Rerank,
+    /// `/v1/images/generations`.
+    Images,
     /// A JSON template POSTed to the target as given.
     Http,
     /// KServe v2 / Open Inference Protocol.
@@ -156,8 +160,10 @@ impl Api {
             Api::Chat => "chat",
             Api::Completions => "completions",
             Api::Responses => "responses",
+            Api::Messages => "messages",
             Api::Embeddings => "embeddings",
             Api::Rerank => "rerank",
+            Api::Images => "images",
             Api::Http => "http",
             Api::V2 => "v2",
             Api::Realtime => "realtime",

@@ -24,10 +24,13 @@ pub(crate) async fn from_run(
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
     let openai = options.request.openai(model);
+    if openai.api == ApiKind::Images {
+        bail!("--api images: the simulator does not serve image generation");
+    }
     if openai.api == ApiKind::Responses {
         bail!(
-            "--api responses: the simulator serves chat, completions, embeddings, rerank and \
-             v2; use one of those in virtual time"
+            "--api responses: the simulator serves chat, completions, messages, embeddings, \
+             rerank and v2; use one of those in virtual time"
         );
     }
     let streamed = openai.stream;

@@ -50,6 +50,7 @@ pub(crate) fn backend(
             tokens: http.tokens,
             headers: openai.headers,
             api_key: openai.api_key,
+            sigv4: openai.sigv4,
             max_body_bytes: openai.max_body_bytes,
         };
         let backend = TemplateBackend::new(config, client).context("backend configuration")?;

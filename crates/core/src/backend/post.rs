@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::openai::reply;
 use super::{Activity, RequestSpec};
+use crate::http::sigv4::SigV4;
 use crate::http::{HttpClient, ResponseBody, WatchArrivals, failure_from_http};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
@@ -80,14 +81,15 @@ pub(crate) fn note_server_id(headers: &HeaderMap, spec: &RequestSpec, exchange: 
     }
 }
 
-/// POSTs `body` to `uri` (`streamed`: the reply streams, so its first arrivals are watched:
-/// see [`WatchArrivals`]); the 2xx response's body, or `None` once the failure (unsendable
+/// POSTs `body` to `uri`, signed by `signer` if given (`streamed`: the reply streams, so its
+/// first arrivals are watched: see [`WatchArrivals`]); the 2xx response's body, or `None` once the failure (unsendable
 /// body, transport, non-2xx with the server's message) is recorded in `exchange`.
 pub(crate) async fn post_json(
     client: &HttpClient,
     (uri, headers, spec): (&Uri, &HeaderMap, &RequestSpec),
     body: &Value,
     streamed: bool,
+    signer: Option<&SigV4>,
     exchange: &mut Exchange,
     activity: &Activity,
 ) -> Option<ResponseBody> {
@@ -98,14 +100,23 @@ pub(crate) async fn post_json(
             return None;
         }
     };
-    let mut request = Request::new(Full::new(Bytes::from(bytes)));
-    *request.method_mut() = Method::POST;
-    *request.uri_mut() = uri.clone();
-    *request.headers_mut() = headers.clone();
-    if let Err(failure) = insert_request_id(request.headers_mut(), spec) {
+    let mut headers = headers.clone();
+    if let Err(failure) = insert_request_id(&mut headers, spec) {
         exchange.fail(failure);
         return None;
     }
+    if let Some(signer) = signer {
+        let now = std::time::SystemTime::now();
+        let target = (&Method::POST, client.target().authority(), uri);
+        if let Err(error) = signer.sign(target, &mut headers, &bytes, now) {
+            exchange.fail(Failure::new(OutcomeKind::Invalid, error.to_string()));
+            return None;
+        }
+    }
+    let mut request = Request::new(Full::new(Bytes::from(bytes)));
+    *request.method_mut() = Method::POST;
+    *request.uri_mut() = uri.clone();
+    *request.headers_mut() = headers;
     if streamed {
         request.extensions_mut().insert(WatchArrivals);
     }

@@ -23,6 +23,7 @@ mod body;
 mod conn;
 mod connect;
 mod pool;
+pub mod sigv4;
 #[cfg(target_os = "linux")]
 mod stamped;
 mod target;

@@ -1,6 +1,6 @@
 //! The answer being built for one request: generated text per choice, usage, and its wire form
 //! as vLLM emits it — streamed chunks (`data: <json>\n\n`) or a whole `ChatCompletion` /
-//! `Completion` body.
+//! `Completion` body (Anthropic Messages events and bodies are `messages.rs`').
 
 use bytes::Bytes;
 use goodput_protocol::chat::{
@@ -103,9 +103,32 @@ impl Answer {
         }
     }
 
-    /// Whether this is a chat answer (which starts with a role-only chunk when streamed).
+    /// Whether a stream starts with an opening event (chat's role-only chunk, Messages'
+    /// `message_start`).
     pub(crate) fn is_chat(&self) -> bool {
-        self.dialect == Dialect::Chat
+        matches!(self.dialect, Dialect::Chat | Dialect::Messages)
+    }
+
+    /// The event that ends a stream (none after Messages' `message_stop`).
+    pub(crate) fn done_event(&self) -> Option<&'static [u8]> {
+        (self.dialect != Dialect::Messages).then_some(DONE_EVENT)
+    }
+
+    /// An error sent mid-stream, in the dialect's shape.
+    pub(crate) fn error_event(&self, message: &str) -> Bytes {
+        if self.dialect == Dialect::Messages {
+            super::messages::error_event(message)
+        } else {
+            error_event(message)
+        }
+    }
+
+    /// The finish reason of choice 0 by its wire name (Messages answers have one choice).
+    fn first_finish(&self) -> Option<String> {
+        let choice = self.choices.first()?;
+        choice
+            .finish
+            .map(|reason| self.finish_name(reason, choice.generated))
     }
 
     /// Tokens generated so far over all choices.
@@ -193,6 +216,10 @@ impl Answer {
 
     /// The role-only first chunk of a chat stream.
     pub(crate) fn role_event(&self) -> Bytes {
+        if self.dialect == Dialect::Messages {
+            let (id, model) = (&self.header.id, &self.header.model);
+            return super::messages::start_events(id, model, &self.usage());
+        }
         let delta = ChatDelta {
             role: Some("assistant".to_string()),
             content: Some(String::new()),
@@ -225,11 +252,19 @@ impl Answer {
                 };
                 sse(&self.completion_chunk(vec![choice], self.chunk_usage()))
             }
+            Dialect::Messages => super::messages::delta_event(&piece.answer),
         }
     }
 
     /// The final usage chunk (`choices: []`), when the client asked for it.
     pub(crate) fn usage_event(&self) -> Option<Bytes> {
+        if self.dialect == Dialect::Messages {
+            let finish = self.first_finish();
+            return Some(super::messages::end_events(
+                finish.as_deref(),
+                &self.usage(),
+            ));
+        }
         if !self.include_usage {
             return None;
         }
@@ -238,7 +273,9 @@ impl Answer {
                 usage: Some(self.usage()),
                 ..self.chat_chunk(Vec::new())
             }),
-            Dialect::Completions => sse(&self.completion_chunk(Vec::new(), Some(self.usage()))),
+            Dialect::Completions | Dialect::Messages => {
+                sse(&self.completion_chunk(Vec::new(), Some(self.usage())))
+            }
         })
     }
 
@@ -270,6 +307,21 @@ impl Answer {
 
     /// The whole non-streamed response body.
     pub(crate) fn final_body(self) -> Vec<u8> {
+        if self.dialect != Dialect::Messages {
+            return self.openai_body();
+        }
+        let usage = self.usage();
+        let text = self
+            .choices
+            .first()
+            .map_or("", |choice| choice.text.as_str());
+        let finish = self.first_finish();
+        let (id, model) = (&self.header.id, &self.header.model);
+        super::messages::whole(id, model, text, finish.as_deref(), &usage)
+    }
+
+    /// The whole body of a chat or text completion.
+    fn openai_body(self) -> Vec<u8> {
         let usage = self.usage();
         let finishes: Vec<Option<String>> = self
             .choices
@@ -304,7 +356,7 @@ impl Answer {
                     usage,
                 })
             }
-            Dialect::Completions => {
+            Dialect::Completions | Dialect::Messages => {
                 let choices = self
                     .choices
                     .into_iter()

@@ -20,6 +20,7 @@ mod encode;
 mod faults;
 mod grpc;
 mod infer;
+mod messages;
 mod realtime;
 mod request;
 mod routes;
@@ -68,6 +69,7 @@ impl ServerState {
         let prefix = match dialect {
             Dialect::Chat => "chatcmpl",
             Dialect::Completions => "cmpl",
+            Dialect::Messages => "msg",
         };
         let tag = derive_seed(self.config.seed, request_number, 0x1d);
         AnswerHeader {

@@ -20,6 +20,8 @@ pub(crate) enum Dialect {
     Chat,
     /// `/v1/completions`.
     Completions,
+    /// `/v1/messages` (Anthropic Messages).
+    Messages,
 }
 
 /// A request the server refuses with 400 `invalid_request_error`.

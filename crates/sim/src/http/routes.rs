@@ -45,6 +45,7 @@ pub(super) const REQUEST_RNG: u64 = 0x0fa0_17ed;
 enum Endpoint {
     ChatCompletions,
     Completions,
+    Messages,
     Models,
     Health,
     Metrics,
@@ -58,6 +59,7 @@ impl Endpoint {
         match path {
             "/v1/chat/completions" => Some(Endpoint::ChatCompletions),
             "/v1/completions" => Some(Endpoint::Completions),
+            "/v1/messages" => Some(Endpoint::Messages),
             "/v1/models" => Some(Endpoint::Models),
             "/health" => Some(Endpoint::Health),
             "/metrics" => Some(Endpoint::Metrics),
@@ -72,6 +74,7 @@ impl Endpoint {
         match self {
             Endpoint::ChatCompletions
             | Endpoint::Completions
+            | Endpoint::Messages
             | Endpoint::Tokenize
             | Endpoint::Embeddings
             | Endpoint::Rerank => Method::POST,
@@ -84,6 +87,7 @@ impl Endpoint {
         match self {
             Endpoint::ChatCompletions
             | Endpoint::Completions
+            | Endpoint::Messages
             | Endpoint::Tokenize
             | Endpoint::Embeddings
             | Endpoint::Rerank => HeaderValue::from_static("POST"),
@@ -144,6 +148,7 @@ async fn route(
     match endpoint {
         Endpoint::ChatCompletions => generate(state, request, Dialect::Chat).await,
         Endpoint::Completions => generate(state, request, Dialect::Completions).await,
+        Endpoint::Messages => generate(state, request, Dialect::Messages).await,
         Endpoint::Models => Ok(models(state)),
         Endpoint::Health => Ok(Response::new(SimBody::empty())),
         Endpoint::Metrics => Ok(metrics(state)),
@@ -224,6 +229,7 @@ async fn parse(
     let work = move || match dialect {
         Dialect::Chat => parse_chat(&body, &context),
         Dialect::Completions => parse_completion(&body, &context),
+        Dialect::Messages => super::messages::parse(&body, &context),
     };
     if small {
         return work();

@@ -11,8 +11,7 @@ use hyper::StatusCode;
 use goodput_protocol::ApiErrorBody;
 
 use super::answer::{
-    Answer, DONE_EVENT, GARBAGE_EVENT, INVALID_JSON_EVENT, KEEP_ALIVE_EVENT, MALFORMED_EVENT,
-    error_event, to_json,
+    Answer, GARBAGE_EVENT, INVALID_JSON_EVENT, KEEP_ALIVE_EVENT, MALFORMED_EVENT, to_json,
 };
 use super::body::{ClientGone, ConnectionAbort, FrameSink, SimBody};
 use super::faults::{Fault, PendingFault};
@@ -90,8 +89,8 @@ async fn stream_answer(mut exchange: Exchange, sink: &FrameSink) -> Result<(), C
         match update {
             RequestUpdate::Aborted { reason } => {
                 exchange.events.cancel();
-                sink.send(error_event(&reason)).await?;
-                return sink.send(DONE_EVENT).await;
+                sink.send(exchange.answer.error_event(&reason)).await?;
+                return send_done(&exchange.answer, sink).await;
             }
             RequestUpdate::Admitted { cached_tokens } => {
                 exchange.answer.add_cached(cached_tokens);
@@ -115,7 +114,15 @@ async fn stream_answer(mut exchange: Exchange, sink: &FrameSink) -> Result<(), C
     if let Some(usage) = exchange.answer.usage_event() {
         sink.send(usage).await?;
     }
-    sink.send(DONE_EVENT).await
+    send_done(&exchange.answer, sink).await
+}
+
+/// The stream's closing event, if its dialect has one.
+async fn send_done(answer: &Answer, sink: &FrameSink) -> Result<(), ClientGone> {
+    match answer.done_event() {
+        Some(done) => sink.send(done).await,
+        None => Ok(()),
+    }
 }
 
 async fn inject_stream_fault(
@@ -149,9 +156,9 @@ async fn inject_stream_fault(
         }
         Fault::ErrorMidStream => {
             exchange.events.cancel();
-            sink.send(error_event("injected fault: the server failed mid-stream"))
-                .await?;
-            sink.send(DONE_EVENT).await?;
+            let message = "injected fault: the server failed mid-stream";
+            sink.send(exchange.answer.error_event(message)).await?;
+            send_done(&exchange.answer, sink).await?;
             Ok(Flow::Stop)
         }
         Fault::ResetMidStream => {

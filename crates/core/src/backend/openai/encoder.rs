@@ -2,7 +2,9 @@
 //! input) and `/v1/rerank` (the Cohere/Jina/vLLM/llama.cpp shape: a `query` and `documents`,
 //! one scored result back per document). Both answer with one JSON body: the items are the
 //! vectors (results) the server returned — checked against the inputs sent, a mismatch is a
-//! protocol failure, never a silent count — and the input tokens its `usage`.
+//! protocol failure, never a silent count — and the input tokens its `usage`. Also
+//! `/v1/images/generations` (OpenAI images: one `prompt`, `n` images — the batch's size —
+//! back as `b64_json` or `url` entries of `data`), items = images.
 
 use goodput_protocol::Usage;
 use serde_json::{Map, Value, json};
@@ -22,6 +24,8 @@ pub(super) enum Encoder {
     Embeddings,
     /// `/v1/rerank`.
     Rerank,
+    /// `/v1/images/generations`.
+    Images,
 }
 
 /// The texts a request's input stands for: one per prompt of a batch, a conversation as one
@@ -75,6 +79,11 @@ pub(super) fn insert_input(
             body.insert("query".into(), json!(rerank_query(input)));
             body.insert("documents".into(), json!(texts));
         }
+        Encoder::Images => {
+            body.insert("prompt".into(), json!(texts[0]));
+            body.insert("n".into(), json!(texts.len()));
+            body.insert("response_format".into(), json!("b64_json"));
+        }
     }
     Ok(())
 }
@@ -111,7 +120,7 @@ pub(super) fn record_whole(
         ));
     }
     let key = match encoder {
-        Encoder::Embeddings => "data",
+        Encoder::Embeddings | Encoder::Images => "data",
         Encoder::Rerank => "results",
     };
     let Some(items) = value.get(key).and_then(Value::as_array) else {
@@ -119,7 +128,7 @@ pub(super) fn record_whole(
     };
     let returned = items.len();
     let complete = match encoder {
-        Encoder::Embeddings => returned == sent,
+        Encoder::Embeddings | Encoder::Images => returned == sent,
         Encoder::Rerank => returned >= 1 && returned <= sent,
     };
     if !complete {
@@ -127,8 +136,10 @@ pub(super) fn record_whole(
             "the server returned {returned} {key} entries for {sent} inputs"
         )));
     }
-    if encoder == Encoder::Embeddings {
-        check_vectors(items)?;
+    match encoder {
+        Encoder::Embeddings => check_vectors(items)?,
+        Encoder::Images => check_images(items)?,
+        Encoder::Rerank => {}
     }
     exchange.choices = u32::try_from(returned).unwrap_or(u32::MAX);
     exchange.untokenized = true;
@@ -148,6 +159,23 @@ fn check_vectors(items: &[Value]) -> Result<(), Failure> {
         if !ok {
             return Err(protocol(format!(
                 "embedding {position} of the response is missing or empty"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Every entry of `data` carries a non-empty image: `b64_json` or `url`.
+fn check_images(items: &[Value]) -> Result<(), Failure> {
+    for (position, item) in items.iter().enumerate() {
+        let present = |key: &str| {
+            item.get(key)
+                .and_then(Value::as_str)
+                .is_some_and(|s| !s.is_empty())
+        };
+        if !(present("b64_json") || present("url")) {
+            return Err(protocol(format!(
+                "image {position} of the response has neither `b64_json` nor `url`"
             )));
         }
     }
@@ -208,6 +236,27 @@ mod tests {
         assert!(record(r#"{"results":[]}"#, Encoder::Rerank, 2).is_err());
         let error = record(r#"{"error":{"message":"no"}}"#, Encoder::Rerank, 1).unwrap_err();
         assert_eq!(error.kind, OutcomeKind::StreamError);
+    }
+
+    #[test]
+    fn images_count_data_entries_with_an_image() {
+        let body = r#"{"created":1,"data":[{"b64_json":"iVBOR"},{"url":"http://x/1.png"}]}"#;
+        let exchange = record(body, Encoder::Images, 2).unwrap();
+        assert_eq!(exchange.choices, 2);
+        let short = record(body, Encoder::Images, 3).unwrap_err();
+        assert!(
+            short.message.contains("2 data entries for 3 inputs"),
+            "{short:?}"
+        );
+        let blank = record(r#"{"data":[{"b64_json":""}]}"#, Encoder::Images, 1).unwrap_err();
+        assert!(
+            blank.message.contains("neither `b64_json` nor `url`"),
+            "{blank:?}"
+        );
+        let mut body = Map::new();
+        let batch = RequestInput::Batch(vec!["a cat".into(), "a dog".into()]);
+        insert_input(&mut body, Encoder::Images, &batch).unwrap();
+        assert_eq!((&body["prompt"], &body["n"]), (&json!("a cat"), &json!(2)));
     }
 
     #[test]

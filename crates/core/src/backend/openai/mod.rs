@@ -14,6 +14,7 @@
 //! of the [`Exchange`], failure messages and `Debug` output.
 
 mod encoder;
+pub mod messages;
 pub(crate) mod reply;
 mod responses;
 mod whole;
@@ -46,6 +47,11 @@ pub enum ApiKind {
     Embeddings,
     /// `/v1/rerank`: a query scored against documents, never streamed.
     Rerank,
+    /// `/v1/images/generations`: `n` images of one prompt, never streamed.
+    Images,
+    /// `/v1/messages` (the Anthropic Messages API): `x-api-key` and `anthropic-version`
+    /// headers, typed stream events.
+    Messages,
 }
 
 impl ApiKind {
@@ -57,6 +63,8 @@ impl ApiKind {
             ApiKind::Responses => "responses",
             ApiKind::Embeddings => "embeddings",
             ApiKind::Rerank => "rerank",
+            ApiKind::Messages => "messages",
+            ApiKind::Images => "images/generations",
         }
     }
 
@@ -65,7 +73,8 @@ impl ApiKind {
         match self {
             ApiKind::Embeddings => Some(encoder::Encoder::Embeddings),
             ApiKind::Rerank => Some(encoder::Encoder::Rerank),
-            ApiKind::Chat | ApiKind::Completions | ApiKind::Responses => None,
+            ApiKind::Images => Some(encoder::Encoder::Images),
+            ApiKind::Chat | ApiKind::Completions | ApiKind::Responses | ApiKind::Messages => None,
         }
     }
 
@@ -80,8 +89,9 @@ impl ApiKind {
         match self {
             ApiKind::Embeddings => "inputs",
             ApiKind::Rerank => "documents",
+            ApiKind::Images => "images",
             ApiKind::Completions => "prompts",
-            ApiKind::Chat | ApiKind::Responses => "items",
+            ApiKind::Chat | ApiKind::Responses | ApiKind::Messages => "items",
         }
     }
 }
@@ -105,8 +115,10 @@ pub struct OpenAiConfig {
     pub extra_body: Map<String, Value>,
     /// Extra request headers (they override goodput's).
     pub headers: Vec<(HeaderName, HeaderValue)>,
-    /// API key, sent as a bearer token.
+    /// API key, sent as a bearer token (as `x-api-key` on the Messages API).
     pub api_key: Option<String>,
+    /// Sign every request with AWS SigV4 (SageMaker, Bedrock) instead of sending a key.
+    pub sigv4: Option<crate::http::sigv4::SigV4>,
     /// Longest SSE line (and event) accepted.
     pub max_line_bytes: usize,
     /// Longest non-streamed response body accepted.
@@ -125,6 +137,7 @@ impl Default for OpenAiConfig {
             extra_body: Map::new(),
             headers: Vec::new(),
             api_key: None,
+            sigv4: None,
             max_line_bytes: 4 << 20,
             max_body_bytes: 64 << 20,
         }
@@ -157,6 +170,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("extra_body", &self.extra_body)
             .field("headers", &headers)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("sigv4", &self.sigv4)
             .field("max_line_bytes", &self.max_line_bytes)
             .field("max_body_bytes", &self.max_body_bytes)
             .finish()
@@ -202,8 +216,12 @@ impl OpenAiBackend {
         if config.max_body_bytes == 0 {
             return Err(OpenAiConfigError::ZeroLimit("max_body_bytes"));
         }
-        let mut headers = super::post::json_headers(config.api_key.as_deref(), &config.headers)
-            .ok_or(OpenAiConfigError::InvalidApiKey)?;
+        let mut headers = if config.api == ApiKind::Messages {
+            anthropic_headers(config.api_key.as_deref(), &config.headers)
+        } else {
+            super::post::json_headers(config.api_key.as_deref(), &config.headers)
+        }
+        .ok_or(OpenAiConfigError::InvalidApiKey)?;
         if config.stream
             && config.api.streams()
             && !config.headers.iter().any(|(name, _)| name == ACCEPT)
@@ -242,11 +260,19 @@ impl OpenAiBackend {
     fn request(&self, spec: &RequestSpec) -> Result<Request<Full<Bytes>>, Failure> {
         let body =
             serde_json::to_vec(&self.body(spec)?).map_err(|error| invalid(error.to_string()))?;
+        let mut headers = self.headers.clone();
+        super::post::insert_request_id(&mut headers, spec)?;
+        if let Some(signer) = &self.config.sigv4 {
+            let now = std::time::SystemTime::now();
+            let target = (&Method::POST, self.client.target().authority(), &self.uri);
+            signer
+                .sign(target, &mut headers, &body, now)
+                .map_err(|error| invalid(error.to_string()))?;
+        }
         let mut request = Request::new(Full::new(Bytes::from(body)));
         *request.method_mut() = Method::POST;
         *request.uri_mut() = self.uri.clone();
-        *request.headers_mut() = self.headers.clone();
-        super::post::insert_request_id(request.headers_mut(), spec)?;
+        *request.headers_mut() = headers;
         if self.config.stream {
             request.extensions_mut().insert(WatchArrivals);
         }
@@ -270,6 +296,7 @@ impl OpenAiBackend {
             max_line_bytes: self.config.max_line_bytes,
             max_body_bytes: self.config.max_body_bytes,
             responses: self.config.api == ApiKind::Responses,
+            messages: self.config.api == ApiKind::Messages,
             encoder: self
                 .config
                 .api
@@ -347,7 +374,16 @@ pub fn request_body(
         }
         return Ok(body);
     }
-    insert_input(&mut body, config.api, &spec.input)?;
+    if config.api == ApiKind::Messages {
+        messages::insert_input(&mut body, &spec.input)?;
+        if spec.max_output_tokens.is_none() {
+            return Err(invalid(
+                "the Messages API requires max_tokens: give the workload an output length",
+            ));
+        }
+    } else {
+        insert_input(&mut body, config.api, &spec.input)?;
+    }
     if let Some(max) = spec.max_output_tokens {
         let key = match config.api {
             ApiKind::Responses => "max_output_tokens",
@@ -360,7 +396,7 @@ pub fn request_body(
         }
     }
     body.insert("stream".into(), Value::Bool(config.stream));
-    let usage_options = config.api != ApiKind::Responses;
+    let usage_options = !matches!(config.api, ApiKind::Responses | ApiKind::Messages);
     if usage_options && config.stream && (config.include_usage || config.continuous_usage) {
         let mut options = Map::new();
         options.insert("include_usage".into(), Value::Bool(config.include_usage));
@@ -420,11 +456,38 @@ fn insert_input(
                 "a batch of prompts needs the completions API; the Responses API takes one input",
             ));
         }
-        (ApiKind::Embeddings | ApiKind::Rerank, _) => {
-            return Err(invalid("the encoder APIs build their own bodies"));
+        (ApiKind::Embeddings | ApiKind::Rerank | ApiKind::Images | ApiKind::Messages, _) => {
+            return Err(invalid(
+                "the encoder and Messages APIs build their own bodies",
+            ));
         }
     }
     Ok(())
+}
+
+/// The Messages API's headers: JSON, `x-api-key: KEY` (sensitive) when a key is given,
+/// `anthropic-version`, then the user's own (which win, e.g. another `anthropic-version`).
+fn anthropic_headers(
+    api_key: Option<&str>,
+    extra: &[(HeaderName, HeaderValue)],
+) -> Option<HeaderMap> {
+    let mut headers = super::post::json_headers(None, &[])?;
+    if let Some(key) = api_key.filter(|key| !key.is_empty()) {
+        let mut value = HeaderValue::from_str(key).ok()?;
+        value.set_sensitive(true);
+        headers.insert(HeaderName::from_static("x-api-key"), value);
+    }
+    headers.insert(
+        HeaderName::from_static("anthropic-version"),
+        HeaderValue::from_static(messages::ANTHROPIC_VERSION),
+    );
+    let user = super::post::json_headers(None, extra)?;
+    for (name, value) in &user {
+        if name != CONTENT_TYPE || extra.iter().any(|(given, _)| given == CONTENT_TYPE) {
+            headers.insert(name.clone(), value.clone());
+        }
+    }
+    Some(headers)
 }
 
 /// Whether to read the body as SSE: asked for and not plainly JSON, or announced as SSE.

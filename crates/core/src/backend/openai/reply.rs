@@ -33,6 +33,8 @@ pub(super) struct Limits {
     pub(super) max_body_bytes: usize,
     /// The body is a Responses API answer (typed events, a `response` object).
     pub(super) responses: bool,
+    /// The body is an Anthropic Messages answer (typed events, a `message` object).
+    pub(super) messages: bool,
     /// The body is an encoder answer, for a request of this many inputs.
     pub(super) encoder: Option<(super::encoder::Encoder, usize)>,
 }
@@ -153,6 +155,8 @@ struct StreamReader {
     finished: bool,
     /// Responses API events.
     responses: bool,
+    /// Anthropic Messages events.
+    messages: bool,
 }
 
 impl StreamReader {
@@ -231,8 +235,13 @@ impl StreamReader {
             return Ok(Flow::More);
         }
         self.chunks += 1;
-        if self.responses {
-            return match super::responses::on_event(data, now, exchange)? {
+        if self.responses || self.messages {
+            let next = if self.messages {
+                super::messages::on_event(data, now, exchange)?
+            } else {
+                super::responses::on_event(data, now, exchange)?
+            };
+            return match next {
                 super::responses::Next::More => Ok(Flow::More),
                 super::responses::Next::Done => {
                     self.finished = true;
@@ -353,6 +362,7 @@ pub(super) async fn read_stream(
         chunks: 0,
         finished: false,
         responses: limits.responses,
+        messages: limits.messages,
     };
     loop {
         let frame = body.data().await;

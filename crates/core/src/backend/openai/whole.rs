@@ -108,6 +108,9 @@ pub(super) async fn read_whole(
 ) -> Result<(), Failure> {
     let bytes = post::read_whole(&mut body, limits.max_body_bytes, activity, exchange).await?;
     let arrived = body.received_at();
+    if limits.messages {
+        return super::messages::record_whole(&bytes, arrived, exchange);
+    }
     if limits.responses {
         return super::responses::record_whole(&bytes, arrived, exchange);
     }

@@ -190,6 +190,8 @@ pub struct TemplateConfig {
     pub headers: Vec<(HeaderName, HeaderValue)>,
     /// API key, sent as a bearer token.
     pub api_key: Option<String>,
+    /// Sign every request with AWS SigV4 (a SageMaker endpoint's `invocations`).
+    pub sigv4: Option<crate::http::sigv4::SigV4>,
     /// Longest reply body accepted.
     pub max_body_bytes: usize,
 }
@@ -202,6 +204,7 @@ impl fmt::Debug for TemplateConfig {
             .field("stream", &self.stream)
             .field("tokens", &self.tokens)
             .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("sigv4", &self.sigv4)
             .finish_non_exhaustive()
     }
 }
@@ -236,6 +239,7 @@ impl TemplateBackend {
             (&self.uri, &self.headers, spec),
             &body,
             self.config.stream != StreamFormat::None,
+            self.config.sigv4.as_ref(),
             exchange,
             activity,
         )

@@ -116,6 +116,7 @@ impl V2Backend {
             (&self.uri, &self.headers, spec),
             &body,
             false,
+            None,
             exchange,
             activity,
         )
