@@ -267,6 +267,44 @@ fn the_embedded_simulator_serves_realtime_sessions() {
 }
 
 #[test]
+fn realtime_sessions_run_in_virtual_time_exactly_as_the_engine_times_them() {
+    // The fixed engine (40 ms to the first token, 10 ms per token) in virtual time: one second
+    // of audio in 100 ms chunks is spoken in exactly 1 s of target time, then the answer (3
+    // tokens per audio second) comes 40 ms after the end of speech and ends 2 × 10 ms later.
+    let dir = tempfile::tempdir().unwrap();
+    let sim = support::fixed_sim(dir.path(), "fixed", 40, 10);
+    for dialect in ["openai", "vllm"] {
+        let out = dir.path().join(dialect);
+        let output = goodput()
+            .args(["run", "--quiet", "--virtual-time", "--api", "realtime"])
+            .args(["--realtime-dialect", dialect, "--audio-seconds", "1"])
+            .args(["--sim-config", sim.to_str().unwrap()])
+            .args(["--requests", "4", "--concurrency", "2", "--warmup", "0"])
+            .args(["--out", out.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{dialect}: {stderr}");
+        let step = &read_json(&out.join("report.json"))["steps"][0];
+        assert_eq!(step["requests"]["completed"], 4, "{dialect}");
+        let exact = |figures: &Value, figure: &str, want: f64| {
+            for at in ["min", "p50", "max"] {
+                let got = ms(&figures[figure][at]);
+                assert!(
+                    (got - want).abs() < 0.01,
+                    "{dialect} {figure}: {}",
+                    figures[figure]
+                );
+            }
+        };
+        exact(&step["latency_from_send_ms"], "ttft", 40.0);
+        exact(&step["latency_from_send_ms"], "e2e", 60.0);
+        exact(&step["latency_ms"], "ttft", 1_040.0);
+        exact(&step["latency_ms"], "tpot", 10.0);
+    }
+}
+
+#[test]
 fn realtime_is_refused_where_it_cannot_apply() {
     let refused = |args: &[&str], words: &str| {
         let output = goodput()
@@ -282,7 +320,6 @@ fn realtime_is_refused_where_it_cannot_apply() {
         &["--api", "chat", "--audio-seconds", "2"],
         "go with --api realtime",
     );
-    refused(&["--api", "realtime", "--virtual-time"], "virtual time");
     refused(
         &["--api", "realtime", "--audio-seconds", "0"],
         "--audio-seconds",

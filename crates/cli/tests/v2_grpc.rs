@@ -241,16 +241,44 @@ fn grpc_is_refused_where_it_cannot_apply() {
         assert!(stderr.contains(words), "{args:?}: {stderr}");
     };
     refused(&["--api", "chat", "--grpc", "unary"], "go with --api v2");
-    refused(
-        &[
-            "--api",
-            "v2",
-            "--model",
-            "m",
-            "--grpc",
-            "unary",
-            "--virtual-time",
-        ],
-        "virtual time",
-    );
+}
+
+#[test]
+fn model_stream_infer_runs_in_virtual_time_exactly_as_the_engine_times_it() {
+    // The same fixed engine (40 ms to the first token, 10 ms per token, 64 slots) in virtual
+    // time: gRPC's HTTP/2 over the in-memory pipes, so every first token is 40 ms after its
+    // send and every gap 10 ms, exactly (to the virtual clock's microsecond).
+    let dir = tempfile::tempdir().unwrap();
+    let sim = support::fixed_sim(dir.path(), "fixed", 40, 10);
+    let out = dir.path().join("out");
+    let output = goodput()
+        .args(["run", "--quiet", "--virtual-time", "--api", "v2"])
+        .args(["--grpc", "stream", "--tensor-dtype", "BYTES"])
+        .args([
+            "--sim-config",
+            sim.to_str().unwrap(),
+            "--output-tokens",
+            "6",
+        ])
+        .args(["--requests", "6", "--concurrency", "2", "--warmup", "0"])
+        .args(["--out", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let report = read_json(&out.join("report.json"));
+    let step = &report["steps"][0];
+    assert_eq!(step["requests"]["completed"], 6, "{}", step["requests"]);
+    assert_eq!(step["tokens"]["output_total"], 36, "{}", step["tokens"]);
+    let latency = &step["latency_ms"];
+    for (figure, exact) in [("ttft", 40.0), ("tpot", 10.0)] {
+        for at in ["min", "p50", "max"] {
+            let got = ms(&latency[figure][at]);
+            assert!(
+                (got - exact).abs() < 0.01,
+                "{figure} {at}: {}",
+                latency[figure]
+            );
+        }
+    }
 }

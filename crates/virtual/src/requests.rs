@@ -13,8 +13,10 @@ use goodput_core::report::run::ClassInfo;
 use goodput_core::tokens::{Tiktoken, TokenCounter};
 use goodput_core::workload::{GeneratedWorkload, LengthDistribution, PromptVocabulary, Workload};
 
-/// Makes the run's backend over a client to the simulator.
-pub type MakeBackend = Arc<dyn Fn(HttpClient) -> Result<Arc<dyn Backend>, String> + Send + Sync>;
+/// Makes the run's backend over a client to the simulator, on a clock running at a time scale
+/// (target seconds per runtime second: a backend pacing its own sends scales its waits by it).
+pub type MakeBackend =
+    Arc<dyn Fn(HttpClient, f64) -> Result<Arc<dyn Backend>, String> + Send + Sync>;
 
 /// The client side of a virtual-time target.
 #[derive(Clone)]
@@ -74,7 +76,7 @@ impl VirtualRequests {
     /// `workload` sent through an OpenAI-compatible API configured by `openai`.
     pub fn openai(workload: Arc<dyn Workload>, openai: OpenAiConfig) -> VirtualRequests {
         let streamed = openai.stream;
-        let backend: MakeBackend = Arc::new(move |client| {
+        let backend: MakeBackend = Arc::new(move |client, _time_scale| {
             OpenAiBackend::new(openai.clone(), client)
                 .map(|backend| Arc::new(backend) as Arc<dyn Backend>)
                 .map_err(|error| error.to_string())

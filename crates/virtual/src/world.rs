@@ -127,14 +127,14 @@ async fn run_here(
         SimServer::on_paused_clock(sim).map_err(|e| WorldError::Simulator(e.to_string()))?;
     let connector = FnConnector::new(move || {
         let (near, far) = tokio::io::duplex(1 << 16);
-        tokio::spawn(server.serve_connection(far));
+        tokio::spawn(server.serve_any(far));
         std::future::ready(Ok(Box::new(near) as BoxIo))
     });
     let target = Target::parse("http://simulator.virtual/v1")
         .map_err(|e| WorldError::Backend(e.to_string()))?;
     let http = HttpClient::new(target, Arc::new(connector), HttpConfig::default());
     let backend = Arc::new(RoundTrip {
-        inner: (client.backend)(http).map_err(WorldError::Backend)?,
+        inner: (client.backend)(http, DILATION).map_err(WorldError::Backend)?,
         least: ROUND_TRIP.div_f64(DILATION),
     });
     let config = RunConfig {

@@ -463,16 +463,6 @@ impl RunArgs {
 
     /// Refuses the flags that only mean something against a server on the wire.
     fn refuse_live_only(&self) -> Result<()> {
-        if self.tensors.grpc.is_some() {
-            bail!(
-                "--grpc cannot run in virtual time: its in-memory wire carries goodput's HTTP/1.1, not gRPC's HTTP/2"
-            );
-        }
-        if self.api == ApiArg::Realtime {
-            bail!(
-                "--api realtime cannot run in virtual time: the simulator does not serve WebSocket sessions"
-            );
-        }
         let server = &self.server_side;
         let live_only = [
             ("--metrics-url", server.metrics_url.is_some()),

@@ -38,8 +38,8 @@ pub(crate) async fn from_run(
     let workload = with_images(options.request.images.as_ref(), built.workload);
     let workload = crate::wiring::workload::with_mix(options, workload)?;
     let request = options.request.clone();
-    let backend: MakeBackend = Arc::new(move |client| {
-        crate::wiring::backend::backend(&request, openai.clone(), client)
+    let backend: MakeBackend = Arc::new(move |client, time_scale| {
+        crate::wiring::backend::backend(&request, openai.clone(), client, time_scale)
             .map_err(|error| format!("{error:#}"))
     });
     Ok(VirtualRequests {

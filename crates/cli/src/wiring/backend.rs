@@ -41,6 +41,7 @@ pub(crate) fn backend(
     request: &RequestOptions,
     openai: OpenAiConfig,
     client: HttpClient,
+    time_scale: f64,
 ) -> Result<Arc<dyn Backend>> {
     if let Some(http) = request.template.clone() {
         let config = TemplateConfig {
@@ -57,7 +58,7 @@ pub(crate) fn backend(
         return Ok(Arc::new(backend));
     }
     if let Some(realtime) = &request.realtime {
-        return realtime_backend(realtime, openai, &client);
+        return realtime_backend(realtime, openai, &client, time_scale);
     }
     if let (Some(source), Some(method)) = (request.tensors.clone(), request.grpc) {
         return grpc_backend(source, method, openai, &client);
@@ -83,6 +84,7 @@ fn realtime_backend(
     realtime: &RealtimeOptions,
     openai: OpenAiConfig,
     client: &HttpClient,
+    time_scale: f64,
 ) -> Result<Arc<dyn Backend>> {
     let target = client.target();
     if target.is_https() {
@@ -98,10 +100,11 @@ fn realtime_backend(
         dialect: realtime.dialect,
         audio: realtime.audio,
         chunk: realtime.chunk,
+        time_scale,
         api_key: openai.api_key,
         headers: openai.headers,
     };
-    let backend = RealtimeBackend::new(config).context("--target")?;
+    let backend = RealtimeBackend::new(config, client.clone()).context("--target")?;
     Ok(Arc::new(backend))
 }
 
@@ -125,7 +128,7 @@ fn grpc_backend(
         api_key: openai.api_key,
         max_body_bytes: openai.max_body_bytes,
     };
-    let backend = GrpcBackend::new(config).context("backend configuration")?;
+    let backend = GrpcBackend::new(config, client.clone()).context("backend configuration")?;
     Ok(Arc::new(backend))
 }
 
@@ -136,15 +139,16 @@ pub(crate) fn run_backend(
     fleet: &FleetOptions,
     openai: OpenAiConfig,
     client: HttpClient,
+    time_scale: f64,
 ) -> Result<Arc<dyn Backend>> {
     if !fleet.is_fleet() {
-        return backend(request, openai, client);
+        return backend(request, openai, client, time_scale);
     }
     let members = if fleet.targets.is_empty() {
         let label = client.target().authority().to_string();
         vec![FleetTarget {
             label,
-            backend: backend(request, openai, client)?,
+            backend: backend(request, openai, client, time_scale)?,
         }]
     } else {
         fleet
@@ -156,7 +160,7 @@ pub(crate) fn run_backend(
                 let client = HttpClient::tcp(parsed, HttpConfig::default());
                 Ok(FleetTarget {
                     label: target.label.clone(),
-                    backend: backend(request, openai.clone(), client)?,
+                    backend: backend(request, openai.clone(), client, time_scale)?,
                 })
             })
             .collect::<Result<Vec<_>>>()?

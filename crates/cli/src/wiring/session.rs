@@ -148,8 +148,9 @@ impl Session {
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
         let with_images = workload::with_images(options.request.images.as_ref(), built.workload);
         built.workload = workload::with_mix(&options, with_images)?;
+        let (request, fleet) = (&options.request, &options.fleet);
         let backend =
-            super::backend::run_backend(&options.request, &options.fleet, openai, client)?;
+            super::backend::run_backend(request, fleet, openai, client, config.time_scale)?;
         let run_info = describe(
             (&options, &config, &endpoint),
             (&model, streamed),

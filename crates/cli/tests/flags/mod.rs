@@ -11,6 +11,7 @@ pub(crate) mod fleet;
 pub(crate) mod load;
 pub(crate) mod offline;
 pub(crate) mod probes;
+pub(crate) mod realtime;
 pub(crate) mod serve;
 pub(crate) mod shard;
 pub(crate) mod tune;

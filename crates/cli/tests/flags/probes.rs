@@ -149,6 +149,7 @@ pub(crate) fn wire_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = request_probes();
     probes.extend(super::fleet::fleet_probes());
     probes.extend(tensor_probes());
+    probes.extend(super::realtime::probes());
     probes.extend(http_stream_probes());
     probes.extend(session_and_dataset_probes());
     probes.extend(replay_probes(sub));
@@ -207,8 +208,7 @@ fn http_stream_probes() -> Vec<Probe> {
     ]
 }
 
-/// `--api v2`'s tensors and `--grpc`, each against a plain `--api v2` run; `--api realtime`'s
-/// session flags against a plain `--api realtime` run (`run.workload` records them).
+/// `--api v2`'s tensors and `--grpc`, each against a plain `--api v2` run, and `--query`.
 fn tensor_probes() -> Vec<Probe> {
     vec![
         probe(
@@ -241,24 +241,6 @@ fn tensor_probes() -> Vec<Probe> {
             At("/run_json"),
         )
         .against(&["--api", "v2"]),
-        probe(
-            "--audio-seconds",
-            &["--api", "realtime", "--audio-seconds", "0.2"],
-            At("/run_json"),
-        )
-        .against(&["--api", "realtime"]),
-        probe(
-            "--audio-chunk",
-            &["--api", "realtime", "--audio-chunk", "50ms"],
-            At("/run_json"),
-        )
-        .against(&["--api", "realtime"]),
-        probe(
-            "--realtime-dialect",
-            &["--api", "realtime", "--realtime-dialect", "vllm"],
-            At("/run_json"),
-        )
-        .against(&["--api", "realtime"]),
         probe(
             "--query",
             &[

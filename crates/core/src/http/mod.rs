@@ -154,6 +154,12 @@ impl HttpClient {
         &self.inner.target
     }
 
+    /// A new connection to the target, outside the pool, for another protocol over the same
+    /// transport (gRPC's HTTP/2, a WebSocket): TCP live, in-memory pipes in virtual time.
+    pub async fn connect_raw(&self) -> Result<BoxIo, ConnectError> {
+        self.inner.connector.connect(&self.inner.target).await
+    }
+
     /// Connection counters.
     pub fn stats(&self) -> PoolStats {
         self.inner.pool.stats()

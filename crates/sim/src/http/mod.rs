@@ -16,6 +16,7 @@ mod answer;
 mod body;
 mod channels;
 mod completion_stream;
+mod detect;
 mod encode;
 mod faults;
 mod grpc;
@@ -182,20 +183,21 @@ impl SimServer {
         Ok(())
     }
 
-    /// Serves one TCP connection: KServe v2 over gRPC when it opens with the HTTP/2 preface
-    /// (`grpc.rs`), else HTTP/1.1 ([`SimServer::serve_connection`]).
-    fn serve_any(
-        &self,
-        stream: tokio::net::TcpStream,
-    ) -> impl Future<Output = ()> + Send + 'static {
+    /// Serves one already-connected transport in the protocol it opens with: KServe v2 over
+    /// gRPC after the HTTP/2 preface (`grpc.rs`), else HTTP/1.1
+    /// ([`SimServer::serve_connection`], WebSocket upgrades included) — TCP live, the in-memory
+    /// pipes of virtual time alike.
+    pub fn serve_any<I>(&self, io: I) -> impl Future<Output = ()> + Send + 'static
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
         let server = self.clone();
         async move {
-            let mut preface = [0u8; 3];
-            let h2 = matches!(stream.peek(&mut preface).await, Ok(3) if &preface == b"PRI");
-            if h2 {
-                grpc::serve_h2(Arc::clone(&server.state), stream).await;
-            } else {
-                server.serve_connection(stream).await;
+            match detect::sniff(io).await {
+                Ok((true, io)) => grpc::serve_h2(Arc::clone(&server.state), io).await,
+                Ok((false, io)) => server.serve_connection(io).await,
+                // The client went away before saying anything.
+                Err(_) => {}
             }
         }
     }

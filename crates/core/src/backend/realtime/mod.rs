@@ -24,7 +24,6 @@ use std::time::Duration;
 use futures_util::{SinkExt, StreamExt};
 use http::HeaderValue;
 use serde_json::json;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
@@ -32,6 +31,7 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use self::events::Event;
 use super::{Activity, Backend, BoxFuture, RequestSpec};
+use crate::http::{BoxIo, HttpClient};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
 /// Whose realtime protocol the server speaks.
@@ -75,6 +75,10 @@ pub struct RealtimeConfig {
     pub audio: Duration,
     /// The audio in each `input_audio_buffer.append`.
     pub chunk: Duration,
+    /// Target-time seconds per second of this machine's clock (`--time-scale`; the virtual
+    /// clock's dilation): the audio is paced at real time on the target's clock, a chunk every
+    /// `chunk / time_scale` here.
+    pub time_scale: f64,
     /// API key, sent as a bearer token.
     pub api_key: Option<String>,
     /// Extra handshake headers.
@@ -100,15 +104,18 @@ pub struct RealtimeBackend {
     config: RealtimeConfig,
     /// The `input_audio_buffer.append` events, in order.
     appends: Vec<String>,
-    /// host:port to connect to.
-    address: String,
+    /// Opens each session's connection (TCP live, in-memory pipes in virtual time).
+    client: HttpClient,
+    /// The wait between appends on this machine's clock.
+    pace: Duration,
 }
 
-type Socket = WebSocketStream<TcpStream>;
+type Socket = WebSocketStream<BoxIo>;
 
 impl RealtimeBackend {
-    /// A backend of `config`; the URL is checked here.
-    pub fn new(config: RealtimeConfig) -> Result<Self, RealtimeError> {
+    /// A backend of `config` whose sessions `client`'s connector opens; the URL is checked
+    /// here.
+    pub fn new(config: RealtimeConfig, client: HttpClient) -> Result<Self, RealtimeError> {
         let bad = |why: &str| RealtimeError::Url(config.url.clone(), why.to_string());
         let request = config
             .url
@@ -118,8 +125,7 @@ impl RealtimeBackend {
         if request.uri().scheme_str() != Some("ws") {
             return Err(bad("only ws:// URLs (TLS is not supported yet)"));
         }
-        let host = request.uri().host().ok_or_else(|| bad("no host"))?;
-        let address = format!("{host}:{}", request.uri().port_u16().unwrap_or(80));
+        request.uri().host().ok_or_else(|| bad("no host"))?;
         let rate = config.dialect.sample_rate();
         let tone = audio::tone(rate, config.audio);
         let appends = audio::chunks(&tone, rate, config.chunk)
@@ -129,10 +135,15 @@ impl RealtimeBackend {
                     .to_string()
             })
             .collect();
+        if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
+            return Err(bad("the time scale must be a positive number"));
+        }
+        let pace = config.chunk.div_f64(config.time_scale);
         Ok(RealtimeBackend {
             config,
             appends,
-            address,
+            client,
+            pace,
         })
     }
 
@@ -154,10 +165,11 @@ impl RealtimeBackend {
                 .headers_mut()
                 .insert(http::header::AUTHORIZATION, value);
         }
-        let stream = TcpStream::connect(&self.address)
+        let stream = self
+            .client
+            .connect_raw()
             .await
-            .map_err(|e| transport(format!("connecting to {}: {e}", self.address)))?;
-        let _ = stream.set_nodelay(true);
+            .map_err(|e| transport(e.to_string()))?;
         let (socket, _) = tokio_tungstenite::client_async(request, stream)
             .await
             .map_err(|e| match e {
@@ -229,7 +241,10 @@ impl RealtimeBackend {
         let mut next = 0usize;
         loop {
             let speaking = next <= self.appends.len();
-            let due = start + self.config.chunk * u32::try_from(next).unwrap_or(u32::MAX);
+            let due = start
+                + self
+                    .pace
+                    .saturating_mul(u32::try_from(next).unwrap_or(u32::MAX));
             tokio::select! {
                 biased;
                 message = socket.next() => {

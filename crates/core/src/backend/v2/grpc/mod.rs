@@ -10,6 +10,7 @@
 //! the request parameter `max_tokens`.
 
 pub mod convert;
+mod dial;
 
 pub use goodput_protocol::v2_grpc as proto;
 
@@ -28,6 +29,7 @@ use tonic_prost::ProstCodec;
 use self::proto::{InferTensor, ModelInferRequest, ModelInferResponse, ModelStreamInferResponse};
 use super::{TensorSource, V2Error};
 use crate::backend::{Activity, Backend, BoxFuture, RequestSpec};
+use crate::http::HttpClient;
 use crate::record::{Exchange, Failure, OutcomeKind};
 
 /// Which method requests call.
@@ -79,12 +81,12 @@ pub struct GrpcBackend {
 }
 
 impl GrpcBackend {
-    /// A backend of `config`; connects at the first request (call inside a Tokio runtime).
-    pub fn new(config: GrpcConfig) -> Result<Self, V2Error> {
+    /// A backend of `config` whose connection `client`'s connector opens (TCP live, in-memory
+    /// pipes in virtual time); connects at the first request (call inside a Tokio runtime).
+    pub fn new(config: GrpcConfig, client: HttpClient) -> Result<Self, V2Error> {
         let endpoint = Endpoint::from_shared(config.origin.clone())
             .map_err(|_| V2Error::Model(config.origin.clone()))?
-            .connect_timeout(Duration::from_secs(10))
-            .tcp_nodelay(true);
+            .connect_timeout(Duration::from_secs(10));
         let mut metadata = HeaderMap::new();
         for (name, value) in &config.headers {
             metadata.append(name.clone(), value.clone());
@@ -95,7 +97,7 @@ impl GrpcBackend {
             metadata.insert(http::header::AUTHORIZATION, value);
         }
         Ok(GrpcBackend {
-            channel: endpoint.connect_lazy(),
+            channel: endpoint.connect_with_connector_lazy(dial::Dial(client)),
             config,
             metadata,
         })
