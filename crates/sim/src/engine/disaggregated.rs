@@ -120,7 +120,8 @@ impl Disaggregated {
         }
         self.transferred.0 += 1;
         self.transferred.1 += busy + self.link.latency;
-        self.transfers.insert((start + busy + self.link.latency, id));
+        self.transfers
+            .insert((start + busy + self.link.latency, id));
     }
 
     /// A decode replica's events go to the client but its admissions: the request was

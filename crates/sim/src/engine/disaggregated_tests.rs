@@ -27,7 +27,10 @@ fn fixed(ttft_ms: u64, itl_ms: u64, slots: u32) -> Box<dyn Engine> {
 /// token, `decode_slots` each), round-robin both; the link sends 1000 B/token at 1 GB/s
 /// (1 ms for a 1000-token prompt) with 5 ms latency.
 fn fleet(p: usize, d: usize, decode_slots: u32, link: KvLink) -> Box<dyn Engine> {
-    let prefill = Replicated::new((0..p).map(|_| fixed(100, 10, 1)).collect(), Routing::RoundRobin);
+    let prefill = Replicated::new(
+        (0..p).map(|_| fixed(100, 10, 1)).collect(),
+        Routing::RoundRobin,
+    );
     let decode = Replicated::new(
         (0..d).map(|_| fixed(100, 10, decode_slots)).collect(),
         Routing::RoundRobin,
@@ -79,8 +82,18 @@ fn two_plus_two_fixed_fleet_goodput_is_exact() {
     let mut good = 0;
     for timeline in sim.timelines() {
         let j = (timeline.id / 2) as u32;
-        assert_eq!(timeline.ttft(), Some(MS * 100 + MS * 20 * j), "{}", timeline.id);
-        assert_eq!(timeline.e2e(), Some(MS * 206 + MS * 20 * j), "{}", timeline.id);
+        assert_eq!(
+            timeline.ttft(),
+            Some(MS * 100 + MS * 20 * j),
+            "{}",
+            timeline.id
+        );
+        assert_eq!(
+            timeline.e2e(),
+            Some(MS * 206 + MS * 20 * j),
+            "{}",
+            timeline.id
+        );
         assert_eq!(timeline.tpot(), Some(Duration::from_micros(10_600)));
         good += usize::from(timeline.ttft().unwrap() <= MS * 150);
     }

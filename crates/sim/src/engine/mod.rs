@@ -6,6 +6,7 @@
 //! [`Engine::submit`] or [`Engine::cancel`] at `now`; after any call, [`Engine::next_event_at`]
 //! says when the engine next needs to be advanced.
 
+pub mod adapters;
 pub mod batching;
 pub mod cost;
 pub mod disaggregated;

@@ -263,25 +263,25 @@ impl Engine for Replicated {
 /// Several engines' statistics as one: counts summed, KV usage weighted by pool size.
 pub(crate) fn merged_stats(all: &[EngineStats]) -> EngineStats {
     let blocks: u64 = all.iter().map(|s| s.kv_blocks_total).sum();
-        let used: f64 = all
-            .iter()
-            .map(|s| s.kv_usage * s.kv_blocks_total as f64)
-            .sum();
-        EngineStats {
-            running: all.iter().map(|s| s.running).sum(),
-            waiting: all.iter().map(|s| s.waiting).sum(),
-            kv_usage: if blocks == 0 {
-                0.0
-            } else {
-                used / blocks as f64
-            },
-            kv_blocks_total: blocks,
-            block_size: all.first().map_or(0, |s| s.block_size),
-            preemptions_total: all.iter().map(|s| s.preemptions_total).sum(),
-            prefix_queries_tokens: all.iter().map(|s| s.prefix_queries_tokens).sum(),
-            prefix_hits_tokens: all.iter().map(|s| s.prefix_hits_tokens).sum(),
-            speculative: merged_speculative(all.iter().map(|s| &s.speculative)),
-        }
+    let used: f64 = all
+        .iter()
+        .map(|s| s.kv_usage * s.kv_blocks_total as f64)
+        .sum();
+    EngineStats {
+        running: all.iter().map(|s| s.running).sum(),
+        waiting: all.iter().map(|s| s.waiting).sum(),
+        kv_usage: if blocks == 0 {
+            0.0
+        } else {
+            used / blocks as f64
+        },
+        kv_blocks_total: blocks,
+        block_size: all.first().map_or(0, |s| s.block_size),
+        preemptions_total: all.iter().map(|s| s.preemptions_total).sum(),
+        prefix_queries_tokens: all.iter().map(|s| s.prefix_queries_tokens).sum(),
+        prefix_hits_tokens: all.iter().map(|s| s.prefix_hits_tokens).sum(),
+        speculative: merged_speculative(all.iter().map(|s| &s.speculative)),
+    }
 }
 
 fn merged_speculative<'a>(all: impl Iterator<Item = &'a SpeculativeStats>) -> SpeculativeStats {
@@ -368,8 +368,7 @@ mod tests {
     /// distinct replicas are drawn, so never).
     #[test]
     fn power_of_two_never_picks_the_more_loaded_of_its_draws() {
-        let mut balancer =
-            Replicated::new(vec![fixed(4), fixed(4), fixed(4)], Routing::PowerOfTwo);
+        let mut balancer = Replicated::new(vec![fixed(4), fixed(4), fixed(4)], Routing::PowerOfTwo);
         balancer.in_flight = vec![5, 0, 0];
         let picks: Vec<usize> = (0..50)
             .map(|id| balancer.route(&request(id, None)))
