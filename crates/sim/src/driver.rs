@@ -19,6 +19,7 @@ use crate::engine::{
     Engine, EngineEvent, EngineRequest, EngineStats, FinishReason, Rejection, RequestId, SimTime,
 };
 use crate::server_metrics::ServerMetrics;
+use crate::server_metrics::replicas::ReplicaView;
 
 pub use crate::clock::SimClock;
 
@@ -75,6 +76,8 @@ pub struct RequestEvents {
     updates: mpsc::UnboundedReceiver<(usize, RequestUpdate)>,
     /// Engine id of each request still running, by position.
     live: Vec<Option<RequestId>>,
+    /// The replica that took the group's first request (a fleet; `None`: one engine).
+    replica: Option<usize>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
@@ -88,6 +91,11 @@ impl RequestEvents {
             *slot = None;
         }
         Some((position, update))
+    }
+
+    /// The replica that took the group's first request (`None`: one engine).
+    pub fn replica(&self) -> Option<usize> {
+        self.replica
     }
 
     /// Number of requests in the group.
@@ -134,6 +142,14 @@ enum Command {
 struct Published {
     stats: EngineStats,
     metrics: ServerMetrics,
+    /// Each replica's state and the requests routed to it, with more than one replica.
+    replicas: ReplicaView,
+}
+
+/// Publishes the engine's state, whole and by replica.
+fn publish(published: &mut Published, engine: &dyn Engine) {
+    published.stats = engine.stats();
+    published.replicas.update(engine);
 }
 
 /// Talks to the driver task. Cheap to clone.
@@ -170,6 +186,7 @@ impl DriverHandle {
         let published = Arc::new(Mutex::new(Published {
             stats: engine.stats(),
             metrics,
+            replicas: ReplicaView::default(),
         }));
         let driver = Driver {
             engine,
@@ -212,7 +229,11 @@ impl DriverHandle {
     /// The Prometheus exposition of the server-side metrics.
     pub fn render_metrics(&self) -> String {
         let published = self.lock();
-        published.metrics.render(&published.stats)
+        let mut out = published.metrics.render(&published.stats);
+        published
+            .replicas
+            .render(&mut out, published.metrics.labels());
+        out
     }
 
     /// Counts a request refused before it reached the engine.
@@ -325,7 +346,7 @@ impl Driver {
                 published.metrics.record_abort(id);
             }
         }
-        published.stats = self.engine.stats();
+        publish(&mut published, &*self.engine);
     }
 }
 
@@ -411,10 +432,17 @@ impl Driver {
             );
             accepted.push(id);
         }
-        published.stats = self.engine.stats();
+        publish(&mut published, &*self.engine);
+        let replica = accepted
+            .first()
+            .and_then(|id| self.engine.replica_serving(*id));
+        if let Some(replica) = replica {
+            published.replicas.routed(replica);
+        }
         drop(published);
         let live = accepted.iter().copied().map(Some).collect();
         let events = RequestEvents {
+            replica,
             updates: receiver,
             live,
             commands,
@@ -435,7 +463,7 @@ impl Driver {
         published
             .metrics
             .record_rejection(rejection_reason(rejection));
-        published.stats = self.engine.stats();
+        publish(published, &*self.engine);
     }
 
     fn cancel(&mut self, ids: &[RequestId]) {
@@ -450,7 +478,7 @@ impl Driver {
                 published.metrics.record_abort(*id);
             }
         }
-        published.stats = self.engine.stats();
+        publish(&mut published, &*self.engine);
     }
 }
 

@@ -20,6 +20,7 @@ mod faults;
 mod infer;
 mod request;
 mod routes;
+pub use routes::REPLICA_HEADER;
 mod stream;
 mod tokenize;
 
