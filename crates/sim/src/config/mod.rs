@@ -6,6 +6,7 @@ mod agent;
 mod engine;
 mod faults;
 mod fleet;
+mod layout;
 mod policy;
 
 pub use agent::{AgentConfig, ReasoningFormat};
@@ -13,6 +14,7 @@ pub use engine::{BatchingConfig, FixedTimingConfig, SlotPromptSimilarity, Specul
 pub use faults::FaultConfig;
 pub use fleet::{AdapterConfig, DisaggregationConfig};
 pub use goodput_protocol::QueueOrder;
+pub use layout::{LAYOUT_FORMS, Layout};
 pub use policy::{EnginePolicy, Roofline, StepOverheads};
 
 pub use crate::engine::replicas::Routing;
