@@ -127,11 +127,10 @@ impl EmbeddedSimArgs {
     /// `--sim-tp` when both are given).
     pub(crate) fn apply(&self, config: &mut SimConfig, tp: Option<u32>) -> Result<()> {
         self.apply_replicas(config)?;
-        let laid_out = match self.sim_layout {
-            Some(Layout::Replicas { tp: Some(_), .. }) => true,
-            Some(Layout::Pools { .. }) => true,
-            _ => false,
-        };
+        let laid_out = matches!(
+            self.sim_layout,
+            Some(Layout::Replicas { tp: Some(_), .. } | Layout::Pools { .. })
+        );
         if laid_out && let Some(tp) = tp {
             bail!(
                 "--tp {tp} and --sim-layout both set the simulator's tensor parallelism; give the \

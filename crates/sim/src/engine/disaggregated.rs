@@ -87,7 +87,7 @@ impl Disaggregated {
 
     /// A prefill replica's events: its first token goes to the client, and its KV onto the
     /// link (a one-token answer ends there).
-    fn from_prefill(&mut self, event: EngineEvent, out: &mut Vec<EngineEvent>) {
+    fn on_prefill_event(&mut self, event: EngineEvent, out: &mut Vec<EngineEvent>) {
         let EngineEvent::Tokens { id, at, count, .. } = event else {
             if let EngineEvent::Aborted { id, .. } = &event {
                 self.requests.remove(id);
@@ -126,7 +126,7 @@ impl Disaggregated {
 
     /// A decode replica's events go to the client but its admissions: the request was
     /// scheduled when its prefill began.
-    fn from_decode(&mut self, event: EngineEvent, out: &mut Vec<EngineEvent>) {
+    fn on_decode_event(&mut self, event: EngineEvent, out: &mut Vec<EngineEvent>) {
         match &event {
             EngineEvent::Scheduled { .. } => return,
             EngineEvent::Tokens {
@@ -169,11 +169,11 @@ impl Disaggregated {
         let mut happened = Vec::new();
         self.prefill.advance(at, &mut happened);
         for event in happened.drain(..) {
-            self.from_prefill(event, out);
+            self.on_prefill_event(event, out);
         }
         self.decode.advance(at, &mut happened);
         for event in happened.drain(..) {
-            self.from_decode(event, out);
+            self.on_decode_event(event, out);
         }
     }
 }
