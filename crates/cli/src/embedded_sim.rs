@@ -21,6 +21,19 @@ pub(crate) fn describe_simulator(config: &SimConfig) -> String {
             f.ttft, f.itl, f.slots
         ),
     };
+    if let Some(split) = &config.disaggregation {
+        let tp = |pool: Option<u32>| pool.map(|tp| format!(":tp{tp}")).unwrap_or_default();
+        return format!(
+            "{engine}; {}p{}+{}d{} disaggregated over a {} GB/s, {} ms KV link, {} routing)",
+            split.prefill_replicas,
+            tp(split.prefill_tensor_parallel),
+            split.decode_replicas,
+            tp(split.decode_tensor_parallel),
+            split.kv_link_gb_per_s,
+            split.kv_link_latency_ms,
+            config.routing.name()
+        );
+    }
     if config.replicas > 1 {
         format!(
             "{engine}; {} replicas, {} routing)",

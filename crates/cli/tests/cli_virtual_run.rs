@@ -404,3 +404,49 @@ fn injected_faults_strike_in_virtual_time_as_they_do_live() {
         assert!(kinds[kind].as_u64().unwrap() > 0, "{kind}: {kinds:?}");
     }
 }
+
+/// 2P+2D fixed-timing pools from `--sim-layout`, in virtual time: one worker's request at a
+/// time runs its 100 ms prefill, crosses the link (latency 5 ms; the fixed engine sends no
+/// bytes), then its 9 further tokens 10 ms apart: TTFT 100 ms, E2E 100 + 5 + 90 = 195 ms
+/// exactly; TPOT (195 − 100) / 9.
+#[test]
+fn a_disaggregated_layout_runs_in_virtual_time_with_exact_timing() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("pools.json");
+    std::fs::write(
+        &sim,
+        r#"{"engine": {"kind": "fixed", "ttft": 100, "itl": 10, "slots": 1},
+            "disaggregation": {"kv_link_latency_ms": 5.0},
+            "prompt_tokenizer": "words"}"#,
+    )
+    .unwrap();
+    let out = dir.path().join("pools");
+    let report = run(
+        &out,
+        &[
+            "--virtual-time",
+            "--concurrency",
+            "1",
+            "--requests",
+            "20",
+            "--output-tokens",
+            "10",
+            "--sim-layout",
+            "2p+2d",
+            "--sim-config",
+            sim.to_str().unwrap(),
+        ],
+    );
+    let target = report["run"]["target"].as_str().unwrap();
+    assert!(target.contains("2p+2d disaggregated"), "{target}");
+    let step = &report["steps"][0];
+    let p50 = |figure: &str| step["latency_ms"][figure]["p50"].as_f64().unwrap();
+    assert!((p50("ttft") - 100.0).abs() < 1e-6, "{step}");
+    assert!((p50("e2e") - 195.0).abs() < 1e-6, "{step}");
+    let refused = goodput()
+        .args(["run", "--quiet", "--virtual-time", "--sim-layout", "2p+2q"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("NxtpK"));
+}

@@ -19,6 +19,7 @@ use crate::engine::{
     Engine, EngineEvent, EngineRequest, EngineStats, FinishReason, Rejection, RequestId, SimTime,
 };
 use crate::server_metrics::ServerMetrics;
+use crate::server_metrics::replicas::ReplicaView;
 
 pub use crate::clock::SimClock;
 
@@ -75,6 +76,8 @@ pub struct RequestEvents {
     updates: mpsc::UnboundedReceiver<(usize, RequestUpdate)>,
     /// Engine id of each request still running, by position.
     live: Vec<Option<RequestId>>,
+    /// The replica that took the group's first request (a fleet; `None`: one engine).
+    replica: Option<usize>,
     commands: mpsc::UnboundedSender<Command>,
 }
 
@@ -88,6 +91,11 @@ impl RequestEvents {
             *slot = None;
         }
         Some((position, update))
+    }
+
+    /// The replica that took the group's first request (`None`: one engine).
+    pub fn replica(&self) -> Option<usize> {
+        self.replica
     }
 
     /// Number of requests in the group.
@@ -134,6 +142,14 @@ enum Command {
 struct Published {
     stats: EngineStats,
     metrics: ServerMetrics,
+    /// Each replica's state and the requests routed to it, with more than one replica.
+    replicas: ReplicaView,
+}
+
+/// Publishes the engine's state, whole and by replica.
+fn publish(published: &mut Published, engine: &dyn Engine) {
+    published.stats = engine.stats();
+    published.replicas.update(engine);
 }
 
 /// Talks to the driver task. Cheap to clone.
@@ -170,6 +186,7 @@ impl DriverHandle {
         let published = Arc::new(Mutex::new(Published {
             stats: engine.stats(),
             metrics,
+            replicas: ReplicaView::default(),
         }));
         let driver = Driver {
             engine,
@@ -212,7 +229,11 @@ impl DriverHandle {
     /// The Prometheus exposition of the server-side metrics.
     pub fn render_metrics(&self) -> String {
         let published = self.lock();
-        published.metrics.render(&published.stats)
+        let mut out = published.metrics.render(&published.stats);
+        published
+            .replicas
+            .render(&mut out, published.metrics.labels());
+        out
     }
 
     /// Counts a request refused before it reached the engine.
@@ -325,7 +346,7 @@ impl Driver {
                 published.metrics.record_abort(id);
             }
         }
-        published.stats = self.engine.stats();
+        publish(&mut published, &*self.engine);
     }
 }
 
@@ -411,10 +432,17 @@ impl Driver {
             );
             accepted.push(id);
         }
-        published.stats = self.engine.stats();
+        publish(&mut published, &*self.engine);
+        let replica = accepted
+            .first()
+            .and_then(|id| self.engine.replica_serving(*id));
+        if let Some(replica) = replica {
+            published.replicas.routed(replica);
+        }
         drop(published);
         let live = accepted.iter().copied().map(Some).collect();
         let events = RequestEvents {
+            replica,
             updates: receiver,
             live,
             commands,
@@ -435,7 +463,7 @@ impl Driver {
         published
             .metrics
             .record_rejection(rejection_reason(rejection));
-        published.stats = self.engine.stats();
+        publish(published, &*self.engine);
     }
 
     fn cancel(&mut self, ids: &[RequestId]) {
@@ -450,7 +478,7 @@ impl Driver {
                 published.metrics.record_abort(*id);
             }
         }
-        published.stats = self.engine.stats();
+        publish(&mut published, &*self.engine);
     }
 }
 
@@ -472,106 +500,5 @@ pub fn rejection_reason(rejection: &Rejection) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-    use super::*;
-    use crate::config::FixedTimingConfig;
-    use crate::engine::fixed::FixedTimingEngine;
-    use crate::server_metrics::CacheConfigInfo;
-
-    fn fixed_driver(slots: u32, max_waiting: usize, time_scale: f64) -> DriverHandle {
-        let config = FixedTimingConfig {
-            ttft: Duration::from_millis(200),
-            itl: Duration::from_millis(10),
-            slots,
-            max_waiting,
-            ..FixedTimingConfig::default()
-        };
-        let metrics = ServerMetrics::new("m", 1000, CacheConfigInfo::default());
-        let runtime = tokio::runtime::Handle::current();
-        DriverHandle::spawn(
-            &runtime,
-            Box::new(FixedTimingEngine::new(config)),
-            time_scale,
-            metrics,
-        )
-    }
-
-    fn request(tokens: u32) -> EngineRequest {
-        EngineRequest {
-            id: 0,
-            prompt_tokens: 10,
-            block_hashes: Vec::new(),
-            max_output_tokens: tokens,
-            stop_after_tokens: tokens,
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn tokens_arrive_at_their_simulated_times() {
-        let driver = fixed_driver(1, 0, 2.0);
-        let start = Instant::now();
-        let mut events = driver.submit(vec![request(3)]).await.unwrap();
-        let mut arrivals = Vec::new();
-        while let Some((position, update)) = events.recv().await {
-            assert_eq!(position, 0);
-            arrivals.push((start.elapsed(), update));
-        }
-        // Admission (with the prompt tokens found in the prefix cache) comes first, at once.
-        assert_eq!(
-            arrivals.remove(0),
-            (Duration::ZERO, RequestUpdate::Admitted { cached_tokens: 0 })
-        );
-        let times: Vec<Duration> = arrivals.iter().map(|(at, _)| *at).collect();
-        assert_eq!(times, [100, 105, 110].map(Duration::from_millis));
-        assert_eq!(
-            arrivals[2].1,
-            RequestUpdate::Tokens {
-                count: 1,
-                finished: Some(FinishReason::Length)
-            }
-        );
-        let counters = driver.published.lock().unwrap().metrics.token_counters();
-        assert_eq!(
-            (counters.prompt_tokens, counters.generation_tokens),
-            (10, 3)
-        );
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_full_queue_rejects_and_dropping_events_cancels() {
-        let driver = fixed_driver(1, 0, 1.0);
-        let first = driver.submit(vec![request(1000)]).await.unwrap();
-        let refused = driver.submit(vec![request(5)]).await.unwrap_err();
-        assert!(
-            matches!(refused, SubmitError::Rejected(Rejection::QueueFull { .. })),
-            "{refused:?}"
-        );
-        assert_eq!(driver.stats().running, 1);
-        drop(first);
-        tokio::time::sleep(Duration::from_millis(1)).await;
-        assert_eq!(driver.stats().running, 0);
-        assert!(
-            driver
-                .render_metrics()
-                .contains("finished_reason=\"abort\"} 1")
-        );
-        assert!(driver.render_metrics().contains("reason=\"queue_full\"} 1"));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_group_is_rejected_as_a_whole() {
-        let driver = fixed_driver(1, 1, 1.0);
-        // Three requests on one slot with one waiting place: the third is refused, and the
-        // first two are withdrawn.
-        let refused = driver
-            .submit(vec![request(5), request(5), request(5)])
-            .await
-            .unwrap_err();
-        assert!(matches!(
-            refused,
-            SubmitError::Rejected(Rejection::QueueFull { .. })
-        ));
-        assert_eq!((driver.stats().running, driver.stats().waiting), (0, 0));
-    }
-}
+#[path = "driver_tests.rs"]
+mod tests;

@@ -6,6 +6,8 @@
 //! token is produced. Requests that a client abandoned or the engine dropped are counted in
 //! `vllm:request_success_total{finished_reason="abort"}`.
 
+pub mod replicas;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
@@ -156,6 +158,11 @@ impl ServerMetrics {
             generation_lengths: Histogram::new(&length_buckets),
             iteration_tokens: Histogram::new(&ITERATION_TOKEN_BUCKETS),
         }
+    }
+
+    /// The labels every series carries (`model_name`).
+    pub fn labels(&self) -> &str {
+        &self.labels
     }
 
     /// The token counters so far.

@@ -193,7 +193,7 @@ fn simulated_hardware(simulator: Option<&SimConfig>) -> SimulatedHardware {
     let hardware = Some(Hardware {
         model: batching.model.clone(),
         gpu: batching.gpu.clone(),
-        accelerators: batching.tensor_parallel * config.replicas.max(1),
+        accelerators: config.accelerators(),
         tensor_parallel: batching.tensor_parallel,
         gpu_memory_utilization: batching.gpu_memory_utilization,
     });

@@ -44,10 +44,15 @@ pub(crate) struct SimArgs {
     /// and queue).
     #[arg(long, value_name = "N")]
     pub(crate) replicas: Option<u32>,
-    /// How the load balancer spreads requests over --replicas (round-robin, least-loaded,
-    /// prefix-affinity).
+    /// How the load balancer spreads requests over --replicas or --layout's pools
+    /// (round-robin, least-loaded, prefix-affinity, power-of-two, kv-aware).
     #[arg(long, value_name = "POLICY", value_parser = crate::args::sim_deploy::parse_routing)]
     pub(crate) routing: Option<goodput_sim::config::Routing>,
+    /// A fleet behind one address: N or NxtpK replicas (4xtp2), or prefill and decode pools
+    /// joined by a KV link (2p+6d, 2p:tp2+4d:tp1); each response names its replica in
+    /// `x-sim-replica` and /metrics adds goodput_sim:replica_* series.
+    #[arg(long, value_name = "LAYOUT", value_parser = crate::args::sim_deploy::parse_layout, conflicts_with = "replicas")]
+    pub(crate) layout: Option<goodput_sim::config::Layout>,
     #[command(flatten)]
     pub(crate) batching: BatchingArgs,
     #[command(flatten)]
@@ -267,9 +272,16 @@ impl SimArgs {
         self.faults.apply(&mut config.faults);
         self.agent.apply(&mut config.agent);
         set(&mut config.replicas, self.replicas);
+        if let Some(layout) = self.layout {
+            layout
+                .apply(&mut config)
+                .map_err(|e| anyhow::anyhow!("--layout: {e}"))?;
+        }
         if let Some(routing) = self.routing {
-            if config.replicas < 2 {
-                bail!("--routing spreads requests over replicas: add --replicas 2 or more");
+            if config.replicas < 2 && config.disaggregation.is_none() {
+                bail!(
+                    "--routing spreads requests over replicas: add --replicas 2 or more (or --layout)"
+                );
             }
             config.routing = routing;
         }

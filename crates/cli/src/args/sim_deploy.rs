@@ -4,7 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 use goodput_protocol::hardware::DType;
-use goodput_sim::config::{BatchingConfig, EngineConfig, EnginePolicy, Routing, SimConfig};
+use goodput_sim::config::{BatchingConfig, EngineConfig, EnginePolicy, Layout, Routing, SimConfig};
 
 use crate::args::run::RunArgs;
 use crate::args::server::DEFAULT_GPU_MEMORY_UTILIZATION;
@@ -37,10 +37,20 @@ pub(crate) struct EmbeddedSimArgs {
     /// cache and queue).
     #[arg(long, value_name = "N", help_heading = "Embedded simulator")]
     pub(crate) sim_replicas: Option<u32>,
-    /// Embedded simulator: how the load balancer spreads requests over --sim-replicas
-    /// (round-robin, least-loaded, prefix-affinity).
+    /// Embedded simulator: how the load balancer spreads requests over --sim-replicas or a
+    /// layout's pools (round-robin, least-loaded, prefix-affinity, power-of-two, kv-aware).
     #[arg(long, value_name = "POLICY", value_parser = parse_routing, help_heading = "Embedded simulator")]
     pub(crate) sim_routing: Option<Routing>,
+    /// Embedded simulator: a fleet layout — N or NxtpK replicas (4xtp2), or prefill and decode
+    /// pools joined by a KV link (2p+6d, 2p:tp2+4d:tp1; the link from --sim-config's
+    /// [disaggregation], else 50 GB/s and 1 ms).
+    #[arg(long, value_name = "LAYOUT", value_parser = parse_layout, conflicts_with_all = ["sim_replicas", "sim_tp"], help_heading = "Embedded simulator")]
+    pub(crate) sim_layout: Option<Layout>,
+}
+
+/// A fleet layout.
+pub(crate) fn parse_layout(text: &str) -> Result<Layout, String> {
+    Layout::parse(text)
 }
 
 /// A routing policy by name.
@@ -52,14 +62,23 @@ pub(crate) fn parse_routing(text: &str) -> Result<Routing, String> {
 }
 
 impl EmbeddedSimArgs {
-    /// `--sim-replicas` and `--sim-routing` (routing needs more than one replica).
+    /// `--sim-replicas`, `--sim-layout` and `--sim-routing` (routing needs more than one
+    /// replica or a layout's pools).
     fn apply_replicas(&self, config: &mut SimConfig) -> Result<()> {
         if let Some(replicas) = self.sim_replicas {
             config.replicas = replicas;
         }
+        if let Some(layout) = self.sim_layout {
+            layout
+                .apply(config)
+                .map_err(|e| anyhow::anyhow!("--sim-layout: {e}"))?;
+        }
         if let Some(routing) = self.sim_routing {
-            if config.replicas < 2 {
-                bail!("--sim-routing spreads requests over replicas: add --sim-replicas 2 or more");
+            if config.replicas < 2 && config.disaggregation.is_none() {
+                bail!(
+                    "--sim-routing spreads requests over replicas: add --sim-replicas 2 or more \
+                     (or --sim-layout)"
+                );
             }
             config.routing = routing;
         }
@@ -108,6 +127,16 @@ impl EmbeddedSimArgs {
     /// `--sim-tp` when both are given).
     pub(crate) fn apply(&self, config: &mut SimConfig, tp: Option<u32>) -> Result<()> {
         self.apply_replicas(config)?;
+        let laid_out = matches!(
+            self.sim_layout,
+            Some(Layout::Replicas { tp: Some(_), .. } | Layout::Pools { .. })
+        );
+        if laid_out && let Some(tp) = tp {
+            bail!(
+                "--tp {tp} and --sim-layout both set the simulator's tensor parallelism; give the \
+                 layout's (e.g. 4xtp2, 2p:tp2+4d:tp1)"
+            );
+        }
         let tp = match (self.sim_tp, tp) {
             (Some(sim), Some(tp)) if sim != tp => bail!(
                 "--tp {tp} and --sim-tp {sim} disagree: with the embedded simulator, --tp is its \

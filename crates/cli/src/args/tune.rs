@@ -261,6 +261,7 @@ impl TuneArgs {
             ("--sim-tp", deploy.sim_tp.is_some()),
             ("--sim-replicas", deploy.sim_replicas.is_some()),
             ("--sim-routing", deploy.sim_routing.is_some()),
+            ("--sim-layout", deploy.sim_layout.is_some()),
             ("--sim-dtype", deploy.precision.sim_dtype.is_some()),
             ("--sim-kv-dtype", deploy.precision.sim_kv_dtype.is_some()),
             ("--sim-engine", deploy.precision.sim_engine.is_some()),

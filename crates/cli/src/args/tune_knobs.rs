@@ -7,10 +7,10 @@
 use anyhow::{Result, bail};
 use goodput_core::units::parse_duration;
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
-use goodput_sim::config::{BatchingConfig, EngineConfig, EnginePolicy, SimConfig};
+use goodput_sim::config::{BatchingConfig, EngineConfig, EnginePolicy, Layout, Routing, SimConfig};
 
 /// The knobs, with the engine each applies to (`None`: both) and what it sets.
-pub(crate) const KNOBS: [(&str, Option<bool>, &str); 15] = [
+pub(crate) const KNOBS: [(&str, Option<bool>, &str); 17] = [
     (
         "max_num_seqs",
         None,
@@ -30,6 +30,16 @@ pub(crate) const KNOBS: [(&str, Option<bool>, &str); 15] = [
         "tensor-parallel degree (accelerators per replica)",
     ),
     ("replicas", None, "replicas behind one load balancer"),
+    (
+        "layout",
+        None,
+        "a fleet layout: 8xtp1, 4xtp2, 2p+6d, 2p:tp2+4d:tp1",
+    ),
+    (
+        "routing",
+        None,
+        "round-robin, least-loaded, prefix-affinity, power-of-two, kv-aware",
+    ),
     ("policy", Some(true), "vllm, sglang, tensorrt-llm or bare"),
     (
         "accelerator",
@@ -103,13 +113,10 @@ pub(crate) fn simulator(
     Ok(config)
 }
 
-/// The accelerators a simulated configuration occupies: tensor parallelism × replicas.
+/// The accelerators a simulated configuration occupies: tensor parallelism × replicas, or
+/// each pool's of a disaggregated layout.
 pub(crate) fn accelerators(config: &SimConfig) -> u32 {
-    let tp = match &config.engine {
-        EngineConfig::Batching(batching) => batching.tensor_parallel,
-        EngineConfig::Fixed(_) => 1,
-    };
-    tp.max(1).saturating_mul(config.replicas.max(1))
+    config.accelerators().max(1)
 }
 
 fn number(value: &str) -> Result<u32, String> {
@@ -128,6 +135,10 @@ fn boolean(value: &str) -> Result<bool, String> {
 fn set(config: &mut SimConfig, key: &str, value: &str) -> Result<(), String> {
     match key {
         "replicas" => config.replicas = number(value)?,
+        "layout" => Layout::parse(value)?.apply(config)?,
+        "routing" => {
+            config.routing = Routing::from_name(value).ok_or("unknown routing")?;
+        }
         _ => match &mut config.engine {
             EngineConfig::Batching(batching) => set_batching(batching, key, value)?,
             EngineConfig::Fixed(fixed) => match key {
@@ -200,6 +211,21 @@ mod tests {
         assert_eq!(accelerators(&config), 6);
         let zero = simulator(&base, &[("max_num_seqs".to_string(), "0".to_string())]);
         assert!(zero.unwrap_err().contains("max_num_seqs"));
+    }
+
+    #[test]
+    fn layouts_of_eight_gpus_are_eight_accelerators_each() {
+        let base = SimConfig::default();
+        for layout in ["8xtp1", "4xtp2", "2p+6d", "2p:tp2+4d:tp1"] {
+            let values = [
+                ("layout".to_string(), layout.to_string()),
+                ("routing".to_string(), "power-of-two".to_string()),
+            ];
+            let config = simulator(&base, &values).unwrap();
+            assert_eq!(accelerators(&config), 8, "{layout}");
+        }
+        let bad = simulator(&base, &[("layout".to_string(), "2q+6d".to_string())]);
+        assert!(bad.unwrap_err().contains("NxtpK"));
     }
 
     #[test]

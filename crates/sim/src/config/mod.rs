@@ -5,12 +5,16 @@
 mod agent;
 mod engine;
 mod faults;
+mod fleet;
+mod layout;
 mod policy;
 
 pub use agent::{AgentConfig, ReasoningFormat};
 pub use engine::{BatchingConfig, FixedTimingConfig, SlotPromptSimilarity, SpeculativeConfig};
 pub use faults::FaultConfig;
+pub use fleet::{AdapterConfig, DisaggregationConfig};
 pub use goodput_protocol::QueueOrder;
+pub use layout::{LAYOUT_FORMS, Layout};
 pub use policy::{EnginePolicy, Roofline, StepOverheads};
 
 pub use crate::engine::replicas::Routing;
@@ -54,8 +58,13 @@ pub struct SimConfig {
     /// Identical replicas of the engine behind one load balancer (each with its own KV
     /// cache and queue).
     pub replicas: u32,
-    /// How the load balancer spreads requests over the replicas.
+    /// How the load balancer spreads requests over the replicas (and, disaggregated, over
+    /// each pool).
     pub routing: Routing,
+    /// Prefill and decode pools joined by a KV link instead of `replicas` (which must be 1).
+    pub disaggregation: Option<DisaggregationConfig>,
+    /// LoRA adapters on every replica.
+    pub adapters: Option<AdapterConfig>,
 }
 
 impl Default for SimConfig {
@@ -72,6 +81,8 @@ impl Default for SimConfig {
             agent: AgentConfig::default(),
             replicas: 1,
             routing: Routing::default(),
+            disaggregation: None,
+            adapters: None,
         }
     }
 }
@@ -151,6 +162,18 @@ impl SimConfig {
                 &format!("must be between 1 and {MAX_REPLICAS}"),
             ));
         }
+        if let Some(split) = &self.disaggregation {
+            split.validate()?;
+            if self.replicas > 1 {
+                return Err(ConfigError::invalid(
+                    "replicas",
+                    "must be 1 with `disaggregation` (its pools have their own replica counts)",
+                ));
+            }
+        }
+        if let Some(adapters) = &self.adapters {
+            adapters.validate()?;
+        }
         if let Some(mean) = self.natural_output_tokens_mean
             && !(mean.is_finite() && mean >= 1.0)
         {
@@ -217,6 +240,21 @@ impl SimConfig {
             }),
             ..self.clone()
         })
+    }
+
+    /// Accelerators the layout occupies: tensor parallel × replicas, or each pool's.
+    pub fn accelerators(&self) -> u32 {
+        let tp = match &self.engine {
+            EngineConfig::Batching(config) => config.tensor_parallel,
+            EngineConfig::Fixed(_) => 1,
+        };
+        match &self.disaggregation {
+            None => tp * self.replicas.max(1),
+            Some(split) => {
+                split.prefill_replicas * split.prefill_tensor_parallel.unwrap_or(tp)
+                    + split.decode_replicas * split.decode_tensor_parallel.unwrap_or(tp)
+            }
+        }
     }
 
     /// The model name to serve.

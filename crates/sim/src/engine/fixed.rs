@@ -3,7 +3,7 @@
 //! one (in chunks of `tokens_per_chunk`); requests beyond the slots wait in FIFO order. Client
 //! measurements against it can be checked exactly.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::time::Duration;
 
 use super::{Engine, EngineEvent, EngineRequest, EngineStats, Rejection, RequestId, SimTime};
@@ -31,6 +31,8 @@ pub struct FixedTimingEngine {
     slot_of: HashMap<RequestId, usize>,
     waiting: VecDeque<EngineRequest>,
     pending_events: Vec<EngineEvent>,
+    /// Requests submitted with their prompt already computed: first token `itl` after a slot.
+    prefilled: HashSet<RequestId>,
 }
 
 impl FixedTimingEngine {
@@ -43,6 +45,7 @@ impl FixedTimingEngine {
             slot_of: HashMap::new(),
             waiting: VecDeque::new(),
             pending_events: Vec::new(),
+            prefilled: HashSet::new(),
             config,
         }
     }
@@ -60,7 +63,12 @@ impl FixedTimingEngine {
         });
         let total = request.output_tokens();
         let first_chunk = self.config.tokens_per_chunk.min(total);
-        let next_at = now + self.config.ttft + self.config.itl * (first_chunk - 1);
+        let first = if self.prefilled.remove(&request.id) {
+            self.config.itl
+        } else {
+            self.config.ttft
+        };
+        let next_at = now + first + self.config.itl * (first_chunk - 1);
         self.free.remove(&slot);
         self.due.insert((next_at, slot));
         self.slot_of.insert(request.id, slot);
@@ -146,7 +154,21 @@ impl Engine for FixedTimingEngine {
         Ok(())
     }
 
+    /// The remaining tokens of a request whose prompt was computed elsewhere: the first `itl`
+    /// after it gets a slot (a decode step, not a prefill), the rest `itl` apart.
+    fn submit_prefilled(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
+        let request = super::one_token_fewer(request);
+        let id = request.id;
+        self.prefilled.insert(id);
+        let submitted = self.submit(now, request);
+        if submitted.is_err() {
+            self.prefilled.remove(&id);
+        }
+        submitted
+    }
+
     fn cancel(&mut self, now: SimTime, id: RequestId) {
+        self.prefilled.remove(&id);
         if let Some(pos) = self.waiting.iter().position(|r| r.id == id) {
             self.waiting.remove(pos);
             return;

@@ -6,8 +6,10 @@
 //! [`Engine::submit`] or [`Engine::cancel`] at `now`; after any call, [`Engine::next_event_at`]
 //! says when the engine next needs to be advanced.
 
+pub mod adapters;
 pub mod batching;
 pub mod cost;
+pub mod disaggregated;
 pub mod fixed;
 pub mod kv;
 pub mod replicas;
@@ -187,10 +189,28 @@ pub struct SpeculativeStats {
     pub accepted_per_position: Vec<u64>,
 }
 
+/// `request` with its first token already generated: one token fewer to go, the same finish.
+pub fn one_token_fewer(request: EngineRequest) -> EngineRequest {
+    EngineRequest {
+        max_output_tokens: request.max_output_tokens.saturating_sub(1).max(1),
+        stop_after_tokens: request.stop_after_tokens.saturating_sub(1).max(1),
+        ..request
+    }
+}
+
 /// A simulated inference engine.
 pub trait Engine: Send + std::fmt::Debug {
     /// Offers a request at `now`. Refused requests produce no events.
     fn submit(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection>;
+
+    /// Offers a request whose prompt and first token were computed elsewhere and whose KV
+    /// cache has arrived (a decode replica of a disaggregated fleet): the engine generates the
+    /// remaining `output_tokens() − 1` tokens. An engine without a KV model of its own
+    /// recomputes the prompt (this default) — what a decode instance does after losing the
+    /// transferred cache.
+    fn submit_prefilled(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
+        self.submit(now, one_token_fewer(request))
+    }
 
     /// Forgets a request (client went away) at `now`, freeing what it holds.
     fn cancel(&mut self, now: SimTime, id: RequestId);
@@ -203,4 +223,15 @@ pub trait Engine: Send + std::fmt::Debug {
 
     /// Current state and cumulative counters.
     fn stats(&self) -> EngineStats;
+
+    /// Each replica's state and counters, in replica order (one engine: its own).
+    fn replica_stats(&self) -> Vec<EngineStats> {
+        vec![self.stats()]
+    }
+
+    /// The replica serving request `id` while it is in flight (`None`: one engine, or not
+    /// in flight).
+    fn replica_serving(&self, _id: RequestId) -> Option<usize> {
+        None
+    }
 }

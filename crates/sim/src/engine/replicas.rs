@@ -2,7 +2,7 @@
 //! one replica, chosen by the routing policy, and stays there; time, events and statistics are
 //! the replicas' merged. Replicas share nothing (no KV cache, no queue), as separate servers.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -23,14 +23,23 @@ pub enum Routing {
     /// Requests whose prompts start with the same block to the same replica (prefix-aware
     /// routers: SGLang's router, llm-d); prompts shorter than one block go least-loaded.
     PrefixAffinity,
+    /// The least loaded of two replicas drawn at random (Mitzenmacher's power of two
+    /// choices; Envoy's `least_request` with its default `choice_count = 2`).
+    PowerOfTwo,
+    /// The replica that already holds the longest run of the prompt's leading blocks, as far as
+    /// the router has sent them (llm-d's prefix-cache scorer, SGLang's cache-aware router);
+    /// ties and prompts with no full block least-loaded.
+    KvAware,
 }
 
 impl Routing {
     /// Every policy with its name.
-    pub const ALL: [(&'static str, Routing); 3] = [
+    pub const ALL: [(&'static str, Routing); 5] = [
         ("round-robin", Routing::RoundRobin),
         ("least-loaded", Routing::LeastLoaded),
         ("prefix-affinity", Routing::PrefixAffinity),
+        ("power-of-two", Routing::PowerOfTwo),
+        ("kv-aware", Routing::KvAware),
     ];
 
     /// The policy named `name`.
@@ -59,8 +68,22 @@ pub struct Replicated {
     owner: HashMap<RequestId, usize>,
     /// Requests in flight per replica.
     in_flight: Vec<usize>,
-    /// The next replica in round-robin order.
+    /// The next replica in round-robin order; the draw counter of power-of-two choices.
     turn: usize,
+    /// The prompt blocks the router has sent to each replica (`kv-aware`).
+    sent_blocks: Vec<HashSet<u64>>,
+}
+
+/// Most block hashes the `kv-aware` router remembers per replica before it forgets them all
+/// (a replica's cache turns over; the router's view is approximate, as llm-d's is).
+const REMEMBERED_BLOCKS: usize = 1 << 20;
+
+/// SplitMix64: the power-of-two draws, a function of the request and the draw counter.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^ (x >> 31)
 }
 
 impl Replicated {
@@ -73,7 +96,62 @@ impl Replicated {
             owner: HashMap::new(),
             in_flight: vec![0; count],
             turn: 0,
+            sent_blocks: vec![HashSet::new(); count],
         }
+    }
+
+    /// The replicas, in index order.
+    pub fn replicas(&self) -> &[Box<dyn Engine>] {
+        &self.replicas
+    }
+
+    /// The replica serving request `id`, while it is in flight.
+    pub fn replica_of(&self, id: RequestId) -> Option<usize> {
+        self.owner.get(&id).copied()
+    }
+
+    /// The less loaded of two distinct replicas drawn from the request and the draw counter.
+    fn power_of_two(&mut self, request: &EngineRequest) -> usize {
+        let count = self.replicas.len().max(1) as u64;
+        self.turn = self.turn.wrapping_add(1);
+        let draw = mix(request.id ^ mix(self.turn as u64));
+        let first = (draw % count) as usize;
+        let second = if count < 2 {
+            first
+        } else {
+            ((first as u64 + 1 + (draw >> 32) % (count - 1)) % count) as usize
+        };
+        if self.in_flight[second] < self.in_flight[first] {
+            second
+        } else {
+            first
+        }
+    }
+
+    /// The replica holding the longest run of the prompt's leading blocks (ties: fewer in
+    /// flight, then the lowest index); the prompt's blocks are remembered there.
+    fn kv_aware(&mut self, request: &EngineRequest) -> usize {
+        let held = |seen: &HashSet<u64>| {
+            request
+                .block_hashes
+                .iter()
+                .take_while(|hash| seen.contains(hash))
+                .count()
+        };
+        let chosen = (0..self.replicas.len())
+            .min_by_key(|i| {
+                (
+                    std::cmp::Reverse(held(&self.sent_blocks[*i])),
+                    self.in_flight[*i],
+                )
+            })
+            .unwrap_or(0);
+        let seen = &mut self.sent_blocks[chosen];
+        if seen.len() + request.block_hashes.len() > REMEMBERED_BLOCKS {
+            seen.clear();
+        }
+        seen.extend(request.block_hashes.iter().copied());
+        chosen
     }
 
     fn least_loaded(&self) -> usize {
@@ -91,6 +169,8 @@ impl Replicated {
                 chosen
             }
             (Routing::PrefixAffinity, Some(hash)) => (hash % count as u64) as usize,
+            (Routing::PowerOfTwo, _) => self.power_of_two(request),
+            (Routing::KvAware, _) => self.kv_aware(request),
             (Routing::LeastLoaded | Routing::PrefixAffinity, _) => self.least_loaded(),
         }
     }
@@ -103,7 +183,7 @@ impl Replicated {
 }
 
 /// When an event happened (a step: when it ended).
-fn event_time(event: &EngineEvent) -> SimTime {
+pub(crate) fn event_time(event: &EngineEvent) -> SimTime {
     match event {
         EngineEvent::Scheduled { at, .. }
         | EngineEvent::Tokens { at, .. }
@@ -118,6 +198,15 @@ impl Engine for Replicated {
         let replica = self.route(&request);
         let id = request.id;
         self.replicas[replica].submit(now, request)?;
+        self.owner.insert(id, replica);
+        self.in_flight[replica] += 1;
+        Ok(())
+    }
+
+    fn submit_prefilled(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
+        let replica = self.route(&request);
+        let id = request.id;
+        self.replicas[replica].submit_prefilled(now, request)?;
         self.owner.insert(id, replica);
         self.in_flight[replica] += 1;
         Ok(())
@@ -159,26 +248,39 @@ impl Engine for Replicated {
 
     fn stats(&self) -> EngineStats {
         let all: Vec<EngineStats> = self.replicas.iter().map(|r| r.stats()).collect();
-        let blocks: u64 = all.iter().map(|s| s.kv_blocks_total).sum();
-        let used: f64 = all
-            .iter()
-            .map(|s| s.kv_usage * s.kv_blocks_total as f64)
-            .sum();
-        EngineStats {
-            running: all.iter().map(|s| s.running).sum(),
-            waiting: all.iter().map(|s| s.waiting).sum(),
-            kv_usage: if blocks == 0 {
-                0.0
-            } else {
-                used / blocks as f64
-            },
-            kv_blocks_total: blocks,
-            block_size: all.first().map_or(0, |s| s.block_size),
-            preemptions_total: all.iter().map(|s| s.preemptions_total).sum(),
-            prefix_queries_tokens: all.iter().map(|s| s.prefix_queries_tokens).sum(),
-            prefix_hits_tokens: all.iter().map(|s| s.prefix_hits_tokens).sum(),
-            speculative: merged_speculative(all.iter().map(|s| &s.speculative)),
-        }
+        merged_stats(&all)
+    }
+
+    fn replica_stats(&self) -> Vec<EngineStats> {
+        self.replicas.iter().map(|r| r.stats()).collect()
+    }
+
+    fn replica_serving(&self, id: RequestId) -> Option<usize> {
+        self.replica_of(id)
+    }
+}
+
+/// Several engines' statistics as one: counts summed, KV usage weighted by pool size.
+pub(crate) fn merged_stats(all: &[EngineStats]) -> EngineStats {
+    let blocks: u64 = all.iter().map(|s| s.kv_blocks_total).sum();
+    let used: f64 = all
+        .iter()
+        .map(|s| s.kv_usage * s.kv_blocks_total as f64)
+        .sum();
+    EngineStats {
+        running: all.iter().map(|s| s.running).sum(),
+        waiting: all.iter().map(|s| s.waiting).sum(),
+        kv_usage: if blocks == 0 {
+            0.0
+        } else {
+            used / blocks as f64
+        },
+        kv_blocks_total: blocks,
+        block_size: all.first().map_or(0, |s| s.block_size),
+        preemptions_total: all.iter().map(|s| s.preemptions_total).sum(),
+        prefix_queries_tokens: all.iter().map(|s| s.prefix_queries_tokens).sum(),
+        prefix_hits_tokens: all.iter().map(|s| s.prefix_hits_tokens).sum(),
+        speculative: merged_speculative(all.iter().map(|s| &s.speculative)),
     }
 }
 
@@ -259,6 +361,36 @@ mod tests {
             .map(|id| balancer.route(&request(id, Some(0xabc))))
             .collect();
         assert!(same.iter().all(|r| *r == same[0]), "{same:?}");
+    }
+
+    /// Power of two choices takes the less loaded of its two draws: with one replica
+    /// loaded and two idle, no pick lands on the loaded one unless both draws are it (two
+    /// distinct replicas are drawn, so never).
+    #[test]
+    fn power_of_two_never_picks_the_more_loaded_of_its_draws() {
+        let mut balancer = Replicated::new(vec![fixed(4), fixed(4), fixed(4)], Routing::PowerOfTwo);
+        balancer.in_flight = vec![5, 0, 0];
+        let picks: Vec<usize> = (0..50)
+            .map(|id| balancer.route(&request(id, None)))
+            .collect();
+        assert!(picks.iter().all(|r| *r != 0), "{picks:?}");
+        assert!(picks.contains(&1) && picks.contains(&2), "{picks:?}");
+    }
+
+    /// The KV-aware router follows a prompt's leading blocks to where it sent them, even when
+    /// that replica is busier; new prefixes go least-loaded.
+    #[test]
+    fn kv_aware_follows_the_prefix_it_sent() {
+        let mut balancer = Replicated::new(vec![fixed(4), fixed(4)], Routing::KvAware);
+        let with = |id: u64, blocks: &[u64]| EngineRequest {
+            block_hashes: blocks.to_vec(),
+            ..request(id, None)
+        };
+        let first = balancer.route(&with(0, &[1, 2, 3]));
+        balancer.in_flight[first] = 3;
+        assert_eq!(balancer.route(&with(1, &[1, 2, 9])), first);
+        assert_eq!(balancer.route(&with(2, &[7, 8])), 1 - first);
+        assert_eq!(balancer.route(&with(3, &[])), 1 - first);
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod messages;
 mod realtime;
 mod request;
 mod routes;
+pub use routes::REPLICA_HEADER;
 mod stream;
 mod tokenize;
 

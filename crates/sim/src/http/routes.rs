@@ -35,6 +35,9 @@ pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024 * 1024;
 const SERVER_NAME: &str = concat!("goodput-sim/", env!("CARGO_PKG_VERSION"));
 /// The request-id header (echoed when the client sends one).
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+/// The replica of a fleet that took the request (`goodput sim --replicas N`, disaggregated
+/// pools): its index, the prefill replicas first — for the client's `--replica-header`.
+pub const REPLICA_HEADER: HeaderName = HeaderName::from_static("x-sim-replica");
 /// Bodies up to this size are parsed and tokenized inline; larger ones on the blocking pool.
 const INLINE_PARSE_BYTES: usize = 32 * 1024;
 /// Purpose tag of the per-request generator (faults, then end-of-sequence draws).
@@ -266,6 +269,7 @@ async fn respond(
         Ok(events) => events,
         Err(error) => return Ok(submit_error_response(&error, state.driver.clock())),
     };
+    let replica = events.replica().map(HeaderValue::from);
     let exchange = Exchange {
         answer,
         events,
@@ -279,11 +283,15 @@ async fn respond(
                 config.faults.keep_alive_ms,
             )),
     };
-    if plan.stream {
-        Ok(sse_response(start_stream(exchange)))
+    let mut response = if plan.stream {
+        sse_response(start_stream(exchange))
     } else {
-        collect_answer(exchange).await
+        collect_answer(exchange).await?
+    };
+    if let Some(replica) = replica {
+        response.headers_mut().insert(REPLICA_HEADER, replica);
     }
+    Ok(response)
 }
 
 /// How long an injected stall lasts in real time (`None`: forever).

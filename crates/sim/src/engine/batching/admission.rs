@@ -39,8 +39,11 @@ impl BatchingEngine {
                 break;
             };
             let cached = admission.cached_tokens;
-            self.prefix_queries += u64::from(seq.request.prompt_tokens);
-            self.prefix_hits += u64::from(cached.min(seq.request.prompt_tokens));
+            let prefilled = std::mem::take(&mut seq.prefilled);
+            if !prefilled {
+                self.prefix_queries += u64::from(seq.request.prompt_tokens);
+                self.prefix_hits += u64::from(cached.min(seq.request.prompt_tokens));
+            }
             seq.blocks = blocks;
             if let Some(table) = &mut self.slots {
                 seq.slot = table.take(seq.request.prompt_tokens);
@@ -64,7 +67,7 @@ impl BatchingEngine {
                 new_tokens,
                 drafts: 0,
                 context: cached,
-                is_prefill: true,
+                is_prefill: !prefilled,
                 samples: new_tokens == seq.pending(),
                 slot: seq.slot,
             });
@@ -125,7 +128,9 @@ impl BatchingEngine {
         alone: bool,
     ) -> Option<Admission> {
         let total = seq.total_tokens();
-        let reusable_blocks = if self.config.prefix_caching {
+        let reusable_blocks = if seq.prefilled {
+            0
+        } else if self.config.prefix_caching {
             let limit = ((total - 1) / self.block_size()) as usize;
             self.pool
                 .cached_prefix_len(&seq.request.block_hashes)
@@ -134,7 +139,11 @@ impl BatchingEngine {
             0
         };
         let reusable = u32::try_from(reusable_blocks).unwrap_or(u32::MAX);
-        let cached_tokens = reusable * self.block_size();
+        let cached_tokens = if seq.prefilled {
+            seq.request.prompt_tokens
+        } else {
+            reusable * self.block_size()
+        };
         let pending = total - cached_tokens;
         let new_tokens = if self.config.chunked_prefill {
             pending.min(budget)

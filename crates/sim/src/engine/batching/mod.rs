@@ -37,6 +37,8 @@ struct Sequence {
     admitted_once: bool,
     /// Its slot, with [`BatchingConfig::slot_ubatch_tokens`] (0 otherwise).
     slot: u32,
+    /// Its prompt's KV arrived from a prefill replica: admitted without computing it.
+    prefilled: bool,
 }
 
 impl Sequence {
@@ -50,6 +52,7 @@ impl Sequence {
             registered_blocks: 0,
             admitted_once: false,
             slot: 0,
+            prefilled: false,
         }
     }
 
@@ -488,6 +491,22 @@ impl Engine for BatchingEngine {
         // requests submitted at the same instant start their step together.
         self.arriving
             .push_back((now + self.frontend, Sequence::new(request)));
+        Ok(())
+    }
+
+    /// A decode replica's request: its prompt and first token computed, its KV transferred; it
+    /// reaches the queue at once (the frontend was the prefill replica's) and is admitted
+    /// with blocks for its whole context but computes only its next token.
+    fn submit_prefilled(&mut self, now: SimTime, request: EngineRequest) -> Result<(), Rejection> {
+        self.check(&request)?;
+        if request.output_tokens() <= 1 {
+            return Err(Rejection::Invalid("nothing left to decode".into()));
+        }
+        let mut seq = Sequence::new(request);
+        seq.generated = 1;
+        seq.prefilled = true;
+        let at = self.arriving.partition_point(|(at, _)| *at <= now);
+        self.arriving.insert(at, (now, seq));
         Ok(())
     }
 
