@@ -3,6 +3,7 @@
 //! files written, `run.json`, the report's sections, the requests on the wire) to compare.
 #![allow(dead_code)]
 
+pub(crate) mod apis;
 pub(crate) mod calibrate;
 pub(crate) mod capture;
 pub(crate) mod exports;
@@ -11,7 +12,6 @@ pub(crate) mod fleet;
 pub(crate) mod load;
 pub(crate) mod offline;
 pub(crate) mod probes;
-pub(crate) mod realtime;
 pub(crate) mod serve;
 pub(crate) mod shard;
 pub(crate) mod tune;
@@ -517,6 +517,11 @@ pub(crate) fn run(
             .env_remove("GOODPUT_TARGET")
             .env_remove("GOODPUT_STORE")
             .env_remove("GOODPUT_API_KEY")
+            // Credentials for --aws-region/--aws-service's signatures (never a real account).
+            .env("AWS_ACCESS_KEY_ID", "AKIDPROBEEXAMPLE")
+            .env("AWS_SECRET_ACCESS_KEY", "probe-secret-never-written")
+            .env_remove("AWS_SESSION_TOKEN")
+            .env_remove("AWS_PROFILE")
             .output()
             .expect("goodput runs"),
     };

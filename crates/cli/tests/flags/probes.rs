@@ -149,7 +149,8 @@ pub(crate) fn wire_probes(sub: Sub) -> Vec<Probe> {
     let mut probes = request_probes();
     probes.extend(super::fleet::fleet_probes());
     probes.extend(tensor_probes());
-    probes.extend(super::realtime::probes());
+    probes.extend(super::apis::probes());
+    probes.extend(super::apis::signing_probes());
     probes.extend(http_stream_probes());
     probes.extend(session_and_dataset_probes());
     probes.extend(replay_probes(sub));
@@ -464,6 +465,7 @@ fn sim_probes(sub: Sub) -> Vec<Probe> {
 pub(crate) fn replica_probes() -> Vec<Probe> {
     vec![
         probe("--sim-replicas", &["--sim-replicas", "2"], At("/run_json")),
+        probe("--sim-layout", &["--sim-layout", "2p+2d"], At("/run_json")),
         probe(
             "--sim-routing",
             &["--sim-routing", "least-loaded"],

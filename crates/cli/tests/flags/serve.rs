@@ -66,6 +66,7 @@ fn explained() -> Variant {
             probe("--kv-dtype", &["--kv-dtype", "fp8"], At(TEXT)),
             probe("--fixed", &["--fixed"], At(TEXT)),
             probe("--replicas", &["--replicas", "3"], At(TEXT)),
+            probe("--layout", &["--layout", "2p+2d"], At(TEXT)),
             probe(
                 "--routing",
                 &["--routing", "least-loaded"],

@@ -242,12 +242,18 @@ impl SimConfig {
         })
     }
 
-    /// Accelerators the layout occupies: tensor parallel × replicas, or each pool's.
-    pub fn accelerators(&self) -> u32 {
-        let tp = match &self.engine {
+    /// The engine's tensor parallelism (1 for the fixed-timing engine): each replica's, and
+    /// each pool's unless the pool sets its own.
+    pub fn engine_tensor_parallel(&self) -> u32 {
+        match &self.engine {
             EngineConfig::Batching(config) => config.tensor_parallel,
             EngineConfig::Fixed(_) => 1,
-        };
+        }
+    }
+
+    /// Accelerators the layout occupies: tensor parallel × replicas, or each pool's.
+    pub fn accelerators(&self) -> u32 {
+        let tp = self.engine_tensor_parallel();
         match &self.disaggregation {
             None => tp * self.replicas.max(1),
             Some(split) => {

@@ -38,12 +38,7 @@ pub fn explain(config: &SimConfig) -> String {
         "time scale: {} simulated seconds per real second",
         config.time_scale
     );
-    let _ = writeln!(
-        out,
-        "replicas: {} behind one load balancer ({} routing); every figure below is per replica",
-        config.replicas,
-        config.routing.name()
-    );
+    explain_layout(&mut out, config);
     explain_behaviour(&mut out, config);
     match &config.engine {
         EngineConfig::Batching(batching) => explain_batching(&mut out, batching),
@@ -52,6 +47,43 @@ pub fn explain(config: &SimConfig) -> String {
         }
     }
     out
+}
+
+/// The fleet: replicas behind a router, or prefill/decode pools over a KV link; LoRA slots.
+fn explain_layout(out: &mut String, config: &SimConfig) {
+    let routing = config.routing.name();
+    match &config.disaggregation {
+        Some(split) => {
+            let tp = config.engine_tensor_parallel();
+            let _ = writeln!(
+                out,
+                "layout: {} prefill engine(s) at TP {} + {} decode engine(s) at TP {}, each \
+                 prompt's KV over a {} GB/s link + {} ms per transfer ({routing} routing in \
+                 each pool); every figure below is per engine",
+                split.prefill_replicas,
+                split.prefill_tensor_parallel.unwrap_or(tp),
+                split.decode_replicas,
+                split.decode_tensor_parallel.unwrap_or(tp),
+                split.kv_link_gb_per_s,
+                split.kv_link_latency_ms,
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "replicas: {} behind one load balancer ({routing} routing); every figure below \
+                 is per replica",
+                config.replicas,
+            );
+        }
+    }
+    if let Some(adapters) = &config.adapters {
+        let _ = writeln!(
+            out,
+            "LoRA adapters: {} in use, {} slot(s) per replica, {} ms to load a missing one",
+            adapters.count, adapters.slots, adapters.load_ms
+        );
+    }
 }
 
 /// What the answers look like and which faults are injected (defaults included, so every
@@ -499,93 +531,4 @@ fn bound(step: &StepCost) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    #[test]
-    fn batching_explanation_names_every_figure() {
-        let text = explain(&SimConfig::default());
-        for needle in [
-            "parameters",
-            "8.030 B",
-            "KV bytes per token",
-            "131072 B",
-            "capacity",
-            "blocks",
-            "memory",
-            "compute",
-            "overhead",
-            "tokens/s",
-            "prefill",
-            "output tok/s",
-        ] {
-            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
-        }
-        let rows = text
-            .lines()
-            .filter(|line| line.trim_start().starts_with(|c: char| c.is_ascii_digit()))
-            .count();
-        assert_eq!(rows, DECODE_BATCHES.len(), "{text}");
-    }
-
-    #[test]
-    fn micro_batches_by_slot_are_said_when_configured() {
-        let plain = explain(&SimConfig::default());
-        assert!(!plain.contains("micro-batches"), "{plain}");
-        assert!(!plain.contains("similarity"), "{plain}");
-        let slots = |slot_prompt_similarity| SimConfig {
-            engine: EngineConfig::Batching(BatchingConfig {
-                slot_ubatch_tokens: Some(256),
-                slot_prompt_similarity,
-                ..BatchingConfig::default()
-            }),
-            ..SimConfig::default()
-        };
-        let text = explain(&slots(None));
-        assert!(text.contains("at most 256 tokens"), "{text}");
-        let similarity = crate::config::SlotPromptSimilarity {
-            threshold: 0.1,
-            shared_prefix_tokens: 10,
-        };
-        let text = explain(&slots(Some(similarity)));
-        assert!(text.contains("fewer than 100 tokens"), "{text}");
-        assert!(text.contains("more than 10 % of itself"), "{text}");
-    }
-
-    #[test]
-    fn decode_table_is_capped_by_max_num_seqs() {
-        let config = SimConfig {
-            engine: EngineConfig::Batching(BatchingConfig {
-                max_num_seqs: 40,
-                ..BatchingConfig::default()
-            }),
-            ..SimConfig::default()
-        };
-        let text = explain(&config);
-        assert!(text.contains("(capped from 64)"), "{text}");
-        assert!(
-            !text.contains("(capped from 128)"),
-            "duplicates are dropped:\n{text}"
-        );
-    }
-
-    #[test]
-    fn fixed_explanation_gives_service_time_and_capacity() {
-        let fixed = FixedTimingConfig {
-            ttft: Duration::from_millis(200),
-            itl: Duration::from_millis(10),
-            slots: 4,
-            ..FixedTimingConfig::default()
-        };
-        let config = SimConfig {
-            engine: EngineConfig::Fixed(fixed),
-            ..SimConfig::default()
-        };
-        let text = explain(&config);
-        // S = 200 + 255 · 10 = 2750 ms; capacity = 4 / 2.75 s.
-        assert!(text.contains("2750.000 ms"), "{text}");
-        assert!(text.contains("1.455 requests/s"), "{text}");
-    }
-}
+mod tests;
