@@ -1,6 +1,7 @@
 //! Units at the edges: parsing durations people type (`500ms`, `1.5s`, `2m`) and printing them
-//! back, serde adapters for durations as milliseconds, and RFC 3339 timestamps. Inside the
-//! engine every duration is a [`Duration`]; numbers with units appear only in reports.
+//! back, serde adapters for durations as milliseconds, RFC 3339 timestamps, and base64 for bytes
+//! carried in text (images, audio, label values). Inside the engine every duration is a
+//! [`Duration`]; numbers with units appear only in reports.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -111,6 +112,40 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + u64::from(month <= 2);
     (year, month, day)
+}
+
+/// The standard base64 alphabet (RFC 4648 §4).
+pub const BASE64_STANDARD: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// The URL- and filename-safe base64 alphabet (RFC 4648 §5).
+pub const BASE64_URL: &[u8; 64] =
+    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+/// `bytes` in base64 of `alphabet` ([`BASE64_STANDARD`] or [`BASE64_URL`]), padded with `=`,
+/// appended to `out`.
+pub fn base64_into(out: &mut String, bytes: &[u8], alphabet: &[u8; 64]) {
+    out.reserve(bytes.len().div_ceil(3) * 4);
+    for group in bytes.chunks(3) {
+        let n = group
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | (u32::from(b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= group.len() {
+                out.push(char::from(alphabet[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+}
+
+/// `bytes` in base64 of `alphabet`, padded.
+pub fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
+    let mut out = String::new();
+    base64_into(&mut out, bytes, alphabet);
+    out
 }
 
 #[cfg(test)]

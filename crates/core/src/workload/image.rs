@@ -105,22 +105,8 @@ pub fn dimensions(bytes: &[u8]) -> Option<(Resolution, &'static str)> {
 
 /// `data:{mime};base64,…` of `bytes`.
 pub fn data_url(bytes: &[u8], mime: &str) -> String {
-    const TABLE: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = format!("data:{mime};base64,");
-    out.reserve(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let n = group
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | (u32::from(b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= group.len() {
-                out.push(char::from(TABLE[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
+    crate::units::base64_into(&mut out, bytes, crate::units::BASE64_STANDARD);
     out
 }
 

@@ -24,24 +24,7 @@ pub fn chunks(audio: &[u8], rate: u32, chunk: Duration) -> Vec<&[u8]> {
 
 /// Standard base64 (RFC 4648, padded).
 pub fn base64(bytes: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let b = [
-            group[0],
-            *group.get(1).unwrap_or(&0),
-            *group.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for k in 0..4 {
-            if k <= group.len() {
-                out.push(char::from(ALPHABET[((n >> (18 - 6 * k)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    crate::units::base64(bytes, crate::units::BASE64_STANDARD)
 }
 
 #[cfg(test)]
