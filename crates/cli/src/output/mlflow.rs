@@ -47,7 +47,7 @@ pub(crate) fn export(url: &str, experiment: &str, report: &Report) -> Result<Str
 fn experiment_id(receiver: &Receiver, name: &str) -> Result<String> {
     let path = format!(
         "{API}/experiments/get-by-name?experiment_name={}",
-        percent_encode(name)
+        goodput_core::http::percent_encode(name, false)
     );
     let found = receiver.send(Method::GET, &path, JSON, Vec::new());
     let answer = match found {
@@ -74,18 +74,6 @@ fn parse(text: &str) -> Result<Value> {
         return Ok(Value::Null);
     }
     serde_json::from_str(text).context("the MLflow answer is not JSON")
-}
-
-/// `text` with every byte outside the URL's unreserved characters percent-encoded.
-fn percent_encode(text: &str) -> String {
-    text.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
 }
 
 fn now_ms() -> i64 {

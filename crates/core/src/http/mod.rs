@@ -313,6 +313,22 @@ async fn serialize(request: Request<Full<Bytes>>) -> Vec<u8> {
     wire
 }
 
+/// `text` percent-encoded as RFC 3986 asks: every byte but the unreserved characters
+/// (`A–Z a–z 0–9 - _ . ~`) as `%XX`, and `/` kept too when `keep_slash` (a path).
+pub fn percent_encode(text: &str, keep_slash: bool) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        let keep =
+            byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) || (keep_slash && byte == b'/');
+        if keep {
+            out.push(char::from(byte));
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
 /// Classifies a client error: unparsable responses are [`OutcomeKind::Protocol`], everything
 /// else [`OutcomeKind::Transport`], with a message saying what happened.
 pub fn failure_from_http(error: &HttpError, reused: bool) -> Failure {

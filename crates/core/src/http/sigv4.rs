@@ -157,21 +157,6 @@ fn hmac_sha256(key: &[u8], message: &str) -> Vec<u8> {
     hmac::sign(&key, message.as_bytes()).as_ref().to_vec()
 }
 
-/// Percent-encodes all but the unreserved characters (and `/` when `path`).
-fn encode(text: &str, path: bool) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        let keep =
-            byte.is_ascii_alphanumeric() || b"-_.~".contains(&byte) || (path && byte == b'/');
-        if keep {
-            out.push(char::from(byte));
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
-}
-
 /// The canonical query string: parameters sorted by name then value, as sent.
 fn canonical_query(query: &str) -> String {
     let mut pairs: Vec<(&str, &str)> = query
@@ -267,7 +252,7 @@ fn canonical_request(
     };
     let canonical = format!(
         "{method}\n{}\n{}\n{lines}\n{signed}\n{}",
-        encode(path, true),
+        super::percent_encode(path, true),
         canonical_query(uri.query().unwrap_or("")),
         sha256_hex(body)
     );
