@@ -247,9 +247,11 @@ fn a_server_that_slows_after_the_first_pass_is_reported_by_its_repeatability() {
     }
     let noise = two["fit"]["server_noise"].as_f64().unwrap();
     assert!((noise - want).abs() < 0.012, "{noise}");
-    // The fit sees each probe's mean of the two passes: TTFT 112.5 ms.
+    // The fit sees each probe's mean of the two passes: TTFT 112.5 ms, 12.5 ms from either
+    // pass's; ±6 ms leaves room for a loaded machine's late wake-ups (+3.2 ms seen once while
+    // another server started) and still tells the mean from a pass.
     let ttft = two["fit"]["residuals"][0]["measured"].as_f64().unwrap();
-    assert!((ttft - 0.1125).abs() < 0.003, "{ttft}");
+    assert!((ttft - 0.1125).abs() < 0.006, "{ttft}");
 }
 
 #[test]
@@ -362,7 +364,11 @@ fn a_fixed_first_token_delay_is_fitted_as_a_latency_holding_the_slot() {
 /// not queue either, so it is calibrated as running at least 256; its prompts cost nothing
 /// however many arrive together, so its steps are left unbounded. Before, it was modelled
 /// with 128 slots and a 2,048-token step: the 256 clients queued and 128 prompts of 512
-/// tokens took 460 ms to a first token against 102 (RMS 88 %).
+/// tokens took 460 ms to a first token against 102 (RMS 88 %). The step-budget probe's long
+/// prompt runs beside its decoding stream, which now decides a near tie: on CI (2026-12-07)
+/// the unbounded fit did not come a fifth lower in squared RMS error than the bounded one
+/// (13.1 %), and the bound was kept. Here: robust losses 0.0060 bounded, 0.0021 unbounded
+/// (RMS 14.3 % and 1.4 %).
 #[test]
 fn a_server_without_a_limit_is_calibrated_without_one() {
     let _alone = one_at_a_time();
@@ -377,6 +383,11 @@ fn a_server_without_a_limit_is_calibrated_without_one() {
         .unwrap());
     let fit: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(fit["facts"]["slots"], 256, "{}", fit["facts"]);
+    let sources = fit["facts"]["sources"].to_string();
+    assert!(
+        sources.contains("prompts take nothing from the decodes' steps"),
+        "{sources}"
+    );
     let fit = &fit["fit"];
     assert_eq!(fit["poor"], false, "{fit}");
     let text = std::fs::read_to_string(&out).unwrap();

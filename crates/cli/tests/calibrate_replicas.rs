@@ -61,7 +61,7 @@ fn calibrate(url: &str, served: &std::path::Path, config: &std::path::Path) {
     let goodput_sim::EngineConfig::Batching(replica) = &calibrated.engine else {
         panic!("{calibrated:?}")
     };
-    assert_eq!(replica.max_num_seqs, 4);
+    assert_eq!(replica.max_num_seqs, Some(4));
     assert_eq!(
         replica.kv_blocks_override,
         Some(per_engine.div_ceil(16) + 1),

@@ -251,3 +251,28 @@ fn virtual_time_labels_the_requests_and_judges_the_classes() {
         assert_eq!(attained, expected, "{class}");
     }
 }
+
+/// A batch sweep keeps the mix: each batched request asks for the model and class of its first
+/// prompt, so every step still splits by model and class (they were dropped before: no rows).
+#[test]
+fn a_batch_sweep_keeps_each_requests_model_and_class() {
+    let output = ok(goodput()
+        .args(["sweep", "--virtual-time", "--api", "completions", "--json"])
+        .args(["--batch-steps", "1,2", "--requests", "8", "--warmup", "0"])
+        .args(["--model", "a=50%,b=50%", "--class", "x=50%:e2e=5s"])
+        .args(["--class", "y=50%:e2e=9s", "--output-tokens", "2"])
+        .output()
+        .unwrap());
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    validate_against_schema(&report);
+    for step in report["steps"].as_array().unwrap() {
+        let completed = step["requests"]["completed"].as_u64().unwrap();
+        assert_eq!(completed, 8, "{step}");
+        for rows in ["models", "classes"] {
+            let rows = step[rows].as_array().unwrap();
+            let count = |row: &Value| row["requests"]["completed"].as_u64().unwrap();
+            assert_eq!(rows.len(), 2, "{rows:?}");
+            assert_eq!(rows.iter().map(count).sum::<u64>(), completed, "{rows:?}");
+        }
+    }
+}

@@ -347,4 +347,10 @@ fn non_streamed_runs_measure_e2e_but_no_first_token() {
         "ttft 20 ms + 4 × 2 ms"
     );
     assert_eq!(report["steps"][0]["tokens"]["output_total"], 30);
+    // No first token, so the default SLO is the encoders' `e2e=2s`: a TTFT threshold would
+    // count every one of these 30 ms answers a miss.
+    let goodput = &report["steps"][0]["goodput"];
+    assert_eq!(goodput["slo"], "e2e=2s");
+    assert_eq!(goodput["attained_fraction"], 1.0);
+    assert_eq!(goodput["compliant"], 6);
 }

@@ -58,10 +58,7 @@ fn chat_server() -> (String, Heads) {
                     if post {
                         log.lock().unwrap().push(head);
                     }
-                    let response = format!(
-                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-                        answer.len()
-                    );
+                    let response = support::json_response(status, &answer);
                     if writer.write_all(response.as_bytes()).is_err() {
                         return;
                     }

@@ -48,10 +48,7 @@ fn v2_server(max_batch: u64, short: bool) -> (String, Seen) {
                         None => answer(rows, max_batch, short),
                     };
                     let answer = answer.to_string();
-                    let response = format!(
-                        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{answer}",
-                        answer.len()
-                    );
+                    let response = support::json_response(status, &answer);
                     if writer.write_all(response.as_bytes()).is_err() {
                         return;
                     }

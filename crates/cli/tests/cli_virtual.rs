@@ -203,3 +203,88 @@ fn a_shape_the_configuration_refuses_is_reported_with_its_reason() {
         "{stderr}"
     );
 }
+
+/// `plan --simulate --sim-layout` over fixed-timing fleets of 4 one-slot engines (a 100 ms
+/// prefill, then 10 more tokens 10 ms apart): the colocated `4` serves 4 / 0.2 s = 20 req/s,
+/// `2p+2d` 2 / 0.1 s through either pool = 20 req/s, `1p+3d` only 1 / 0.1 s = 10 req/s
+/// through its one prefill engine. Each capacity lies within 0.8–1 × its limit (the search is
+/// capped by the closed-loop calibration, which runs at the limit), per GPU is capacity ÷ 4
+/// exactly, the demand is sized in fleets of each, and `1p+3d` loses by about 2×.
+#[test]
+fn plan_compares_fleet_layouts_per_gpu_within_their_exact_limits() {
+    let dir = tempfile::tempdir().unwrap();
+    let sim = dir.path().join("one-slot.json");
+    std::fs::write(
+        &sim,
+        r#"{"engine": {"kind": "fixed", "ttft": 100, "itl": 10, "slots": 1},
+            "prompt_tokenizer": "words"}"#,
+    )
+    .unwrap();
+    let output = ok(goodput()
+        .args(["plan", "--peak-rps", "50", "--simulate", "--json"])
+        .args(["--sim-config", sim.to_str().unwrap()])
+        .args(["--sim-layout", "4,2p+2d", "--sim-layout", "1p+3d"])
+        .args([
+            "--slo",
+            "e2e=3s",
+            "--attainment",
+            "0.9",
+            "--confidence",
+            "0.9",
+        ])
+        .args(["--input-tokens", "16", "--output-tokens", "11"])
+        .output()
+        .unwrap());
+    let plans: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let layouts = plans["layouts"].as_array().unwrap();
+    let limits = [("4", 20.0), ("2p+2d", 20.0), ("1p+3d", 10.0)];
+    assert_eq!(layouts.len(), limits.len(), "{plans}");
+    for (layout, (name, limit)) in layouts.iter().zip(limits) {
+        assert_eq!(layout["layout"], name);
+        assert_eq!(layout["accelerators"], 4);
+        let capacity = layout["capacity"].as_f64().unwrap();
+        assert!(
+            capacity <= limit * 1.001 && capacity >= limit * 0.8,
+            "{name}: {capacity} req/s against the limit {limit}"
+        );
+        let per_gpu = layout["capacity_per_accelerator"].as_f64().unwrap();
+        assert!((per_gpu - capacity / 4.0).abs() < 1e-9, "{layout}");
+        let fleets = (50.0 * 1.3 / capacity).ceil();
+        assert_eq!(layout["plan"]["devices_now"].as_f64(), Some(fleets));
+        assert_eq!(
+            layout["plan"]["months"][0]["accelerators"].as_f64(),
+            Some(fleets * 4.0)
+        );
+    }
+    let best = plans["best"].as_u64().unwrap();
+    assert!(best < 2, "the 10 req/s layout cannot win: {plans}");
+    let per = |i: usize| layouts[i]["capacity_per_accelerator"].as_f64().unwrap();
+    let ratio = per(best as usize) / per(2);
+    assert!((1.6..=2.5).contains(&ratio), "{ratio}");
+    let why = String::from_utf8_lossy(&output.stderr);
+    assert!(why.contains("2p+2d: simulated capacity"), "{why}");
+}
+
+/// A malformed layout, and `--accelerators-per-device` beside `--sim-layout`, are refused.
+#[test]
+fn plan_refuses_a_malformed_layout_and_accelerators_per_device_beside_one() {
+    let refused = goodput()
+        .args([
+            "plan",
+            "--peak-rps",
+            "5",
+            "--simulate",
+            "--sim-layout",
+            "2p+6q",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("NxtpK"));
+    let refused = goodput()
+        .args(["plan", "--peak-rps", "5", "--simulate", "--sim-layout", "8"])
+        .args(["--accelerators-per-device", "2"])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+}

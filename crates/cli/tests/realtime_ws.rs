@@ -318,7 +318,7 @@ fn realtime_is_refused_where_it_cannot_apply() {
     };
     refused(
         &["--api", "chat", "--audio-seconds", "2"],
-        "go with --api realtime",
+        "goes with --api realtime or --api transcriptions",
     );
     refused(
         &["--api", "realtime", "--audio-seconds", "0"],

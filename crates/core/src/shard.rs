@@ -173,21 +173,10 @@ pub fn parse_rfc3339_utc(text: &str) -> Option<SystemTime> {
     } else {
         format!("{fraction:0<9}").get(..9)?.parse::<u32>().ok()?
     };
-    let days = days_from_civil(year, month, day);
+    let days = crate::units::days_from_civil(year, month, day);
     let secs = days * 86_400 + hour * 3_600 + minute * 60 + second;
     let secs = u64::try_from(secs).ok()?;
     Some(UNIX_EPOCH + Duration::new(secs, nanos))
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let year_of_era = year - era * 400;
-    let shifted_month = (month + 9) % 12;
-    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
 }
 
 /// Milliseconds since the Unix epoch.

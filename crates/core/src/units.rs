@@ -114,44 +114,41 @@ fn civil_from_days(days: u64) -> (u64, u64, u64) {
     (year, month, day)
 }
 
-/// The standard base64 alphabet (RFC 4648 §4).
-pub const BASE64_STANDARD: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// The URL- and filename-safe base64 alphabet (RFC 4648 §5).
-pub const BASE64_URL: &[u8; 64] =
-    b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-/// `bytes` in base64 of `alphabet` ([`BASE64_STANDARD`] or [`BASE64_URL`]), padded with `=`,
-/// appended to `out`.
-pub fn base64_into(out: &mut String, bytes: &[u8], alphabet: &[u8; 64]) {
-    out.reserve(bytes.len().div_ceil(3) * 4);
-    for group in bytes.chunks(3) {
-        let n = group
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, &b)| n | (u32::from(b) << (16 - 8 * i)));
-        for i in 0..4 {
-            if i <= group.len() {
-                out.push(char::from(alphabet[((n >> (18 - 6 * i)) & 63) as usize]));
-            } else {
-                out.push('=');
-            }
-        }
-    }
+/// Days from 1970-01-01 to a proleptic Gregorian date, negative before it (Howard Hinnant's
+/// algorithm; the inverse of the civil date [`rfc3339`] writes).
+pub fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let shifted_month = (month + 9) % 12;
+    let day_of_year = (153 * shifted_month + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
 }
 
-/// `bytes` in base64 of `alphabet`, padded.
-pub fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
-    let mut out = String::new();
-    base64_into(&mut out, bytes, alphabet);
-    out
-}
+/// Base64, shared with the simulator (`goodput_protocol::base64`).
+pub use goodput_protocol::base64::{
+    BASE64_STANDARD, BASE64_URL, decode as base64_decode, encode as base64,
+    encode_into as base64_into,
+};
 
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn days_from_civil_inverts_civil_from_days() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(1969, 12, 31), -1);
+        // 2000 is a leap year (divisible by 400): 30 years and 7 leap days, plus Jan and Feb.
+        assert_eq!(days_from_civil(2000, 3, 1), 30 * 365 + 7 + 31 + 29);
+        for days in (0..200_000u64).step_by(37) {
+            let (y, m, d) = civil_from_days(days);
+            let back = days_from_civil(y as i64, m as i64, d as i64);
+            assert_eq!(back, days as i64, "{y}-{m}-{d}");
+        }
+    }
 
     #[test]
     fn parses_common_forms() {

@@ -57,7 +57,7 @@ async fn rising_load(server: &SimServer) {
 async fn a_rising_load_is_flagged_as_a_growing_queue() {
     let server = SimServer::new(SimConfig {
         engine: EngineConfig::Batching(BatchingConfig {
-            max_num_seqs: 16,
+            max_num_seqs: Some(16),
             kv_blocks_override: Some(1_500),
             ..BatchingConfig::default()
         }),

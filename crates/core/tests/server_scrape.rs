@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 fn small_server() -> SimConfig {
     SimConfig {
         engine: EngineConfig::Batching(BatchingConfig {
-            max_num_seqs: 16,
+            max_num_seqs: Some(16),
             kv_blocks_override: Some(1_500),
             ..BatchingConfig::default()
         }),

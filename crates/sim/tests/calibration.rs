@@ -329,7 +329,7 @@ fn nim() -> BatchingConfig {
     // TensorRT-LLM defaults: no chunked context, max_num_tokens 8192.
     BatchingConfig {
         chunked_prefill: false,
-        max_num_batched_tokens: 8192,
+        max_num_batched_tokens: Some(8192),
         ..deploy.config()
     }
 }
@@ -399,8 +399,8 @@ fn dp5(table: &mut Table) {
             };
             let config = BatchingConfig {
                 gpu_memory_utilization: 0.95,
-                max_num_seqs: 2048,
-                max_num_batched_tokens: 8192,
+                max_num_seqs: Some(2048),
+                max_num_batched_tokens: Some(8192),
                 chunked_prefill: false,
                 ..deploy.config()
             };

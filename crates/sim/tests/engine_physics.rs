@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use support::engine_request as request;
 
+use goodput_protocol::hardware::GpuSpec;
 use goodput_sim::config::{
     BatchingConfig, EngineConfig, EnginePolicy, SimConfig, SlotPromptSimilarity, SpeculativeConfig,
 };
@@ -29,37 +30,30 @@ fn engine(config: BatchingConfig) -> Box<dyn Engine> {
 /// Closed loop of `concurrency` requests for `total` requests; returns (output tokens/s,
 /// mean TTFT).
 fn closed_loop(concurrency: u32, total: u64, prompt: u32, output: u32) -> (f64, Duration) {
-    let mut sim = Simulation::new(engine(BatchingConfig::default()));
-    let mut next = 0;
-    while next < u64::from(concurrency) {
-        sim.submit(Duration::ZERO, request(next, prompt, output));
-        next += 1;
-    }
-    loop {
-        let events = sim.run_next();
-        if events.is_empty() {
-            break;
-        }
-        let finished = events
-            .iter()
-            .filter(|e| {
-                matches!(
-                    e,
-                    EngineEvent::Tokens {
-                        finished: Some(_),
-                        ..
-                    }
-                )
-            })
-            .count();
-        for _ in 0..finished {
-            if next < total {
-                let now = sim.now();
-                sim.submit(now, request(next, prompt, output));
-                next += 1;
-            }
-        }
-    }
+    closed_loop_on(
+        BatchingConfig::default(),
+        concurrency,
+        total,
+        prompt,
+        output,
+    )
+}
+
+/// [`closed_loop`] on `config`.
+fn closed_loop_on(
+    config: BatchingConfig,
+    concurrency: u32,
+    total: u64,
+    prompt: u32,
+    output: u32,
+) -> (f64, Duration) {
+    let mut sim = Simulation::new(engine(config));
+    support::run_closed_loop(
+        &mut sim,
+        (u64::from(concurrency), total),
+        Duration::ZERO,
+        (prompt, output),
+    );
     let timelines = sim.timelines();
     let elapsed = timelines
         .iter()
@@ -92,13 +86,49 @@ fn throughput_rises_with_concurrency_then_saturates() {
 #[test]
 fn past_saturation_ttft_grows_with_queueing_while_output_rate_stays_flat() {
     // max_num_seqs 256: beyond it requests queue for a slot.
-    let (rate_256, ttft_256) = closed_loop(256, 1024, 256, 256);
-    let (rate_768, ttft_768) = closed_loop(768, 3072, 256, 256);
+    let config = BatchingConfig {
+        max_num_seqs: Some(256),
+        ..BatchingConfig::default()
+    };
+    let (rate_256, ttft_256) = closed_loop_on(config.clone(), 256, 1024, 256, 256);
+    let (rate_768, ttft_768) = closed_loop_on(config, 768, 3072, 256, 256);
     assert!(
         (rate_768 - rate_256).abs() / rate_256 < 0.15,
         "{rate_256} vs {rate_768}"
     );
     assert!(ttft_768 > ttft_256 * 3, "{ttft_256:?} vs {ttft_768:?}");
+}
+
+#[test]
+fn the_default_batch_limits_are_the_engines_own_on_each_accelerator() {
+    // vLLM V1's OpenAI server: 1024 sequences and 8192 tokens on 70 GiB or more (not A100s),
+    // 256 and 2048 below or on an A100; TensorRT-LLM 2048 and 8192.
+    let on = |gpu: &str, policy: EnginePolicy| {
+        let config = BatchingConfig {
+            gpu: GpuSpec::preset(gpu).unwrap(),
+            policy,
+            ..BatchingConfig::default()
+        };
+        (config.max_num_seqs(), config.max_num_batched_tokens())
+    };
+    assert_eq!(on("h100", EnginePolicy::Vllm), (1024, 8192));
+    assert_eq!(on("h200", EnginePolicy::Vllm), (1024, 8192));
+    assert_eq!(on("a100", EnginePolicy::Vllm), (256, 2048));
+    assert_eq!(on("l40s", EnginePolicy::Vllm), (256, 2048));
+    assert_eq!(on("h100", EnginePolicy::TensorrtLlm), (2048, 8192));
+    // SGLang: kv_tokens / context · 512 within 2048…4096; 8192 tokens under 160 GiB, 16384 over.
+    let (seqs, tokens) = on("h100", EnginePolicy::Sglang);
+    assert!((2048..=4096).contains(&seqs), "{seqs}");
+    assert_eq!(tokens, 8192);
+    assert_eq!(on("b200", EnginePolicy::Sglang).1, 16384);
+    assert_eq!(on("l40s", EnginePolicy::Sglang).1, 8192);
+    // A configured limit wins.
+    let set = BatchingConfig {
+        max_num_seqs: Some(7),
+        max_num_batched_tokens: Some(300),
+        ..BatchingConfig::default()
+    };
+    assert_eq!((set.max_num_seqs(), set.max_num_batched_tokens()), (7, 300));
 }
 
 #[test]
@@ -154,7 +184,7 @@ fn kv_exhaustion_preempts_and_refuses_instead_of_growing_without_bound() {
 fn worst_itl_with_long_prefill(chunked: bool) -> Duration {
     let config = BatchingConfig {
         chunked_prefill: chunked,
-        max_num_batched_tokens: 512,
+        max_num_batched_tokens: Some(512),
         ..BatchingConfig::default()
     };
     let mut arrivals: Vec<(Duration, EngineRequest)> = (0..8)
@@ -333,7 +363,7 @@ fn a_configuration_at_twice_the_speed_takes_half_the_time() {
     let batching = |tensor_parallel| {
         EngineConfig::Batching(BatchingConfig {
             tensor_parallel,
-            max_num_seqs: 4,
+            max_num_seqs: Some(4),
             ..BatchingConfig::default()
         })
     };
@@ -385,7 +415,7 @@ fn round_tpots(slot_ubatch_tokens: Option<u32>) -> Vec<Duration> {
 /// TPOT of each round of 3 clients of `prompt_tokens` → 32 re-sending at once on `config`
 /// with 4 sequence slots and no frontend delay.
 fn rounds_of(mut config: BatchingConfig, prompt_tokens: u32) -> Vec<Duration> {
-    config.max_num_seqs = 4;
+    config.max_num_seqs = Some(4);
     let mut overheads = config.effective_overheads();
     overheads.frontend_us = 0.0;
     config.overheads = Some(overheads);
@@ -459,7 +489,7 @@ fn five_clients_on_four_slots(launch_window_us: Option<f64>) -> (Vec<StepSummary
     let mut overheads = BatchingConfig::default().effective_overheads();
     overheads.frontend_us = 0.0;
     let config = BatchingConfig {
-        max_num_seqs: 4,
+        max_num_seqs: Some(4),
         overheads: Some(overheads),
         launch_window_us,
         ..BatchingConfig::default()

@@ -20,7 +20,7 @@ const QUEUED: [(u32, u32); 3] = [(48, 96), (16, 32), (112, 64)];
 fn served_order(order: QueueOrder, setup: bool) -> Vec<u64> {
     let config = SimConfig {
         engine: EngineConfig::Batching(BatchingConfig {
-            max_num_seqs: 1,
+            max_num_seqs: Some(1),
             queue_order: order,
             slot_setup_us: setup.then_some(5_000.0),
             ..BatchingConfig::default()

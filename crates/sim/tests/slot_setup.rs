@@ -23,7 +23,7 @@ fn simulation(slots: u32, in_slot: bool) -> Simulation {
     overheads.frontend_us = if in_slot { 0.0 } else { 100_000.0 };
     let config = SimConfig {
         engine: EngineConfig::Batching(BatchingConfig {
-            max_num_seqs: slots,
+            max_num_seqs: Some(slots),
             overheads: Some(overheads),
             slot_setup_us: in_slot.then_some(100_000.0),
             ..BatchingConfig::default()

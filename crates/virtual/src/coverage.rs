@@ -129,32 +129,32 @@ fn the_reported_interval_covers_the_exact_capacity_for_95_percent_of_seeds() {
         ceiling: None,
     };
     let seeds = 20u64;
+    // The seeds' searches are independent: as many threads as the machine has cores (two
+    // here), each its own runtime.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4)) as u64;
+    let intervals: Vec<(u64, f64, f64, Conclusion)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|thread| {
+                scope.spawn(move || {
+                    (1..=seeds)
+                        .filter(|seed| seed % threads == thread)
+                        .map(|seed| interval(seed, search))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|handle| handle.join().unwrap())
+            .collect()
+    });
     let mut covered = 0;
     let mut failures = Vec::new();
-    for seed in 1..=seeds {
-        let (report, _) = virtual_capacity(&target(), &plan(seed), search, |_| {});
-        let lower = report.lower_bound.unwrap_or(0.0);
-        let upper = report.upper_bound.unwrap_or(f64::INFINITY);
-        assert!(report.spent_secs <= 4.0 * 3600.0 + 3600.0, "{report:?}");
-        assert_ne!(report.conclusion, Conclusion::Aborted);
-        // No undecided load is ever a bound.
-        assert!(
-            report
-                .undecided_loads
-                .iter()
-                .all(|l| *l > lower && *l < upper)
-        );
-        eprintln!(
-            "seed {seed}: [{lower:.3}, {upper:.3}] {:?}, {} runs, {:.0} s of target time, undecided {:?}",
-            report.conclusion,
-            report.probes.len(),
-            report.spent_secs,
-            report.undecided_loads
-        );
+    for (seed, lower, upper, conclusion) in intervals {
         if lower <= exact && exact <= upper {
             covered += 1;
         } else {
-            failures.push((seed, lower, upper, report.conclusion));
+            failures.push((seed, lower, upper, conclusion));
         }
     }
     eprintln!("exact {exact:.3} req/s: covered by {covered} of {seeds}");
@@ -162,4 +162,28 @@ fn the_reported_interval_covers_the_exact_capacity_for_95_percent_of_seeds() {
         covered * 100 >= seeds * 95,
         "exact {exact:.3} req/s covered by {covered} of {seeds} searches; misses {failures:?}"
     );
+}
+
+/// One seed's search: its interval and conclusion, its invariants checked.
+fn interval(seed: u64, search: SearchConfig) -> (u64, f64, f64, Conclusion) {
+    let (report, _) = virtual_capacity(&target(), &plan(seed), search, |_| {});
+    let lower = report.lower_bound.unwrap_or(0.0);
+    let upper = report.upper_bound.unwrap_or(f64::INFINITY);
+    assert!(report.spent_secs <= 4.0 * 3600.0 + 3600.0, "{report:?}");
+    assert_ne!(report.conclusion, Conclusion::Aborted);
+    // No undecided load is ever a bound.
+    assert!(
+        report
+            .undecided_loads
+            .iter()
+            .all(|l| *l > lower && *l < upper)
+    );
+    eprintln!(
+        "seed {seed}: [{lower:.3}, {upper:.3}] {:?}, {} runs, {:.0} s of target time, undecided {:?}",
+        report.conclusion,
+        report.probes.len(),
+        report.spent_secs,
+        report.undecided_loads
+    );
+    (seed, lower, upper, report.conclusion)
 }

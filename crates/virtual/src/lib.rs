@@ -12,8 +12,10 @@
 //! - [`VirtualRequests`]: the workload, the backend of the run's `--api` and how the report
 //!   splits the requests.
 //! - [`virtual_capacity`]: `core`'s capacity search with each probe run in virtual time.
+//! - [`calibrate`]: what a server told and measured, as the simulator's facts and probes.
 #![deny(missing_docs)]
 
+pub mod calibrate;
 mod requests;
 pub mod world;
 

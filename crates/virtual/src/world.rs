@@ -71,6 +71,10 @@ impl Backend for RoundTrip {
     fn text_input(&self) -> bool {
         self.inner.text_input()
     }
+
+    fn asks_output_length(&self) -> bool {
+        self.inner.asks_output_length()
+    }
 }
 
 /// Hands each record to a closure; `false` from it finishes the run.

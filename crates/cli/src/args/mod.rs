@@ -5,9 +5,11 @@
 //! Only `cli` and `app` import this module.
 
 pub(crate) mod analysis;
+pub(crate) mod audio;
 pub(crate) mod calibrate;
 pub(crate) mod capacity;
 pub(crate) mod fleet;
+pub(crate) mod generation;
 pub(crate) mod http_stream;
 pub(crate) mod image;
 pub(crate) mod load;

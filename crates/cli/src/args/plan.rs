@@ -8,10 +8,10 @@ use anyhow::{Context, Result, bail};
 use goodput_core::decide::capacity::Criteria;
 use goodput_core::decide::plan::{DEFAULT_SAFETY_FACTOR, DemandUnit, PlanInputs};
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
-use goodput_sim::config::{BatchingConfig, EngineConfig, SimConfig};
+use goodput_sim::config::{BatchingConfig, EngineConfig, Layout, SimConfig};
 
 use crate::args::slo::parse_slo;
-use crate::options::plan::{CapacitySource, PlanOptions, SimulateOptions};
+use crate::options::plan::{CapacitySource, LayoutOptions, PlanOptions, SimulateOptions};
 
 /// How many devices a peak demand needs.
 ///
@@ -93,6 +93,17 @@ pub(crate) struct SimulateArgs {
     pub(crate) sim_config: Option<PathBuf>,
     #[command(flatten)]
     pub(crate) sim_precision: crate::args::sim_deploy::SimPrecisionArgs,
+    /// Fleet layouts to compare under the one SLO, comma-separated or repeated (e.g.
+    /// 8,4xtp2,2p+6d): each layout's capacity and capacity per accelerator, the demand sized in
+    /// fleets of each, and the plan of the one that serves the most per accelerator.
+    #[arg(
+        long,
+        value_name = "LAYOUT[,LAYOUT…]",
+        value_delimiter = ',',
+        value_parser = crate::args::sim_deploy::parse_layout,
+        requires = "simulate"
+    )]
+    pub(crate) sim_layout: Vec<Layout>,
     /// Prompt tokens per request.
     #[arg(
         long,
@@ -144,6 +155,15 @@ impl PlanArgs {
                 path: path.clone(),
                 devices: self.report_devices,
             },
+            (None, None) if self.simulate.simulate && !self.simulate.sim_layout.is_empty() => {
+                if self.accelerators_per_device != 1 {
+                    bail!(
+                        "--accelerators-per-device: with --sim-layout a device is one fleet of \
+                         each layout, its accelerators the layout's"
+                    );
+                }
+                CapacitySource::Layouts(self.simulate.layouts()?)
+            }
             (None, None) if self.simulate.simulate => CapacitySource::Simulate(Box::new(
                 self.simulate.options(self.accelerators_per_device)?,
             )),
@@ -194,10 +214,38 @@ impl SimulateArgs {
         let sim = self.sim_config(accelerators_per_device)?;
         let EngineConfig::Batching(engine) = &sim.engine else {
             bail!(
-                "--sim-config: --simulate needs a batching engine (a fixed-timing engine has no hardware)"
+                "--sim-config: --simulate needs a batching engine (a fixed-timing engine has no \
+                 hardware; with --sim-layout each of its replicas is one accelerator)"
             );
         };
-        let engine = engine.clone();
+        let engine = Some(engine.clone());
+        self.with_sim(sim, engine)
+    }
+
+    /// One capacity search per `--sim-layout`, each on the simulator laid out that way (a
+    /// fixed-timing engine is accepted: each replica one accelerator).
+    fn layouts(&self) -> Result<Vec<LayoutOptions>> {
+        let mut layouts = Vec::with_capacity(self.sim_layout.len());
+        for layout in &self.sim_layout {
+            let mut sim = self.sim_config(1)?;
+            layout
+                .apply(&mut sim)
+                .map_err(|e| anyhow::anyhow!("--sim-layout: {e}"))?;
+            sim.validate().context("--sim-layout")?;
+            let engine = match &sim.engine {
+                EngineConfig::Batching(engine) => Some(engine.clone()),
+                EngineConfig::Fixed(_) => None,
+            };
+            layouts.push(LayoutOptions {
+                layout: layout.to_string(),
+                accelerators: sim.accelerators(),
+                simulate: self.with_sim(sim, engine)?,
+            });
+        }
+        Ok(layouts)
+    }
+
+    fn with_sim(&self, sim: SimConfig, engine: Option<BatchingConfig>) -> Result<SimulateOptions> {
         Ok(SimulateOptions {
             criteria: self.criteria()?,
             sim,

@@ -24,17 +24,29 @@ impl RunArgs {
         &self,
         (template, images, tensors): (Option<HttpTemplate>, Option<Images>, Option<TensorSource>),
         extra_body: Option<serde_json::Result<serde_json::Value>>,
+        seed: u64,
     ) -> Result<RequestOptions> {
-        let openai = self.openai(extra_body)?;
+        let mut openai = self.openai(extra_body)?;
+        let images_api = self.api == ApiArg::Images;
+        let (generation, steps_key) = self.generation.grid(images_api, &openai.extra_body)?;
+        openai.image_steps_key = steps_key;
+        if self.no_stream
+            && self.audio.speech_stream == Some(crate::args::audio::SpeechStreamArg::Sse)
+        {
+            bail!("--speech-stream sse streams the answer: drop --no-stream");
+        }
         Ok(RequestOptions {
+            http2: self.http2()?,
             api: self.api.api(),
             openai,
             template,
             tensors,
             grpc: self.tensors.grpc_method(),
-            realtime: self.realtime.options(self.api == ApiArg::Realtime)?,
+            realtime: self.realtime.options(self.api, seed)?,
+            audio: self.audio.options(self.api, self.realtime.lengths(seed)?)?,
             batch: self.batch()?,
             images,
+            generation,
             item_unit: self.item_unit(),
         })
     }
@@ -112,6 +124,18 @@ impl RunArgs {
         })
     }
 
+    /// `--http2`, checked: not for the APIs that open their own connections (a WebSocket's
+    /// HTTP/1.1 upgrade, gRPC's HTTP/2 already).
+    fn http2(&self) -> Result<bool> {
+        if self.http2 && self.api == ApiArg::Realtime {
+            bail!("--http2 and --api realtime: a WebSocket session opens over HTTP/1.1");
+        }
+        if self.http2 && self.tensors.grpc.is_some() {
+            bail!("--http2 and --grpc: gRPC speaks HTTP/2 already");
+        }
+        Ok(self.http2)
+    }
+
     /// `--aws-region` and `--aws-service`, checked, with the credentials of the AWS chain.
     fn sigv4(&self) -> Result<Option<SigV4>> {
         let (region, service) = match (&self.aws_region, &self.aws_service) {
@@ -122,8 +146,15 @@ impl RunArgs {
         if self.api_key.is_some() {
             bail!("--api-key and --aws-region: a SigV4-signed request carries no API key");
         }
-        if self.api == ApiArg::V2 || self.target.is_empty() {
-            bail!("--aws-region signs the requests of the JSON APIs sent to --target (not v2)");
+        if matches!(
+            self.api,
+            ApiArg::V2 | ApiArg::Transcriptions | ApiArg::Speech
+        ) || self.target.is_empty()
+        {
+            bail!(
+                "--aws-region signs the requests of the JSON APIs sent to --target (not v2 or \
+                 the audio APIs)"
+            );
         }
         let credentials = AwsCredentials::from_environment().context("--aws-region")?;
         Ok(Some(SigV4 {
@@ -177,7 +208,7 @@ impl RunArgs {
     }
 
     /// What `run.workload` records beside the workload's own description.
-    pub(super) fn described(&self) -> BTreeMap<String, serde_json::Value> {
+    pub(super) fn described(&self, seed: u64) -> BTreeMap<String, serde_json::Value> {
         let mut described = BTreeMap::new();
         described.insert("counting_tokenizer".into(), self.tokenizer.clone().into());
         if let Some(path) = &self.items_path {
@@ -194,14 +225,18 @@ impl RunArgs {
             };
             described.insert("grpc".into(), method.into());
         }
-        if let Ok(Some(realtime)) = self.realtime.options(self.api == ApiArg::Realtime) {
+        let lengths = self.realtime.lengths(seed).ok().flatten();
+        if let Some(audio) = self.audio.describe(self.api, lengths.as_ref()) {
+            described.insert("audio".into(), audio);
+        }
+        if let Ok(Some(realtime)) = self.realtime.options(self.api, seed) {
             let dialect = match realtime.dialect {
                 goodput_core::backend::realtime::RealtimeDialect::OpenAi => "openai",
                 goodput_core::backend::realtime::RealtimeDialect::Vllm => "vllm",
             };
             let session = serde_json::json!({
                 "dialect": dialect,
-                "audio_seconds": realtime.audio.as_secs_f64(),
+                "audio_seconds": crate::args::audio::seconds_described(lengths.as_ref()),
                 "audio_chunk_ms": realtime.chunk.as_secs_f64() * 1e3,
             });
             described.insert("realtime".into(), session);

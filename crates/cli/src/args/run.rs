@@ -43,7 +43,8 @@ pub(crate) enum ApiArg {
     /// documents/s.
     Rerank,
     /// `/v1/images/generations`: `n` images (--batch-size, default 1) of the workload's prompt
-    /// per request; images/s (needs --target: the embedded simulator does not serve it).
+    /// per request; images/s, latency per image (by size and steps with --image-size and
+    /// --image-steps).
     Images,
     /// Any JSON API: a --request-template body POSTed to --target as given, items counted by
     /// --items-path.
@@ -55,6 +56,14 @@ pub(crate) enum ApiArg {
     /// realtime transcription): --audio-seconds of audio sent paced at real time, then the
     /// response read; a session per request. The embedded simulator serves it too.
     Realtime,
+    /// Speech recognition: `/v1/audio/transcriptions`, a multipart form with a WAV file (a
+    /// tone of --audio-seconds, or the files of --audio-dir); streamed transcript deltas timed
+    /// like tokens; real-time factor and audio seconds/s.
+    Transcriptions,
+    /// Speech synthesis: `/v1/audio/speech`, the workload's prompt as `input`, --voice,
+    /// --speech-format wav|pcm; streamed audio chunks timed like tokens (TTFT = time to first
+    /// audio byte); audio seconds produced/s and real-time factor.
+    Speech,
 }
 
 impl ApiArg {
@@ -62,7 +71,12 @@ impl ApiArg {
     /// sends the template).
     pub(crate) fn kind(self) -> ApiKind {
         match self {
-            ApiArg::Chat | ApiArg::Http | ApiArg::V2 | ApiArg::Realtime => ApiKind::Chat,
+            ApiArg::Chat
+            | ApiArg::Http
+            | ApiArg::V2
+            | ApiArg::Realtime
+            | ApiArg::Transcriptions
+            | ApiArg::Speech => ApiKind::Chat,
             ApiArg::Completions => ApiKind::Completions,
             ApiArg::Responses => ApiKind::Responses,
             ApiArg::Messages => ApiKind::Messages,
@@ -85,6 +99,8 @@ impl ApiArg {
             ApiArg::Http => "http",
             ApiArg::V2 => "v2",
             ApiArg::Realtime => "realtime",
+            ApiArg::Transcriptions => "transcriptions",
+            ApiArg::Speech => "speech",
         }
     }
 
@@ -119,6 +135,8 @@ impl ApiArg {
             ApiArg::Http => Api::Http,
             ApiArg::V2 => Api::V2,
             ApiArg::Realtime => Api::Realtime,
+            ApiArg::Transcriptions => Api::Transcriptions,
+            ApiArg::Speech => Api::Speech,
         }
     }
 }
@@ -177,9 +195,13 @@ pub(crate) struct RunArgs {
     #[command(flatten)]
     pub(crate) images: crate::args::image::ImageArgs,
     #[command(flatten)]
+    pub(crate) generation: crate::args::generation::GenerationArgs,
+    #[command(flatten)]
     pub(crate) tensors: crate::args::tensor::TensorArgs,
     #[command(flatten)]
     pub(crate) realtime: crate::args::realtime::RealtimeArgs,
+    #[command(flatten)]
+    pub(crate) audio: crate::args::audio::AudioArgs,
     /// --api rerank: the query every request ranks its documents against (default: the first
     /// 16 words of the batch's first prompt).
     #[arg(long, value_name = "TEXT", help_heading = "Target")]
@@ -187,6 +209,10 @@ pub(crate) struct RunArgs {
     /// Extra request header, repeatable.
     #[arg(long = "header", value_name = "NAME:VALUE", help_heading = "Target")]
     pub(crate) headers: Vec<String>,
+    /// Speak HTTP/2 to the target: one connection multiplexing every concurrent request (ALPN
+    /// `h2` over TLS for https://, h2c with prior knowledge for http://) [default: HTTP/1.1].
+    #[arg(long, help_heading = "Target")]
+    pub(crate) http2: bool,
     /// API key sent as a bearer token (never written to any output).
     #[arg(
         long,
@@ -359,7 +385,7 @@ impl RunArgs {
         let extra_body = self.extra_body.as_deref().map(serde_json::from_str);
         let parsed_body = extra_body.as_ref().and_then(|body| body.as_ref().ok());
         let target = self.target(seed, parsed_body)?;
-        let request = self.request((template, images, tensors), extra_body)?;
+        let request = self.request((template, images, tensors), extra_body, seed)?;
         let bounds = ReplayBounds {
             max_concurrency: self.max_concurrency,
             requests: self.requests,
@@ -388,7 +414,7 @@ impl RunArgs {
             virtual_time: self.virtual_time,
             seed,
             config,
-            described: self.described(),
+            described: self.described(seed),
             target,
             model,
             request,
@@ -400,10 +426,11 @@ impl RunArgs {
         })
     }
 
-    /// `--slo` as given; its default for the encoder APIs is [`ENCODER_DEFAULT_SLO`] (their
-    /// answers have no first token).
+    /// `--slo` as given; its default for the encoder APIs and for `--no-stream` is
+    /// [`ENCODER_DEFAULT_SLO`] (their answers have no first token, so a TTFT threshold would
+    /// count every request a miss).
     pub(crate) fn slo_text(&self) -> &str {
-        let encoder = !self.api.streams();
+        let encoder = !self.api.streams() || self.no_stream;
         if encoder && self.slo == DEFAULT_SLO {
             ENCODER_DEFAULT_SLO
         } else {
@@ -434,9 +461,6 @@ impl RunArgs {
             bail!(
                 "--api responses needs --target: the embedded simulator serves chat and completions"
             );
-        }
-        if self.api == ApiArg::Images {
-            bail!("--api images needs --target: the embedded simulator does not serve it");
         }
         if !self.virtual_time && self.api == ApiArg::Http {
             bail!("--api http needs --target: the URL every templated request is POSTed to");
@@ -469,6 +493,7 @@ impl RunArgs {
             ("--no-metrics", server.no_metrics),
             ("--time-scale", self.time_scale.is_some()),
             ("--header", !self.headers.is_empty()),
+            ("--http2", self.http2),
             ("--api-key", self.api_key.is_some()),
             ("--aws-region", self.aws_region.is_some()),
             ("--shards", self.sharding.shards.is_some()),

@@ -133,10 +133,13 @@ pub(crate) struct BatchingArgs {
     /// Engine policy: vllm, sglang, tensorrt-llm, bare (admission, preemption, overheads).
     #[arg(long, value_name = "POLICY")]
     pub(crate) engine_policy: Option<String>,
-    /// Most sequences per step.
+    /// Most sequences per step (default: the engine policy's own default on this accelerator —
+    /// vLLM 1024 on 70 GiB or more except A100s, else 256; SGLang from the KV pool, 2048–4096;
+    /// TensorRT-LLM 2048).
     #[arg(long)]
     pub(crate) max_num_seqs: Option<u32>,
-    /// Token budget per step.
+    /// Token budget per step (default: the engine policy's own — vLLM 8192 on 70 GiB or more
+    /// except A100s, else 2048; SGLang 2048/8192/16384 by memory; TensorRT-LLM 8192).
     #[arg(long)]
     pub(crate) max_num_batched_tokens: Option<u32>,
     /// Compute each prompt in one step instead of chunks.
@@ -323,11 +326,12 @@ impl BatchingArgs {
                 format!("--engine-policy {name}: one of vllm, sglang, tensorrt-llm, bare")
             })?;
         }
-        set(&mut config.max_num_seqs, self.max_num_seqs);
-        set(
-            &mut config.max_num_batched_tokens,
-            self.max_num_batched_tokens,
-        );
+        if self.max_num_seqs.is_some() {
+            config.max_num_seqs = self.max_num_seqs;
+        }
+        if self.max_num_batched_tokens.is_some() {
+            config.max_num_batched_tokens = self.max_num_batched_tokens;
+        }
         set(&mut config.max_waiting, self.max_waiting);
         config.chunked_prefill &= !self.no_chunked_prefill;
         config.prefix_caching &= !self.no_prefix_caching;

@@ -157,8 +157,8 @@ fn set(config: &mut SimConfig, key: &str, value: &str) -> Result<(), String> {
 /// Sets knob `key` of a batching engine.
 fn set_batching(batching: &mut BatchingConfig, key: &str, value: &str) -> Result<(), String> {
     match key {
-        "max_num_seqs" | "slots" => batching.max_num_seqs = number(value)?,
-        "max_num_batched_tokens" => batching.max_num_batched_tokens = number(value)?,
+        "max_num_seqs" | "slots" => batching.max_num_seqs = Some(number(value)?),
+        "max_num_batched_tokens" => batching.max_num_batched_tokens = Some(number(value)?),
         "chunked_prefill" => batching.chunked_prefill = boolean(value)?,
         "prefix_caching" => batching.prefix_caching = boolean(value)?,
         "tp" => batching.tensor_parallel = number(value)?,
@@ -206,7 +206,7 @@ mod tests {
         let EngineConfig::Batching(b) = &config.engine else {
             panic!("batching")
         };
-        assert_eq!((b.max_num_seqs, b.tensor_parallel), (8, 2));
+        assert_eq!((b.max_num_seqs, b.tensor_parallel), (Some(8), 2));
         assert_eq!(b.policy, EnginePolicy::Sglang);
         assert_eq!(accelerators(&config), 6);
         let zero = simulator(&base, &[("max_num_seqs".to_string(), "0".to_string())]);

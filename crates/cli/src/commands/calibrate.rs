@@ -36,7 +36,8 @@ use crate::virtual_target::{VirtualRequests, VirtualTarget, virtual_capacity_wit
 mod probes;
 mod steps;
 
-use probes::{beyond_the_waves, facts, measured_probe, run_probes, with_batch_limit};
+use goodput_virtual::calibrate::{beyond_the_waves, facts, measured_probe};
+use probes::{run_probes, with_batch_limit};
 use steps::{after_the_plan, with_slot_split};
 
 const FACTS_TIMEOUT: Duration = Duration::from_secs(10);
@@ -194,7 +195,7 @@ fn check_facts(
     Ok(Facts {
         slots: server
             .slots
-            .unwrap_or(engine.max_num_seqs.saturating_mul(config.replicas.max(1))),
+            .unwrap_or(engine.max_num_seqs().saturating_mul(config.replicas.max(1))),
         context_per_slot: server
             .context_per_slot
             .unwrap_or(engine.effective_max_model_len()),

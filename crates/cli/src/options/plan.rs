@@ -34,6 +34,20 @@ pub(crate) enum CapacitySource {
     },
     /// `--simulate`: a capacity search of the simulated model × accelerator.
     Simulate(Box<SimulateOptions>),
+    /// `--simulate --sim-layout`: one capacity search per fleet layout, compared per
+    /// accelerator; a device is one fleet of a layout.
+    Layouts(Vec<LayoutOptions>),
+}
+
+/// One layout of `--sim-layout` and its simulated fleet.
+#[derive(Debug, Clone)]
+pub(crate) struct LayoutOptions {
+    /// The layout as written (`8`, `4xtp2`, `2p+6d`).
+    pub(crate) layout: String,
+    /// Accelerators one fleet of it uses.
+    pub(crate) accelerators: u32,
+    /// Its capacity search (the simulator laid out this way).
+    pub(crate) simulate: SimulateOptions,
 }
 
 /// A simulated device's capacity search (`--simulate`).
@@ -41,8 +55,9 @@ pub(crate) enum CapacitySource {
 pub(crate) struct SimulateOptions {
     /// The simulator: presets or `--sim-config`, one device's tensor parallelism, precision.
     pub(crate) sim: SimConfig,
-    /// Its batching engine (a fixed-timing engine has no hardware to plan for).
-    pub(crate) engine: BatchingConfig,
+    /// Its batching engine, for the account of what limits the capacity (absent: a
+    /// fixed-timing engine, accepted only with `--sim-layout`).
+    pub(crate) engine: Option<BatchingConfig>,
     /// `--input-tokens`.
     pub(crate) input_tokens: u32,
     /// `--output-tokens`.

@@ -151,6 +151,10 @@ pub(crate) enum Api {
     V2,
     /// Realtime sessions over WebSocket.
     Realtime,
+    /// `/v1/audio/transcriptions`.
+    Transcriptions,
+    /// `/v1/audio/speech`.
+    Speech,
 }
 
 impl Api {
@@ -167,6 +171,8 @@ impl Api {
             Api::Http => "http",
             Api::V2 => "v2",
             Api::Realtime => "realtime",
+            Api::Transcriptions => "transcriptions",
+            Api::Speech => "speech",
         }
     }
 }
@@ -174,6 +180,8 @@ impl Api {
 /// What every request carries, read and checked from the `Target` flags.
 #[derive(Debug, Clone)]
 pub(crate) struct RequestOptions {
+    /// Speak HTTP/2 (`--http2`).
+    pub(crate) http2: bool,
     /// `--api`.
     pub(crate) api: Api,
     /// The settings that shape every body (API, streaming, `ignore_eos`, usage, extra body and
@@ -186,12 +194,16 @@ pub(crate) struct RequestOptions {
     pub(crate) tensors: Option<TensorSource>,
     /// `--api realtime`'s sessions.
     pub(crate) realtime: Option<RealtimeOptions>,
+    /// `--api transcriptions`' audio and `--api speech`'s voice and format.
+    pub(crate) audio: Option<AudioOptions>,
     /// `--grpc`: v2 over gRPC with this method (`None`: over HTTP).
     pub(crate) grpc: Option<goodput_core::backend::v2::grpc::GrpcMethod>,
     /// `--batch-size`: inputs per request (`None`: one).
     pub(crate) batch: Option<u32>,
     /// Images beside each chat prompt.
     pub(crate) images: Option<Images>,
+    /// `--api images`: the sizes and steps each request asks for in turn.
+    pub(crate) generation: goodput_core::workload::generation::GenerationGrid,
     /// What one item is in reports: `inputs`, `documents`, `prompts`, `rows` or `items`.
     pub(crate) item_unit: &'static str,
 }
@@ -211,10 +223,33 @@ impl RequestOptions {
 pub(crate) struct RealtimeOptions {
     /// Audio each session speaks.
     pub(crate) audio: std::time::Duration,
+    /// Each session's own length instead (`--audio-seconds` as a distribution).
+    pub(crate) lengths: Option<goodput_core::workload::audio_lengths::AudioLengths>,
     /// Audio per append.
     pub(crate) chunk: std::time::Duration,
     /// The server's protocol.
     pub(crate) dialect: goodput_core::backend::realtime::RealtimeDialect,
+}
+
+/// The audio APIs' settings.
+#[derive(Debug, Clone)]
+pub(crate) struct AudioOptions {
+    /// Transcriptions or speech.
+    pub(crate) api: goodput_core::backend::audio::AudioApi,
+    /// Transcriptions: the clips sent, request i taking clip i mod n.
+    pub(crate) clips: Vec<goodput_core::backend::audio::Clip>,
+    /// Transcriptions: a tone of a length drawn per request instead of `clips`.
+    pub(crate) drawn: Option<goodput_core::workload::audio_lengths::AudioLengths>,
+    /// The sample rate of the tones.
+    pub(crate) tone_rate: u32,
+    /// Transcriptions: `language`.
+    pub(crate) language: Option<String>,
+    /// Speech: `voice`.
+    pub(crate) voice: String,
+    /// Speech: `response_format`.
+    pub(crate) format: goodput_core::backend::audio::SpeechFormat,
+    /// Speech, streamed: `stream_format`.
+    pub(crate) speech_stream: goodput_core::backend::audio::SpeechStream,
 }
 
 /// `--api http`'s request template and how its replies are read.

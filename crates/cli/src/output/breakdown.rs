@@ -5,7 +5,9 @@
 
 use std::fmt::Write as _;
 
-use goodput_core::report::{CountStats, ImageBucketReport, SliceMetrics, StepReport};
+use goodput_core::report::{
+    CountStats, GenerationReport, ImageBucketReport, SliceMetrics, StepReport,
+};
 
 /// Appends the workload sections of `step` to `out`.
 pub(crate) fn render(out: &mut String, step: &StepReport) {
@@ -154,6 +156,48 @@ pub(crate) fn render_images(out: &mut String, buckets: &[ImageBucketReport]) {
             b.images_per_sec,
             opt(l.ttft.p50),
             opt(l.ttft.p99),
+            opt(l.e2e.p50),
+            opt(l.e2e.p99)
+        );
+    }
+}
+
+/// Image generation: one row per size and step count asked for (shown without `--details`:
+/// the breakdown is what `--image-size`/`--image-steps` ask for).
+pub(crate) fn render_generation(out: &mut String, settings: &[GenerationReport]) {
+    if settings.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n{:<26}{:>7}{:>7}{:>8}{:>9}{:>9}{:>11}{:>11}{:>10}{:>10}",
+        "By image size and steps",
+        "ok",
+        "failed",
+        "images",
+        "req/s",
+        "img/s",
+        "ms/img p50",
+        "ms/img p99",
+        "E2E p50",
+        "E2E p99"
+    );
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.1}"));
+    for g in settings {
+        let (m, l) = (&g.metrics, &g.metrics.latency_ms);
+        let size = g.size.as_deref().unwrap_or("default");
+        let steps = g.steps.map_or("default".to_string(), |s| s.to_string());
+        let _ = writeln!(
+            out,
+            "  {:<24}{:>7}{:>7}{:>8}{:>9.2}{:>9.2}{:>11}{:>11}{:>10}{:>10}",
+            format!("{size}, {steps} steps"),
+            m.requests.completed,
+            m.requests.failed,
+            g.images,
+            m.throughput.requests_per_sec,
+            m.throughput.items_per_sec,
+            opt(l.e2e_per_item.p50),
+            opt(l.e2e_per_item.p99),
             opt(l.e2e.p50),
             opt(l.e2e.p99)
         );

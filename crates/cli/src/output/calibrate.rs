@@ -63,9 +63,14 @@ pub(crate) fn step_budget_line(
         Ok(Some(StepBudget::AtLeast { tokens })) => {
             format!("{sent} ran in one of its steps: at least {tokens} tokens a step")
         }
-        Ok(None) => {
-            format!("{sent} did not slow its steps (or it ended first): the budget is not known")
-        }
+        Ok(Some(StepBudget::Beside)) => format!(
+            "{sent} did not slow its steps, though they went on past its first token: prompts \
+             take nothing from the decodes' steps (no bound binds them; the fit prefers none)"
+        ),
+        Ok(None) => format!(
+            "{sent}: the stream ended before its first token or was too short to read: the \
+             budget is not known"
+        ),
         Err(e) => format!("{sent}: {e}; the budget is not known"),
     }
 }

@@ -1,6 +1,7 @@
 //! Terminal lines for reasoning models, tool calls and agentic sessions: reasoning vs answer
 //! tokens, time to first answer token, answers emptied by the thinking budget, tool calls and
-//! how answers ended, per-session figures and the prefix reuse expected vs reported.
+//! how answers ended, per-session figures and the prefix reuse expected vs reported; the audio
+//! APIs' audio seconds per second and real-time factor.
 
 use std::fmt::Write;
 
@@ -19,6 +20,36 @@ fn stats(stats: &LatencyStats) -> String {
         ms(stats.max),
         stats.count
     )
+}
+
+/// The step's audio line (nothing without audio): audio seconds sent or produced per second
+/// and the real-time factor.
+pub(crate) fn render_audio(out: &mut String, step: &StepReport) {
+    let Some(a) = &step.audio else {
+        return;
+    };
+    let f = |v: Option<f64>| v.map_or_else(|| "—".to_string(), |v| format!("{v:.3}"));
+    let rtf = &a.real_time_factor;
+    let rates = [
+        (a.input_seconds_total, a.input_seconds_per_sec, "processed"),
+        (a.output_seconds_total, a.output_seconds_per_sec, "produced"),
+    ];
+    for (total, per_sec, what) in rates.into_iter().filter(|(total, _, _)| *total > 0.0) {
+        let _ = writeln!(
+            out,
+            "\nAudio: {total:.1} s {what} by {} requests · {per_sec:.2} audio s/s",
+            a.requests
+        );
+    }
+    let _ = writeln!(
+        out,
+        "  real-time factor (E2E from send ÷ audio): mean {} · p50 {} · p95 {} · p99 {} (n {})",
+        f(rtf.mean),
+        f(rtf.p50),
+        f(rtf.p95),
+        f(rtf.p99),
+        rtf.count
+    );
 }
 
 /// The step's reasoning and tool-call lines (nothing when it had neither).

@@ -63,7 +63,8 @@ ttft_ms,ttft_from_send_ms,tpot_ms,e2e_ms,e2e_from_send_ms,dispatch_lag_ms,client
 input_tokens,output_tokens,requested_output_tokens,chunks,finish_reason,retries,failure,\
 reasoning_tokens,answer_tokens,ttfat_ms,thinking_ms,tool_calls,time_to_first_tool_call_ms,\
 ended_in_tool_call,session,turn,tool_result_turn,expected_prefix_tokens,cached_input_tokens,images,\
-request_id,server_request_id,response_id,model,adapter,class,target,replica";
+request_id,server_request_id,response_id,model,adapter,class,target,replica,\
+audio_input_seconds,audio_output_seconds,real_time_factor,image_size,image_steps";
 
 /// `requests.csv`: one row per request of the journal, in journal order.
 pub(crate) fn requests(records: &[RequestRecord]) -> String {
@@ -115,6 +116,8 @@ pub(crate) fn requests(records: &[RequestRecord]) -> String {
             .into_iter()
             .chain(channel_cells(r, ms))
             .chain(fleet_cells(r))
+            .chain(audio_cells(r))
+            .chain(generation_cells(r))
             .collect();
         let line: Vec<String> = cells.iter().map(|c| field(c)).collect();
         out.push_str(&line.join(","));
@@ -150,6 +153,30 @@ fn channel_cells(
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join(" "),
+    ]
+}
+
+/// The audio sent and produced, and the real-time factor (E2E from send ÷ the audio).
+fn audio_cells(r: &RequestRecord) -> [String; 3] {
+    let number = |n: Option<f64>| n.map(|n| n.to_string()).unwrap_or_default();
+    let audio = r.audio.unwrap_or_default();
+    let rtf = r
+        .e2e_from_send()
+        .zip(audio.seconds())
+        .map(|(e2e, seconds)| e2e.as_secs_f64() / seconds);
+    [
+        number(audio.input_seconds),
+        number(audio.output_seconds),
+        number(rtf),
+    ]
+}
+
+/// Image generation: the size and steps the request asked for (empty when it named none).
+fn generation_cells(r: &RequestRecord) -> [String; 2] {
+    let generation = r.generation.unwrap_or_default();
+    [
+        generation.size.map(|s| s.to_string()).unwrap_or_default(),
+        generation.steps.map(|s| s.to_string()).unwrap_or_default(),
     ]
 }
 

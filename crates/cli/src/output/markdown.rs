@@ -1,6 +1,6 @@
 //! `summary.md`: the report's key figures as Markdown tables, for pasting into a review —
-//! image-resolution buckets, reasoning, tool calls, sessions and prefix reuse included when the
-//! run had them.
+//! image-resolution buckets, audio (seconds sent or produced, real-time factor), reasoning,
+//! tool calls, sessions and prefix reuse included when the run had them.
 
 use std::fmt::Write as _;
 
@@ -49,6 +49,8 @@ pub(crate) fn summary(report: &Report) -> String {
         }
     }
     images(&mut out, report);
+    generation(&mut out, report);
+    audio(&mut out, report);
     channels(&mut out, report);
     if !report.warnings.is_empty() {
         let _ = writeln!(out, "\n**Warnings**\n");
@@ -91,6 +93,79 @@ fn images(out: &mut String, report: &Report) {
                 cell(l.e2e.p99, 1)
             );
         }
+    }
+}
+
+/// Image generation: one row per step, size and step count asked for.
+fn generation(out: &mut String, report: &Report) {
+    if report.steps.iter().all(|s| s.image_settings.is_empty()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nBy image size and steps (latency ms from the scheduled send; per image: E2E ÷ images):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| step | size | steps | completed | failed | images | req/s | images/s | per image p50 | per image p99 | E2E p50 | E2E p99 |"
+    );
+    let _ = writeln!(out, "|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for (i, step) in report.steps.iter().enumerate() {
+        for g in &step.image_settings {
+            let (m, l) = (&g.metrics, &g.metrics.latency_ms);
+            let _ = writeln!(
+                out,
+                "| {i} | {} | {} | {} | {} | {} | {:.2} | {:.2} | {} | {} | {} | {} |",
+                g.size.as_deref().unwrap_or("default"),
+                g.steps.map_or("default".to_string(), |s| s.to_string()),
+                m.requests.completed,
+                m.requests.failed,
+                g.images,
+                m.throughput.requests_per_sec,
+                m.throughput.items_per_sec,
+                cell(l.e2e_per_item.p50, 1),
+                cell(l.e2e_per_item.p99, 1),
+                cell(l.e2e.p50, 1),
+                cell(l.e2e.p99, 1)
+            );
+        }
+    }
+}
+
+/// The audio APIs: one row per step with audio (as the terminal's and report.html's audio
+/// figures).
+fn audio(out: &mut String, report: &Report) {
+    if report.steps.iter().all(|s| s.audio.is_none()) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nAudio (real-time factor: E2E from send ÷ audio seconds):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| step | requests | audio s in | audio s out | audio s in/s | audio s out/s | RTF mean | RTF p50 | RTF p95 | RTF p99 | RTF max |"
+    );
+    let _ = writeln!(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|");
+    for (i, step) in report.steps.iter().enumerate() {
+        let Some(a) = &step.audio else {
+            continue;
+        };
+        let r = &a.real_time_factor;
+        let _ = writeln!(
+            out,
+            "| {i} | {} | {:.2} | {:.2} | {:.3} | {:.3} | {} | {} | {} | {} | {} |",
+            a.requests,
+            a.input_seconds_total,
+            a.output_seconds_total,
+            a.input_seconds_per_sec,
+            a.output_seconds_per_sec,
+            cell(r.mean, 3),
+            cell(r.p50, 3),
+            cell(r.p95, 3),
+            cell(r.p99, 3),
+            cell(r.max, 3)
+        );
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 
 use anyhow::{Context, Result};
+use goodput_core::decide::layouts::LayoutPlans;
 use goodput_core::decide::plan::Plan;
 
 /// Prints `plan` on stdout.
@@ -13,6 +14,62 @@ pub(crate) fn print_plan(plan: &Plan) -> Result<()> {
         .lock()
         .write_all(render(plan).as_bytes())
         .context("writing to stdout")
+}
+
+/// Prints a layout comparison on stdout.
+pub(crate) fn print_layouts(plans: &LayoutPlans) -> Result<()> {
+    std::io::stdout()
+        .lock()
+        .write_all(render_layouts(plans).as_bytes())
+        .context("writing to stdout")
+}
+
+/// The layouts side by side, the best named, then the best layout's plan.
+pub(crate) fn render_layouts(plans: &LayoutPlans) -> String {
+    let mut out = String::new();
+    let Some(first) = plans.layouts.first() else {
+        return out;
+    };
+    let unit = first.plan.inputs.unit.label();
+    let _ = writeln!(
+        out,
+        "{:<16}{:>6}{:>16}{:>14}{:>8}{:>8}{:>14}",
+        "layout",
+        "GPUs",
+        format!("capacity {unit}"),
+        "per GPU",
+        "fleets",
+        "GPUs",
+        "cost/month"
+    );
+    for layout in &plans.layouts {
+        let now = &layout.plan.months[0];
+        let _ = writeln!(
+            out,
+            "{:<16}{:>6}{:>16}{:>14}{:>8}{:>8}{:>14}",
+            layout.layout,
+            layout.accelerators,
+            trimmed(layout.capacity),
+            trimmed(layout.capacity_per_accelerator),
+            now.devices,
+            now.accelerators,
+            now.cost_per_month
+                .map_or("-".to_string(), |c| format!("{c:.2}"))
+        );
+    }
+    if let Some(best) = plans.layouts.get(plans.best) {
+        let margin = plans
+            .best_margin
+            .map_or(String::new(), |m| format!(", {m:.2}× the next"));
+        let _ = writeln!(
+            out,
+            "\nMost per GPU: {} ({} {unit} per GPU{margin}); its plan, a device being one fleet:\n",
+            best.layout,
+            trimmed(best.capacity_per_accelerator)
+        );
+        out.push_str(&render(&best.plan));
+    }
+    out
 }
 
 /// The plan as text.

@@ -156,12 +156,14 @@ fn render_step(out: &mut String, step: &StepReport, unit: &str, details: bool) {
     render_throughput(out, step);
     render_items(out, step, unit);
     render_latency(out, step, details);
+    super::channels::render_audio(out, step);
     if details {
         super::channels::render(out, step);
         super::channels::render_sessions(out, step);
     }
     render_goodput(out, step);
     super::breakdown::render_images(out, &step.image_buckets);
+    super::breakdown::render_generation(out, &step.image_settings);
     super::breakdown::render_labels(out, step);
     if details {
         super::breakdown::render(out, step);

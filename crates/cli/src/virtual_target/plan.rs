@@ -22,7 +22,43 @@ pub(crate) fn estimate(
     simulate: &SimulateOptions,
     unit: DemandUnit,
 ) -> Result<(CapacityEstimate, String)> {
-    let engine = simulate.engine.clone();
+    estimate_as(simulate, unit, None)
+}
+
+/// One fleet of `layout`'s capacity in `unit` (over `accelerators`), and a line on it.
+pub(crate) fn estimate_layout(
+    layout: &str,
+    accelerators: u32,
+    simulate: &SimulateOptions,
+    unit: DemandUnit,
+) -> Result<(CapacityEstimate, String)> {
+    estimate_as(simulate, unit, Some((layout, accelerators)))
+}
+
+/// What is simulated, for people: the model on its accelerators, or a layout's fleet of it.
+fn hardware(simulate: &SimulateOptions, layout: Option<(&str, u32)>) -> String {
+    match (&simulate.engine, layout) {
+        (Some(engine), None) => format!(
+            "{} on {} × {}",
+            engine.model.name, engine.tensor_parallel, engine.gpu.name
+        ),
+        (Some(engine), Some((layout, gpus))) => format!(
+            "{} as {layout} on {gpus} × {}",
+            engine.model.name, engine.gpu.name
+        ),
+        (None, Some((layout, gpus))) => {
+            format!("fixed-timing engines as {layout} on {gpus} accelerators")
+        }
+        (None, None) => "fixed-timing engine".into(),
+    }
+}
+
+fn estimate_as(
+    simulate: &SimulateOptions,
+    unit: DemandUnit,
+    layout: Option<(&str, u32)>,
+) -> Result<(CapacityEstimate, String)> {
+    let what = hardware(simulate, layout);
     let plan = probe_plan(simulate.seed, simulate.criteria.clone());
     let target = VirtualTarget {
         sim: simulate.sim.clone(),
@@ -40,12 +76,8 @@ pub(crate) fn estimate(
     let (capacity, steps) = virtual_capacity(&target, &plan, search, |_| {});
     let rate = capacity.lower_bound.with_context(|| {
         format!(
-            "the simulated {} on {} × {} cannot meet --slo {} even at {:.3} req/s",
-            engine.model.name,
-            engine.tensor_parallel,
-            engine.gpu.name,
-            plan.criteria.slo,
-            search.min
+            "the simulated {what} cannot meet --slo {} even at {:.3} req/s",
+            plan.criteria.slo, search.min
         )
     })?;
     let at_capacity = capacity
@@ -58,11 +90,8 @@ pub(crate) fn estimate(
         DemandUnit::OutputTokensPerSec => rate * f64::from(simulate.output_tokens),
     };
     let source = format!(
-        "simulated {} on {} × {}, {}+{} tokens, SLO {} at {:.1} % with {:.0} % confidence ({} \
+        "simulated {what}, {}+{} tokens, SLO {} at {:.1} % with {:.0} % confidence ({} \
          probes, virtual time)",
-        engine.model.name,
-        engine.tensor_parallel,
-        engine.gpu.name,
         simulate.input_tokens,
         simulate.output_tokens,
         plan.criteria.slo,
@@ -70,8 +99,37 @@ pub(crate) fn estimate(
         plan.criteria.confidence * 100.0,
         capacity.probes.len()
     );
-    let explanation = explain(&engine, simulate, rate, capacity.upper_bound, at_capacity);
+    let explanation = match (&simulate.engine, layout) {
+        (Some(engine), None) => explain(engine, simulate, rate, capacity.upper_bound, at_capacity),
+        _ => explain_layout(&what, rate, layout, capacity.upper_bound, at_capacity),
+    };
     Ok((CapacityEstimate { per_device, source }, explanation))
+}
+
+/// One line on a layout's (or a fixed-timing engine's) capacity: the rate, per accelerator,
+/// where it fails, and its TTFT and TPOT at capacity.
+fn explain_layout(
+    what: &str,
+    rate: f64,
+    layout: Option<(&str, u32)>,
+    upper: Option<f64>,
+    at_capacity: Option<&StepReport>,
+) -> String {
+    let gpus = layout.map_or(1, |(_, gpus)| gpus.max(1));
+    let mut line = format!(
+        "simulated capacity: {rate:.2} req/s ({:.2} per accelerator; {what}){}",
+        rate / f64::from(gpus),
+        upper.map_or(String::new(), |u| format!("; fails at {u:.2} req/s"))
+    );
+    if let Some(step) = at_capacity {
+        let latency = &step.latency_ms;
+        line.push_str(&format!(
+            "; at capacity TTFT p99 {:.0} ms, TPOT p99 {:.1} ms",
+            latency.ttft.p99.unwrap_or(f64::NAN),
+            latency.tpot.p99.unwrap_or(f64::NAN)
+        ));
+    }
+    line
 }
 
 /// A rate search from `start` over six orders of magnitude, to 2 %.

@@ -11,7 +11,7 @@ use goodput_core::config::RunConfig;
 use goodput_virtual::{MakeBackend, VirtualRequests};
 
 use crate::options::run::{Api as ApiOption, RunOptions};
-use crate::wiring::workload::{prepare_offline, runner_counter, with_images};
+use crate::wiring::workload::{prepare_offline, runner_counter};
 
 /// The requests `options` would send in a live run against the embedded simulator (and
 /// `config` adjusted to the workload, as for trace replay).
@@ -24,9 +24,6 @@ pub(crate) async fn from_run(
         bail!("--api http POSTs to --target; in virtual time use --api chat or --api completions");
     }
     let openai = options.request.openai(model);
-    if openai.api == ApiKind::Images {
-        bail!("--api images: the simulator does not serve image generation");
-    }
     if openai.api == ApiKind::Responses {
         bail!(
             "--api responses: the simulator serves chat, completions, messages, embeddings, \
@@ -35,8 +32,7 @@ pub(crate) async fn from_run(
     }
     let streamed = openai.stream;
     let built = prepare_offline(options, config).await?;
-    let workload = with_images(options.request.images.as_ref(), built.workload);
-    let workload = crate::wiring::workload::with_mix(options, workload)?;
+    let workload = crate::wiring::workload::per_request(options, built.workload)?;
     let request = options.request.clone();
     let backend: MakeBackend = Arc::new(move |client, time_scale| {
         crate::wiring::backend::backend(&request, openai.clone(), client, time_scale)

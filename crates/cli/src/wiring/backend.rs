@@ -1,11 +1,12 @@
 //! The backend of `--api` (an OpenAI-compatible API, a JSON template for `http`, KServe v2
-//! tensors for `v2` over HTTP or gRPC, WebSocket sessions for `realtime`) and the model name it sends; for a fleet, one such backend per target
+//! tensors for `v2` over HTTP or gRPC, WebSocket sessions for `realtime`, the audio APIs) and the model name it sends; for a fleet, one such backend per target
 //! behind core's `FleetBackend`.
 
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use goodput_core::backend::Backend;
+use goodput_core::backend::audio::{AudioBackend, AudioConfig, DrawnTones};
 use goodput_core::backend::fleet::{FleetBackend, FleetTarget};
 use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
 use goodput_core::backend::realtime::{RealtimeBackend, RealtimeConfig, RealtimeDialect};
@@ -15,7 +16,12 @@ use goodput_core::backend::v2::{TensorSource, V2Backend, V2Config};
 use goodput_core::http::{HttpClient, HttpConfig, Target};
 
 use super::session::{Endpoint, first_model};
-use crate::options::run::{Api, FleetOptions, RealtimeOptions, RequestOptions, RunOptions};
+use crate::options::run::{
+    Api, AudioOptions, FleetOptions, RealtimeOptions, RequestOptions, RunOptions,
+};
+
+/// The sample rate of a `pcm` speech answer (OpenAI's: 24 kHz, 16-bit mono).
+const PCM_RATE: u32 = 24_000;
 
 /// The model to name: `--model`, the simulator's, else the first the target lists (`--api
 /// http` lists nothing: its template names the model, if any).
@@ -57,6 +63,9 @@ pub(crate) fn backend(
         let backend = TemplateBackend::new(config, client).context("backend configuration")?;
         return Ok(Arc::new(backend));
     }
+    if let Some(audio) = &request.audio {
+        return audio_backend(audio, openai, client);
+    }
     if let Some(realtime) = &request.realtime {
         return realtime_backend(realtime, openai, &client, time_scale);
     }
@@ -79,6 +88,36 @@ pub(crate) fn backend(
     ))
 }
 
+/// The audio APIs' backend (`--api transcriptions`, `--api speech`).
+fn audio_backend(
+    audio: &AudioOptions,
+    openai: OpenAiConfig,
+    client: HttpClient,
+) -> Result<Arc<dyn Backend>> {
+    let config = AudioConfig {
+        api: audio.api,
+        model: openai.model,
+        stream: openai.stream,
+        clips: audio.clips.clone(),
+        drawn: audio.drawn.clone().map(|lengths| DrawnTones {
+            rate: audio.tone_rate,
+            length: Arc::new(move |index| lengths.draw(index)),
+        }),
+        language: audio.language.clone(),
+        voice: audio.voice.clone(),
+        format: audio.format,
+        speech_stream: audio.speech_stream,
+        pcm_rate: PCM_RATE,
+        headers: openai.headers,
+        api_key: openai.api_key,
+        max_line_bytes: openai.max_line_bytes,
+        max_body_bytes: openai.max_body_bytes,
+        extra_body: openai.extra_body,
+    };
+    let backend = AudioBackend::new(config, client).context("backend configuration")?;
+    Ok(Arc::new(backend))
+}
+
 /// `--api realtime`'s backend: sessions at `{target}/realtime` over `ws://`.
 fn realtime_backend(
     realtime: &RealtimeOptions,
@@ -99,6 +138,9 @@ fn realtime_backend(
         model: openai.model,
         dialect: realtime.dialect,
         audio: realtime.audio,
+        audio_length: realtime.lengths.clone().map(|lengths| {
+            Arc::new(move |index| lengths.draw(index)) as goodput_core::backend::audio::AudioLength
+        }),
         chunk: realtime.chunk,
         time_scale,
         api_key: openai.api_key,
@@ -116,9 +158,8 @@ fn grpc_backend(
     client: &HttpClient,
 ) -> Result<Arc<dyn Backend>> {
     let target = client.target();
-    if target.is_https() {
-        bail!("--grpc: gRPC over TLS (an https:// target) is not supported yet");
-    }
+    // The origin names the authority; TLS (ALPN `h2`, for an https:// target) is the
+    // client's connector's, below the channel.
     let config = GrpcConfig {
         origin: format!("http://{}", target.authority()),
         model: openai.model,
@@ -157,7 +198,7 @@ pub(crate) fn run_backend(
             .map(|target| {
                 let parsed = Target::parse(&target.url)
                     .with_context(|| format!("--target {}", target.url))?;
-                let client = HttpClient::tcp(parsed, HttpConfig::default());
+                let client = HttpClient::tcp(parsed, http_config(request));
                 Ok(FleetTarget {
                     label: target.label.clone(),
                     backend: backend(request, openai.clone(), client, time_scale)?,
@@ -168,4 +209,12 @@ pub(crate) fn run_backend(
     let fleet = FleetBackend::new(members, fleet.routing.clone(), fleet.replica_header.clone())
         .context("--target")?;
     Ok(Arc::new(fleet))
+}
+
+/// The run's HTTP settings: HTTP/2 with `--http2`.
+pub(crate) fn http_config(request: &RequestOptions) -> HttpConfig {
+    HttpConfig {
+        http2: request.http2,
+        ..HttpConfig::default()
+    }
 }

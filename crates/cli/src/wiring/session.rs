@@ -15,7 +15,7 @@ use goodput_core::backend::discovery::list_models;
 use goodput_core::backend::{Backend, RequestIds};
 use goodput_core::config::{LoadSpec, RunConfig};
 use goodput_core::decide::capacity::watch::{ProbeSink, Stopping};
-use goodput_core::http::{HttpClient, HttpConfig, Target};
+use goodput_core::http::{HttpClient, Target};
 use goodput_core::manifest::{RunManifest, redact_command_line, redact_url};
 use goodput_core::metrics::{StepAggregator, aggregate::Compliance};
 use goodput_core::observe::overhead::ClientOverhead;
@@ -139,15 +139,14 @@ impl Session {
         config.time_scale = endpoint.time_scale;
         let target =
             Target::parse(&endpoint.url).with_context(|| format!("--target {}", endpoint.url))?;
-        let client = HttpClient::tcp(target, HttpConfig::default());
+        let client = HttpClient::tcp(target, super::backend::http_config(&options.request));
         let model = super::backend::model_name(&options, &endpoint, &client).await?;
         let served_models = super::run_extras::served_models(&client).await;
         let openai = options.request.openai(model.clone());
         let model = mix_or(&options, model);
         let streamed = openai.stream;
         let mut built = workload::prepare(&options, &client, &openai, &mut config).await?;
-        let with_images = workload::with_images(options.request.images.as_ref(), built.workload);
-        built.workload = workload::with_mix(&options, with_images)?;
+        built.workload = workload::per_request(&options, built.workload)?;
         let (request, fleet) = (&options.request, &options.fleet);
         let backend =
             super::backend::run_backend(request, fleet, openai, client, config.time_scale)?;

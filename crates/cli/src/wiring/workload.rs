@@ -14,6 +14,7 @@ use goodput_core::metrics::LengthBuckets;
 use goodput_core::tokens::{Tiktoken, TokenCounter, counter_by_name};
 use goodput_core::workload::agent_trace::load_agent_trace;
 use goodput_core::workload::dataset::{DatasetFormat, load_prompts, load_sharegpt};
+use goodput_core::workload::generation::Generating;
 use goodput_core::workload::image::WithImages;
 use goodput_core::workload::mix::Mixed;
 use goodput_core::workload::prepared::{DatasetConversations, DatasetWorkload};
@@ -130,10 +131,7 @@ pub(crate) fn runner_counter(tokenizer: &Tokenizer) -> Result<Arc<dyn TokenCount
 }
 
 /// `workload` with `images` beside its prompts (as given without images).
-pub(crate) fn with_images(
-    images: Option<&Images>,
-    workload: Arc<dyn Workload>,
-) -> Arc<dyn Workload> {
+fn with_images(images: Option<&Images>, workload: Arc<dyn Workload>) -> Arc<dyn Workload> {
     let Some(images) = images else {
         return workload;
     };
@@ -147,13 +145,25 @@ pub(crate) fn with_images(
     }
 }
 
-/// `workload` with each request's model, adapter and SLO class drawn from the run's mixes
-/// (as given without a mix); multi-turn sessions are refused (their later turns are not
-/// drawn request by request).
-pub(crate) fn with_mix(
+/// `workload` with what the run adds to each request: images beside chat prompts, an image
+/// generation's size and steps, a model, adapter and SLO class of the run's mixes.
+pub(crate) fn per_request(
     options: &RunOptions,
     workload: Arc<dyn Workload>,
 ) -> Result<Arc<dyn Workload>> {
+    let workload = with_images(options.request.images.as_ref(), workload);
+    let grid = &options.request.generation;
+    if !grid.is_empty() && workload.conversations().is_some() {
+        bail!("--image-size and --image-steps go with single requests, not sessions");
+    }
+    let workload = Generating::wrap(workload, grid.clone());
+    with_mix(options, workload)
+}
+
+/// `workload` with each request's model, adapter and SLO class drawn from the run's mixes
+/// (as given without a mix); multi-turn sessions are refused (their later turns are not
+/// drawn request by request).
+fn with_mix(options: &RunOptions, workload: Arc<dyn Workload>) -> Result<Arc<dyn Workload>> {
     let mix = &options.fleet.mix;
     if !mix.is_empty() && workload.conversations().is_some() {
         bail!(

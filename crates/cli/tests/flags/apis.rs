@@ -1,4 +1,5 @@
-//! `--api realtime`'s session flags' probes, and AWS SigV4 signing's.
+//! `--api realtime`'s session flags' probes, the audio APIs', image generation's, and AWS SigV4
+//! signing's.
 
 use super::Expect::{At, Refused};
 use super::{Probe, probe};
@@ -25,6 +26,70 @@ pub(crate) fn probes() -> Vec<Probe> {
             At("/run_json"),
         )
         .against(&["--api", "realtime"]),
+    ]
+    .into_iter()
+    .chain(audio_probes())
+    .chain(image_generation_probes())
+    .collect()
+}
+
+/// `--api images`' size and steps against a plain `--api images` run: each changes the bodies.
+fn image_generation_probes() -> Vec<Probe> {
+    let images = ["--api", "images"];
+    let with_steps = ["--api", "images", "--image-steps", "4"];
+    vec![
+        probe(
+            "--image-size",
+            &[&images[..], &["--image-size", "64x64"]].concat(),
+            At("/wire"),
+        )
+        .against(&images),
+        probe("--image-steps", &with_steps, At("/wire")).against(&images),
+        probe(
+            "--image-steps-key",
+            &[&with_steps[..], &["--image-steps-key", "steps"]].concat(),
+            At("/wire"),
+        )
+        .against(&with_steps),
+    ]
+}
+
+/// The audio APIs' flags against plain `--api transcriptions` and `--api speech` runs
+/// (`run.workload.audio` records them; `--audio-dir`'s file changes what is sent).
+fn audio_probes() -> Vec<Probe> {
+    let transcriptions = ["--api", "transcriptions"];
+    let speech = ["--api", "speech"];
+    vec![
+        probe(
+            "--audio-dir",
+            &[&transcriptions[..], &["--audio-dir", "{audio}"]].concat(),
+            At("/run_json"),
+        )
+        .against(&transcriptions),
+        probe(
+            "--language",
+            &[&transcriptions[..], &["--language", "en"]].concat(),
+            At("/run_json"),
+        )
+        .against(&transcriptions),
+        probe(
+            "--voice",
+            &[&speech[..], &["--voice", "echo"]].concat(),
+            At("/run_json"),
+        )
+        .against(&speech),
+        probe(
+            "--speech-format",
+            &[&speech[..], &["--speech-format", "pcm"]].concat(),
+            At("/run_json"),
+        )
+        .against(&speech),
+        probe(
+            "--speech-stream",
+            &[&speech[..], &["--speech-stream", "sse"]].concat(),
+            At("/run_json"),
+        )
+        .against(&speech),
     ]
 }
 

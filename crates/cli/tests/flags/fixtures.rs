@@ -56,22 +56,12 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
         ),
         ("template", write("template.json", TEMPLATE)),
         ("images", image_dir(dir)),
+        ("audio", audio_dir(dir)),
         ("tensors", write("tensors.jsonl", TENSORS)),
         ("gate", write("gate.toml", GATE)),
         ("tune_grid", write("tune-grid.toml", TUNE_GRID)),
         ("store", dir.join("history.db")),
-        (
-            "failing",
-            write(
-                "failing.jsonl",
-                &(0..12)
-                    .map(|i| {
-                        let word = if i == 3 { "fail-me" } else { "hello" };
-                        format!("{{\"prompt\": \"{word} {i}\", \"output_tokens\": 4}}\n")
-                    })
-                    .collect::<String>(),
-            ),
-        ),
+        ("failing", write("failing.jsonl", &failing_prompts())),
         (
             "bad",
             write(
@@ -80,6 +70,30 @@ pub(crate) fn fixtures(dir: &Path) -> BTreeMap<&'static str, PathBuf> {
             ),
         ),
     ])
+}
+
+/// Twelve prompts, the fourth of which the simulator's fault rules fail (`fail-me`).
+fn failing_prompts() -> String {
+    (0..12)
+        .map(|i| {
+            let word = if i == 3 { "fail-me" } else { "hello" };
+            format!("{{\"prompt\": \"{word} {i}\", \"output_tokens\": 4}}\n")
+        })
+        .collect()
+}
+
+/// A directory holding one WAV file of 0.25 s of silence at 16 kHz (`--audio-dir`).
+fn audio_dir(dir: &Path) -> PathBuf {
+    let audio = dir.join("audio");
+    std::fs::create_dir_all(&audio).expect("audio dir");
+    let data: u32 = 8_000;
+    let mut wav = b"RIFF".to_vec();
+    wav.extend_from_slice(&(data + 36).to_le_bytes());
+    wav.extend_from_slice(b"WAVEfmt \x10\0\0\0\x01\0\x01\0\x80\x3e\0\0\0\x7d\0\0\x02\0\x10\0data");
+    wav.extend_from_slice(&data.to_le_bytes());
+    wav.resize(wav.len() + data as usize, 0);
+    std::fs::write(audio.join("a.wav"), wav).expect("write wav");
+    audio
 }
 
 /// A directory holding one 32×16 PNG header (all `--image-dir` reads).

@@ -210,6 +210,7 @@ fn plan_simulated() -> Variant {
             probe("--sim-dtype", &["--sim-dtype", "fp8"], At(TEXT)),
             probe("--sim-kv-dtype", &["--sim-kv-dtype", "fp8"], At(TEXT)),
             probe("--sim-engine", &["--sim-engine", "sglang"], At(TEXT)),
+            probe("--sim-layout", &["--sim-layout", "1p+1d"], At(TEXT)),
         ],
     )
 }

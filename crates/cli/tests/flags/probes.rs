@@ -286,6 +286,8 @@ fn request_probes() -> Vec<Probe> {
         .without(&["--target"])
         .against(&HTTP_API),
         probe("--header", &["--header", "x-probe:1"], At("/wire")),
+        // HTTP/2 with prior knowledge: the capture server (HTTP/1.1) reads the h2 preface.
+        probe("--http2", &["--http2"], At("/wire")),
         probe("--api-key", &["--api-key", "secret"], At("/wire")),
         probe(
             "--extra-body",

@@ -47,16 +47,21 @@ pub fn read_request(reader: &mut impl std::io::BufRead) -> Option<(String, Vec<u
 pub const EVENT_STREAM_HEAD: &str =
     "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n";
 
+/// A whole JSON answer with `status` (`200 OK`) and a content length.
+pub fn json_response(status: &str, body: &str) -> String {
+    format!(
+        "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    )
+}
+
 /// A test server's answer to anything but a chat completion: `/v1/models` lists model `m`
 /// (its card with `card_fields`, e.g. `,"max_model_len":2048`), anything else is 404.
 pub fn other_reply(path: &str, card_fields: &str) -> String {
     if path.ends_with("/models") {
         let models =
             format!(r#"{{"object":"list","data":[{{"id":"m","object":"model"{card_fields}}}]}}"#);
-        format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{models}",
-            models.len()
-        )
+        json_response("200 OK", &models)
     } else {
         "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n".to_string()
     }

@@ -221,6 +221,10 @@ impl Backend for FleetBackend {
     fn text_input(&self) -> bool {
         self.targets.iter().all(|m| m.backend.text_input())
     }
+
+    fn asks_output_length(&self) -> bool {
+        self.targets.iter().all(|m| m.backend.asks_output_length())
+    }
 }
 
 #[cfg(test)]

@@ -6,8 +6,10 @@
 //! (any JSON API from a body template, items counted by a JSONPath), and [`v2::V2Backend`]
 //! (KServe v2 / Open Inference Protocol tensors, items = batch rows, over HTTP or gRPC), and
 //! [`realtime::RealtimeBackend`] (realtime sessions over WebSocket, audio paced at real time), and
-//! [`fleet::FleetBackend`] (several targets behind one backend, routed client-side).
+//! [`fleet::FleetBackend`] (several targets behind one backend, routed client-side), and
+//! [`audio::AudioBackend`] (speech recognition and synthesis).
 
+pub mod audio;
 pub mod discovery;
 pub mod fleet;
 pub mod openai;
@@ -55,6 +57,8 @@ pub struct RequestTags {
     /// The response header naming the replica that served the request (a fleet's
     /// `--replica-header`), noted into the exchange's `served_by`.
     pub replica_header: Option<HeaderName>,
+    /// Image generation: the size and steps to ask for (`--image-size`, `--image-steps`).
+    pub generation: Option<crate::record::Generation>,
 }
 
 /// A correlation id and the header that carries it.
@@ -163,6 +167,12 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// tensors, `--api v2`): its record carries no input tokens — neither the workload's
     /// count of the prompt it built nor a tokenizer's, only a count the server reports.
     fn text_input(&self) -> bool {
+        true
+    }
+
+    /// Whether a request asks for its output length (`max_tokens`). `false` (the audio APIs):
+    /// its record carries no requested output tokens.
+    fn asks_output_length(&self) -> bool {
         true
     }
 }

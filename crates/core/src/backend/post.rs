@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::openai::reply;
 use super::{Activity, RequestSpec};
 use crate::http::sigv4::SigV4;
-use crate::http::{HttpClient, ResponseBody, WatchArrivals, failure_from_http};
+use crate::http::{HttpClient, ResponseBody, WatchArrivals, closed_mid_body};
 use crate::record::{Exchange, Failure, OutcomeKind};
 
 /// Whether a header carries a credential (never shown, never echoed).
@@ -100,6 +100,29 @@ pub(crate) async fn post_json(
             return None;
         }
     };
+    post_bytes(
+        client,
+        (uri, headers, spec),
+        bytes,
+        streamed,
+        signer,
+        exchange,
+        activity,
+    )
+    .await
+}
+
+/// [`post_json`] of a body already encoded (a multipart form, say: `headers` carry its
+/// content type).
+pub(crate) async fn post_bytes(
+    client: &HttpClient,
+    (uri, headers, spec): (&Uri, &HeaderMap, &RequestSpec),
+    bytes: Vec<u8>,
+    streamed: bool,
+    signer: Option<&SigV4>,
+    exchange: &mut Exchange,
+    activity: &Activity,
+) -> Option<ResponseBody> {
     let mut headers = headers.clone();
     if let Err(failure) = insert_request_id(&mut headers, spec) {
         exchange.fail(failure);
@@ -156,14 +179,9 @@ pub(crate) async fn read_whole(
             OutcomeKind::Protocol,
             format!("response body exceeds {limit} bytes (see max_body_bytes)"),
         )),
-        Err((bytes, error)) => {
-            let cause = failure_from_http(&error, false);
-            let message = format!(
-                "connection closed after {} body bytes: {}",
-                bytes.len(),
-                cause.message
-            );
-            Err(Failure::new(cause.kind, message))
-        }
+        Err((bytes, error)) => Err(closed_mid_body(
+            &error,
+            &format!("after {} body bytes", bytes.len()),
+        )),
     }
 }

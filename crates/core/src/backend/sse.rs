@@ -258,6 +258,17 @@ fn utf8<'a>(bytes: &'a [u8], field: &'static str) -> Result<&'a str, SseError> {
     std::str::from_utf8(bytes).map_err(|_| SseError::InvalidUtf8 { field })
 }
 
+/// The event of one `data: {data}` line, for the readers' tests.
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+pub(crate) fn data_event(data: &str) -> SseEvent {
+    let mut out = Vec::new();
+    SseDecoder::new(1 << 20)
+        .feed(format!("data: {data}\n\n").as_bytes(), &mut out)
+        .unwrap();
+    out.remove(0)
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]

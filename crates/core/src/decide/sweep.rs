@@ -157,7 +157,8 @@ fn knee_on(loads: &[f64], points: &[(f64, Option<f64>)], min_gain: f64) -> Optio
 }
 
 /// Sends `batch` prompts of an inner workload per request (completions API list of prompts):
-/// request `i` carries the inner requests `i·batch … i·batch + batch − 1`.
+/// request `i` carries the inner requests `i·batch … i·batch + batch − 1`, and asks for the
+/// model, adapter and class of its first (a mix labels the batch by its first prompt's draw).
 #[derive(Debug, Clone)]
 pub struct BatchedWorkload {
     /// Where prompts come from.
@@ -190,7 +191,7 @@ impl Workload for BatchedWorkload {
             expected_input_tokens: specs.iter().map(|s| s.expected_input_tokens).sum(),
             max_output_tokens: specs.first().and_then(|s| s.max_output_tokens),
             turn: None,
-            tags: Default::default(),
+            tags: specs.into_iter().next().map(|s| s.tags).unwrap_or_default(),
         }
     }
 
@@ -198,6 +199,10 @@ impl Workload for BatchedWorkload {
         let mut described = self.inner.describe();
         described.insert("batch".into(), self.batch.into());
         described
+    }
+
+    fn labels(&self, index: u64) -> crate::workload::mix::Labels {
+        self.inner.labels(index * u64::from(self.batch.max(1)))
     }
 }
 
@@ -243,5 +248,31 @@ mod tests {
         };
         assert_eq!(prompts[1], seventh);
         assert_eq!(spec.expected_input_tokens, Some(12));
+    }
+
+    #[test]
+    fn a_batch_asks_for_its_first_prompts_model_and_class() {
+        use crate::workload::mix::{Mix, Mixed, Shares};
+        let inner: Arc<dyn Workload> = Arc::new(SyntheticWorkload {
+            input_tokens: 4,
+            output_tokens: Some(2),
+            seed: 3,
+        });
+        let mix = Mix {
+            models: Some(Shares::parse("a=50%,b=50%", false).unwrap()),
+            classes: Some(Shares::parse("x=50%,y=50%", false).unwrap()),
+            ..Mix::default()
+        };
+        let mixed = Mixed::wrap(inner, mix, 9);
+        let batched = BatchedWorkload {
+            inner: Arc::clone(&mixed),
+            batch: 3,
+        };
+        for index in 0..8 {
+            let labels = mixed.labels(index * 3);
+            assert_eq!(batched.labels(index), labels);
+            assert_eq!(batched.request(index).tags.model, labels.model);
+            assert!(labels.class.is_some());
+        }
     }
 }

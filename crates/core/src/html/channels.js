@@ -1,5 +1,5 @@
-// goodput page renderer, part 4: reasoning models, tool calls, agentic sessions and prefix reuse
-// (the step's `reasoning`, `tool_calls`, `sessions` and `prefix_reuse`): the key figures as
+// goodput page renderer, part 4: reasoning models, tool calls, agentic sessions, prefix reuse and
+// audio (the step's `reasoning`, `tool_calls`, `sessions`, `prefix_reuse` and `audio`): the key figures as
 // cards, then every figure of the section as a table.
 
 function ms(v) { return isNum(v) ? fmt(v, 1) + " ms" : "–"; }
@@ -44,7 +44,15 @@ function prefixSection(p) {
       ? fmt(p.cached_tokens_total) + " of " + fmt(p.reported_input_tokens_total) + " tokens (" + fmt(p.requests_reporting_cached) + " requests)"
       : "the server reported no cached tokens" }]);
 }
+function audioSection(a) {
+  var rtf = a.real_time_factor || {};
+  var list = [{ label: "real-time factor p50", value: fmt(rtf.p50, 3), note: "p95 " + fmt(rtf.p95, 3) + " · p99 " + fmt(rtf.p99, 3) + " · E2E from send ÷ audio" }];
+  if (a.input_seconds_total > 0) list.push({ label: "audio s processed / s", value: fmt(a.input_seconds_per_sec, 2), note: fmt(a.input_seconds_total, 1) + " s sent" });
+  if (a.output_seconds_total > 0) list.push({ label: "audio s produced / s", value: fmt(a.output_seconds_per_sec, 2), note: fmt(a.output_seconds_total, 1) + " s produced" });
+  channelBox("Audio", "audio", "Speech recognition and synthesis: audio seconds sent or produced per second, and the real-time factor (below 1 is faster than real time). Time to first transcript token or audio byte is the TTFT above.", a, list);
+}
 function channelSections(st) {
+  if (st.audio) audioSection(st.audio);
   if (st.reasoning) reasoningSection(st.reasoning);
   if (st.tool_calls) toolCallsSection(st.tool_calls);
   if (st.sessions) sessionsSection(st.sessions);

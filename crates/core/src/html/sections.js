@@ -132,6 +132,14 @@ function bucketsSection(st) {
       return b.resolution + " (" + fmt(b.images) + " images, " + fmt(b.images_per_sec, 2) + " images/s)";
     });
   }
+  if (st.image_settings && st.image_settings.length) {
+    var settings = section("By image size and steps", "image-settings", "Image generation split by the size and denoising steps each request asked for (--image-size, --image-steps): the latency per image is E2E divided by the images a request returned.");
+    slicesTable(settings, st.image_settings, function (g) {
+      var perImage = get(g, "latency_ms.e2e_per_item.p50");
+      return (g.size || "server's size") + ", " + (isNum(g.steps) ? fmt(g.steps) + " steps" : "server's steps") + " (" + fmt(g.images) + " images, " +
+        fmt(get(g, "throughput.items_per_sec"), 2) + " images/s, " + fmt(perImage, 1) + " ms an image p50)";
+    });
+  }
 }
 
 // Per model, adapter and SLO class of a mix (each class's goodput under its own SLO).

@@ -52,6 +52,8 @@ pub struct ResponseBody {
     fresh_read: bool,
     /// See [`ResponseBody::read_late`].
     read_late: Option<Duration>,
+    /// An HTTP/2 stream's body (`h2.rs`) instead of the connection's bytes.
+    h2: Option<hyper::body::Incoming>,
 }
 
 impl std::fmt::Debug for ResponseBody {
@@ -81,11 +83,56 @@ impl ResponseBody {
             state,
             keep_alive,
             pool,
+            h2: None,
         };
         if state == State::Done {
             body.release();
         }
         body
+    }
+
+    /// The body of an HTTP/2 stream: its data frames as they are read.
+    pub(super) fn from_h2(body: hyper::body::Incoming, pool: Arc<Pool>) -> Self {
+        ResponseBody {
+            conn: None,
+            state: State::UntilClose,
+            keep_alive: false,
+            pool,
+            received: None,
+            first_received: None,
+            fresh_read: false,
+            read_late: None,
+            h2: Some(body),
+        }
+    }
+
+    /// The next data frame of an HTTP/2 stream, timed when it is read.
+    async fn h2_data(&mut self) -> Option<Result<Bytes, HttpError>> {
+        use http_body_util::BodyExt;
+        let body = self.h2.as_mut()?;
+        loop {
+            match body.frame().await {
+                None => {
+                    self.state = State::Done;
+                    self.h2 = None;
+                    return None;
+                }
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => {}
+                    Ok(data) => {
+                        self.received = Some(Instant::now());
+                        return Some(Ok(data));
+                    }
+                    // Trailers are skipped.
+                    Err(_) => {}
+                },
+                Some(Err(error)) => {
+                    self.h2 = None;
+                    let error = std::io::Error::other(super::chain(&error));
+                    return self.fail(HttpError::Io(error));
+                }
+            }
+        }
     }
 
     /// When the bytes [`ResponseBody::data`] returned last reached this host: the kernel's
@@ -144,6 +191,9 @@ impl ResponseBody {
     pub async fn data(&mut self) -> Option<Result<Bytes, HttpError>> {
         if matches!(self.state, State::Done | State::Failed) {
             return None;
+        }
+        if self.h2.is_some() {
+            return self.h2_data().await;
         }
         loop {
             // Taken before decoding: a piece that ends the body hands the connection back.

@@ -107,10 +107,30 @@ pub enum ConnectError {
     Other(String),
 }
 
+/// The application protocol a connection is opened for: what TLS offers by ALPN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Alpn {
+    /// `http/1.1` (goodput's own client).
+    Http1,
+    /// `h2` (gRPC, HTTP/2).
+    Http2,
+}
+
 /// Opens connections to a target. Object-safe; shared by every request of a client.
 pub trait Connector: Send + Sync + fmt::Debug {
     /// Opens one new connection to `target`.
     fn connect<'a>(&'a self, target: &'a Target) -> BoxFuture<'a, Result<BoxIo, ConnectError>>;
+
+    /// Opens one new connection to `target` for `alpn`'s protocol (TLS offers it by ALPN);
+    /// a connector without TLS (in-memory pipes) opens what [`Connector::connect`] does.
+    fn connect_for<'a>(
+        &'a self,
+        target: &'a Target,
+        alpn: Alpn,
+    ) -> BoxFuture<'a, Result<BoxIo, ConnectError>> {
+        let _ = alpn;
+        self.connect(target)
+    }
 }
 
 /// Options of [`TcpConnector`].
@@ -141,6 +161,9 @@ pub struct TcpConnector {
     resolved: Mutex<Option<Resolved>>,
     #[cfg(feature = "tls")]
     tls: std::sync::OnceLock<Result<Arc<rustls::ClientConfig>, String>>,
+    /// `tls` offering `h2` instead of `http/1.1`.
+    #[cfg(feature = "tls")]
+    tls_h2: std::sync::OnceLock<Result<Arc<rustls::ClientConfig>, String>>,
 }
 
 impl fmt::Debug for TcpConnector {
@@ -165,10 +188,13 @@ impl TcpConnector {
             resolved: Mutex::new(None),
             #[cfg(feature = "tls")]
             tls: std::sync::OnceLock::new(),
+            #[cfg(feature = "tls")]
+            tls_h2: std::sync::OnceLock::new(),
         }
     }
 
-    /// A connector using `config` for https (custom roots, client certificates, …).
+    /// A connector using `config` for https (custom roots, client certificates, …); its
+    /// ALPN is replaced by `h2` for connections opened for HTTP/2 ([`Alpn::Http2`]).
     #[cfg(feature = "tls")]
     pub fn with_tls_config(options: TcpOptions, config: Arc<rustls::ClientConfig>) -> Self {
         let connector = TcpConnector::new(options);
@@ -250,37 +276,56 @@ impl TcpConnector {
         }
     }
 
-    async fn open(&self, target: &Target) -> Result<BoxIo, ConnectError> {
+    async fn open(&self, target: &Target, alpn: Alpn) -> Result<BoxIo, ConnectError> {
         let tcp = self.dial(target).await?;
         #[cfg(target_os = "linux")]
         let tcp = match super::stamped::StampedTcp::new(tcp) {
-            Ok(stamped) => return self.secure(target, stamped).await,
+            Ok(stamped) => return self.secure(target, stamped, alpn).await,
             Err(plain) => plain,
         };
-        self.secure(target, tcp).await
+        self.secure(target, tcp, alpn).await
+    }
+
+    /// The TLS configuration offering `alpn`.
+    #[cfg(feature = "tls")]
+    fn tls_config(&self, alpn: Alpn) -> Result<Arc<rustls::ClientConfig>, ConnectError> {
+        let base = || {
+            self.tls
+                .get_or_init(|| {
+                    super::tls::default_client_config().map_err(|error| error.to_string())
+                })
+                .clone()
+        };
+        let config = match alpn {
+            Alpn::Http1 => base(),
+            Alpn::Http2 => self
+                .tls_h2
+                .get_or_init(|| base().map(|config| super::tls::offering(&config, b"h2")))
+                .clone(),
+        };
+        config.map_err(ConnectError::TlsSetup)
     }
 
     /// `io` as it is for `http://`, inside TLS for `https://`.
-    async fn secure<T: Io>(&self, target: &Target, io: T) -> Result<BoxIo, ConnectError> {
+    async fn secure<T: Io>(
+        &self,
+        target: &Target,
+        io: T,
+        alpn: Alpn,
+    ) -> Result<BoxIo, ConnectError> {
         if !target.is_https() {
             return Ok(Box::new(io));
         }
         #[cfg(feature = "tls")]
         {
-            let config = self
-                .tls
-                .get_or_init(|| {
-                    super::tls::default_client_config().map_err(|error| error.to_string())
-                })
-                .clone()
-                .map_err(ConnectError::TlsSetup)?;
+            let config = self.tls_config(alpn)?;
             Ok(Box::new(
                 super::tls::handshake(config, target.host(), io).await?,
             ))
         }
         #[cfg(not(feature = "tls"))]
         {
-            drop(io);
+            drop((io, alpn));
             Err(ConnectError::TlsUnavailable)
         }
     }
@@ -288,9 +333,17 @@ impl TcpConnector {
 
 impl Connector for TcpConnector {
     fn connect<'a>(&'a self, target: &'a Target) -> BoxFuture<'a, Result<BoxIo, ConnectError>> {
+        self.connect_for(target, Alpn::Http1)
+    }
+
+    fn connect_for<'a>(
+        &'a self,
+        target: &'a Target,
+        alpn: Alpn,
+    ) -> BoxFuture<'a, Result<BoxIo, ConnectError>> {
         Box::pin(async move {
             let after = self.options.connect_timeout;
-            tokio::time::timeout(after, self.open(target))
+            tokio::time::timeout(after, self.open(target, alpn))
                 .await
                 .unwrap_or_else(|_| {
                     Err(ConnectError::Timeout {

@@ -1,4 +1,5 @@
-//! A small HTTP/1.1 client made for measuring: one request per connection at a time, written
+//! A small HTTP/1.1 client made for measuring (and, with [`HttpConfig::http2`], HTTP/2
+//! through hyper: `h2.rs`): one request per connection at a time, written
 //! and read by the request's own task (no connection task, one small read buffer: a waiting
 //! stream costs little and a chunk is timestamped right where it is read), a bounded pool of
 //! idle keep-alive connections, pluggable [`Connector`]s (TCP/TLS, or in-memory pipes for
@@ -22,6 +23,7 @@ mod arrivals;
 mod body;
 mod conn;
 mod connect;
+mod h2;
 mod pool;
 pub mod sigv4;
 #[cfg(target_os = "linux")]
@@ -52,7 +54,9 @@ pub use body::{Arrivals, ResponseBody};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WatchArrivals;
 pub use conn::HttpError;
-pub use connect::{BoxIo, ConnectError, Connector, FnConnector, Io, TcpConnector, TcpOptions};
+pub use connect::{
+    Alpn, BoxIo, ConnectError, Connector, FnConnector, Io, TcpConnector, TcpOptions,
+};
 pub use pool::PoolStats;
 pub use target::{Target, TargetError};
 
@@ -77,6 +81,9 @@ pub struct HttpConfig {
     /// typical, 1.2 ms under load); servers that keep connections alive lose nothing but a
     /// second connection per worker when requests follow each other back to back.
     pub reuse_after: Duration,
+    /// Speak HTTP/2 (`h2.rs`): one connection multiplexing every request — ALPN `h2` over
+    /// TLS, h2c with prior knowledge over plain TCP. Default off (HTTP/1.1).
+    pub http2: bool,
 }
 
 impl Default for HttpConfig {
@@ -86,6 +93,7 @@ impl Default for HttpConfig {
             idle_timeout: Duration::from_secs(4),
             max_retries: 2,
             reuse_after: Duration::from_millis(50),
+            http2: false,
         }
     }
 }
@@ -97,6 +105,8 @@ struct Inner {
     pool: Arc<Pool>,
     host: HeaderValue,
     user_agent: HeaderValue,
+    /// The HTTP/2 connection, with [`HttpConfig::http2`].
+    h2: Option<h2::H2>,
 }
 
 /// HTTP/1.1 client for one [`Target`]. Cheap to clone (shared pool).
@@ -140,6 +150,7 @@ impl HttpClient {
                 pool,
                 host,
                 user_agent,
+                h2: config.http2.then(h2::H2::default),
             }),
         }
     }
@@ -158,6 +169,14 @@ impl HttpClient {
     /// transport (gRPC's HTTP/2, a WebSocket): TCP live, in-memory pipes in virtual time.
     pub async fn connect_raw(&self) -> Result<BoxIo, ConnectError> {
         self.inner.connector.connect(&self.inner.target).await
+    }
+
+    /// [`HttpClient::connect_raw`] for HTTP/2 (gRPC): TLS offers ALPN `h2`.
+    pub async fn connect_raw_h2(&self) -> Result<BoxIo, ConnectError> {
+        self.inner
+            .connector
+            .connect_for(&self.inner.target, Alpn::Http2)
+            .await
     }
 
     /// Connection counters.
@@ -179,6 +198,9 @@ impl HttpClient {
         exchange: &mut Exchange,
     ) -> Result<Response<ResponseBody>, Failure> {
         self.prepare(&mut request);
+        if let Some(h2) = &self.inner.h2 {
+            return h2.send(&self.inner, request, exchange).await;
+        }
         let head_request = request.method() == Method::HEAD;
         let watch = request.extensions().get::<WatchArrivals>().is_some();
         let wire = serialize(request).await;
@@ -327,6 +349,17 @@ pub fn percent_encode(text: &str, keep_slash: bool) -> String {
         }
     }
     out
+}
+
+/// A response body that failed while it was read, as a failure saying how far it got:
+/// `connection closed {progress}: {cause}` (`progress` e.g. "after 12 chunks"), of the
+/// kind [`failure_from_http`] gives the error.
+pub fn closed_mid_body(error: &HttpError, progress: &str) -> Failure {
+    let cause = failure_from_http(error, false);
+    Failure::new(
+        cause.kind,
+        format!("connection closed {progress}: {}", cause.message),
+    )
 }
 
 /// Classifies a client error: unparsable responses are [`OutcomeKind::Protocol`], everything

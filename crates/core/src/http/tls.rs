@@ -1,5 +1,6 @@
 //! TLS for `https://` targets: rustls with the ring provider and the Mozilla (webpki) roots,
-//! ALPN `http/1.1`. Only built with the `tls` feature.
+//! ALPN `http/1.1` — `h2` for the connections opened for HTTP/2 (gRPC, [`offering`]). Only
+//! built with the `tls` feature.
 
 use std::sync::Arc;
 
@@ -22,6 +23,13 @@ pub fn default_client_config() -> Result<Arc<rustls::ClientConfig>, ConnectError
         .with_no_client_auth();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(Arc::new(config))
+}
+
+/// `config` offering only `protocol` by ALPN (e.g. `h2`).
+pub fn offering(config: &rustls::ClientConfig, protocol: &[u8]) -> Arc<rustls::ClientConfig> {
+    let mut config = config.clone();
+    config.alpn_protocols = vec![protocol.to_vec()];
+    Arc::new(config)
 }
 
 /// Runs the TLS handshake over an established TCP stream.

@@ -148,7 +148,11 @@ fn check_outcome(step: &StepReport, warnings: &mut Vec<Warning>) {
         )),
         Verdict::Inconclusive => warnings.push(Warning::new(
             "stability_inconclusive",
-            format!("stability could not be judged: {}", step.stability.reason),
+            // The reason's own closing advice ("…: run longer") is the warning's advice.
+            format!(
+                "stability could not be judged: {}",
+                step.stability.reason.trim_end_matches(": run longer")
+            ),
             "run longer (--duration) so the verdict has enough intervals and arrivals after start-up",
         )),
         Verdict::Stable => {}

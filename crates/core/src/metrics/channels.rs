@@ -30,12 +30,15 @@ pub struct ChannelAggregator {
     tool_calls: u64,
     tool_tokens: u64,
     ttftc: LatencyHistogram,
+    /// Audio sent and produced.
+    audio: super::audio::AudioAggregator,
 }
 
 impl ChannelAggregator {
     /// Folds in a completed measured request.
     pub fn add(&mut self, record: &RequestRecord) {
         self.completed += 1;
+        self.audio.add(record);
         let answer = record.answer_tokens();
         self.answer_total += answer;
         self.answer.record(answer);
@@ -66,6 +69,11 @@ impl ChannelAggregator {
             self.tool_tokens += record.tool_call_tokens.unwrap_or(0);
         }
         self.ended_in_tool_call += u64::from(record.ended_in_tool_call);
+    }
+
+    /// The audio figures, from the step's completed requests/s.
+    pub fn audio(&self, requests_per_sec: f64) -> Option<super::audio::AudioReport> {
+        self.audio.report(requests_per_sec)
     }
 
     /// Time to first answer token from the schedule, over completed measured requests.

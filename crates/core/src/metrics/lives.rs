@@ -79,6 +79,42 @@ impl LifeTimeline {
     }
 }
 
+/// The lives of one step: all of them at 10 ms resolution, and apart, the measured ones' total
+/// and the warm-up ones' timeline, so an interval that holds every measured life whole counts
+/// them exactly (its edges are the first measured send and the last measured end, which a
+/// 10 ms bucket counted by overlap would cut short).
+#[derive(Debug, Clone, Default)]
+pub struct Lives {
+    all: LifeTimeline,
+    warmup: LifeTimeline,
+    measured: CompletedWork,
+}
+
+impl Lives {
+    /// Adds a request that lived over `[start_us, end_us)` and completed `work`.
+    pub fn add(&mut self, start_us: u64, end_us: u64, work: CompletedWork, measured: bool) {
+        self.all.add(start_us, end_us, work);
+        if measured {
+            self.measured += work;
+        } else {
+            self.warmup.add(start_us, end_us, work);
+        }
+    }
+
+    /// Work done in `[from_us, to_us)`, each life by the fraction of it inside.
+    pub fn between(&self, from_us: u64, to_us: u64) -> CompletedWork {
+        self.all.between(from_us, to_us)
+    }
+
+    /// Work done in `[from_us, to_us)` when that interval holds every measured life whole:
+    /// the measured lives' whole work, and the warm-up lives by their fraction inside.
+    pub fn holding_every_measured(&self, from_us: u64, to_us: u64) -> CompletedWork {
+        let mut total = self.measured;
+        total += self.warmup.between(from_us, to_us);
+        total
+    }
+}
+
 fn bucket(at_us: u64) -> Option<usize> {
     usize::try_from(at_us / RESOLUTION_US)
         .ok()
@@ -134,5 +170,22 @@ mod tests {
         lives.add(42_000, 42_000, one());
         assert_eq!(lives.between(40_000, 50_000).requests, 1.0);
         assert_eq!(lives.between(60_000, 70_000).requests, 0.0);
+    }
+
+    #[test]
+    fn lives_held_whole_count_whole() {
+        // Three 15 ms lives, not on bucket edges, and a warm-up life half inside.
+        let mut lives = Lives::default();
+        for start in [4_913, 5_186, 5_244] {
+            lives.add(start, start + 15_000, one(), true);
+        }
+        lives.add(0, 9_826, one(), false);
+        let (from, to) = (4_913, 20_244);
+        // The buckets its edges cut count only part of the measured lives.
+        let cut = lives.between(from, to).requests;
+        assert!(cut < 3.3, "{cut}");
+        let whole = lives.holding_every_measured(from, to);
+        assert!((whole.requests - 3.5).abs() < 0.02, "{whole:?}");
+        assert!((whole.output_tokens - 350.0).abs() < 2.0, "{whole:?}");
     }
 }

@@ -2,6 +2,7 @@
 //! that folds request records into a step report. Every definition is in `docs/metrics.md`.
 
 pub mod aggregate;
+pub mod audio;
 pub mod buckets;
 pub mod channels;
 pub mod dispersion;

@@ -10,12 +10,15 @@ use goodput_protocol::stream::ServerTimings;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+pub mod audio;
 mod chunk;
+pub mod generation;
 pub mod resolution;
 pub mod think;
 
 pub use chunk::ChunkArrival;
 
+pub use self::generation::Generation;
 pub use self::resolution::Resolution;
 use self::think::ThinkTags;
 
@@ -204,6 +207,8 @@ pub struct Exchange {
     pub target: Option<String>,
     /// The replica that served it: the value of the response header a fleet names.
     pub served_by: Option<String>,
+    /// The audio sent or produced ([`crate::backend::audio`]).
+    pub audio: Option<audio::AudioRecord>,
 }
 
 impl Exchange {
@@ -406,6 +411,9 @@ pub struct RequestRecord {
     /// session's turn counts the history's images too, as it re-sends them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Resolution>,
+    /// Image generation (`--image-size`, `--image-steps`): the size and steps it asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<Generation>,
     /// The correlation id goodput sent in the request id header (`--request-id-header`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_id: Option<String>,
@@ -432,6 +440,9 @@ pub struct RequestRecord {
     /// gateway's) response header named it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replica: Option<String>,
+    /// Audio APIs: seconds of audio sent (transcriptions) or produced (speech).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<audio::AudioRecord>,
 }
 
 /// Where a request's reasoning token count came from.

@@ -24,6 +24,11 @@ impl Resolution {
         u64::from(self.width) * u64::from(self.height)
     }
 
+    /// The order of sizes in reports: the fewest pixels first, the narrower of two as large.
+    pub fn rank(self) -> (u64, u32) {
+        (self.pixels(), self.width)
+    }
+
     /// Reads `WxH` as journaled: any size a file had (files may exceed [`MAX_SIDE`], which
     /// bounds generated images).
     pub fn read(text: &str) -> Option<Resolution> {
@@ -39,7 +44,7 @@ impl Resolution {
     /// without images.
     pub fn bucket(sizes: &[Resolution]) -> Option<String> {
         let mut distinct = sizes.to_vec();
-        distinct.sort_by_key(|size| (size.pixels(), size.width));
+        distinct.sort_by_key(|size| size.rank());
         distinct.dedup();
         let names: Vec<String> = distinct.iter().map(Resolution::to_string).collect();
         (!names.is_empty()).then(|| names.join("+"))

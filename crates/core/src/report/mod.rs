@@ -11,6 +11,7 @@ use stability::Stability;
 use windows::WindowReport;
 
 pub mod analysis;
+pub mod audio;
 pub mod capacity;
 pub mod channels;
 pub mod client;
@@ -27,8 +28,8 @@ pub mod windows;
 mod workload;
 
 pub use workload::{
-    BucketReport, ClassReport, ImageBucketReport, LabelReport, ReplicaServer, SliceMetrics,
-    TurnReport, WorkloadStats,
+    BucketReport, ClassReport, GenerationReport, ImageBucketReport, LabelReport, ReplicaServer,
+    SliceMetrics, TurnReport, WorkloadStats,
 };
 
 /// Version of the report layout; bumped on any breaking change.
@@ -438,6 +439,10 @@ pub struct StepReport {
     /// Every metric per image-resolution bucket (vision prompts; absent without images).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub image_buckets: Vec<ImageBucketReport>,
+    /// Every metric per image-generation size and step count (`--image-size`, `--image-steps`;
+    /// absent without them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_settings: Vec<GenerationReport>,
     /// Every metric per model of a model mix (absent without one).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<LabelReport>,
@@ -473,6 +478,9 @@ pub struct StepReport {
     /// cached (null when neither is known).
     #[serde(default)]
     pub prefix_reuse: Option<channels::PrefixReuseReport>,
+    /// Audio sent and produced, real-time factor (null without audio APIs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audio: Option<audio::AudioReport>,
 }
 
 /// A problem with the run itself, with its fix.

@@ -69,6 +69,22 @@ pub struct ImageBucketReport {
     pub metrics: SliceMetrics,
 }
 
+/// The image-generation requests that asked for one size and step count (`--image-size`,
+/// `--image-steps`): images/s is `throughput.items_per_sec`, the latency per image
+/// `latency_ms.e2e_per_item`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GenerationReport {
+    /// The size asked for (`WxH`; `null`: the server's default).
+    pub size: Option<String>,
+    /// The denoising steps asked for (`null`: the server's default).
+    pub steps: Option<u32>,
+    /// Images its completed measured requests returned.
+    pub images: u64,
+    /// Its metrics.
+    #[serde(flatten)]
+    pub metrics: SliceMetrics,
+}
+
 /// The requests of one model of a model mix (`--model a=70%,b=30%`) or one adapter of an
 /// adapter mix (`--lora`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -155,7 +155,7 @@ pub(crate) async fn execute_keeping_reply(
             () = cancel.cancelled() => {
                 exchange.fail(ctx.stopped("while the request was queued"));
                 let now = Instant::now();
-                return (finalize(ctx, ticket, (now, now), &spec, exchange), String::new());
+                return (finalize(ctx, (ticket, now, now), &spec, exchange), String::new());
             }
             permit = semaphore.acquire_owned() => permit.ok(),
         },
@@ -180,7 +180,7 @@ pub(crate) async fn execute_keeping_reply(
         now
     };
     (
-        finalize(ctx, ticket, (dequeued, end), &spec, exchange),
+        finalize(ctx, (ticket, dequeued, end), &spec, exchange),
         reply,
     )
 }
@@ -222,6 +222,8 @@ struct Derived {
     channels: channels::Channels,
     cached_input_tokens: Option<u64>,
     read_late_us: Option<u64>,
+    /// `max_tokens` asked for, when the backend asks for one and the output is text.
+    requested_output_tokens: Option<u64>,
 }
 
 impl Derived {
@@ -236,39 +238,40 @@ impl Derived {
             channels: channels::split(exchange, &chunk_tokens, ctx.counter.as_ref()),
             cached_input_tokens: details.map(|details| details.cached_tokens),
             read_late_us: read_late.map(|us| u64::try_from(us).unwrap_or(u64::MAX)),
+            requested_output_tokens: spec
+                .max_output_tokens
+                .filter(|_| !exchange.untokenized && ctx.backend.asks_output_length()),
             output,
         }
     }
 }
 
-/// Turns a finished exchange into the journal record (`dequeued` when it left the client
-/// queue, `end` when it ended).
+/// Turns a finished exchange into the journal record of `ticket` (`dequeued` when it left the
+/// client queue, `end` when it ended).
 pub(crate) fn finalize(
     ctx: &RequestContext,
-    ticket: Ticket,
-    (dequeued, end): (Instant, Instant),
+    (ticket, dequeued, end): (Ticket, Instant, Instant),
     spec: &RequestSpec,
     exchange: Exchange,
 ) -> RequestRecord {
-    let us = |at: Instant| ctx.target_micros(at);
     let d = Derived::of(ctx, &exchange, spec);
     RequestRecord {
         index: ticket.index,
         phase: ticket.phase,
         scheduled_us: u64::try_from(ticket.scheduled.offset.as_micros()).unwrap_or(u64::MAX),
-        dequeued_us: us(dequeued),
-        sent_us: exchange.sent_at.map(us),
-        response_us: exchange.response_at.map(us),
+        dequeued_us: ctx.target_micros(dequeued),
+        sent_us: exchange.sent_at.map(|at| ctx.target_micros(at)),
+        response_us: exchange.response_at.map(|at| ctx.target_micros(at)),
         first_token_us: d.times.first_token_us,
         last_token_us: d.times.chunks.last().map(|c| c[0]),
-        end_us: us(end),
+        end_us: ctx.target_micros(end),
         streamed: ctx.streamed,
         input_tokens: d.input.0,
         input_tokens_source: d.input.1,
         expected_input_tokens: d.input.2,
         output_tokens: d.output.tokens,
         output_tokens_source: d.output.source,
-        requested_output_tokens: spec.max_output_tokens.filter(|_| !exchange.untokenized),
+        requested_output_tokens: d.requested_output_tokens,
         tokenizer_output_tokens: d.output.tokenizer,
         chunks: d.times.chunks,
         items: exchange.choices.max(spec.items()),
@@ -293,6 +296,7 @@ pub(crate) fn finalize(
         tool_result_turn: false,
         read_late_us: d.read_late_us,
         images: Vec::new(),
+        generation: spec.tags.generation,
         request_id: spec.tags.request_id.as_ref().map(|id| id.value.clone()),
         server_request_id: exchange.server_request_id,
         response_id: exchange.response_id,
@@ -301,6 +305,7 @@ pub(crate) fn finalize(
         class: None,
         target: exchange.target,
         replica: exchange.served_by,
+        audio: exchange.audio,
     }
 }
 

@@ -12,9 +12,11 @@
 
 pub mod agent;
 pub mod agent_trace;
+pub mod audio_lengths;
 mod csv;
 pub mod dataset;
 pub mod generated;
+pub mod generation;
 pub mod history;
 pub mod image;
 pub mod lengths;

@@ -359,20 +359,10 @@ pub fn parse_datetime_us(text: &str) -> Result<u64, String> {
         return Err(bad());
     }
     let micros_fraction: u64 = format!("{fraction:0<6}")[..6].parse().map_err(|_| bad())?;
-    let days = days_from_civil(year, month, day);
+    // Years from 1970 on: the day count is never negative.
+    let days = crate::units::days_from_civil(year as i64, month as i64, day as i64).max(0) as u64;
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
     Ok(seconds * 1_000_000 + micros_fraction)
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(year: u64, month: u64, day: u64) -> u64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year / 400;
-    let year_of_era = year - era * 400;
-    let month_index = (month + 9) % 12;
-    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
-    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
-    era * 146_097 + day_of_era - 719_468
 }
 
 #[cfg(test)]

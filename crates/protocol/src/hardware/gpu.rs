@@ -44,6 +44,13 @@ pub struct GpuSpec {
     /// `tp` GPUs costs `all_reduce_us · log2(tp)` before its bytes move.
     #[serde(default = "default_all_reduce_us")]
     pub all_reduce_us: f64,
+    /// Fraction of `interconnect_gb_per_sec` an all-reduce of a step's activations achieves
+    /// as bus bandwidth (1 when unmeasured: the link rate).
+    #[serde(
+        default = "default_all_reduce_bus_efficiency",
+        skip_serializing_if = "is_link_rate"
+    )]
+    pub all_reduce_bus_efficiency: f64,
 }
 
 fn default_bandwidth_efficiency() -> f64 {
@@ -65,6 +72,12 @@ fn default_attention_efficiency() -> f64 {
 }
 fn default_all_reduce_us() -> f64 {
     10.0
+}
+fn default_all_reduce_bus_efficiency() -> f64 {
+    1.0
+}
+fn is_link_rate(efficiency: &f64) -> bool {
+    *efficiency == default_all_reduce_bus_efficiency()
 }
 
 /// Datasheet figures of one accelerator (arguments of [`GpuSpec::datasheet`]).
@@ -94,6 +107,7 @@ impl GpuSpec {
             attention_efficiency: default_attention_efficiency(),
             interconnect_gb_per_sec: sheet.link,
             all_reduce_us: default_all_reduce_us(),
+            all_reduce_bus_efficiency: default_all_reduce_bus_efficiency(),
         }
     }
 
@@ -129,6 +143,9 @@ impl GpuSpec {
             bandwidth_efficiency: 0.78,
             // NVLink 3 small all-reduce: gpt-fast TP2/4/8 imply ~13/20/25 µs per all-reduce.
             all_reduce_us: 9.0,
+            // Vidur's NCCL profiles (a100_dgx all_reduce.csv), 67 MB over 2/4/8 GPUs: bus
+            // bandwidth 156/167/174 GB/s of the 300 GB/s link.
+            all_reduce_bus_efficiency: 0.55,
             ..Self::datasheet("A100-80G", sheet)
         }
     }
@@ -154,6 +171,9 @@ impl GpuSpec {
             bandwidth_efficiency: 0.80,
             // NVLink 4 + NVSwitch one-shot all-reduce: ~9 µs per doubling (NCCL/vLLM custom AR).
             all_reduce_us: 9.0,
+            // Vidur's NCCL profiles (h100_dgx all_reduce.csv), 67 MB over 2/4/8 GPUs: bus
+            // bandwidth 274/317/365 GB/s of the 450 GB/s link.
+            all_reduce_bus_efficiency: 0.70,
             ..Self::datasheet("H100", sheet)
         }
     }
@@ -311,6 +331,7 @@ impl GpuSpec {
             ("gemm_efficiency_bf16", self.gemm_efficiency_bf16),
             ("gemm_efficiency_fp8", self.gemm_efficiency_fp8),
             ("attention_efficiency", self.attention_efficiency),
+            ("all_reduce_bus_efficiency", self.all_reduce_bus_efficiency),
         ];
         if let Some((field, _)) = fractions.iter().find(|(_, v)| !(*v > 0.0 && *v <= 1.0)) {
             return Err(SpecError::new(&self.name, field, "must be in (0, 1]"));

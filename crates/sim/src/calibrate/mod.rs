@@ -83,6 +83,11 @@ pub struct Facts {
     /// each engine an equal share, `batch_tokens` one engine's step.
     #[serde(default = "one_engine", skip_serializing_if = "is_one_engine")]
     pub engines: u32,
+    /// Whether a long prompt ran beside a decoding stream without growing any of its steps
+    /// (`goodput calibrate`'s step-budget probe): the server's prompts take nothing from its
+    /// decodes' steps, so a fit with the budget unknown prefers no step bound.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prompts_beside_decodes: bool,
 }
 
 fn one_engine() -> u32 {
@@ -114,6 +119,7 @@ impl Default for Facts {
             engine_policy: EnginePolicy::Vllm,
             prefix_caching: false,
             engines: 1,
+            prompts_beside_decodes: false,
         }
     }
 }
@@ -291,6 +297,7 @@ fn calibrated_accelerator(c: &Constants, memory_gib: f64) -> GpuSpec {
         attention_efficiency: c.attention_gflops / flops,
         interconnect_gb_per_sec: 1.0,
         all_reduce_us: 0.0,
+        all_reduce_bus_efficiency: 1.0,
     }
 }
 
@@ -326,8 +333,8 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
         tensor_parallel: 1,
         gpu_memory_utilization: 1.0,
         max_model_len: Some(facts.context_per_slot.max(1)),
-        max_num_seqs: facts.slots.div_ceil(engines).max(1),
-        max_num_batched_tokens: facts.batch_tokens.max(1),
+        max_num_seqs: Some(facts.slots.div_ceil(engines).max(1)),
+        max_num_batched_tokens: Some(facts.batch_tokens.max(1)),
         block_size,
         chunked_prefill: true,
         prefix_caching: facts.prefix_caching,

@@ -202,9 +202,9 @@ fn engines_behind_one_endpoint_are_replicas_with_a_share_each() {
     let EngineConfig::Batching(engine) = &config.engine else {
         panic!("not a batching engine");
     };
-    assert_eq!(engine.max_num_seqs, 4);
+    assert_eq!(engine.max_num_seqs, Some(4));
     assert_eq!(engine.kv_blocks_override, Some(3200 / 16 + 1));
-    assert_eq!(engine.max_num_batched_tokens, 512);
+    assert_eq!(engine.max_num_batched_tokens, Some(512));
     config.validate().unwrap();
     let text = toml::to_string(&config).unwrap();
     let back: SimConfig = toml::from_str(&text).unwrap();

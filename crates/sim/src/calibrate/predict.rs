@@ -174,7 +174,7 @@ mod tests {
         // a whole answer. The client's median (nearest rank) is the eighth: the first wave.
         let mut config = SimConfig::default();
         if let crate::EngineConfig::Batching(engine) = &mut config.engine {
-            engine.max_num_seqs = 8;
+            engine.max_num_seqs = Some(8);
         }
         let shape = ProbeShape {
             concurrency: 16,

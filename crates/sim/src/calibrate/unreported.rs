@@ -3,6 +3,7 @@
 //! waves found (a lower bound when it ran all of the largest wave), and whether its steps are
 //! bounded at a typical engine's budget or not at all.
 
+use super::coordinates::robust;
 use super::{Facts, MeasuredProbe, fit::Fit, fit::FitError, fit::fit};
 
 /// Whether the plan's probe at twice `slots` queued: its median TTFT exceeds that of the
@@ -30,10 +31,14 @@ const MIN_SERVICE_SECS: f64 = 0.020;
 /// engine's) and, when some probe's prompts arriving together exceed that budget, unbounded
 /// too (every slot's whole context in one step: a server whose prompts cost the same however
 /// many arrive together), keeping the unbounded one only when its squared error is at least a
-/// fifth lower. Both are fitted whether or not the bounded fit is poor: with free small-batch
-/// factors the bounded engine can mimic an unbounded server within the poor threshold (cheap
-/// prefill steps, decode paid per sequence), so only the comparison tells them apart. Returns
-/// the fit and the facts it was made with.
+/// fifth lower — or, when the step-budget probe saw a long prompt run beside a decoding stream
+/// without growing its steps (`facts.prompts_beside_decodes`), the other way round: the
+/// bounded one only when its squared error is at least a fifth lower. Both are fitted whether
+/// or not the bounded fit is poor: with free small-batch factors the bounded engine can mimic
+/// an unbounded server within the poor threshold (cheap prefill steps, decode paid per
+/// sequence), so the fits alone tell them apart only by a margin that a loaded machine's noise
+/// at a few hundred clients can erase; the probe's two requests are not loaded. Returns the
+/// fit and the facts it was made with.
 pub fn fit_unknown_budget(
     facts: &Facts,
     probes: &[MeasuredProbe],
@@ -51,8 +56,8 @@ pub fn fit_unknown_budget(
         return Ok((bounded, facts.clone()));
     }
     let unbounded = fit(&unbounded_facts, probes)?;
-    let square = |fit: &Fit| fit.rms_relative_error.powi(2);
-    Ok(if square(&unbounded) < BUDGET_GAIN * square(&bounded) {
+    let losses = (robust_loss(&bounded), robust_loss(&unbounded));
+    Ok(if keeps_unbounded(losses, facts.prompts_beside_decodes) {
         (unbounded, unbounded_facts)
     } else {
         (bounded, facts.clone())
@@ -73,7 +78,29 @@ fn budget_binds(facts: &Facts, probes: &[MeasuredProbe]) -> bool {
     })
 }
 
-/// How much lower the unbounded budget's squared error must come to be kept.
+/// What `fit` left of the loss both fits minimise: the sum of its figures' squared robust
+/// log-ratios. Unlike the RMS error, a figure neither engine reproduces (a loaded client's
+/// late wake-ups at a few hundred clients) weighs about as much in either fit's loss, so it
+/// cannot hide which of them reproduces the rest.
+fn robust_loss(fit: &Fit) -> f64 {
+    fit.residuals
+        .iter()
+        .map(|r| robust((1.0 + r.relative_error).max(1e-12).ln()).powi(2))
+        .sum()
+}
+
+/// Whether the unbounded fit is kept over the bounded one, given their [`robust_loss`]es: when
+/// its loss is at least a fifth lower, or — the prompts seen run `beside` the decodes — unless
+/// the bounded one's is at least a fifth lower.
+fn keeps_unbounded((bounded, unbounded): (f64, f64), beside: bool) -> bool {
+    if beside {
+        bounded >= BUDGET_GAIN * unbounded
+    } else {
+        unbounded < BUDGET_GAIN * bounded
+    }
+}
+
+/// How much lower the other budget's loss must come to be kept over the presumed one.
 const BUDGET_GAIN: f64 = 0.8;
 
 #[cfg(test)]
@@ -103,11 +130,60 @@ mod tests {
             batch_tokens: 4 * 2048,
             ..bounded.clone()
         };
-        for truth in [&bounded, &unbounded] {
-            let (fit, kept) = fit_unknown_budget(&bounded, &exact_on(truth)).unwrap();
-            assert_eq!(kept.batch_tokens, truth.batch_tokens, "{fit:?}");
-            assert!(fit.rms_relative_error < 0.02, "{fit:?}");
+        // With or without the step-budget probe's evidence of prompts run beside the decodes:
+        // exact figures leave the other budget's fit far behind.
+        for beside in [false, true] {
+            let start = Facts {
+                prompts_beside_decodes: beside,
+                ..bounded.clone()
+            };
+            for truth in [&bounded, &unbounded] {
+                let (fit, kept) = fit_unknown_budget(&start, &exact_on(truth)).unwrap();
+                assert_eq!(kept.batch_tokens, truth.batch_tokens, "{fit:?}");
+                assert!(fit.rms_relative_error < 0.02, "{fit:?}");
+            }
         }
+    }
+
+    #[test]
+    fn a_prompt_seen_beside_the_decodes_turns_a_near_tie_to_no_bound() {
+        // Losses within a fifth of each other: the bound by default, none with the probe's
+        // evidence; beyond it, the better fit either way.
+        assert!(!keeps_unbounded((10.0, 9.0), false));
+        assert!(keeps_unbounded((10.0, 9.0), true));
+        assert!(keeps_unbounded((9.0, 10.0), true));
+        assert!(keeps_unbounded((10.0, 4.0), false));
+        assert!(!keeps_unbounded((4.0, 10.0), true));
+        // The margin, exactly: a fifth lower.
+        assert!(keeps_unbounded((10.0, 7.999), false));
+        assert!(!keeps_unbounded((10.0, 8.001), false));
+        assert!(!keeps_unbounded((7.999, 10.0), true));
+        assert!(keeps_unbounded((8.001, 10.0), true));
+    }
+
+    #[test]
+    fn a_figure_neither_fit_reproduces_weighs_alike_in_both_losses() {
+        let residual = |relative_error: f64| crate::calibrate::fit::Residual {
+            shape: probe(256, 0.1).shape,
+            metric: "ttft".to_string(),
+            measured: 0.1,
+            predicted: 0.1 * (1.0 + relative_error),
+            relative_error,
+        };
+        let with = |errors: &[f64]| Fit {
+            residuals: errors.iter().copied().map(residual).collect(),
+            ..fit(&bounded_facts(), &exact_on(&bounded_facts())).unwrap()
+        };
+        // In the loss's scale (a log-ratio of 0.02): a figure one scale off costs ln 2 scales²,
+        // a tenth as far off about a hundredth of that; one 30 % and one 100 % off cost within
+        // 40 % of each other (their squared log-ratios: 7×).
+        let scale2 = 0.02f64.powi(2);
+        let one = robust_loss(&with(&[0.02f64.exp() - 1.0])) / scale2;
+        assert!((one - 2f64.ln()).abs() < 1e-9, "{one}");
+        let small = robust_loss(&with(&[0.002f64.exp() - 1.0])) / scale2;
+        assert!((small - 1.01f64.ln()).abs() < 1e-9, "{small}");
+        let (near, far) = (robust_loss(&with(&[0.3])), robust_loss(&with(&[1.0])));
+        assert!(far / near < 1.4 && far > near, "{near} {far}");
     }
 
     #[test]

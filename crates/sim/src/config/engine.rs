@@ -7,7 +7,7 @@ use goodput_protocol::hardware::{Deployment, GpuSpec, ModelSpec};
 use serde::{Deserialize, Serialize};
 
 use super::QueueOrder;
-use super::policy::{EnginePolicy, Roofline, StepOverheads};
+use super::policy::{BatchLimits, EnginePolicy, Roofline, StepOverheads};
 use super::{ConfigError, duration_ms, gpu_ref, model_ref, preset_gpu, preset_model};
 
 /// A continuous-batching engine (vLLM, SGLang or TensorRT-LLM style) on modelled hardware.
@@ -26,10 +26,14 @@ pub struct BatchingConfig {
     pub gpu_memory_utilization: f64,
     /// Longest prompt plus output accepted (default: the model's context length).
     pub max_model_len: Option<u32>,
-    /// Most sequences in one step.
-    pub max_num_seqs: u32,
-    /// Token budget of one step.
-    pub max_num_batched_tokens: u32,
+    /// Most sequences in one step (default: the engine's own default on this accelerator,
+    /// [`EnginePolicy::default_batch_limits`]; read it through [`BatchingConfig::max_num_seqs`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_seqs: Option<u32>,
+    /// Token budget of one step (default: the engine's own, as for `max_num_seqs`; read it
+    /// through [`BatchingConfig::max_num_batched_tokens`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_num_batched_tokens: Option<u32>,
     /// Tokens per KV block.
     pub block_size: u32,
     /// Split long prompts across steps (otherwise a prompt is computed in one step).
@@ -124,8 +128,8 @@ impl Default for BatchingConfig {
             tensor_parallel: 1,
             gpu_memory_utilization: 0.9,
             max_model_len: None,
-            max_num_seqs: 256,
-            max_num_batched_tokens: 2048,
+            max_num_seqs: None,
+            max_num_batched_tokens: None,
             block_size: 16,
             chunked_prefill: true,
             prefix_caching: true,
@@ -193,6 +197,26 @@ impl BatchingConfig {
         self.max_model_len.unwrap_or(self.model.max_context)
     }
 
+    /// The scheduler's batch limits the engine defaults to when the configuration leaves them
+    /// unset: the policy's default on this accelerator.
+    pub fn default_batch_limits(&self) -> BatchLimits {
+        let kv_tokens = self.kv_blocks() * u64::from(self.block_size.max(1));
+        self.policy
+            .default_batch_limits(&self.gpu, kv_tokens, self.effective_max_model_len())
+    }
+
+    /// Most sequences in one step: the configured limit, or the engine's default.
+    pub fn max_num_seqs(&self) -> u32 {
+        self.max_num_seqs
+            .unwrap_or_else(|| self.default_batch_limits().max_num_seqs)
+    }
+
+    /// Token budget of one step: the configured budget, or the engine's default.
+    pub fn max_num_batched_tokens(&self) -> u32 {
+        self.max_num_batched_tokens
+            .unwrap_or_else(|| self.default_batch_limits().max_num_batched_tokens)
+    }
+
     /// KV blocks in the pool: the override, or the derived capacity divided by the block size.
     pub fn kv_blocks(&self) -> u64 {
         self.kv_blocks_override.unwrap_or_else(|| {
@@ -206,8 +230,8 @@ impl BatchingConfig {
             .validate()
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
         let positive = [
-            ("max_num_seqs", self.max_num_seqs),
-            ("max_num_batched_tokens", self.max_num_batched_tokens),
+            ("max_num_seqs", self.max_num_seqs()),
+            ("max_num_batched_tokens", self.max_num_batched_tokens()),
             ("block_size", self.block_size),
         ];
         for (field, value) in positive {

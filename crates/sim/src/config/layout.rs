@@ -50,6 +50,28 @@ fn pool(text: &str, suffix: char) -> Option<(u32, Option<u32>)> {
     }
 }
 
+impl std::fmt::Display for Layout {
+    /// The layout in the form [`Layout::parse`] reads: `8`, `4xtp2`, `2p+6d`, `2p:tp2+4d:tp1`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let pool = |f: &mut std::fmt::Formatter<'_>, (n, tp): (u32, Option<u32>), suffix| {
+            write!(f, "{n}{suffix}")?;
+            tp.map_or(Ok(()), |tp| write!(f, ":tp{tp}"))
+        };
+        match *self {
+            Layout::Replicas { count, tp: None } => write!(f, "{count}"),
+            Layout::Replicas {
+                count,
+                tp: Some(tp),
+            } => write!(f, "{count}xtp{tp}"),
+            Layout::Pools { prefill, decode } => {
+                pool(f, prefill, 'p')?;
+                f.write_str("+")?;
+                pool(f, decode, 'd')
+            }
+        }
+    }
+}
+
 impl Layout {
     /// Parses a layout (case and spaces ignored; `×` is `x`).
     pub fn parse(text: &str) -> Result<Layout, String> {
@@ -133,6 +155,10 @@ mod tests {
             config.validate().unwrap();
             assert_eq!(config.accelerators(), gpus, "{text}");
         }
+        for text in ["8", "4xtp2", "2p+6d", "2p:tp2+4d:tp1", "1p+3d:tp2"] {
+            assert_eq!(Layout::parse(text).unwrap().to_string(), text);
+        }
+        assert_eq!(Layout::parse("4 × TP2").unwrap().to_string(), "4xtp2");
         let mut config = SimConfig::default();
         Layout::parse("3").unwrap().apply(&mut config).unwrap();
         assert_eq!((config.replicas, config.accelerators()), (3, 3));

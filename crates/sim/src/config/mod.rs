@@ -15,7 +15,7 @@ pub use faults::FaultConfig;
 pub use fleet::{AdapterConfig, DisaggregationConfig};
 pub use goodput_protocol::QueueOrder;
 pub use layout::{LAYOUT_FORMS, Layout};
-pub use policy::{EnginePolicy, Roofline, StepOverheads};
+pub use policy::{BatchLimits, EnginePolicy, Roofline, StepOverheads};
 
 pub use crate::engine::replicas::Routing;
 

@@ -2,9 +2,21 @@
 //! kernels. vLLM, SGLang and TensorRT-LLM differ in admission (allocate on demand and preempt,
 //! reserve part of the answer, reserve the whole answer) and in their runtime overheads.
 
+use goodput_protocol::hardware::GpuSpec;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
+
+/// A scheduler's batch limits: most sequences and most tokens in one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchLimits {
+    /// Most sequences in one step (vLLM `max_num_seqs`, SGLang `max_running_requests`,
+    /// TensorRT-LLM `max_batch_size`).
+    pub max_num_seqs: u32,
+    /// Token budget of one step (vLLM `max_num_batched_tokens`, SGLang
+    /// `chunked_prefill_size`, TensorRT-LLM `max_num_tokens`).
+    pub max_num_batched_tokens: u32,
+}
 
 /// The serving engine whose scheduling the simulator mimics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -63,6 +75,64 @@ impl EnginePolicy {
             EnginePolicy::Sglang => 0.3,
             // GUARANTEED_NO_EVICT reserves prompt + max_tokens (TensorRT-LLM capacity scheduler).
             EnginePolicy::TensorrtLlm => 1.0,
+        }
+    }
+
+    /// Whether a step that carries prompts carries nothing else, the running decodes waiting
+    /// for it: SGLang runs a prefill batch on its own ahead of decoding (`enable_mixed_chunk`
+    /// is off by default, `sglang/srt/server_args.py`); vLLM V1 and TensorRT-LLM's in-flight
+    /// batching put prompt chunks and decodes in one step.
+    pub fn runs_prompts_alone(self) -> bool {
+        self == EnginePolicy::Sglang
+    }
+
+    /// The batch limits this engine picks when its server is started without them, on `gpu`
+    /// with a KV pool of `kv_tokens` and a context of `context_len`:
+    /// * vLLM V1 (`EngineArgs.get_batch_defaults`, OpenAI server): 1024 sequences and 8192
+    ///   tokens on an accelerator of 70 GiB or more that is not an A100; 256 and 2048 otherwise.
+    /// * SGLang (`ServerArgs`, `ModelRunner`): `chunked_prefill_size` 2048 below 35 GiB, 8192
+    ///   below 160 GiB, 16384 above; `max_running_requests` = kv_tokens / context_len · 512,
+    ///   held within 2048…4096 and at most kv_tokens / 2.
+    /// * TensorRT-LLM (LLM API / `trtllm-serve` defaults): `max_batch_size` 2048,
+    ///   `max_num_tokens` 8192.
+    /// * A bare decode loop: 256 and 2048 (it batches what it is given).
+    pub fn default_batch_limits(
+        self,
+        gpu: &GpuSpec,
+        kv_tokens: u64,
+        context_len: u32,
+    ) -> BatchLimits {
+        let limits = |max_num_seqs, max_num_batched_tokens| BatchLimits {
+            max_num_seqs,
+            max_num_batched_tokens,
+        };
+        match self {
+            EnginePolicy::Vllm => {
+                let large =
+                    gpu.memory_gib >= 70.0 && !gpu.name.to_ascii_lowercase().contains("a100");
+                if large {
+                    limits(1024, 8192)
+                } else {
+                    limits(256, 2048)
+                }
+            }
+            EnginePolicy::Sglang => {
+                let tokens = if gpu.memory_gib < 35.0 {
+                    2048
+                } else if gpu.memory_gib < 160.0 {
+                    8192
+                } else {
+                    16384
+                };
+                let estimated = kv_tokens as f64 / f64::from(context_len.max(1)) * 512.0;
+                let seqs = (estimated as u64)
+                    .clamp(2048, 4096)
+                    .min(kv_tokens / 2)
+                    .max(1);
+                limits(u32::try_from(seqs).unwrap_or(u32::MAX), tokens)
+            }
+            EnginePolicy::TensorrtLlm => limits(2048, 8192),
+            EnginePolicy::Bare => limits(256, 2048),
         }
     }
 

@@ -2,16 +2,19 @@
 //! modelled hardware.
 //!
 //! ```text
-//! linear    = max(2 · layer_params · N / (peak_w · eff_gemm_w), layer weight bytes / (BW · η_w))   ÷ tp
+//! linear    = max(2 · layer_params · N / (peak_w · eff_gemm_w) ÷ tp + shard_tail,
+//!                 layer weight bytes / (BW · η_w) ÷ tp)
+//! shard_tail = layers · F_tail · min(N / N_tail, 1) · (1 − 1/tp) / (peak_w · eff_gemm_w)  (tp > 1)
+//! replicated = layers · P_elem · N · hidden · 2 B · (1 − 1/tp) / (BW · η_w)             (tp > 1)
 //! logits    = max(2 · vocab · hidden · S / (peak_w · eff_gemm_w), head bytes / (BW · η_w))        ÷ tp
 //! attn_pre  = max(Σ_prefill 4·L·H·hd·n·(c + (n−1)/2) / (peak_bf16 · eff_attn),
 //!                 Σ_prefill c · kv / (BW · η_kv))                                             ÷ tp
 //! attn_dec  = (Σ_decode (c + n) · kv + N_prefill · kv) / (BW · η_kv)                           ÷ tp
-//! comm      = 2 · layers · (all_reduce_us · log2 tp + N · hidden · 2 B · 2(tp−1)/tp / link)       (tp > 1)
+//! comm      = 2 · layers · (all_reduce_us · log2 tp + N · hidden · 2 B · 2(tp−1)/tp / (link · η_bus))  (tp > 1)
 //! draft     = K · (c_draft / c_target) · (linear + logits + attn_dec)                         (speculative)
 //! overhead  = per_step + per_layer · layers + per_sequence · sequences + per_prefill (if any prompt)
 //! (GEMM FLOPs of n columns × gemm_batch_factors(n) when configured: small batches run slower)
-//! step      = linear + logits + attn_pre + attn_dec + comm + draft + overhead
+//! step      = linear + replicated + logits + attn_pre + attn_dec + comm + draft + overhead
 //! ```
 //! With `roofline = "sum"` (a CPU server) every `max(compute, bytes)` above is a sum instead:
 //! one pass over the weights plus the arithmetic of every token in the step, whatever mix of
@@ -21,12 +24,42 @@
 //! so only a GEMM overlaps its own weight reads with its FLOPs; a prompt chunk's FLOPs do not
 //! hide the decodes' KV reads. Weights are read once per step whatever the batch, so decode is
 //! bandwidth-bound at small batch and becomes compute-bound as the batch grows.
+//!
+//! Split over `tp` GPUs, two costs do not shrink by `tp` (both vanish at `tp = 1`, where the
+//! GEMM efficiency absorbs them): each GEMM's fixed tail of partly filled waves
+//! ([`SHARD_GEMM_TAIL_FLOPS`]) and the elementwise kernels every worker runs on the whole
+//! hidden state ([`REPLICATED_ELEMENTWISE_PASSES`]); and an all-reduce moves its bytes at
+//! `all_reduce_bus_efficiency` of the link (Vidur's operator profiles, `docs/simulator.md`).
 
 use std::time::Duration;
 
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 
 use crate::config::{BatchingConfig, Roofline, StepOverheads};
+
+/// GEMM FLOPs per layer that a tensor-parallel shard pays whatever its width, from
+/// [`SHARD_GEMM_TAIL_TOKENS`] tokens a step: the tail of the four weight GEMMs' partly filled
+/// waves, which the one-GPU GEMM efficiency already absorbs and which does not shrink with the
+/// shard. Vidur's BF16 profiles (`microsoft/vidur` @ 7d47513363ec,
+/// `data/profiling/compute/{h100,a100}/…/mlp.csv`) at 256 tokens over 2–8 GPUs take 13–30 GFLOP
+/// per layer more at the model's GEMM rate than `2 · params · N / tp` (median 22.6 over the
+/// eight points: 70B on H100 and A100, 8B on A100), alike on both GPUs and both models;
+/// `docs/simulator.md`, "Published points at scale".
+pub const SHARD_GEMM_TAIL_FLOPS: f64 = 22e9;
+
+/// Tokens a step from which the shard tail is whole; below, it shrinks with the tokens (a
+/// per-token loss of GEMM efficiency that grows with the number of shards). Vidur's profiles
+/// put the excess at 70–110 µs per layer over eight A100s from 193 to 320 tokens and 27 µs from
+/// 1 to 64, where the weight reads hide it; gpt-fast's batch-1 and vLLM CI's batch-8 decode over
+/// 2–8 GPUs (the calibration set) show none.
+pub const SHARD_GEMM_TAIL_TOKENS: f64 = 256.0;
+
+/// Passes over the hidden state (`N · hidden · 2 B`, read or written) per layer of the
+/// elementwise kernels every tensor-parallel worker runs on the whole activation (two RMSNorms,
+/// two residual adds). Vidur's elementwise profiles split as `a + b/tp` over TP 1–8 give a
+/// replicated part `a` of 11.7 passes on H100 and 11.8 on A100 at 4096 tokens (9–16 at 256 and
+/// 1024) at the weight-streaming bandwidth; `docs/simulator.md`, "Published points at scale".
+pub const REPLICATED_ELEMENTWISE_PASSES: f64 = 12.0;
 
 /// One sequence's share of a step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +89,9 @@ pub struct StepCost {
     pub prefill_attention_secs: f64,
     /// Decode attention reading the KV cache (and every new token's KV write).
     pub decode_attention_secs: f64,
+    /// Elementwise kernels every tensor-parallel worker runs on the whole hidden state, beyond
+    /// their `1/tp` share (0 on one GPU).
+    pub replicated_secs: f64,
     /// Tensor-parallel all-reduces.
     pub comm_secs: f64,
     /// Draft model forwards (speculative decoding).
@@ -88,6 +124,7 @@ impl StepCost {
     /// The step's duration.
     pub fn total_secs(&self) -> f64 {
         self.linear_secs()
+            + self.replicated_secs
             + self.logits_secs
             + self.prefill_attention_secs
             + self.decode_attention_secs
@@ -217,8 +254,10 @@ impl StepCostModel {
         let mut cost = StepCost {
             linear_compute_secs: self
                 .batch_scaled(self.model.layer_linear_flops(t.tokens), t.tokens)
-                / gemm,
+                / gemm
+                + self.shard_tail_secs(t.tokens),
             linear_memory_secs: self.model.layer_weight_bytes() / stream,
+            replicated_secs: self.replicated_secs(t.tokens),
             logits_secs,
             prefill_attention_secs,
             decode_attention_secs,
@@ -240,14 +279,39 @@ impl StepCostModel {
         cost
     }
 
-    /// Two all-reduces per layer: a latency per doubling of the group plus the ring's bytes.
+    /// The share of a per-GPU cost that tensor parallelism does not divide: `1 − 1/tp`.
+    fn unsplit_share(&self) -> f64 {
+        1.0 - 1.0 / self.tensor_parallel
+    }
+
+    /// The GEMMs' tail a narrow shard keeps (one GPU's GEMM efficiency holds it at `tp = 1`):
+    /// [`SHARD_GEMM_TAIL_FLOPS`] per layer at one GPU's GEMM rate, in proportion to the step's
+    /// tokens below [`SHARD_GEMM_TAIL_TOKENS`].
+    fn shard_tail_secs(&self, tokens: f64) -> f64 {
+        let layers = f64::from(self.model.layers);
+        let rate = self.gpu.gemm_flops(self.model.weight_dtype);
+        let whole = (tokens / SHARD_GEMM_TAIL_TOKENS).min(1.0);
+        layers * SHARD_GEMM_TAIL_FLOPS * whole * self.unsplit_share() / rate
+    }
+
+    /// The elementwise kernels each worker runs on the whole hidden state of `tokens` tokens,
+    /// beyond the `1/tp` share the one-GPU rates already hold.
+    fn replicated_secs(&self, tokens: f64) -> f64 {
+        let layers = f64::from(self.model.layers);
+        let bytes = REPLICATED_ELEMENTWISE_PASSES * tokens * f64::from(self.model.hidden) * 2.0;
+        layers * bytes * self.unsplit_share() / self.gpu.effective_bandwidth()
+    }
+
+    /// Two all-reduces per layer: a latency per doubling of the group plus the ring's bytes
+    /// at the bus bandwidth an all-reduce achieves on the link.
     fn all_reduce_secs(&self, tokens: f64) -> f64 {
         let tp = self.tensor_parallel;
         if tp <= 1.0 {
             return 0.0;
         }
         let bytes = tokens * f64::from(self.model.hidden) * 2.0;
-        let ring = bytes * 2.0 * (tp - 1.0) / tp / (self.gpu.interconnect_gb_per_sec * 1e9);
+        let bus = self.gpu.interconnect_gb_per_sec * 1e9 * self.gpu.all_reduce_bus_efficiency;
+        let ring = bytes * 2.0 * (tp - 1.0) / tp / bus;
         let latency = self.gpu.all_reduce_us * 1e-6 * tp.log2();
         2.0 * f64::from(self.model.layers) * (latency + ring)
     }
@@ -407,6 +471,51 @@ mod tests {
         let wider = StepCostModel::new(&config).cost(&decode_batch(1, 1024), false);
         assert!(wider.linear_memory_secs < cost.linear_memory_secs);
         assert!(wider.comm_secs > cost.comm_secs);
+    }
+
+    #[test]
+    fn a_shard_pays_its_gemm_tail_and_the_replicated_elementwise_beyond_its_share() {
+        let on = |tp: u32| {
+            let config = BatchingConfig {
+                model: ModelSpec::preset("llama-3.1-70b").unwrap(),
+                tensor_parallel: tp,
+                ..BatchingConfig::default()
+            };
+            (StepCostModel::new(&config), config)
+        };
+        let (one, _) = on(1);
+        let (four, config) = on(4);
+        let chunk = |tokens| {
+            let mut entry = prompt(tokens);
+            entry.samples = false;
+            [entry]
+        };
+        // One GPU: neither term.
+        let alone = one.cost(&chunk(512), false);
+        assert_eq!(alone.replicated_secs, 0.0);
+        // Four: 12 passes over 512 tokens' hidden state, three quarters of them extra.
+        let split = four.cost(&chunk(512), false);
+        let layers = f64::from(config.model.layers);
+        let bytes = 12.0 * 512.0 * f64::from(config.model.hidden) * 2.0;
+        let expected = layers * bytes * 0.75 / config.gpu.effective_bandwidth();
+        assert!(
+            (split.replicated_secs - expected).abs() < 1e-12,
+            "{split:?}"
+        );
+        // The GEMMs: a quarter of one GPU's FLOPs plus three quarters of 22 GFLOP a layer.
+        let rate = config.gpu.gemm_flops(config.model.weight_dtype);
+        let tail = layers * 22e9 * 0.75 / rate;
+        let quarter = alone.linear_compute_secs / 4.0;
+        assert!(
+            (split.linear_compute_secs - quarter - tail).abs() < 1e-9,
+            "{split:?}"
+        );
+        // Below 256 tokens the tail shrinks with the tokens.
+        let small = four.cost(&chunk(64), false).linear_compute_secs;
+        let small_alone = one.cost(&chunk(64), false).linear_compute_secs / 4.0;
+        assert!((small - small_alone - tail / 4.0).abs() < 1e-9);
+        // The all-reduce moves its bytes at the bus efficiency: 0.7 of NVLink 4 on H100.
+        assert!((config.gpu.all_reduce_bus_efficiency - 0.7).abs() < 1e-12);
     }
 
     #[test]

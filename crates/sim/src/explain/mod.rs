@@ -10,7 +10,10 @@ use goodput_protocol::hardware::{
 };
 
 use crate::config::{BatchingConfig, EngineConfig, FixedTimingConfig, SimConfig};
-use crate::engine::cost::{StepCost, StepCostModel, decode_batch, prompt};
+use crate::engine::cost::{
+    REPLICATED_ELEMENTWISE_PASSES, SHARD_GEMM_TAIL_FLOPS, SHARD_GEMM_TAIL_TOKENS, StepCost,
+    StepCostModel, decode_batch, prompt,
+};
 use crate::engine::fixed::FixedTimingEngine;
 use crate::engine::kv::blocks_for;
 
@@ -132,13 +135,22 @@ fn faults(faults: &crate::config::FaultConfig) -> String {
     }
 }
 
+/// Marks a batch limit the configuration left to the engine's default.
+fn engine_default(unset: bool) -> &'static str {
+    if unset {
+        " (the engine's default here)"
+    } else {
+        ""
+    }
+}
+
 fn explain_batching(out: &mut String, config: &BatchingConfig) {
     let deployment = config.deployment();
     let model = &deployment.model;
     let _ = writeln!(
         out,
-        "engine: continuous batching, {} policy, {} ({:?} weights, {:?} KV) on {} × {} (max_num_seqs {}, \
-         max_num_batched_tokens {}, block_size {}, chunked_prefill {}, prefix_caching {}, \
+        "engine: continuous batching, {} policy, {} ({:?} weights, {:?} KV) on {} × {} (max_num_seqs {}{}, \
+         max_num_batched_tokens {}{}, block_size {}, chunked_prefill {}, prefix_caching {}, \
          admission reserves {}% of each answer, max_waiting {}, queue order {})",
         config.policy.name(),
         model.name,
@@ -146,8 +158,10 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
         model.kv_dtype,
         deployment.tensor_parallel,
         deployment.gpu.name,
-        config.max_num_seqs,
-        config.max_num_batched_tokens,
+        config.max_num_seqs(),
+        engine_default(config.max_num_seqs.is_none()),
+        config.max_num_batched_tokens(),
+        engine_default(config.max_num_batched_tokens.is_none()),
         config.block_size,
         config.chunked_prefill,
         config.prefix_caching,
@@ -307,14 +321,23 @@ fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
             "linear compute",
             step.linear_compute_secs,
             format!(
-                "2 · layer params · tokens{} / ({} TFLOP/s {dtype:?} peak · GEMM efficiency {} · tp {tp})",
+                "2 · layer params · tokens{} / ({} TFLOP/s {dtype:?} peak · GEMM efficiency {} · tp {tp}){}",
                 if config.gemm_batch_factors.is_empty() {
                     ""
                 } else {
                     " · small-batch factor (gemm_batch_factors at the step's tokens)"
                 },
                 sig(gpu.peak_flops(dtype) / 1e12),
-                sig(gemm_eff)
+                sig(gemm_eff),
+                if tp > 1 {
+                    format!(
+                        " + layers · {} GFLOP shard tail · min(tokens / {}, 1) · (1 − 1/tp) at one GPU's rate",
+                        sig(SHARD_GEMM_TAIL_FLOPS / 1e9),
+                        sig(SHARD_GEMM_TAIL_TOKENS)
+                    )
+                } else {
+                    String::new()
+                }
             ),
         ),
         (
@@ -335,12 +358,30 @@ fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
     ]
 }
 
+/// Over `tp` > 1 GPUs, the elementwise kernels every GPU runs on the whole hidden state.
+fn replicated_term(config: &BatchingConfig, step: &StepCost) -> Option<Term> {
+    let gpu = &config.gpu;
+    (config.tensor_parallel > 1).then(|| {
+        (
+            "replicated",
+            step.replicated_secs,
+            format!(
+                "layers · {} passes · tokens · hidden · 2 B · (1 − 1/tp) / ({} TB/s · weight-streaming efficiency {}): elementwise kernels on the whole hidden state on every GPU",
+                sig(REPLICATED_ELEMENTWISE_PASSES),
+                sig(gpu.hbm_tb_per_sec),
+                sig(gpu.bandwidth_efficiency)
+            ),
+        )
+    })
+}
+
 /// The kernels' terms: GEMMs, logits, attention, all-reduce, drafts.
 fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
     let model = &config.model;
     let gpu = &config.gpu;
     let tp = config.tensor_parallel.max(1);
     let mut terms = linear_terms(config, step).to_vec();
+    terms.extend(replicated_term(config, step));
     terms.extend([
         (
             "logits",
@@ -374,9 +415,14 @@ fn kernel_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
             "all-reduce",
             step.comm_secs,
             format!(
-                "2 · layers · ({} µs · log2 tp + tokens · hidden · 2 B · 2(tp − 1)/tp / {} GB/s), tp {tp}",
+                "2 · layers · ({} µs · log2 tp + tokens · hidden · 2 B · 2(tp − 1)/tp / {} GB/s{}), tp {tp}",
                 sig(gpu.all_reduce_us),
-                sig(gpu.interconnect_gb_per_sec)
+                sig(gpu.interconnect_gb_per_sec),
+                if tp > 1 {
+                    format!(" · bus efficiency {}", sig(gpu.all_reduce_bus_efficiency))
+                } else {
+                    String::new()
+                }
             ),
         ),
         (
@@ -422,12 +468,12 @@ fn overhead_terms(config: &BatchingConfig, step: &StepCost) -> Vec<Term> {
 fn explain_decode_table(out: &mut String, config: &BatchingConfig, cost: &StepCostModel) {
     let per_sequence_blocks = blocks_for(DECODE_CONTEXT + 1, config.block_size).max(1);
     let kv_sequences = config.kv_blocks() / u64::from(per_sequence_blocks);
-    let cap = u64::from(config.max_num_seqs).min(kv_sequences).max(1);
+    let cap = u64::from(config.max_num_seqs()).min(kv_sequences).max(1);
     let cap = u32::try_from(cap).unwrap_or(u32::MAX);
     let _ = writeln!(
         out,
         "\ndecode at context {DECODE_CONTEXT} (batch capped by max_num_seqs {} and KV capacity {kv_sequences} sequences)",
-        config.max_num_seqs,
+        config.max_num_seqs(),
     );
     let _ = writeln!(
         out,

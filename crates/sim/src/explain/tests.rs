@@ -58,7 +58,7 @@ fn micro_batches_by_slot_are_said_when_configured() {
 fn decode_table_is_capped_by_max_num_seqs() {
     let config = SimConfig {
         engine: EngineConfig::Batching(BatchingConfig {
-            max_num_seqs: 40,
+            max_num_seqs: Some(40),
             ..BatchingConfig::default()
         }),
         ..SimConfig::default()

@@ -7,10 +7,10 @@
 //! input is a prompt (its `max_tokens` input or parameter the answer's length, else the
 //! completions default), generated exactly as a streamed `/v1/completions` request, and
 //! every streamed chunk is one response with a `text_output`, the last marked
-//! `triton_final_response`. Also `ServerLive`, `ServerReady` and `ModelMetadata`.
+//! `triton_final_response`. Also `ServerLive`, `ServerReady` and `ModelMetadata`. Any other
+//! path is the HTTP API's (`routes.rs`), so HTTP/2 clients (h2c) are served too.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -39,14 +39,15 @@ use tonic::{Status, Streaming};
 use tonic_prost::ProstCodec;
 
 use super::ServerState;
-use super::body::SimBody;
+use super::body::{ConnectionAbort, SimBody};
 use super::completion_stream;
 use super::encode::Route;
 
 type GrpcBody = tonic::body::Body;
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-/// Serves one HTTP/2 connection as the v2 gRPC service.
+/// Serves one HTTP/2 connection: the v2 gRPC service, and every other path as the HTTP API
+/// (`routes.rs`) for clients speaking HTTP/2.
 pub(crate) async fn serve_h2<I>(state: Arc<ServerState>, io: I)
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -61,11 +62,13 @@ where
 async fn handle(
     state: Arc<ServerState>,
     request: Request<Incoming>,
-) -> Result<Response<GrpcBody>, Infallible> {
+) -> Result<Response<GrpcBody>, ConnectionAbort> {
     let path = request.uri().path().to_string();
-    let method = path
-        .strip_prefix("/inference.GRPCInferenceService/")
-        .unwrap_or("");
+    let Some(method) = path.strip_prefix("/inference.GRPCInferenceService/") else {
+        // Not gRPC: the HTTP API over HTTP/2 (a client with h2c prior knowledge).
+        let response = super::routes::handle(state, request).await?;
+        return Ok(response.map(GrpcBody::new));
+    };
     Ok(match method {
         "ServerLive" => {
             let answer = |_: ServerLiveRequest| async { Ok(ServerLiveResponse { live: true }) };

@@ -1,7 +1,8 @@
 //! The simulator's OpenAI-compatible HTTP server (hyper 1, HTTP/1.1 with keep-alive):
 //! `POST /v1/chat/completions`, `POST /v1/completions`, `POST /v1/embeddings`,
 //! `POST /v1/rerank`, KServe v2's `POST /v2/models/{model}/infer` (and its metadata and health
-//! routes), `GET /v1/models`, `GET /health`, `GET /metrics` and `POST /tokenize`
+//! routes), `POST /v1/audio/transcriptions` and `POST /v1/audio/speech` (`audio.rs`,
+//! `speech.rs`), `POST /v1/images/generations` (`images.rs`: a diffusion pipeline's cost), `GET /v1/models`, `GET /health`, `GET /metrics` and `POST /tokenize`
 //! (vLLM's shape), answering from the engine run by [`crate::driver`].
 //!
 //! Wire behaviour follows vLLM: streamed chat answers start with a role-only chunk at the first
@@ -13,6 +14,7 @@
 //! number.
 
 mod answer;
+mod audio;
 mod body;
 mod channels;
 mod completion_stream;
@@ -20,11 +22,13 @@ mod detect;
 mod encode;
 mod faults;
 mod grpc;
+mod images;
 mod infer;
 mod messages;
 mod realtime;
 mod request;
 mod routes;
+mod speech;
 pub use routes::REPLICA_HEADER;
 mod stream;
 mod tokenize;
@@ -59,6 +63,8 @@ struct ServerState {
     driver: DriverHandle,
     next_request: AtomicU64,
     started_unix: u64,
+    /// The image-generation pipeline: one batch at a time, in arrival order (`images.rs`).
+    image_pipeline: tokio::sync::Mutex<()>,
 }
 
 impl ServerState {
@@ -152,6 +158,7 @@ impl SimServer {
             driver,
             next_request: AtomicU64::new(0),
             started_unix: unix_now(),
+            image_pipeline: tokio::sync::Mutex::new(()),
         };
         Ok(SimServer {
             state: Arc::new(state),

@@ -109,7 +109,20 @@ pub(crate) async fn handle(
     if request.uri().path() == "/v1/realtime" {
         return Ok(super::realtime::route(state, request));
     }
-    let mut response = route(&state, request).await?;
+    if request.uri().path() == "/v1/images/generations" {
+        let mut response = match read_body_of(request, Method::POST).await {
+            Ok(body) => super::images::answer(state, &body).await,
+            Err(response) => response,
+        };
+        response
+            .headers_mut()
+            .insert(SERVER, HeaderValue::from_static(SERVER_NAME));
+        return Ok(response);
+    }
+    let mut response = match super::audio::AudioRoute::of(request.uri().path()) {
+        Some(audio) => super::audio::route(state, request, audio).await,
+        None => route(&state, request).await?,
+    };
     response
         .headers_mut()
         .insert(SERVER, HeaderValue::from_static(SERVER_NAME));
@@ -383,6 +396,27 @@ pub(super) fn submit_error_response(error: &SubmitError, clock: SimClock) -> Res
             None,
         ),
     }
+}
+
+/// [`read_body`] of a request that must be a `method` (else a 405 naming it).
+async fn read_body_of(
+    request: Request<Incoming>,
+    method: Method,
+) -> Result<Bytes, Response<SimBody>> {
+    if request.method() != method {
+        let message = format!(
+            "{} {} is not allowed; use {method}",
+            request.method(),
+            request.uri().path()
+        );
+        let status = StatusCode::METHOD_NOT_ALLOWED;
+        let mut response = error_response(status, "invalid_request_error", &message, None);
+        if let Ok(allow) = HeaderValue::from_str(method.as_str()) {
+            response.headers_mut().insert(ALLOW, allow);
+        }
+        return Err(response);
+    }
+    read_body(request).await
 }
 
 /// The whole request body, or the error response to send instead (413 beyond the limit).

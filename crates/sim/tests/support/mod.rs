@@ -1,6 +1,9 @@
-//! Test helpers: a minimal hyper HTTP/1.1 client, SSE parsing, simulator configurations and
-//! engine requests.
+//! Test helpers: a minimal hyper HTTP/1.1 client, SSE parsing, simulator configurations,
+//! engine requests and the table of published checks ([`published`]).
 #![allow(clippy::unwrap_used, dead_code, unreachable_pub)]
+
+pub mod published;
+pub mod sharegpt;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,7 +11,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use goodput_sim::SimConfig;
 use goodput_sim::config::{EngineConfig, FixedTimingConfig};
-use goodput_sim::engine::EngineRequest;
+use goodput_sim::engine::{EngineEvent, EngineRequest};
+use goodput_sim::virtual_time::Simulation;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::{self, SendRequest};
@@ -173,5 +177,47 @@ pub fn engine_request(id: u64, prompt: u32, output: u32) -> EngineRequest {
         block_hashes: Vec::new(),
         max_output_tokens: output,
         stop_after_tokens: output,
+    }
+}
+
+/// Drives a closed loop on `sim`: `concurrency` clients, the k-th sending its first request at
+/// `k · spacing`, each sending its next the instant its last finishes, until `total` requests
+/// (ids in send order, `prompt`/`output` tokens each) were sent and every one has ended.
+pub fn run_closed_loop(
+    sim: &mut Simulation,
+    (concurrency, total): (u64, u64),
+    spacing: Duration,
+    (prompt, output): (u32, u32),
+) {
+    let mut next = 0;
+    while next < concurrency.min(total) {
+        let start = spacing * u32::try_from(next).unwrap();
+        sim.submit(start, engine_request(next, prompt, output));
+        next += 1;
+    }
+    loop {
+        let events = sim.run_next();
+        if events.is_empty() {
+            break;
+        }
+        let finished = events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e,
+                    EngineEvent::Tokens {
+                        finished: Some(_),
+                        ..
+                    }
+                )
+            })
+            .count();
+        for _ in 0..finished {
+            if next < total {
+                let now = sim.now();
+                sim.submit(now, engine_request(next, prompt, output));
+                next += 1;
+            }
+        }
     }
 }

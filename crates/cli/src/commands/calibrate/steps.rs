@@ -96,7 +96,8 @@ pub(super) async fn after_the_plan(
 
 /// Measures the step budget when `server` does not report it, one sequence can decode while
 /// another's prompt runs (two slots or more) and the budget has time left; a measured budget
-/// becomes the server's, a lower bound raises the typical one the fit starts from.
+/// becomes the server's, a lower bound raises the typical one the fit starts from, a prompt
+/// run beside the decodes makes the fit prefer no bound.
 async fn with_step_budget(
     (options, started): (&CalibrateOptions, Instant),
     (client, model): (&HttpClient, &str),
@@ -123,6 +124,7 @@ async fn with_step_budget(
         Ok(Some(StepBudget::AtLeast { tokens })) => {
             facts.batch_tokens = facts.batch_tokens.max(tokens);
         }
+        Ok(Some(StepBudget::Beside)) => facts.prompts_beside_decodes = true,
         Ok(None) | Err(_) => {}
     }
 }

@@ -12,7 +12,7 @@ use tokio::time::Instant;
 
 use super::{invalid, reply::error_text};
 use crate::backend::RequestInput;
-use crate::record::{Exchange, Failure, OutcomeKind};
+use crate::record::{Exchange, Failure, Generation, OutcomeKind};
 
 /// Words of the first prompt a rerank request takes as its query.
 pub(super) const QUERY_WORDS: usize = 16;
@@ -86,6 +86,21 @@ pub(super) fn insert_input(
         }
     }
     Ok(())
+}
+
+/// Puts an image-generation request's size (`size`, `"WxH"`) and denoising steps (under
+/// `steps_key`) into `body`, those it names.
+pub(super) fn insert_generation(
+    body: &mut Map<String, Value>,
+    generation: &Generation,
+    steps_key: &str,
+) {
+    if let Some(size) = generation.size {
+        body.insert("size".into(), json!(size.to_string()));
+    }
+    if let Some(steps) = generation.steps {
+        body.insert(steps_key.into(), json!(steps));
+    }
 }
 
 /// Inputs (documents) a request sends.
@@ -257,6 +272,29 @@ mod tests {
         let batch = RequestInput::Batch(vec!["a cat".into(), "a dog".into()]);
         insert_input(&mut body, Encoder::Images, &batch).unwrap();
         assert_eq!((&body["prompt"], &body["n"]), (&json!("a cat"), &json!(2)));
+        let size = crate::record::Resolution::read("512x768");
+        let generation = Generation {
+            size,
+            steps: Some(20),
+        };
+        insert_generation(&mut body, &generation, "steps");
+        assert_eq!(
+            (&body["size"], &body["steps"]),
+            (&json!("512x768"), &json!(20))
+        );
+        let mut bare = Map::new();
+        let steps_only = Generation {
+            size: None,
+            steps: Some(4),
+        };
+        insert_generation(&mut bare, &steps_only, "num_inference_steps");
+        assert_eq!(
+            bare,
+            json!({"num_inference_steps": 4})
+                .as_object()
+                .unwrap()
+                .clone()
+        );
     }
 
     #[test]

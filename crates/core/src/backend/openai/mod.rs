@@ -96,6 +96,10 @@ impl ApiKind {
     }
 }
 
+/// The body key of an image-generation request's denoising steps by default (diffusers'
+/// name, taken by the servers built on it and by the embedded simulator).
+pub const IMAGE_STEPS_KEY: &str = "num_inference_steps";
+
 /// How to talk to the server.
 #[derive(Clone)]
 pub struct OpenAiConfig {
@@ -119,6 +123,9 @@ pub struct OpenAiConfig {
     pub api_key: Option<String>,
     /// Sign every request with AWS SigV4 (SageMaker, Bedrock) instead of sending a key.
     pub sigv4: Option<crate::http::sigv4::SigV4>,
+    /// Image generation: the body key of a request's denoising steps ([`IMAGE_STEPS_KEY`]
+    /// unless the server names it otherwise).
+    pub image_steps_key: String,
     /// Longest SSE line (and event) accepted.
     pub max_line_bytes: usize,
     /// Longest non-streamed response body accepted.
@@ -138,6 +145,7 @@ impl Default for OpenAiConfig {
             headers: Vec::new(),
             api_key: None,
             sigv4: None,
+            image_steps_key: IMAGE_STEPS_KEY.to_string(),
             max_line_bytes: 4 << 20,
             max_body_bytes: 64 << 20,
         }
@@ -369,6 +377,9 @@ pub fn request_body(
     }
     if let Some(encoder) = config.api.encoder() {
         encoder::insert_input(&mut body, encoder, &spec.input)?;
+        if let Some(generation) = &spec.tags.generation {
+            encoder::insert_generation(&mut body, generation, &config.image_steps_key);
+        }
         for (key, value) in &config.extra_body {
             body.insert(key.clone(), value.clone());
         }

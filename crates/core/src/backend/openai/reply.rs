@@ -12,7 +12,7 @@ use tokio::time::{Duration, Instant};
 
 use crate::backend::Activity;
 use crate::backend::sse::{SseDecoder, SseError, SseEvent};
-use crate::http::{Arrivals, HttpError, ResponseBody, failure_from_http};
+use crate::http::{Arrivals, HttpError, ResponseBody, closed_mid_body};
 use crate::record::{Exchange, Failure, OutcomeKind, OutputParts};
 
 /// Most bytes of an error body read.
@@ -392,14 +392,8 @@ pub(super) async fn read_stream(
                 }
             }
             Some(Err(error)) => {
-                let cause = failure_from_http(&error, false);
-                return Err(Failure::new(
-                    cause.kind,
-                    format!(
-                        "connection closed mid-stream after {} chunks: {}",
-                        reader.chunks, cause.message
-                    ),
-                ));
+                let progress = format!("mid-stream after {} chunks", reader.chunks);
+                return Err(closed_mid_body(&error, &progress));
             }
             None => return reader.finish(now, exchange),
         }

@@ -73,6 +73,9 @@ pub struct RealtimeConfig {
     pub dialect: RealtimeDialect,
     /// How much audio each session speaks.
     pub audio: Duration,
+    /// Each session's own length instead of `audio` (`--audio-seconds` as a distribution),
+    /// from its request index.
+    pub audio_length: Option<crate::backend::audio::AudioLength>,
     /// The audio in each `input_audio_buffer.append`.
     pub chunk: Duration,
     /// Target-time seconds per second of this machine's clock (`--time-scale`; the virtual
@@ -126,15 +129,7 @@ impl RealtimeBackend {
             return Err(bad("only ws:// URLs (TLS is not supported yet)"));
         }
         request.uri().host().ok_or_else(|| bad("no host"))?;
-        let rate = config.dialect.sample_rate();
-        let tone = audio::tone(rate, config.audio);
-        let appends = audio::chunks(&tone, rate, config.chunk)
-            .into_iter()
-            .map(|chunk| {
-                json!({"type": "input_audio_buffer.append", "audio": audio::base64(chunk)})
-                    .to_string()
-            })
-            .collect();
+        let appends = appends(&config, config.audio);
         if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
             return Err(bad("the time scale must be a positive number"));
         }
@@ -213,14 +208,23 @@ impl RealtimeBackend {
         }
     }
 
-    async fn run(&self, exchange: &mut Exchange, activity: &Activity) {
+    async fn run(&self, index: u64, exchange: &mut Exchange, activity: &Activity) {
         let mut socket = match self.connect().await {
             Ok(socket) => socket,
             Err(failure) => return exchange.fail(failure),
         };
         exchange.response_at = Some(Instant::now());
         exchange.status = Some(101);
-        let outcome = self.session(&mut socket, exchange, activity).await;
+        let drawn = self.config.audio_length.as_ref().map(|length| {
+            let length = length(index);
+            (length, appends(&self.config, length))
+        });
+        let (length, appends) = match &drawn {
+            Some((length, appends)) => (*length, appends.as_slice()),
+            None => (self.config.audio, self.appends.as_slice()),
+        };
+        exchange.audio = Some(crate::record::audio::AudioRecord::sent(length));
+        let outcome = self.session(&mut socket, appends, exchange, activity).await;
         if let Err(failure) = outcome {
             exchange.fail(failure);
         }
@@ -231,6 +235,7 @@ impl RealtimeBackend {
     async fn session(
         &self,
         socket: &mut Socket,
+        appends: &[String],
         exchange: &mut Exchange,
         activity: &Activity,
     ) -> Result<(), Failure> {
@@ -240,7 +245,7 @@ impl RealtimeBackend {
         let start = Instant::now();
         let mut next = 0usize;
         loop {
-            let speaking = next <= self.appends.len();
+            let speaking = next <= appends.len();
             let due = start
                 + self
                     .pace
@@ -253,7 +258,7 @@ impl RealtimeBackend {
                     }
                 }
                 () = tokio::time::sleep_until(due), if speaking => {
-                    match self.appends.get(next) {
+                    match appends.get(next) {
                         Some(append) => send(socket, append.clone()).await?,
                         None => {
                             // The speech has ended: the request's send time.
@@ -320,6 +325,18 @@ impl RealtimeBackend {
     }
 }
 
+/// The `input_audio_buffer.append` events of `length` of tone, in order.
+fn appends(config: &RealtimeConfig, length: Duration) -> Vec<String> {
+    let rate = config.dialect.sample_rate();
+    let tone = audio::tone(rate, length);
+    audio::chunks(&tone, rate, config.chunk)
+        .into_iter()
+        .map(|chunk| {
+            json!({"type": "input_audio_buffer.append", "audio": audio::base64(chunk)}).to_string()
+        })
+        .collect()
+}
+
 async fn send(socket: &mut Socket, event: String) -> Result<(), Failure> {
     socket.send(Message::text(event)).await.map_err(|e| {
         Failure::new(
@@ -332,11 +349,11 @@ async fn send(socket: &mut Socket, event: String) -> Result<(), Failure> {
 impl Backend for RealtimeBackend {
     fn send<'a>(
         &'a self,
-        _request: &'a RequestSpec,
+        request: &'a RequestSpec,
         exchange: &'a mut Exchange,
         activity: &'a Activity,
     ) -> BoxFuture<'a, ()> {
-        Box::pin(self.run(exchange, activity))
+        Box::pin(self.run(request.index, exchange, activity))
     }
 
     fn text_input(&self) -> bool {

@@ -56,13 +56,8 @@ pub(super) async fn read(
                 }
             }
             Err(error) => {
-                let cause = crate::http::failure_from_http(&error, false);
-                let message = format!(
-                    "connection closed after {} stream chunks: {}",
-                    exchange.chunks.len(),
-                    cause.message
-                );
-                return Err(Failure::new(cause.kind, message));
+                let progress = format!("after {} stream chunks", exchange.chunks.len());
+                return Err(crate::http::closed_mid_body(&error, &progress));
             }
         }
     }

@@ -99,6 +99,11 @@ pub enum StepBudget {
         /// The prompt as the server counted it, and the stream's token.
         tokens: u32,
     },
+    /// The stream went on decoding past the prompt's first token and none of its steps grew
+    /// while the prompt ran: the prompt took nothing from the decode's steps (a server that
+    /// runs prompts apart, or whose prefill is free beside its decode), so no step budget binds
+    /// what the server does.
+    Beside,
 }
 
 /// The step budget read from the decoding stream's token times (µs) and the long prompt's
@@ -108,11 +113,15 @@ pub enum StepBudget {
 /// hold the prompt, `k + 1` could (one more, a last sliver of a chunk, may have grown a gap too
 /// little to count) — and their growth, each a share of a full chunk's (the median of those
 /// at least half the largest: later chunks attend over more and cost a little more),
-/// estimates it within those bounds. `None` when the stream ended before the prompt's first
-/// token, too few gaps came outside it, or the grown ones span less than half the prompt's
-/// time to first token (the prompt ran beside the stream's steps, not in them).
+/// estimates it within those bounds. [`StepBudget::Beside`] when the stream outlived the
+/// prompt but the grown gaps span less than half the prompt's time to first token (the prompt
+/// ran beside the stream's steps, not in them); `None` when the stream ended before the
+/// prompt's first token or too few gaps came outside it.
 pub fn read_budget(stream: &[u64], prompt: (u64, u64), prompt_tokens: u32) -> Option<StepBudget> {
-    let excess = grown_gaps(stream, prompt)?;
+    let excess = match grown_gaps(stream, prompt)? {
+        Gaps::Beside => return Some(StepBudget::Beside),
+        Gaps::Grown(excess) => excess,
+    };
     // The decoding stream's token rides in every step.
     let tokens = |per_step: f64| per_step + 1.0;
     if excess.len() == 1 {
@@ -141,14 +150,22 @@ pub fn read_budget(stream: &[u64], prompt: (u64, u64), prompt_tokens: u32) -> Op
     })
 }
 
+/// What the decoding stream's gaps showed of the prompt.
+enum Gaps {
+    /// None grew, or too few to carry it: it ran beside the stream's steps.
+    Beside,
+    /// How much each gap that carried part of it grew.
+    Grown(Vec<f64>),
+}
+
 /// How much each of the stream's gaps that ended while the prompt ran (from its send to its
 /// first token) grew over the usual gap (the median of the others), counting those beyond
 /// [`ELEVATED`] times it by at least a [`SLIVER`] of the largest growth (less is the server's
 /// host work — llama.cpp launching the request's slot — or jitter, not a chunk). `None` when
-/// the stream ended before the prompt's first token, fewer than three gaps came outside it,
-/// or the grown gaps span less than [`CARRIED`] of the prompt's time to first token (none grew,
-/// or a gap jittered while the prompt ran elsewhere).
-fn grown_gaps(stream: &[u64], (sent, first): (u64, u64)) -> Option<Vec<f64>> {
+/// the stream ended before the prompt's first token or fewer than three gaps came outside it;
+/// [`Gaps::Beside`] when the grown gaps span less than [`CARRIED`] of the prompt's time to
+/// first token (none grew, or a gap jittered while the prompt ran elsewhere).
+fn grown_gaps(stream: &[u64], (sent, first): (u64, u64)) -> Option<Gaps> {
     if stream.last().is_none_or(|&end| end <= first) {
         return None;
     }
@@ -176,7 +193,11 @@ fn grown_gaps(stream: &[u64], (sent, first): (u64, u64)) -> Option<Vec<f64>> {
         .collect();
     let spanned: f64 = chunks.iter().map(|e| e + usual).sum();
     let prefill = first.saturating_sub(sent) as f64;
-    (largest > 0.0 && spanned >= CARRIED * prefill).then_some(chunks)
+    Some(if largest > 0.0 && spanned >= CARRIED * prefill {
+        Gaps::Grown(chunks)
+    } else {
+        Gaps::Beside
+    })
 }
 
 /// The budget within `(low, high)`: the power of two there nearest `estimate`, when within

@@ -65,15 +65,21 @@ fn a_prompt_in_one_step_bounds_the_budget_from_below() {
 }
 
 #[test]
-fn a_stream_that_ended_first_or_never_slowed_shows_nothing() {
+fn a_stream_that_ended_first_shows_nothing_and_one_that_never_slowed_ran_beside() {
     let (times, first) = stream(10_000, 100_000, &[255, 255, 255, 235], 500);
     // Ended before the prompt's first token.
     let cut: Vec<u64> = times.iter().copied().filter(|t| *t < first).collect();
     assert_eq!(read_budget(&cut, (95_000, first), 1000), None);
-    // No gap grew (the prompt ran elsewhere).
-    let even: Vec<u64> = (0..60).map(|k| k * 10_000).collect();
-    assert_eq!(read_budget(&even, (95_000, 300_000), 1000), None);
     assert_eq!(read_budget(&[], (0, 0), 1000), None);
+    // Too few gaps outside the prompt to know the usual one.
+    let short = [0, 10_000, 20_000, 130_000, 140_000];
+    assert_eq!(read_budget(&short, (5_000, 125_000), 1000), None);
+    // No gap grew, and the stream went on past the prompt's first token: it ran beside.
+    let even: Vec<u64> = (0..60).map(|k| k * 10_000).collect();
+    assert_eq!(
+        read_budget(&even, (95_000, 300_000), 1000),
+        Some(StepBudget::Beside)
+    );
 }
 
 #[test]
@@ -196,7 +202,10 @@ fn a_gap_that_jittered_while_the_prompt_ran_elsewhere_is_no_step() {
         times.push(times.last().unwrap() + gap);
     }
     let sent = times[25] + 1_000;
-    assert_eq!(read_budget(&times, (sent, sent + 100_000), 15_000), None);
+    assert_eq!(
+        read_budget(&times, (sent, sent + 100_000), 15_000),
+        Some(StepBudget::Beside)
+    );
     // The same gap carrying the whole prompt (its first token at the gap's end) is one step.
     let mut times = times.clone();
     times.iter_mut().skip(31).for_each(|t| *t += 91_200);

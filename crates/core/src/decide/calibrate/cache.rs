@@ -23,8 +23,12 @@ const LONGEST: f64 = 0.7;
 pub const MAX_CACHE_PROBE_TOKENS: u32 = 32_768;
 /// Answer tokens of each request: enough decode steps that every request still holds its cells
 /// when the last arrives, even from a client slowed down by a loaded machine (with 4, a CI run
-/// of 2026-12-04 read a shared cache as one per slot).
-const ANSWER: u32 = 32;
+/// of 2026-12-04 read a shared cache as one per slot; with 32, one of 2026-12-06 read nothing).
+const ANSWER: u32 = 64;
+/// Times the probe runs before it says nothing: each run whose requests all completed but
+/// were never in the cache together (a client or server slowed down between the sends) is
+/// run again with other prompts.
+const ATTEMPTS: u64 = 3;
 
 /// The probe for `slots` slots of `context` tokens each: one request per slot, all sent
 /// together; `None` for fewer than two slots or more than [`MAX_CACHE_PROBE_TOKENS`] in all.
@@ -59,17 +63,30 @@ pub enum CacheReading {
 }
 
 /// Runs `probe` ([`cache_probe`]) on the server; `Ok(None)` when requests failed for another
-/// reason than the context, or all ran but one ended before another's prompt was in (nothing
-/// read).
+/// reason than the context, or, three runs over, all ran but one ended before another's
+/// prompt was in (nothing read).
 pub async fn kv_sharing(
     (client, model): (&HttpClient, &str),
     probe: &CalibrationProbe,
     (seed, cancel): (u64, &CancellationToken),
 ) -> Result<Option<CacheReading>, CalibrateError> {
-    let mut kept = Kept::default();
-    let backend = (client.clone(), probe_openai(model));
-    run_probe(backend, probe, (seed, cancel.clone()), &mut kept).await?;
-    Ok(read_cache(&kept.0))
+    for attempt in 0..ATTEMPTS {
+        let mut kept = Kept::default();
+        let backend = (client.clone(), probe_openai(model));
+        let seed = seed.wrapping_add(attempt);
+        run_probe(backend, probe, (seed, cancel.clone()), &mut kept).await?;
+        let reading = read_cache(&kept.0);
+        if reading.is_some() || !ran_apart(&kept.0) || cancel.is_cancelled() {
+            return Ok(reading);
+        }
+    }
+    Ok(None)
+}
+
+/// Whether every request completed, so that nothing was read only because they never held the
+/// cache together: worth another run.
+fn ran_apart(records: &[RequestRecord]) -> bool {
+    !records.is_empty() && records.iter().all(|record| record.failure.is_none())
 }
 
 /// The reading of the probe's records: all completed, all held in the cache at once (the last
@@ -187,6 +204,13 @@ mod tests {
         assert_eq!(read_cache(&late), None);
         let apart: Vec<_> = (0..4).map(|i| sent_at(i, None, 1000 * i as u64)).collect();
         assert_eq!(read_cache(&apart), None);
+        // Those are run again; a failure of another kind, or nothing run, is not.
+        assert!(ran_apart(&late) && ran_apart(&apart));
+        let reset = vec![
+            sent_at(0, None, 0),
+            sent_at(1, Some(("transport", "reset")), 0),
+        ];
+        assert!(!ran_apart(&reset) && !ran_apart(&[]));
         // A refusal for want of context says a shared cache whenever they were sent.
         let exceeded = Some(("stream_error", "Context size has been exceeded."));
         let refused = vec![sent_at(0, None, 0), sent_at(1, exceeded, 5000)];

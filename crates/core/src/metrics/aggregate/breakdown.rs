@@ -1,5 +1,6 @@
 //! The step broken down by workload: one inner aggregator per input-length bucket, per turn
-//! index and per image-resolution bucket (each computes every metric exactly as the step does,
+//! index, per image-resolution bucket and per image-generation setting (each computes every
+//! metric exactly as the step does,
 //! throughput over the step's interval), plus the realised statistics of what the workload
 //! asked for.
 
@@ -12,9 +13,11 @@ use super::{StepAggregator, count_stats};
 use crate::metrics::buckets::LengthBuckets;
 use crate::metrics::histogram::CountHistogram;
 use crate::metrics::slo::Slo;
-use crate::record::{Phase, RequestRecord};
+use crate::record::{Generation, Phase, RequestRecord};
 use crate::report::run::ClassInfo;
-use crate::report::{BucketReport, ImageBucketReport, SliceMetrics, TurnReport, WorkloadStats};
+use crate::report::{
+    BucketReport, GenerationReport, ImageBucketReport, SliceMetrics, TurnReport, WorkloadStats,
+};
 use crate::workload::image::Resolution;
 
 /// Turn rows reported one by one; later turns share the last row.
@@ -29,6 +32,7 @@ pub(super) struct Breakdown {
     by_bucket: Vec<StepAggregator>,
     by_turn: BTreeMap<u32, StepAggregator>,
     by_resolution: BTreeMap<String, ImageSlice>,
+    by_generation: BTreeMap<(u64, u32, u32), GenerationSlice>,
     labels: LabelSlices,
     tally: WorkloadTally,
 }
@@ -43,11 +47,21 @@ struct ImageSlice {
     completed_images: u64,
 }
 
+/// The requests of one image-generation setting.
+#[derive(Debug, Clone)]
+struct GenerationSlice {
+    setting: Generation,
+    aggregator: StepAggregator,
+    /// Images its completed measured requests returned.
+    images: u64,
+}
+
 /// The breakdown's sections of a step report.
 pub(super) struct BreakdownReports {
     pub(super) buckets: Vec<BucketReport>,
     pub(super) turns: Vec<TurnReport>,
     pub(super) images: Vec<ImageBucketReport>,
+    pub(super) generation: Vec<GenerationReport>,
     pub(super) labels: LabelRows,
     pub(super) stats: WorkloadStats,
 }
@@ -77,6 +91,7 @@ impl Breakdown {
             by_bucket,
             by_turn: BTreeMap::new(),
             by_resolution: BTreeMap::new(),
+            by_generation: BTreeMap::new(),
             tally: WorkloadTally::default(),
         }
     }
@@ -95,6 +110,7 @@ impl Breakdown {
                 .add(record);
         }
         self.add_images(record);
+        self.add_generation(record);
         self.labels.add(record);
         if record.phase == Phase::Measure {
             let tally = &mut self.tally;
@@ -133,6 +149,41 @@ impl Breakdown {
             slice.images += images;
             slice.completed_images += if record.is_ok() { images } else { 0 };
         }
+    }
+
+    /// Files an image-generation request under the size and steps it asked for.
+    fn add_generation(&mut self, record: &RequestRecord) {
+        let Some(setting) = record.generation else {
+            return;
+        };
+        let (slo, window) = (&self.slo, self.window);
+        let slice = self
+            .by_generation
+            .entry(setting.order())
+            .or_insert_with(|| GenerationSlice {
+                setting,
+                aggregator: StepAggregator::bare(slo.clone(), window),
+                images: 0,
+            });
+        slice.aggregator.add(record);
+        if record.phase == Phase::Measure && record.is_ok() {
+            slice.images += u64::from(record.items);
+        }
+    }
+
+    /// The image-generation settings with measured requests, from the fewest pixels to the
+    /// most, then the fewest steps.
+    fn generation(&self, interval: &Interval) -> Vec<GenerationReport> {
+        self.by_generation
+            .values()
+            .filter(|slice| slice.aggregator.counts.scheduled > 0)
+            .map(|slice| GenerationReport {
+                size: slice.setting.size.map(|size| size.to_string()),
+                steps: slice.setting.steps,
+                images: slice.images,
+                metrics: slice.aggregator.slice(interval),
+            })
+            .collect()
     }
 
     /// The resolution buckets with measured requests, from the fewest pixels to the most.
@@ -256,6 +307,7 @@ impl StepAggregator {
                 buckets: breakdown.buckets(interval),
                 turns: breakdown.turns(interval),
                 images: breakdown.images(interval),
+                generation: breakdown.generation(interval),
                 labels: breakdown.labels.rows(interval),
                 stats: breakdown.stats(),
             },
@@ -263,6 +315,7 @@ impl StepAggregator {
                 buckets: Vec::new(),
                 turns: Vec::new(),
                 images: Vec::new(),
+                generation: Vec::new(),
                 labels: LabelRows::empty(),
                 stats: WorkloadStats::default(),
             },

@@ -5,7 +5,7 @@
 //! of its life inside it — except when the queue grew (unstable), where the backlog at the end
 //! is not work done and completions inside the interval are counted instead.
 
-use crate::metrics::lives::LifeTimeline;
+use crate::metrics::lives::Lives;
 use crate::metrics::stability::Verdict;
 use crate::metrics::timeline::{CompletedWork, CompletionTimeline};
 use crate::report::{Throughput, ThroughputMethod};
@@ -19,6 +19,8 @@ pub(crate) struct Interval {
     pub(crate) end_us: u64,
     /// How work inside it is counted.
     pub(crate) method: ThroughputMethod,
+    /// It holds every measured life whole (everything was sent before anything completed).
+    pub(crate) whole: bool,
 }
 
 /// The edges the interval is chosen from.
@@ -64,6 +66,7 @@ impl Edges {
                 start_us: start,
                 end_us: self.last_arrival_us,
                 method,
+                whole: false,
             };
         }
         // Everything was sent before anything completed (one request, or a closed loop that
@@ -72,6 +75,7 @@ impl Edges {
             start_us: self.first_arrival_us,
             end_us: self.last_end_us.max(self.first_arrival_us + 1),
             method: ThroughputMethod::LifeFraction,
+            whole: true,
         }
     }
 }
@@ -82,6 +86,7 @@ impl Interval {
         start_us: 0,
         end_us: 0,
         method: ThroughputMethod::LifeFraction,
+        whole: false,
     };
 
     /// Length in seconds.
@@ -90,8 +95,13 @@ impl Interval {
     }
 
     /// The work inside the interval, counted by its method.
-    pub(crate) fn work(&self, lives: &LifeTimeline, ends: &CompletionTimeline) -> CompletedWork {
+    /// An interval that holds every measured life whole counts them whole, not through the
+    /// 10 ms buckets its edges cut.
+    pub(crate) fn work(&self, lives: &Lives, ends: &CompletionTimeline) -> CompletedWork {
         match self.method {
+            ThroughputMethod::LifeFraction if self.whole => {
+                lives.holding_every_measured(self.start_us, self.end_us)
+            }
             ThroughputMethod::LifeFraction => lives.between(self.start_us, self.end_us),
             ThroughputMethod::Completions => ends.between(self.start_us, self.end_us),
         }

@@ -22,7 +22,7 @@ use self::compliance::Tallies;
 use self::interval::{Edges, Interval};
 use super::flow::Flow;
 use super::histogram::{CountHistogram, LatencyHistogram};
-use super::lives::LifeTimeline;
+use super::lives::Lives;
 use super::recovery::recovery;
 use super::slo::{LatencyMetric, Slo};
 use super::stability::{ArrivalProcess, Stability, judge};
@@ -74,7 +74,7 @@ pub struct StepAggregator {
     /// Successful completions by end time (the `completions` method).
     completed_work: CompletionTimeline,
     /// The same work spread over each request's life (the `life_fraction` method).
-    lives: LifeTimeline,
+    lives: Lives,
     /// Arrivals, ends and E2E at 10 ms, for the stability verdict.
     flow: Flow,
     first_scheduled_us: Option<u64>,
@@ -113,7 +113,7 @@ impl StepAggregator {
             tokens: Tokens::default(),
             compliant: 0,
             completed_work: CompletionTimeline::default(),
-            lives: LifeTimeline::default(),
+            lives: Lives::default(),
             flow: Flow::default(),
             first_scheduled_us: None,
             last_scheduled_us: None,
@@ -169,7 +169,9 @@ impl StepAggregator {
         self.completed_work
             .add(record.end_us, items, input, record.output_tokens, complies);
         let work = CompletedWork::of(items, input, record.output_tokens, complies);
-        self.lives.add(record.scheduled_us, record.end_us, work);
+        let measured = record.phase == Phase::Measure;
+        self.lives
+            .add(record.scheduled_us, record.end_us, work, measured);
         let earliest = |t: Option<u64>| Some(t.map_or(record.end_us, |t| t.min(record.end_us)));
         self.first_any_completion_us = earliest(self.first_any_completion_us);
         if record.phase == Phase::Measure {
@@ -340,14 +342,12 @@ impl StepAggregator {
         );
         let interval = edges.map_or(Interval::EMPTY, |e| e.interval(stability.verdict));
         let work = interval.work(&self.lives, &self.completed_work);
-        let per_sec = |n: f64| interval.per_sec(n);
         let throughput = interval.throughput(&work, self.offered_rate());
         let windows = self.windows.report();
-        let width_secs = self.windows.width().as_secs_f64();
         let recovery = load
             .phases
             .as_deref()
-            .and_then(|phases| recovery(&windows, width_secs, phases));
+            .and_then(|phases| recovery(&windows, self.windows.width().as_secs_f64(), phases));
         let breakdown = self.breakdown_reports(&interval);
         let (reasoning, tool_calls) = self.channels.report(throughput.output_tokens_per_sec);
         let (sessions, prefix_reuse) = self.sessions.report();
@@ -360,13 +360,14 @@ impl StepAggregator {
                 failure_examples: self.failure_examples.messages(),
                 ..self.counts.clone()
             },
+            audio: self.channels.audio(throughput.requests_per_sec),
             throughput,
             tokens: self.token_report(),
             latency_ms: self.latency_report(),
             latency_from_send_ms: self.latency_from_send_report(),
             goodput: self.goodput_report(
-                per_sec(work.compliant_requests),
-                per_sec(work.compliant_output_tokens),
+                interval.per_sec(work.compliant_requests),
+                interval.per_sec(work.compliant_output_tokens),
             ),
             stability,
             windows,
@@ -379,6 +380,7 @@ impl StepAggregator {
             buckets: breakdown.buckets,
             turns: breakdown.turns,
             image_buckets: breakdown.images,
+            image_settings: breakdown.generation,
             models: breakdown.labels.models,
             adapters: breakdown.labels.adapters,
             classes: breakdown.labels.classes,

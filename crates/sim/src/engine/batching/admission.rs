@@ -22,7 +22,7 @@ impl BatchingEngine {
         entries: &mut Vec<Scheduled>,
         budget: &mut u32,
     ) {
-        let max_seqs = self.config.max_num_seqs as usize;
+        let max_seqs = self.config.max_num_seqs() as usize;
         let mut outstanding = self.outstanding_reservations();
         while *budget > 0 && self.running.len() < max_seqs {
             let Some(admission) = self.waiting.front().and_then(|seq| {

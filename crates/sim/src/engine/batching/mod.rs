@@ -3,13 +3,13 @@
 //!
 //! Each step: decode sequences first (1 token, plus draft tokens with speculative decoding),
 //! then running prompt chunks, then waiting requests in the queue order (FIFO unless configured
-//! otherwise: `queue_order`), all under the step's token
-//! budget and `max_num_seqs`. Admission keeps a watermark of blocks free and, by policy,
-//! reserves blocks for part (SGLang) or all (TensorRT-LLM) of each answer. When a running
-//! sequence needs a KV block and none is free, the newest running sequence is preempted (its
-//! KV freed, recomputed later) and put back at the head of the waiting queue. Requests reach
-//! the queue after the policy's frontend latency; the queue is bounded and refuses requests
-//! beyond it.
+//! otherwise: `queue_order`), all under the step's token budget and `max_num_seqs`; under
+//! SGLang a step with prompts carries only prompts. Admission keeps a watermark of blocks free
+//! and, by policy, reserves blocks for part (SGLang) or all (TensorRT-LLM) of each answer. When
+//! a running sequence needs a KV block and none is free, the newest running sequence is
+//! preempted (its KV freed, recomputed later) and put back at the head of the waiting queue.
+//! Requests reach the queue after the policy's frontend latency; the queue is bounded and
+//! refuses requests beyond it.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
@@ -117,15 +117,18 @@ pub struct BatchingEngine {
 
 impl BatchingEngine {
     /// An idle engine; `config` must have passed [`BatchingConfig::validate`].
-    pub fn new(config: BatchingConfig, seed: u64) -> Self {
+    pub fn new(mut config: BatchingConfig, seed: u64) -> Self {
+        // The engine's own defaults, resolved once: admission reads them every step.
+        config.max_num_seqs = Some(config.max_num_seqs());
+        config.max_num_batched_tokens = Some(config.max_num_batched_tokens());
         let blocks = u32::try_from(config.kv_blocks()).unwrap_or(u32::MAX);
-        let token_budget = config.max_num_batched_tokens;
+        let token_budget = config.max_num_batched_tokens();
         let launch_window = config
             .launch_window_us
             .map(|us| Duration::from_secs_f64(us.max(0.0) * 1e-6));
         let slot_table = config
             .slot_ubatch_tokens
-            .map(|_| slots::SlotTable::new(config.max_num_seqs, config.slot_prompt_similarity));
+            .map(|_| slots::SlotTable::new(config.max_num_seqs(), config.slot_prompt_similarity));
         BatchingEngine {
             slots: slot_table,
             setup: config.slot_setup_us.map(setup::Setup::new),
@@ -179,7 +182,7 @@ impl BatchingEngine {
     /// a request waits and a sequence slot is free for it — once the window has gathered what
     /// reaches the engine meanwhile.
     fn next_step(&mut self, at: SimTime) {
-        let free = self.running.len() < self.config.max_num_seqs as usize;
+        let free = self.running.len() < self.config.max_num_seqs() as usize;
         match self.launch_window {
             Some(window) if free && !self.waiting.is_empty() => self.launch_at = Some(at + window),
             _ => self.start_step(at),
@@ -250,6 +253,9 @@ impl BatchingEngine {
         let preempted = self.schedule_running(now, &mut entries, &mut budget);
         if !preempted {
             self.admit_waiting(now, &mut entries, &mut budget);
+        }
+        if self.config.policy.runs_prompts_alone() && entries.iter().any(|e| e.is_prefill) {
+            entries.retain(|e| e.is_prefill); // the decodes keep their blocks for the next step
         }
         if entries.is_empty() {
             self.abort_unschedulable(now);

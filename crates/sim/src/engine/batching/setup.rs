@@ -79,7 +79,7 @@ impl BatchingEngine {
     /// Starts the setup of every request waiting for a slot while one is free (a sequence
     /// holds its slot from its setup to its end; every one waiting to be scheduled has one).
     pub(super) fn take_slots(&mut self, now: SimTime) {
-        let max = self.config.max_num_seqs as usize;
+        let max = self.config.max_num_seqs() as usize;
         let busy = self.running.len() + self.waiting.len();
         let Some(setup) = &mut self.setup else {
             return;

@@ -12,7 +12,8 @@ use tonic::codegen::Service;
 use crate::http::{BoxIo, ConnectError, HttpClient};
 
 /// A tower connector for `Endpoint::connect_with_connector_lazy`: every connection is a new
-/// raw connection of `HttpClient` (the URI is the endpoint's own; the client knows its target).
+/// raw connection of `HttpClient` (the URI is the endpoint's own; the client knows its target),
+/// TLS offering ALPN `h2` for an `https://` target.
 #[derive(Debug, Clone)]
 pub(super) struct Dial(pub(super) HttpClient);
 
@@ -27,6 +28,6 @@ impl Service<http::Uri> for Dial {
 
     fn call(&mut self, _: http::Uri) -> Self::Future {
         let client = self.0.clone();
-        Box::pin(async move { client.connect_raw().await.map(TokioIo::new) })
+        Box::pin(async move { client.connect_raw_h2().await.map(TokioIo::new) })
     }
 }

@@ -1,0 +1,67 @@
+//! Whether a step that carries prompts also carries the running decodes: SGLang runs prompts in
+//! steps of their own (`enable_mixed_chunk` off, its default), vLLM V1 and TensorRT-LLM mix
+//! them into the decodes' step. One request decoding, a second arriving while it does.
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+use std::time::Duration;
+
+use support::engine_request as request;
+
+use goodput_sim::config::{BatchingConfig, EnginePolicy};
+use goodput_sim::engine::batching::BatchingEngine;
+use goodput_sim::engine::{EngineEvent, StepSummary};
+use goodput_sim::virtual_time::Simulation;
+
+/// The steps of a run under `policy`: a 64-token prompt answered with 100 tokens, and a
+/// 512-token prompt arriving 50 ms later.
+fn steps(policy: EnginePolicy) -> Vec<StepSummary> {
+    let config = BatchingConfig {
+        policy,
+        ..BatchingConfig::default()
+    };
+    let mut sim = Simulation::new(Box::new(BatchingEngine::new(config, 1)));
+    sim.submit(Duration::ZERO, request(0, 64, 100));
+    sim.submit(Duration::from_millis(50), request(1, 512, 10));
+    let mut events = Vec::new();
+    sim.run_until_collecting(Duration::from_secs(60), &mut events);
+    events
+        .into_iter()
+        .filter_map(|e| match e {
+            EngineEvent::Step(step) => Some(step),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The step that computed the second prompt.
+fn second_prompt_step(steps: &[StepSummary]) -> StepSummary {
+    *steps.iter().find(|s| s.prefill_tokens == 512).unwrap()
+}
+
+#[test]
+fn sglang_runs_a_prompt_in_a_step_of_its_own() {
+    let sglang = steps(EnginePolicy::Sglang);
+    let prompt = second_prompt_step(&sglang);
+    assert_eq!(
+        (prompt.sequences, prompt.batched_tokens),
+        (1, 512),
+        "{prompt:?}"
+    );
+    // The first request's decodes went on in the steps before and after it.
+    assert!(
+        sglang
+            .iter()
+            .any(|s| s.started > prompt.started && s.prefill_tokens == 0)
+    );
+}
+
+#[test]
+fn vllm_and_tensorrt_llm_put_the_prompt_in_the_decodes_step() {
+    for policy in [EnginePolicy::Vllm, EnginePolicy::TensorrtLlm] {
+        let prompt = second_prompt_step(&steps(policy));
+        assert_eq!(prompt.sequences, 2, "{policy:?}: {prompt:?}");
+        assert_eq!(prompt.batched_tokens, 513, "{policy:?}: {prompt:?}");
+    }
+}
