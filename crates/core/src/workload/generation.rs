@@ -6,11 +6,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::json;
 
-use super::{Workload, image, mix, session};
+use super::Workload;
 use crate::backend::RequestSpec;
 use crate::record::{Generation, Resolution};
 
@@ -75,6 +74,10 @@ impl fmt::Debug for Generating {
 }
 
 impl Workload for Generating {
+    fn inner(&self) -> Option<&dyn Workload> {
+        Some(self.inner.as_ref())
+    }
+
     fn request(&self, index: u64) -> RequestSpec {
         let mut spec = self.inner.request(index);
         spec.tags.generation = Some(self.grid.at(index));
@@ -91,26 +94,6 @@ impl Workload for Generating {
             described.insert("image_steps".into(), json!(self.grid.steps));
         }
         described
-    }
-
-    fn arrival_offsets(&self) -> Option<Arc<[Duration]>> {
-        self.inner.arrival_offsets()
-    }
-
-    fn expected_prefix_tokens(&self, index: u64) -> Option<u64> {
-        self.inner.expected_prefix_tokens(index)
-    }
-
-    fn images(&self, index: u64) -> Vec<image::Image> {
-        self.inner.images(index)
-    }
-
-    fn conversations(&self) -> Option<&dyn session::Conversations> {
-        self.inner.conversations()
-    }
-
-    fn labels(&self, index: u64) -> mix::Labels {
-        self.inner.labels(index)
     }
 }
 
@@ -181,5 +164,41 @@ mod tests {
         let described = wrapped.describe();
         assert_eq!(described["image_sizes"], json!(["64x64"]));
         assert_eq!(described["image_steps"], json!([2, 3]));
+    }
+
+    #[test]
+    fn wrappers_answer_what_they_do_not_change_as_the_workload_they_wrap() {
+        use crate::workload::image::{Image, WithImages};
+        use crate::workload::mix::{Mix, Mixed, Shares};
+        let base: Arc<dyn Workload> = Arc::new(SyntheticWorkload {
+            input_tokens: 4,
+            output_tokens: Some(2),
+            seed: 3,
+        });
+        let mix = Mix {
+            models: Some(Shares::parse("a=50%,b=50%", false).unwrap()),
+            ..Mix::default()
+        };
+        let picture = Image::generated(size("64x64").unwrap(), 1);
+        let grid = GenerationGrid {
+            sizes: vec![size("256x256").unwrap()],
+            steps: vec![],
+        };
+        // The order the CLI wires them (images, settings, mix) and images outermost: each
+        // answers the labels of the mix and the images of the image wrapper wherever it sits.
+        let images = Arc::new(WithImages::new(base, vec![picture.clone()], 1).unwrap());
+        let mixed = Mixed::wrap(Generating::wrap(images.clone(), grid.clone()), mix, 9);
+        let outer = Arc::new(WithImages::new(Arc::clone(&mixed), vec![picture], 1).unwrap());
+        let around = Generating::wrap(outer.clone(), grid);
+        for index in 0..6 {
+            let labels = mixed.labels(index);
+            assert!(labels.model.is_some());
+            assert_eq!(outer.labels(index), labels);
+            assert_eq!(around.labels(index), labels);
+            assert_eq!(around.images(index).len(), 1);
+            assert_eq!(mixed.images(index).len(), images.images(index).len());
+        }
+        assert!(around.arrival_offsets().is_none() && around.conversations().is_none());
+        assert_eq!(around.expected_prefix_tokens(0), None);
     }
 }

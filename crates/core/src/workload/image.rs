@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use goodput_protocol::chat::{ChatMessage, ContentPart, ImageUrl, MessageContent};
 
-use super::{Workload, session};
+use super::Workload;
 use crate::backend::{RequestInput, RequestSpec};
 pub use crate::record::resolution::{MAX_SIDE, Resolution, ResolutionError};
 
@@ -202,6 +202,10 @@ impl WithImages {
 }
 
 impl Workload for WithImages {
+    fn inner(&self) -> Option<&dyn Workload> {
+        Some(self.inner.as_ref())
+    }
+
     fn request(&self, index: u64) -> RequestSpec {
         let mut spec = self.inner.request(index);
         let images = self.chosen(index);
@@ -230,18 +234,6 @@ impl Workload for WithImages {
         described.insert("images".into(), self.images.len().into());
         described.insert("images_per_request".into(), self.per_request.into());
         described
-    }
-
-    fn arrival_offsets(&self) -> Option<Arc<[std::time::Duration]>> {
-        self.inner.arrival_offsets()
-    }
-
-    fn expected_prefix_tokens(&self, index: u64) -> Option<u64> {
-        self.inner.expected_prefix_tokens(index)
-    }
-
-    fn conversations(&self) -> Option<&dyn session::Conversations> {
-        self.inner.conversations()
     }
 
     fn images(&self, index: u64) -> Vec<Image> {

@@ -7,12 +7,11 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde_json::json;
 use thiserror::Error;
 
-use super::{Workload, image, mix_seed, session};
+use super::{Workload, mix_seed};
 use crate::backend::RequestSpec;
 
 /// Which model, adapter and class one request is (each `None` outside a mix of its kind).
@@ -197,6 +196,10 @@ impl fmt::Debug for Mixed {
 }
 
 impl Workload for Mixed {
+    fn inner(&self) -> Option<&dyn Workload> {
+        Some(self.inner.as_ref())
+    }
+
     fn request(&self, index: u64) -> RequestSpec {
         let mut spec = self.inner.request(index);
         let labels = self.labels(index);
@@ -218,22 +221,6 @@ impl Workload for Mixed {
             }
         }
         described
-    }
-
-    fn arrival_offsets(&self) -> Option<Arc<[Duration]>> {
-        self.inner.arrival_offsets()
-    }
-
-    fn expected_prefix_tokens(&self, index: u64) -> Option<u64> {
-        self.inner.expected_prefix_tokens(index)
-    }
-
-    fn images(&self, index: u64) -> Vec<image::Image> {
-        self.inner.images(index)
-    }
-
-    fn conversations(&self) -> Option<&dyn session::Conversations> {
-        self.inner.conversations()
     }
 
     fn labels(&self, index: u64) -> Labels {

@@ -47,38 +47,46 @@ pub trait Workload: Send + Sync + fmt::Debug {
     /// A description for the report (kind, lengths, seed…).
     fn describe(&self) -> BTreeMap<String, serde_json::Value>;
 
+    /// The workload this one wraps when it only adds to the wrapped one's requests (images,
+    /// image settings, a model mix): every method below that it does not override answers as
+    /// the wrapped one does. `None` (the default): a source of its own, and they answer
+    /// nothing.
+    fn inner(&self) -> Option<&dyn Workload> {
+        None
+    }
+
     /// Trace replay: the send offset of every request from the run start, in index order
     /// (used by load mode `replay`). `None`: the load decides when requests go.
     fn arrival_offsets(&self) -> Option<Arc<[Duration]>> {
-        None
+        self.inner().and_then(Workload::arrival_offsets)
     }
 
     /// Prompt tokens of request `index` the workload expects a prefix cache could serve (a
     /// shared system prompt), for `steps[].prefix_reuse`. Sessions count their history
     /// themselves; this is for single-turn requests.
-    fn expected_prefix_tokens(&self, _index: u64) -> Option<u64> {
-        None
+    fn expected_prefix_tokens(&self, index: u64) -> Option<u64> {
+        self.inner().and_then(|w| w.expected_prefix_tokens(index))
     }
 
     /// Vision prompts: the images request `index` adds to its user message (empty without
     /// images). Single requests already carry them in [`Workload::request`]; a session's
     /// turns get them from here (every user turn its own), and the runner journals their
     /// sizes (`images`) for the per-resolution report.
-    fn images(&self, _index: u64) -> Vec<image::Image> {
-        Vec::new()
+    fn images(&self, index: u64) -> Vec<image::Image> {
+        self.inner().map(|w| w.images(index)).unwrap_or_default()
     }
 
     /// Multi-turn: the sessions to play. When `Some`, the schedule starts sessions (an
     /// arrival or a free closed-loop worker starts one) and the runner sends their turns;
     /// [`Workload::request`] is then each session's opening turn.
     fn conversations(&self) -> Option<&dyn session::Conversations> {
-        None
+        self.inner().and_then(Workload::conversations)
     }
 
     /// Which model, adapter and SLO class request `index` is ([`mix::Mixed`]; none of them
     /// outside a mix).
-    fn labels(&self, _index: u64) -> mix::Labels {
-        mix::Labels::default()
+    fn labels(&self, index: u64) -> mix::Labels {
+        self.inner().map(|w| w.labels(index)).unwrap_or_default()
     }
 }
 
