@@ -334,6 +334,30 @@ fn server_error(value: &serde_json::Value) -> Failure {
     )
 }
 
+/// The JSON of one event of an audio SSE stream (`what`: whose, for the message): `None` at
+/// `[DONE]`; the first event's time noted on `exchange`; an `error` event or an `error` field
+/// fails with the server's words, data that is not JSON as a protocol failure.
+fn event_json(
+    sse: &crate::backend::sse::SseEvent,
+    now: tokio::time::Instant,
+    exchange: &mut crate::record::Exchange,
+    what: &str,
+) -> Result<Option<serde_json::Value>, Failure> {
+    let data = sse.data.trim();
+    if data == "[DONE]" {
+        return Ok(None);
+    }
+    if exchange.first_event_at.is_none() {
+        exchange.first_event_at = Some(now);
+    }
+    let value: serde_json::Value = serde_json::from_str(data)
+        .map_err(|error| protocol(format!("invalid JSON in a {what} event: {error}")))?;
+    if sse.is_error() || value.get("error").is_some_and(|e| !e.is_null()) {
+        return Err(server_error(&value));
+    }
+    Ok(Some(value))
+}
+
 /// The model to name: the request's own (a mix), else the backend's.
 fn model<'a>(config: &'a AudioConfig, spec: &'a RequestSpec) -> &'a str {
     spec.tags.model.as_deref().unwrap_or(&config.model)

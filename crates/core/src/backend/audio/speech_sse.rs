@@ -8,7 +8,7 @@
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{AudioConfig, protocol, server_error};
+use super::{AudioConfig, event_json, protocol, server_error};
 use crate::backend::Activity;
 use crate::backend::sse::{SseDecoder, SseEvent};
 use crate::http::{ResponseBody, closed_mid_body};
@@ -71,18 +71,9 @@ fn event(
     audio: &mut Vec<u8>,
     exchange: &mut Exchange,
 ) -> Result<Flow, Failure> {
-    let data = sse.data.trim();
-    if data == "[DONE]" {
+    let Some(value) = event_json(sse, now, exchange, "speech")? else {
         return Ok(Flow::Done);
-    }
-    if exchange.first_event_at.is_none() {
-        exchange.first_event_at = Some(now);
-    }
-    let value: Value = serde_json::from_str(data)
-        .map_err(|error| protocol(format!("invalid JSON in a speech event: {error}")))?;
-    if sse.is_error() || value.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(server_error(&value));
-    }
+    };
     match value.get("type").and_then(Value::as_str) {
         Some("speech.audio.delta") => {
             let text = value.get("audio").and_then(Value::as_str).unwrap_or("");

@@ -7,7 +7,7 @@ use http::{HeaderMap, Uri};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{AudioConfig, BOUNDARY, Clip, protocol, server_error};
+use super::{AudioConfig, BOUNDARY, Clip, event_json, protocol, server_error};
 use crate::backend::sse::{SseDecoder, SseEvent};
 use crate::backend::{Activity, RequestSpec};
 use crate::http::{HttpClient, closed_mid_body};
@@ -152,18 +152,9 @@ enum Flow {
 
 /// One SSE event of a transcription stream.
 fn event(event: &SseEvent, now: Instant, exchange: &mut Exchange) -> Result<Flow, Failure> {
-    let data = event.data.trim();
-    if data == "[DONE]" {
+    let Some(value) = event_json(event, now, exchange, "transcription")? else {
         return Ok(Flow::Done);
-    }
-    if exchange.first_event_at.is_none() {
-        exchange.first_event_at = Some(now);
-    }
-    let value: Value = serde_json::from_str(data)
-        .map_err(|error| protocol(format!("invalid JSON in a transcription event: {error}")))?;
-    if event.is_error() || value.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(server_error(&value));
-    }
+    };
     match value.get("type").and_then(Value::as_str) {
         Some("transcript.text.delta") => {
             let delta = value.get("delta").and_then(Value::as_str).unwrap_or("");
