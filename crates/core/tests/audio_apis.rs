@@ -5,7 +5,7 @@
 //! 0.5 exactly), streamed deltas at known times, a speech server that sends PCM chunks of
 //! known length at known gaps, clip lengths drawn per request (`--audio-seconds` as a
 //! distribution), and the bad answers: unknown event types, error events,
-//! truncated WAV.
+//! truncated WAV, streams cut mid-body.
 #![allow(clippy::unwrap_used)]
 
 #[path = "support/wire_server.rs"]
@@ -481,4 +481,50 @@ async fn a_wav_answer_is_measured_by_its_header_and_a_truncated_one_is_a_protoco
     let cut = result.records[1].failure.clone().unwrap();
     assert_eq!(cut.kind, OutcomeKind::Protocol);
     assert!(cut.message.contains("truncated WAV"), "{cut:?}");
+}
+
+#[tokio::test(start_paused = true)]
+async fn streams_cut_mid_body_say_how_far_they_got_and_an_empty_transcript_stream_fails() {
+    // A transcript cut after two deltas, one that ends (cleanly) before any event.
+    let state = State::new(|n, _| {
+        let mut steps = vec![Step::Write(sse_head(""))];
+        if n == 0 {
+            steps.push(event(
+                json!({"type": "transcript.text.delta", "delta": "a"}),
+            ));
+            steps.push(event(
+                json!({"type": "transcript.text.delta", "delta": "b"}),
+            ));
+            steps.push(Step::Reset);
+        } else {
+            steps.push(Step::Write(LAST_CHUNK.to_vec()));
+        }
+        steps
+    });
+    let config = config(AudioApi::Transcriptions, true, SpeechFormat::Wav);
+    let result = run(state, config.clone(), 2).await;
+    assert_eq!(result.records.len(), 2, "every request journaled");
+    let cut = result.records[0].failure.clone().unwrap();
+    assert!(
+        cut.message.contains("mid-transcript after 2 deltas"),
+        "{cut:?}"
+    );
+    let empty = result.records[1].failure.clone().unwrap();
+    assert_eq!(empty.kind, OutcomeKind::Protocol);
+    assert!(
+        empty.message.contains("ended without an event"),
+        "{empty:?}"
+    );
+    // Speech as events, cut after one delta of 4 800 bytes.
+    let state = State::new(|_, _| {
+        let delta = json!({"type": "speech.audio.delta", "audio": zeros_base64(4_800)});
+        vec![Step::Write(sse_head("")), event(delta), Step::Reset]
+    });
+    let mut sse = config;
+    sse.api = AudioApi::Speech;
+    sse.format = SpeechFormat::Pcm;
+    sse.speech_stream = SpeechStream::Sse;
+    let result = run(state, sse, 1).await;
+    let cut = result.records[0].failure.clone().unwrap();
+    assert!(cut.message.contains("after 4800 audio bytes"), "{cut:?}");
 }

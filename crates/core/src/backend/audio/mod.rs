@@ -14,6 +14,7 @@
 //! from it. An error event is a `stream_error` with the server's words, an event of unknown
 //! type and a truncated or malformed WAV answer a `protocol` failure.
 
+mod events;
 mod speech;
 mod speech_sse;
 mod transcribe;
@@ -332,30 +333,6 @@ fn server_error(value: &serde_json::Value) -> Failure {
         OutcomeKind::StreamError,
         format!("server error: {}", error_text(inner)),
     )
-}
-
-/// The JSON of one event of an audio SSE stream (`what`: whose, for the message): `None` at
-/// `[DONE]`; the first event's time noted on `exchange`; an `error` event or an `error` field
-/// fails with the server's words, data that is not JSON as a protocol failure.
-fn event_json(
-    sse: &crate::backend::sse::SseEvent,
-    now: tokio::time::Instant,
-    exchange: &mut crate::record::Exchange,
-    what: &str,
-) -> Result<Option<serde_json::Value>, Failure> {
-    let data = sse.data.trim();
-    if data == "[DONE]" {
-        return Ok(None);
-    }
-    if exchange.first_event_at.is_none() {
-        exchange.first_event_at = Some(now);
-    }
-    let value: serde_json::Value = serde_json::from_str(data)
-        .map_err(|error| protocol(format!("invalid JSON in a {what} event: {error}")))?;
-    if sse.is_error() || value.get("error").is_some_and(|e| !e.is_null()) {
-        return Err(server_error(&value));
-    }
-    Ok(Some(value))
 }
 
 /// The model to name: the request's own (a mix), else the backend's.

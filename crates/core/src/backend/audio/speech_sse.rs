@@ -8,18 +8,12 @@
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{AudioConfig, event_json, protocol, server_error};
+use super::events::{Ended, Flow, each_event, event_json};
+use super::{AudioConfig, protocol, server_error};
 use crate::backend::Activity;
-use crate::backend::sse::{SseDecoder, SseEvent};
+use crate::backend::sse::SseEvent;
 use crate::http::{ResponseBody, closed_mid_body};
 use crate::record::{Exchange, Failure};
-
-/// Whether an event ended the speech.
-#[derive(Debug, PartialEq, Eq)]
-enum Flow {
-    More,
-    Done,
-}
 
 /// The audio bytes of the stream, each delta recorded at `now` as it is read.
 pub(super) async fn read(
@@ -28,38 +22,16 @@ pub(super) async fn read(
     exchange: &mut Exchange,
     activity: &Activity,
 ) -> Result<Vec<u8>, Failure> {
-    let mut decoder = SseDecoder::new(config.max_line_bytes);
-    let (mut events, mut audio) = (Vec::new(), Vec::new());
-    loop {
-        let frame = body.data().await;
-        let now = body.received_at();
-        exchange.read_late = body.read_late();
-        match frame {
-            Some(Ok(bytes)) => {
-                activity.bump();
-                decoder
-                    .feed(&bytes, &mut events)
-                    .map_err(|error| protocol(error.to_string()))?;
-                for sse in events.drain(..) {
-                    if event(&sse, now, config, &mut audio, exchange)? == Flow::Done {
-                        return Ok(audio);
-                    }
-                }
-            }
-            Some(Err(error)) => {
-                let progress = format!("after {} audio bytes", audio.len());
-                return Err(closed_mid_body(&error, &progress));
-            }
-            None => {
-                decoder
-                    .finish(&mut events)
-                    .map_err(|error| protocol(error.to_string()))?;
-                for sse in events.drain(..) {
-                    event(&sse, now, config, &mut audio, exchange)?;
-                }
-                return Ok(audio);
-            }
-        }
+    let mut audio = Vec::new();
+    let on_event = |sse: &SseEvent, now, exchange: &mut Exchange| {
+        event(sse, now, config, &mut audio, exchange)
+    };
+    match each_event(body, config.max_line_bytes, exchange, activity, on_event).await? {
+        Ended::Cut(error) => Err(closed_mid_body(
+            &error,
+            &format!("after {} audio bytes", audio.len()),
+        )),
+        Ended::Done | Ended::BodyEnd => Ok(audio),
     }
 }
 

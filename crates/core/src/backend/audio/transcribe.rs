@@ -7,8 +7,9 @@ use http::{HeaderMap, Uri};
 use serde_json::Value;
 use tokio::time::Instant;
 
-use super::{AudioConfig, BOUNDARY, Clip, event_json, protocol, server_error};
-use crate::backend::sse::{SseDecoder, SseEvent};
+use super::events::{Ended, Flow, each_event, event_json};
+use super::{AudioConfig, BOUNDARY, Clip, protocol, server_error};
+use crate::backend::sse::SseEvent;
 use crate::backend::{Activity, RequestSpec};
 use crate::http::{HttpClient, closed_mid_body};
 use crate::record::audio::AudioRecord;
@@ -144,12 +145,6 @@ fn usage(value: &Value) -> Option<Usage> {
     Some(Usage::new(input, output))
 }
 
-/// Whether a stream event ended the transcript.
-enum Flow {
-    More,
-    Done,
-}
-
 /// One SSE event of a transcription stream.
 fn event(event: &SseEvent, now: Instant, exchange: &mut Exchange) -> Result<Flow, Failure> {
     let Some(value) = event_json(event, now, exchange, "transcription")? else {
@@ -195,40 +190,15 @@ async fn read_stream(
     exchange: &mut Exchange,
     activity: &Activity,
 ) -> Result<(), Failure> {
-    let mut decoder = SseDecoder::new(max_line_bytes);
-    let mut events = Vec::new();
-    loop {
-        let frame = body.data().await;
-        let now = body.received_at();
-        match frame {
-            Some(Ok(bytes)) => {
-                activity.bump();
-                decoder
-                    .feed(&bytes, &mut events)
-                    .map_err(|error| protocol(error.to_string()))?;
-                for sse in events.drain(..) {
-                    if let Flow::Done = event(&sse, now, exchange)? {
-                        return Ok(());
-                    }
-                }
-            }
-            Some(Err(error)) => {
-                let progress = format!("mid-transcript after {} deltas", exchange.chunks.len());
-                return Err(closed_mid_body(&error, &progress));
-            }
-            None => {
-                decoder
-                    .finish(&mut events)
-                    .map_err(|error| protocol(error.to_string()))?;
-                for sse in events.drain(..) {
-                    event(&sse, now, exchange)?;
-                }
-                if exchange.first_event_at.is_none() {
-                    return Err(protocol("the transcription stream ended without an event"));
-                }
-                return Ok(());
-            }
+    match each_event(body, max_line_bytes, exchange, activity, event).await? {
+        Ended::Cut(error) => {
+            let progress = format!("mid-transcript after {} deltas", exchange.chunks.len());
+            Err(closed_mid_body(&error, &progress))
         }
+        Ended::BodyEnd if exchange.first_event_at.is_none() => {
+            Err(protocol("the transcription stream ended without an event"))
+        }
+        Ended::Done | Ended::BodyEnd => Ok(()),
     }
 }
 
