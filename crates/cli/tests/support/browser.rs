@@ -86,6 +86,12 @@ impl Browser {
 
     /// Sends a command (to the page once attached) and returns its result.
     pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.try_call(method, params)
+            .unwrap_or_else(|error| panic!("{method} failed: {error}"))
+    }
+
+    /// Sends a command and returns its result, or the error Chromium answered with.
+    fn try_call(&mut self, method: &str, params: Value) -> Result<Value, Value> {
         self.next_id += 1;
         let id = self.next_id;
         let mut message = json!({"id": id, "method": method, "params": params});
@@ -104,33 +110,45 @@ impl Browser {
                 .recv_timeout(left)
                 .unwrap_or_else(|e| panic!("Chromium did not answer {method}: {e}"));
             if reply["id"] == id {
-                assert!(
-                    reply.get("error").is_none(),
-                    "{method} failed: {}",
-                    reply["error"]
-                );
-                return reply["result"].clone();
+                return match reply.get("error") {
+                    Some(error) => Err(error.clone()),
+                    None => Ok(reply["result"].clone()),
+                };
             }
         }
     }
 
     /// The value of a JavaScript expression in the page.
     pub fn eval(&mut self, expression: &str) -> Value {
-        let result = self.call(
-            "Runtime.evaluate",
-            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-        );
-        if let Some(exception) = result.get("exceptionDetails") {
-            panic!("{expression}: {exception}");
-        }
-        result["result"]["value"].clone()
+        self.eval_across_navigation(expression)
+            .unwrap_or_else(|error| panic!("{expression}: the page went away ({error})"))
     }
 
-    /// Waits until `condition` (a JavaScript expression) is true.
+    /// The value of a JavaScript expression, or `Err` when the page was being replaced while
+    /// it ran: Chromium then answers "Inspected target navigated or closed" or "Execution
+    /// context was destroyed" — not a failure while a navigation is awaited. An exception the
+    /// expression threw still fails.
+    fn eval_across_navigation(&mut self, expression: &str) -> Result<Value, Value> {
+        let result = self.try_call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        )?;
+        if let Some(exception) = result.get("exceptionDetails") {
+            let text = exception.to_string();
+            if text.contains("Execution context was destroyed") {
+                return Err(exception.clone());
+            }
+            panic!("{expression}: {exception}");
+        }
+        Ok(result["result"]["value"].clone())
+    }
+
+    /// Waits until `condition` (a JavaScript expression) is true; while it waits the page may
+    /// be replaced (an evaluation cut by a navigation is asked again).
     pub fn wait_for(&mut self, condition: &str, what: &str) {
         let deadline = Instant::now() + WAIT;
         while Instant::now() < deadline {
-            if self.eval(&format!("!!({condition})")) == json!(true) {
+            if self.eval_across_navigation(&format!("!!({condition})")) == Ok(json!(true)) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -145,7 +163,8 @@ impl Browser {
     /// drawn.
     pub fn navigate_by(&mut self, action: &str) {
         self.eval("window.__goodputLeft = true");
-        self.eval(action);
+        // The action may replace the page before its own evaluation answers.
+        let _ = self.eval_across_navigation(action);
         self.wait_for(
             "!window.__goodputLeft && document.readyState === 'complete' && \
              (document.getElementById('render-status') || document.getElementById('error'))",
