@@ -45,7 +45,10 @@ pub(crate) struct ServerSideArgs {
     /// Accelerators per replica (tensor parallel; default: all of them).
     #[arg(long, value_name = "N")]
     pub(crate) tp: Option<u32>,
-    /// Fraction of accelerator memory the server may use (vLLM gpu_memory_utilization).
+    /// Fraction of accelerator memory the server may use: vLLM's gpu_memory_utilization (of
+    /// the whole memory); under the simulator's sglang policy its mem_fraction_static (weights
+    /// and KV only), under tensorrt-llm its free_gpu_memory_fraction (of what the loaded model
+    /// leaves free).
     #[arg(long, default_value_t = DEFAULT_GPU_MEMORY_UTILIZATION, value_name = "FRACTION")]
     pub(crate) gpu_memory_utilization: f64,
     /// Price of one accelerator-hour (any currency), for cost per request and per token.

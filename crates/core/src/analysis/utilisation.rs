@@ -4,8 +4,8 @@
 //! achieved HBM bandwidth, and the bandwidth-bound TPOT floor.
 
 use goodput_protocol::hardware::{
-    ACTIVATION_RESERVE_GIB, Deployment, GpuSpec, ModelSpec, NON_TENSOR_GIB_PARALLEL,
-    NON_TENSOR_GIB_SINGLE, SpecError,
+    ACTIVATION_RESERVE_GIB, Deployment, GpuSpec, MemoryFraction, ModelSpec,
+    NON_TENSOR_GIB_PARALLEL, NON_TENSOR_GIB_SINGLE, SpecError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -55,6 +55,7 @@ impl Hardware {
             gpu: self.gpu.clone(),
             tensor_parallel: self.tensor_parallel,
             gpu_memory_utilization: self.gpu_memory_utilization,
+            memory_fraction: MemoryFraction::OfTotal,
         }
     }
 

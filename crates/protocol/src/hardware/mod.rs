@@ -273,8 +273,40 @@ pub struct Deployment {
     pub gpu: GpuSpec,
     /// Tensor-parallel degree (number of accelerators serving one replica).
     pub tensor_parallel: u32,
-    /// Fraction of accelerator memory the server may use (vLLM `gpu_memory_utilization`).
+    /// Fraction of accelerator memory the server may use (vLLM `gpu_memory_utilization`,
+    /// SGLang `mem_fraction_static`, TensorRT-LLM `free_gpu_memory_fraction`: what it is a
+    /// fraction of is [`Deployment::memory_fraction`]).
     pub gpu_memory_utilization: f64,
+    /// What `gpu_memory_utilization` is a fraction of, as the engine reads its own knob.
+    #[serde(default, skip_serializing_if = "MemoryFraction::is_of_total")]
+    pub memory_fraction: MemoryFraction,
+}
+
+/// How an engine's memory fraction sizes its KV cache — the three serving engines read the
+/// same-looking knob three ways.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MemoryFraction {
+    /// vLLM `gpu_memory_utilization`: a share of each accelerator's whole memory for all the
+    /// engine holds; the KV cache gets what the weights, the activations (profiled peak) and
+    /// the non-tensor allocations leave of it.
+    #[default]
+    OfTotal,
+    /// SGLang `mem_fraction_static`: a share of the whole memory for the weights and the KV
+    /// pool only (`rest_memory = available − total · (1 − fraction)` in its model runner);
+    /// activations and CUDA graphs live in the remaining share.
+    Static,
+    /// TensorRT-LLM `free_gpu_memory_fraction`: a share of the memory still free once the
+    /// weights, the activation buffers and the runtime are loaded ("90 % of free GPU memory
+    /// for KV cache" at its default 0.9).
+    OfFree,
+}
+
+impl MemoryFraction {
+    /// Whether this is vLLM's reading (the default, left out of serialised deployments).
+    pub fn is_of_total(&self) -> bool {
+        *self == MemoryFraction::OfTotal
+    }
 }
 
 /// Memory reserved per accelerator for activations (dense models), GiB.
@@ -285,18 +317,32 @@ pub const NON_TENSOR_GIB_SINGLE: f64 = 0.15;
 pub const NON_TENSOR_GIB_PARALLEL: f64 = 0.6;
 
 impl Deployment {
-    /// Bytes available to the KV cache over all accelerators of the replica:
-    /// `memory · utilisation · tp − weights − (activation reserve + non-tensor) · tp`.
+    /// Bytes available to the KV cache over all accelerators of the replica, by
+    /// [`MemoryFraction`] (`u` the utilisation, `M` memory · tp, `W` the weights, `A` and `N`
+    /// the activation reserve and the non-tensor memory · tp):
+    /// of total `u·M − W − A − N`; static `u·M − W − N`; of free `u·(M − W − A − N)`.
     /// Negative when the weights do not fit.
     pub fn kv_pool_bytes(&self) -> f64 {
         let tp = f64::from(self.tensor_parallel.max(1));
-        let non_tensor = if self.tensor_parallel > 1 {
+        let memory = self.gpu.memory_gib * tp * GIB;
+        let weights = self.model.weight_bytes();
+        let activations = ACTIVATION_RESERVE_GIB * tp * GIB;
+        let non_tensor = self.non_tensor_gib() * tp * GIB;
+        let share = self.gpu_memory_utilization;
+        match self.memory_fraction {
+            MemoryFraction::OfTotal => memory * share - weights - activations - non_tensor,
+            MemoryFraction::Static => memory * share - weights - non_tensor,
+            MemoryFraction::OfFree => (memory - weights - activations - non_tensor) * share,
+        }
+    }
+
+    /// Memory each accelerator gives the CUDA context (and NCCL's buffers when split), GiB.
+    pub fn non_tensor_gib(&self) -> f64 {
+        if self.tensor_parallel > 1 {
             NON_TENSOR_GIB_PARALLEL
         } else {
             NON_TENSOR_GIB_SINGLE
-        };
-        let usable = self.gpu.memory_gib * self.gpu_memory_utilization * tp * GIB;
-        usable - self.model.weight_bytes() - (ACTIVATION_RESERVE_GIB + non_tensor) * tp * GIB
+        }
     }
 
     /// Tokens the KV cache holds (0 when the weights do not fit).
@@ -382,6 +428,7 @@ mod tests {
             gpu: GpuSpec::preset("h100").unwrap(),
             tensor_parallel: 1,
             gpu_memory_utilization: 0.9,
+            memory_fraction: MemoryFraction::OfTotal,
         }
     }
 
@@ -413,6 +460,47 @@ mod tests {
     fn kv_capacity_of_8b_on_h100_is_about_421k_tokens() {
         let tokens = llama8b_h100().kv_capacity_tokens();
         assert!((415_000..=425_000).contains(&tokens), "{tokens}");
+    }
+
+    #[test]
+    fn each_engine_reads_its_memory_fraction_its_own_way() {
+        // 70B in FP8 on one 80 GiB H100 at 0.95: 70.55 G parameters are 65.70 GiB of weights.
+        let mut model = ModelSpec::preset("llama-3.1-70b").unwrap();
+        model.weight_dtype = DType::Fp8;
+        let weights = model.weight_bytes() / GIB;
+        let pool = |memory_fraction| {
+            Deployment {
+                model: model.clone(),
+                gpu: GpuSpec::preset("h100").unwrap(),
+                tensor_parallel: 1,
+                gpu_memory_utilization: 0.95,
+                memory_fraction,
+            }
+            .kv_pool_bytes()
+                / GIB
+        };
+        // vLLM: 0.95 of 80 for everything, less weights, 5.5 activations and 0.15 non-tensor.
+        let of_total = 76.0 - weights - 5.65;
+        assert!((pool(MemoryFraction::OfTotal) - of_total).abs() < 1e-9);
+        // SGLang: the fraction holds weights and KV only.
+        let fixed = 76.0 - weights - 0.15;
+        assert!((pool(MemoryFraction::Static) - fixed).abs() < 1e-9);
+        // TensorRT-LLM: 0.95 of what the loaded model leaves free.
+        let of_free = 0.95 * (80.0 - weights - 5.65);
+        assert!((pool(MemoryFraction::OfFree) - of_free).abs() < 1e-9);
+        assert!((4.6..4.7).contains(&of_total) && (8.2..8.3).contains(&of_free));
+    }
+
+    #[test]
+    fn a_deployment_without_a_memory_reading_is_read_as_vllm_reads_it() {
+        let json = serde_json::to_value(llama8b_h100()).unwrap();
+        assert!(json.get("memory_fraction").is_none(), "{json}");
+        let back: Deployment = serde_json::from_value(json).unwrap();
+        assert_eq!(back.memory_fraction, MemoryFraction::OfTotal);
+        let mut sglang = llama8b_h100();
+        sglang.memory_fraction = MemoryFraction::Static;
+        let json = serde_json::to_value(&sglang).unwrap();
+        assert_eq!(json["memory_fraction"], "static");
     }
 
     #[test]

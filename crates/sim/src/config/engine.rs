@@ -158,6 +158,7 @@ impl BatchingConfig {
             gpu: self.gpu.clone(),
             tensor_parallel: self.tensor_parallel,
             gpu_memory_utilization: self.gpu_memory_utilization,
+            memory_fraction: self.policy.memory_fraction(),
         }
     }
 

@@ -2,7 +2,7 @@
 //! kernels. vLLM, SGLang and TensorRT-LLM differ in admission (allocate on demand and preempt,
 //! reserve part of the answer, reserve the whole answer) and in their runtime overheads.
 
-use goodput_protocol::hardware::GpuSpec;
+use goodput_protocol::hardware::{GpuSpec, MemoryFraction};
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
@@ -133,6 +133,17 @@ impl EnginePolicy {
             }
             EnginePolicy::TensorrtLlm => limits(2048, 8192),
             EnginePolicy::Bare => limits(256, 2048),
+        }
+    }
+
+    /// What this engine's memory fraction is a fraction of: vLLM's (and a bare loop's) of the
+    /// whole memory, SGLang's of the whole for weights and KV only, TensorRT-LLM's of what
+    /// is free once the model is loaded.
+    pub fn memory_fraction(self) -> MemoryFraction {
+        match self {
+            EnginePolicy::Vllm | EnginePolicy::Bare => MemoryFraction::OfTotal,
+            EnginePolicy::Sglang => MemoryFraction::Static,
+            EnginePolicy::TensorrtLlm => MemoryFraction::OfFree,
         }
     }
 

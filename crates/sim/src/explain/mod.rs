@@ -5,9 +5,7 @@
 
 use std::fmt::Write as _;
 
-use goodput_protocol::hardware::{
-    ACTIVATION_RESERVE_GIB, Deployment, ModelSpec, NON_TENSOR_GIB_PARALLEL, NON_TENSOR_GIB_SINGLE,
-};
+use goodput_protocol::hardware::{ACTIVATION_RESERVE_GIB, Deployment, MemoryFraction, ModelSpec};
 
 use crate::config::{BatchingConfig, EngineConfig, FixedTimingConfig, SimConfig};
 use crate::engine::cost::{
@@ -230,20 +228,28 @@ fn explain_model(out: &mut String, model: &ModelSpec) {
 
 fn explain_kv(out: &mut String, config: &BatchingConfig, deployment: &Deployment) {
     let tp = deployment.tensor_parallel.max(1);
-    let non_tensor = if tp > 1 {
-        NON_TENSOR_GIB_PARALLEL
-    } else {
-        NON_TENSOR_GIB_SINGLE
+    let non_tensor = deployment.non_tensor_gib();
+    let (memory, share) = (deployment.gpu.memory_gib, deployment.gpu_memory_utilization);
+    let weights = deployment.model.weight_bytes() / GIB;
+    let formula = match deployment.memory_fraction {
+        MemoryFraction::OfTotal => format!(
+            "memory · utilisation · tp − weights − (activations + non-tensor) · tp \
+             = {memory} · {share} · {tp} − {weights:.2} − ({ACTIVATION_RESERVE_GIB} + {non_tensor}) · {tp}"
+        ),
+        MemoryFraction::Static => format!(
+            "memory · static fraction · tp − weights − non-tensor · tp (SGLang: activations \
+             outside the fraction) = {memory} · {share} · {tp} − {weights:.2} − {non_tensor} · {tp}"
+        ),
+        MemoryFraction::OfFree => format!(
+            "free fraction · (memory · tp − weights − (activations + non-tensor) · tp) \
+             (TensorRT-LLM) = {share} · ({memory} · {tp} − {weights:.2} − ({ACTIVATION_RESERVE_GIB} + {non_tensor}) · {tp})"
+        ),
     };
     let _ = writeln!(out, "\nKV cache");
     let _ = writeln!(
         out,
-        "  pool                {:>10.2} GiB = memory · utilisation · tp − weights − (activations + non-tensor) · tp \
-         = {} · {} · {tp} − {:.2} − ({ACTIVATION_RESERVE_GIB} + {non_tensor}) · {tp}",
+        "  pool                {:>10.2} GiB = {formula}",
         deployment.kv_pool_bytes() / GIB,
-        deployment.gpu.memory_gib,
-        deployment.gpu_memory_utilization,
-        deployment.model.weight_bytes() / GIB,
     );
     let _ = writeln!(
         out,

@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::*;
+use crate::config::EnginePolicy;
 
 #[test]
 fn batching_explanation_names_every_figure() {
@@ -111,4 +112,44 @@ fn a_disaggregated_layout_and_adapters_are_said() {
         text.contains("LoRA adapters: 8 in use, 2 slot(s) per replica, 25 ms"),
         "{text}"
     );
+}
+
+#[test]
+fn the_kv_pool_is_explained_as_each_engine_reads_its_memory_fraction() {
+    let pool_line = |policy| {
+        let mut config = SimConfig::default();
+        if let EngineConfig::Batching(batching) = &mut config.engine {
+            batching.policy = policy;
+        }
+        let text = explain(&config);
+        let line = text.lines().find(|l| l.trim_start().starts_with("pool"));
+        line.unwrap_or_default().to_string()
+    };
+    let vllm = pool_line(EnginePolicy::Vllm);
+    assert!(
+        vllm.contains("memory · utilisation · tp − weights"),
+        "{vllm}"
+    );
+    let sglang = pool_line(EnginePolicy::Sglang);
+    assert!(
+        sglang.contains("static fraction") && sglang.contains("SGLang"),
+        "{sglang}"
+    );
+    let trt = pool_line(EnginePolicy::TensorrtLlm);
+    assert!(
+        trt.contains("free fraction · (memory · tp") && trt.contains("TensorRT-LLM"),
+        "{trt}"
+    );
+    // 8B on an H100 at 0.9: the static reading adds back the activations (5.5 GiB), the free
+    // one gives up a tenth of what the model leaves.
+    let gib = |line: &str| -> f64 {
+        let figure = line.split_whitespace().nth(1).unwrap_or_default();
+        figure.parse().unwrap_or(f64::NAN)
+    };
+    assert!(
+        (gib(&sglang) - gib(&vllm) - 5.5).abs() < 0.01,
+        "{vllm}\n{sglang}"
+    );
+    let free = 80.0 - 16.06e9 / GIB - 5.65;
+    assert!((gib(&trt) - 0.9 * free).abs() < 0.01, "{trt}");
 }
