@@ -116,6 +116,20 @@ fn the_default_batch_limits_are_the_engines_own_on_each_accelerator() {
     assert_eq!(on("a100", EnginePolicy::Vllm), (256, 2048));
     assert_eq!(on("l40s", EnginePolicy::Vllm), (256, 2048));
     assert_eq!(on("h100", EnginePolicy::TensorrtLlm), (2048, 8192));
+    // vLLM V0: 256 sequences and max(context, 2048) tokens, 512 with chunked prefill (the
+    // default context is the model's 131072; 4096 when the server is started with it).
+    let v0 = |chunked_prefill, max_model_len| {
+        let config = BatchingConfig {
+            policy: EnginePolicy::VllmV0,
+            chunked_prefill,
+            max_model_len,
+            ..BatchingConfig::default()
+        };
+        (config.max_num_seqs(), config.max_num_batched_tokens())
+    };
+    assert_eq!(v0(false, Some(4096)), (256, 4096));
+    assert_eq!(v0(false, Some(1024)), (256, 2048));
+    assert_eq!(v0(true, Some(4096)), (256, 512));
     // SGLang: kv_tokens / context · 512 within 2048…4096; 8192 tokens under 160 GiB, 16384 over.
     let (seqs, tokens) = on("h100", EnginePolicy::Sglang);
     assert!((2048..=4096).contains(&seqs), "{seqs}");

@@ -1,6 +1,7 @@
 //! Whether a step that carries prompts also carries the running decodes: SGLang runs prompts in
-//! steps of their own (`enable_mixed_chunk` off, its default), vLLM V1 and TensorRT-LLM mix
-//! them into the decodes' step. One request decoding, a second arriving while it does.
+//! steps of their own (`enable_mixed_chunk` off, its default), as vLLM V0 does without chunked
+//! prefill; vLLM V1, V0 with chunked prefill and TensorRT-LLM mix them into the decodes' step.
+//! One request decoding, a second arriving while it does.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -17,10 +18,14 @@ use goodput_sim::virtual_time::Simulation;
 /// The steps of a run under `policy`: a 64-token prompt answered with 100 tokens, and a
 /// 512-token prompt arriving 50 ms later.
 fn steps(policy: EnginePolicy) -> Vec<StepSummary> {
-    let config = BatchingConfig {
+    steps_of(BatchingConfig {
         policy,
         ..BatchingConfig::default()
-    };
+    })
+}
+
+/// The steps of that run on `config`.
+fn steps_of(config: BatchingConfig) -> Vec<StepSummary> {
     let mut sim = Simulation::new(Box::new(BatchingEngine::new(config, 1)));
     sim.submit(Duration::ZERO, request(0, 64, 100));
     sim.submit(Duration::from_millis(50), request(1, 512, 10));
@@ -64,4 +69,43 @@ fn vllm_and_tensorrt_llm_put_the_prompt_in_the_decodes_step() {
         assert_eq!(prompt.sequences, 2, "{policy:?}: {prompt:?}");
         assert_eq!(prompt.batched_tokens, 513, "{policy:?}: {prompt:?}");
     }
+}
+
+#[test]
+fn vllm_v0_runs_a_prompt_alone_without_chunked_prefill_and_mixes_with_it() {
+    let v0 = |chunked_prefill| {
+        steps_of(BatchingConfig {
+            policy: EnginePolicy::VllmV0,
+            chunked_prefill,
+            ..BatchingConfig::default()
+        })
+    };
+    let alone = v0(false);
+    let prompt = second_prompt_step(&alone);
+    assert_eq!(
+        (prompt.sequences, prompt.batched_tokens),
+        (1, 512),
+        "{prompt:?}"
+    );
+    assert!(
+        alone
+            .iter()
+            .any(|s| s.started > prompt.started && s.prefill_tokens == 0)
+    );
+    // With chunked prefill V0 schedules the decodes first and the prompt beside them, in
+    // chunks of its 512-token budget: the decode's token and 511 of the prompt's.
+    let mixed = v0(true);
+    let first_chunk = mixed
+        .iter()
+        .find(|s| s.started >= Duration::from_millis(50) && s.prefill_tokens > 0)
+        .unwrap();
+    assert_eq!(
+        (
+            first_chunk.sequences,
+            first_chunk.batched_tokens,
+            first_chunk.prefill_tokens
+        ),
+        (2, 512, 511),
+        "{first_chunk:?}"
+    );
 }

@@ -316,8 +316,9 @@ fn serve_sharegpt(config: &BatchingConfig, rate: f64, count: usize) -> (f64, f64
 }
 
 /// SGLang's and vLLM's published medians under Poisson load: SGLang with its defaults and the
-/// README's memory fractions (0.88 on one GPU, 0.85 over four), vLLM 0.6.0 as its V0 server
-/// ran them (`--max_model_len 4096`: 256 sequences, 4096 tokens a step, no chunked prefill).
+/// README's memory fractions (0.88 on one GPU, 0.85 over four), vLLM 0.6.0 on the `vllm-v0`
+/// policy as its server ran them (`--max_model_len 4096`: 256 sequences, 4096 tokens a step,
+/// no chunked prefill, so prompts in steps of their own).
 /// vLLM's TTFT and ITL are not compared: it ran `--num-scheduler-steps 10`, which delivers
 /// tokens in bursts of ten, so only its TPOT is a per-token time.
 fn sglang_vs_vllm_serving(table: &mut Table) {
@@ -346,12 +347,11 @@ fn sglang_vs_vllm_serving(table: &mut Table) {
         let (sim_ttft, sim_tpot) = serve_sharegpt(&sglang, rate, count);
         row(format!("SGLang 0.3.0 {at} median TTFT ms"), ttft, sim_ttft);
         row(format!("SGLang 0.3.0 {at} median TPOT ms"), tpot, sim_tpot);
+        // V0's own limits at that context: 256 sequences, 4096 tokens a step.
         let vllm = BatchingConfig {
             max_model_len: Some(4096),
-            max_num_seqs: Some(256),
-            max_num_batched_tokens: Some(4096),
             chunked_prefill: false,
-            ..deploy(model, gpu, tp, DType::Bf16, EnginePolicy::Vllm)
+            ..deploy(model, gpu, tp, DType::Bf16, EnginePolicy::VllmV0)
         };
         let (_, sim_tpot) = serve_sharegpt(&vllm, rate, count);
         row(

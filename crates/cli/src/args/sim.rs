@@ -130,7 +130,7 @@ pub(crate) struct BatchingArgs {
     /// KV-cache precision (bf16, fp8, …).
     #[arg(long, value_name = "DTYPE")]
     pub(crate) kv_dtype: Option<String>,
-    /// Engine policy: vllm, sglang, tensorrt-llm, bare (admission, preemption, overheads).
+    /// Engine policy: vllm, vllm-v0, sglang, tensorrt-llm, bare (admission, preemption, overheads).
     #[arg(long, value_name = "POLICY")]
     pub(crate) engine_policy: Option<String>,
     /// Most sequences per step (default: the engine policy's own default on this accelerator —
@@ -323,7 +323,7 @@ impl BatchingArgs {
         }
         if let Some(name) = &self.engine_policy {
             config.policy = EnginePolicy::from_name(name).with_context(|| {
-                format!("--engine-policy {name}: one of vllm, sglang, tensorrt-llm, bare")
+                format!("--engine-policy {name}: one of vllm, vllm-v0, sglang, tensorrt-llm, bare")
             })?;
         }
         if self.max_num_seqs.is_some() {

@@ -19,7 +19,7 @@ pub(crate) struct SimPrecisionArgs {
     /// Embedded simulator: KV-cache precision (bf16, fp8, …).
     #[arg(long, value_name = "DTYPE", value_parser = parse_dtype, help_heading = "Embedded simulator")]
     pub(crate) sim_kv_dtype: Option<DType>,
-    /// Embedded simulator: engine policy (vllm, sglang, tensorrt-llm, bare): admission,
+    /// Embedded simulator: engine policy (vllm, vllm-v0, sglang, tensorrt-llm, bare): admission,
     /// preemption and runtime overheads.
     #[arg(long, value_name = "POLICY", value_parser = parse_policy, help_heading = "Embedded simulator")]
     pub(crate) sim_engine: Option<EnginePolicy>,

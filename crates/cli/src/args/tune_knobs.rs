@@ -40,7 +40,11 @@ pub(crate) const KNOBS: [(&str, Option<bool>, &str); 17] = [
         None,
         "round-robin, least-loaded, prefix-affinity, power-of-two, kv-aware",
     ),
-    ("policy", Some(true), "vllm, sglang, tensorrt-llm or bare"),
+    (
+        "policy",
+        Some(true),
+        "vllm, vllm-v0, sglang, tensorrt-llm or bare",
+    ),
     (
         "accelerator",
         Some(true),

@@ -202,8 +202,12 @@ impl BatchingConfig {
     /// unset: the policy's default on this accelerator.
     pub fn default_batch_limits(&self) -> BatchLimits {
         let kv_tokens = self.kv_blocks() * u64::from(self.block_size.max(1));
-        self.policy
-            .default_batch_limits(&self.gpu, kv_tokens, self.effective_max_model_len())
+        self.policy.default_batch_limits(
+            &self.gpu,
+            kv_tokens,
+            self.effective_max_model_len(),
+            self.chunked_prefill,
+        )
     }
 
     /// Most sequences in one step: the configured limit, or the engine's default.

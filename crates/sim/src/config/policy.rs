@@ -26,6 +26,11 @@ pub enum EnginePolicy {
     /// sequence is preempted and recomputed later.
     #[default]
     Vllm,
+    /// vLLM V0 (the engine of vLLM ≤ 0.7, and of most results published in 2024): admission
+    /// and preemption as V1, but without chunked prefill (its server's default up to 32k
+    /// tokens of context) a step that carries prompts carries nothing else, and its limits are
+    /// 256 sequences and `max(max_model_len, 2048)` tokens (512 with chunked prefill).
+    VllmV0,
     /// SGLang: admission reserves a share of every running answer's remaining tokens
     /// (`new_token_ratio`); retracts (recomputes) the newest when the cache still runs out.
     Sglang,
@@ -38,8 +43,9 @@ pub enum EnginePolicy {
 
 impl EnginePolicy {
     /// Every policy, for help texts and parsing.
-    pub const ALL: [(&'static str, EnginePolicy); 4] = [
+    pub const ALL: [(&'static str, EnginePolicy); 5] = [
         ("vllm", EnginePolicy::Vllm),
+        ("vllm-v0", EnginePolicy::VllmV0),
         ("sglang", EnginePolicy::Sglang),
         ("tensorrt-llm", EnginePolicy::TensorrtLlm),
         ("bare", EnginePolicy::Bare),
@@ -69,7 +75,7 @@ impl EnginePolicy {
     pub fn reserved_output_fraction(self) -> f64 {
         match self {
             // vLLM allocates on demand; only the 1 % watermark guards admissions.
-            EnginePolicy::Vllm | EnginePolicy::Bare => 0.0,
+            EnginePolicy::Vllm | EnginePolicy::VllmV0 | EnginePolicy::Bare => 0.0,
             // SGLang's new_token_ratio starts at 0.7 and decays to 0.1; 0.3 is its typical
             // steady value under load (sglang/srt/managers/schedule_policy.py).
             EnginePolicy::Sglang => 0.3,
@@ -80,10 +86,17 @@ impl EnginePolicy {
 
     /// Whether a step that carries prompts carries nothing else, the running decodes waiting
     /// for it: SGLang runs a prefill batch on its own ahead of decoding (`enable_mixed_chunk`
-    /// is off by default, `sglang/srt/server_args.py`); vLLM V1 and TensorRT-LLM's in-flight
-    /// batching put prompt chunks and decodes in one step.
-    pub fn runs_prompts_alone(self) -> bool {
-        self == EnginePolicy::Sglang
+    /// is off by default, `sglang/srt/server_args.py`); vLLM V0 without chunked prefill
+    /// schedules the running decodes only when no prompt was scheduled
+    /// (`Scheduler._schedule_default`, `vllm/core/scheduler.py`). vLLM V1 (chunked prefill or
+    /// not), V0 with chunked prefill and TensorRT-LLM's in-flight batching put prompts (or
+    /// their chunks) and decodes in one step.
+    pub fn runs_prompts_alone(self, chunked_prefill: bool) -> bool {
+        match self {
+            EnginePolicy::Sglang => true,
+            EnginePolicy::VllmV0 => !chunked_prefill,
+            EnginePolicy::Vllm | EnginePolicy::TensorrtLlm | EnginePolicy::Bare => false,
+        }
     }
 
     /// The batch limits this engine picks when its server is started without them, on `gpu`
@@ -95,12 +108,15 @@ impl EnginePolicy {
     ///   held within 2048…4096 and at most kv_tokens / 2.
     /// * TensorRT-LLM (LLM API / `trtllm-serve` defaults): `max_batch_size` 2048,
     ///   `max_num_tokens` 8192.
+    /// * vLLM V0 (`SchedulerConfig`, `EngineArgs` of vLLM 0.6): 256 sequences; `max(context,
+    ///   2048)` tokens without chunked prefill, 512 with it.
     /// * A bare decode loop: 256 and 2048 (it batches what it is given).
     pub fn default_batch_limits(
         self,
         gpu: &GpuSpec,
         kv_tokens: u64,
         context_len: u32,
+        chunked_prefill: bool,
     ) -> BatchLimits {
         let limits = |max_num_seqs, max_num_batched_tokens| BatchLimits {
             max_num_seqs,
@@ -131,6 +147,8 @@ impl EnginePolicy {
                     .max(1);
                 limits(u32::try_from(seqs).unwrap_or(u32::MAX), tokens)
             }
+            EnginePolicy::VllmV0 if chunked_prefill => limits(256, 512),
+            EnginePolicy::VllmV0 => limits(256, context_len.max(2048)),
             EnginePolicy::TensorrtLlm => limits(2048, 8192),
             EnginePolicy::Bare => limits(256, 2048),
         }
@@ -141,7 +159,9 @@ impl EnginePolicy {
     /// is free once the model is loaded.
     pub fn memory_fraction(self) -> MemoryFraction {
         match self {
-            EnginePolicy::Vllm | EnginePolicy::Bare => MemoryFraction::OfTotal,
+            EnginePolicy::Vllm | EnginePolicy::VllmV0 | EnginePolicy::Bare => {
+                MemoryFraction::OfTotal
+            }
             EnginePolicy::Sglang => MemoryFraction::Static,
             EnginePolicy::TensorrtLlm => MemoryFraction::OfFree,
         }
@@ -150,7 +170,8 @@ impl EnginePolicy {
     /// The runtime overheads of this engine.
     pub fn overheads(self) -> StepOverheads {
         match self {
-            EnginePolicy::Vllm => StepOverheads {
+            // V0's own per-step costs are not published apart from V1's; both take V1's.
+            EnginePolicy::Vllm | EnginePolicy::VllmV0 => StepOverheads {
                 // vLLM V1 scheduling, input preparation, sampling and output processing: CI
                 // batch-8 decode (8B, A100/H200) leaves ~2.2 ms beyond the weight reads.
                 per_step_us: 1200.0,

@@ -254,7 +254,11 @@ impl BatchingEngine {
         if !preempted {
             self.admit_waiting(now, &mut entries, &mut budget);
         }
-        if self.config.policy.runs_prompts_alone() && entries.iter().any(|e| e.is_prefill) {
+        let alone = self
+            .config
+            .policy
+            .runs_prompts_alone(self.config.chunked_prefill);
+        if alone && entries.iter().any(|e| e.is_prefill) {
             entries.retain(|e| e.is_prefill); // the decodes keep their blocks for the next step
         }
         if entries.is_empty() {
