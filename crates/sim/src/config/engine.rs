@@ -162,6 +162,12 @@ impl BatchingConfig {
         }
     }
 
+    /// Whether a step that carries prompts carries nothing else
+    /// ([`EnginePolicy::runs_prompts_alone`] with this engine's chunked prefill).
+    pub fn runs_prompts_alone(&self) -> bool {
+        self.policy.runs_prompts_alone(self.chunked_prefill)
+    }
+
     /// The overheads charged: the configured ones, or the policy's.
     pub fn effective_overheads(&self) -> StepOverheads {
         self.overheads

@@ -254,11 +254,7 @@ impl BatchingEngine {
         if !preempted {
             self.admit_waiting(now, &mut entries, &mut budget);
         }
-        let alone = self
-            .config
-            .policy
-            .runs_prompts_alone(self.config.chunked_prefill);
-        if alone && entries.iter().any(|e| e.is_prefill) {
+        if self.config.runs_prompts_alone() && entries.iter().any(|e| e.is_prefill) {
             entries.retain(|e| e.is_prefill); // the decodes keep their blocks for the next step
         }
         if entries.is_empty() {
