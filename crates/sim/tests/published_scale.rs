@@ -17,7 +17,7 @@ mod support;
 use std::time::Duration;
 
 use support::engine_request as request;
-use support::published::Table;
+use support::published::{Table, offline};
 use support::sharegpt;
 
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
@@ -46,22 +46,6 @@ fn deploy(model: &str, gpu: &str, tp: u32, dtype: DType, policy: EnginePolicy) -
         max_waiting: 1 << 20,
         ..BatchingConfig::default()
     }
-}
-
-/// `total` requests of `prompt` + `output` tokens queued at once: (output tokens/s over the
-/// span from the first arrival to the last token, that span).
-fn offline(config: &BatchingConfig, total: u64, prompt: u32, output: u32) -> (f64, Duration) {
-    let engine = Box::new(BatchingEngine::new(config.clone(), 1));
-    let arrivals = (0..total).map(|id| (Duration::ZERO, request(id, prompt, output)));
-    let sim = Simulation::run_open_loop(engine, arrivals);
-    let end = sim
-        .timelines()
-        .iter()
-        .map(|t| t.finished.unwrap().0)
-        .max()
-        .unwrap();
-    let tokens: u32 = sim.timelines().iter().map(|t| t.output_tokens()).sum();
-    (f64::from(tokens) / end.as_secs_f64(), end)
 }
 
 /// TensorRT-LLM perf-overview (`NVIDIA/TensorRT-LLM` `docs/source/performance/perf-overview.md`

@@ -12,15 +12,10 @@
 
 mod support;
 
-use std::time::Duration;
-
-use support::engine_request as request;
-use support::published::Table;
+use support::published::{Table, offline};
 
 use goodput_protocol::hardware::{DType, GpuSpec, ModelSpec};
 use goodput_sim::config::{BatchingConfig, EnginePolicy};
-use goodput_sim::engine::batching::BatchingEngine;
-use goodput_sim::virtual_time::Simulation;
 
 /// Relative tolerance of offline throughput (regime 2).
 const OFFLINE: f64 = 0.30;
@@ -141,22 +136,6 @@ fn trtllm_bench_limits(
     (batch as u32, tokens as u32)
 }
 
-/// `total` requests of `prompt` + `output` tokens queued at once on `config`: output tokens/s
-/// from the first arrival to the last token.
-fn offline(config: &BatchingConfig, total: u64, prompt: u32, output: u32) -> f64 {
-    let engine = Box::new(BatchingEngine::new(config.clone(), 1));
-    let arrivals = (0..total).map(|id| (Duration::ZERO, request(id, prompt, output)));
-    let sim = Simulation::run_open_loop(engine, arrivals);
-    let end = sim
-        .timelines()
-        .iter()
-        .map(|t| t.finished.unwrap().0)
-        .max()
-        .unwrap();
-    let tokens: u32 = sim.timelines().iter().map(|t| t.output_tokens()).sum();
-    f64::from(tokens) / end.as_secs_f64()
-}
-
 /// Llama 3.1 70B with `dtype` weights and KV on `tp` × `gpu`, as `trtllm-bench` ran it.
 fn engine(gpu: &str, tp: u32, dtype: DType, isl: u32, osl: u32) -> BatchingConfig {
     let mut model = ModelSpec::preset("llama-3.1-70b").unwrap();
@@ -206,7 +185,7 @@ fn tensorrt_llm_0_17_70b_over_one_to_eight_gpus_within_tolerance() {
                 scope.spawn(move || {
                     mine.into_iter()
                         .map(|(isl, osl, count, gpu, tp, dtype, _)| {
-                            offline(&engine(gpu, tp, dtype, isl, osl), count, isl, osl)
+                            offline(&engine(gpu, tp, dtype, isl, osl), count, isl, osl).0
                         })
                         .collect::<Vec<_>>()
                 })

@@ -1,6 +1,29 @@
 //! A table of published figures against their simulated counterparts, each within a relative
 //! tolerance; known misses kept as tripwires (the test fails once one passes, so the table and
-//! its docs are updated). Printed as the Markdown the docs quote.
+//! its docs are updated). Printed as the Markdown the docs quote. [`offline`] runs an offline
+//! throughput benchmark (every request queued at once), as several published figures were.
+
+use std::time::Duration;
+
+use goodput_sim::config::BatchingConfig;
+use goodput_sim::engine::batching::BatchingEngine;
+use goodput_sim::virtual_time::Simulation;
+
+/// `total` requests of `prompt` + `output` tokens queued at once on `config`: (output tokens/s
+/// over the span from the first arrival to the last token, that span).
+pub fn offline(config: &BatchingConfig, total: u64, prompt: u32, output: u32) -> (f64, Duration) {
+    let engine = Box::new(BatchingEngine::new(config.clone(), 1));
+    let arrivals = (0..total).map(|id| (Duration::ZERO, super::engine_request(id, prompt, output)));
+    let sim = Simulation::run_open_loop(engine, arrivals);
+    let end = sim
+        .timelines()
+        .iter()
+        .map(|t| t.finished.unwrap().0)
+        .max()
+        .unwrap();
+    let tokens: u32 = sim.timelines().iter().map(|t| t.output_tokens()).sum();
+    (f64::from(tokens) / end.as_secs_f64(), end)
+}
 
 /// One published figure and its simulated counterpart.
 pub struct Check {
