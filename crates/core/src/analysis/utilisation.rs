@@ -4,8 +4,7 @@
 //! achieved HBM bandwidth, and the bandwidth-bound TPOT floor.
 
 use goodput_protocol::hardware::{
-    ACTIVATION_RESERVE_GIB, Deployment, GpuSpec, MemoryFraction, ModelSpec,
-    NON_TENSOR_GIB_PARALLEL, NON_TENSOR_GIB_SINGLE, SpecError,
+    ACTIVATION_RESERVE_GIB, Deployment, GpuSpec, MemoryFraction, ModelSpec, SpecError,
 };
 use serde::{Deserialize, Serialize};
 
@@ -141,11 +140,7 @@ pub fn utilisation(hardware: &Hardware, step: &StepReport) -> UtilisationReport 
 
 fn kv_capacity(hardware: &Hardware) -> Figure {
     let deployment = hardware.deployment();
-    let non_tensor = if hardware.tensor_parallel > 1 {
-        NON_TENSOR_GIB_PARALLEL
-    } else {
-        NON_TENSOR_GIB_SINGLE
-    };
+    let non_tensor = deployment.non_tensor_gib();
     Figure::new(
         "tokens",
         "replicas · floor((memory_gib · gpu_memory_utilization · tp − (activation_reserve_gib + \
