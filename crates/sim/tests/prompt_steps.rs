@@ -109,3 +109,31 @@ fn vllm_v0_runs_a_prompt_alone_without_chunked_prefill_and_mixes_with_it() {
         "{first_chunk:?}"
     );
 }
+
+#[test]
+fn a_prompt_run_alone_has_the_whole_token_budget_the_decodes_it_displaces_take_none() {
+    // A 512-token budget and a 512-token prompt arriving while a decode runs: the decode's
+    // token does not shorten the prompt's step (SGLang's `PrefillAdder` without mixed chunks
+    // budgets prompts alone; vLLM V0 schedules prompts before the running decodes).
+    for (policy, chunked_prefill) in [(EnginePolicy::Sglang, true), (EnginePolicy::VllmV0, false)] {
+        let steps = steps_of(BatchingConfig {
+            policy,
+            chunked_prefill,
+            max_num_batched_tokens: Some(512),
+            ..BatchingConfig::default()
+        });
+        let prompt = second_prompt_step(&steps);
+        assert_eq!(
+            (prompt.sequences, prompt.batched_tokens),
+            (1, 512),
+            "{policy:?}: {steps:?}"
+        );
+        // Not deferred until the first request finished: both decode after it.
+        assert!(
+            steps
+                .iter()
+                .any(|s| s.started > prompt.started && s.prefill_tokens == 0 && s.sequences == 2),
+            "{policy:?}: {steps:?}"
+        );
+    }
+}

@@ -18,7 +18,7 @@ mod admission;
 mod setup;
 mod slots;
 
-use super::cost::{BatchEntry, StepCostModel};
+use super::cost::StepCostModel;
 use super::kv::{BlockId, BlockPool, blocks_for};
 use super::speculative::AcceptanceSampler;
 use super::{
@@ -280,25 +280,14 @@ impl BatchingEngine {
         });
     }
 
-    /// How long a step of `entries` takes: one batch, or the sum of its micro-batches by slot.
-    fn step_duration(&self, entries: &[Scheduled]) -> Duration {
-        let drafting = entries.iter().any(|e| e.drafts > 0);
-        if let Some(cap) = self.config.slot_ubatch_tokens {
-            return slots::micro_batches(entries, cap)
-                .iter()
-                .map(|micro| self.cost.cost(micro, drafting).duration())
-                .sum();
+    /// Tokens `entry` takes of the step's budget: none for a decode where prompts run in steps
+    /// of their own — a prompt displaces it and has the whole budget (SGLang's `PrefillAdder`
+    /// without mixed chunks, vLLM V0's `_schedule_prefills`).
+    fn charged(&self, entry: &Scheduled) -> u32 {
+        if self.config.runs_prompts_alone() && !entry.is_prefill {
+            return 0;
         }
-        let batch: Vec<BatchEntry> = entries
-            .iter()
-            .map(|e| BatchEntry {
-                new_tokens: e.new_tokens,
-                context: e.context,
-                is_prefill: e.is_prefill,
-                samples: e.samples,
-            })
-            .collect();
-        self.cost.cost(&batch, drafting).duration()
+        entry.new_tokens
     }
 
     /// Schedules running sequences, decodes first. Returns whether anything was preempted.
@@ -335,7 +324,7 @@ impl BatchingEngine {
             }
             if let Some(blocks) = self.pool.allocate(need) {
                 self.running[index].blocks.extend(blocks);
-                *budget = budget.saturating_sub(entry.new_tokens);
+                *budget = budget.saturating_sub(self.charged(&entry));
                 entries.push(entry);
             }
         }
@@ -382,7 +371,8 @@ impl BatchingEngine {
             return;
         };
         if let Some(pos) = entries.iter().position(|e| e.id == seq.request.id) {
-            *budget += entries.remove(pos).new_tokens;
+            let entry = entries.remove(pos);
+            *budget += self.charged(&entry);
         }
         self.pool.release(&seq.blocks);
         self.release_slots(vec![seq.slot]);

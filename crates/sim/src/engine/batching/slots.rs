@@ -2,7 +2,9 @@
 //! longest ago) and how a step splits into micro-batches (its `split_equal`: each a run of
 //! consecutive slots giving the same number of tokens, decodes first, then prompts).
 
-use super::Scheduled;
+use std::time::Duration;
+
+use super::{BatchingEngine, Scheduled};
 use crate::config::SlotPromptSimilarity;
 use crate::engine::cost::BatchEntry;
 
@@ -100,6 +102,29 @@ pub(super) fn micro_batches(entries: &[Scheduled], cap: u32) -> Vec<Vec<BatchEnt
             })
             .collect();
         batches.push(batch);
+    }
+}
+
+impl BatchingEngine {
+    /// How long a step of `entries` takes: one batch, or the sum of its micro-batches by slot.
+    pub(super) fn step_duration(&self, entries: &[Scheduled]) -> Duration {
+        let drafting = entries.iter().any(|e| e.drafts > 0);
+        if let Some(cap) = self.config.slot_ubatch_tokens {
+            return micro_batches(entries, cap)
+                .iter()
+                .map(|micro| self.cost.cost(micro, drafting).duration())
+                .sum();
+        }
+        let batch: Vec<BatchEntry> = entries
+            .iter()
+            .map(|e| BatchEntry {
+                new_tokens: e.new_tokens,
+                context: e.context,
+                is_prefill: e.is_prefill,
+                samples: e.samples,
+            })
+            .collect();
+        self.cost.cost(&batch, drafting).duration()
     }
 }
 
