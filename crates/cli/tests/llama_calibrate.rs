@@ -10,17 +10,16 @@
 //! between the calibration and the comparison; the check measures that drift (its speed
 //! reference) and predicts at the server's speed now too (`--rescaled`). The capacity is
 //! judged at the check's speed or calibration's: within 15 %, or within one client where 15 %
-//! is finer than a concurrency search's step, between a capacity the live search left possible and one the
-//! predicting search left possible (each its bracket when its budget ran out before it
-//! converged). The half-load medians are judged at the speeds
-//! checks without an SLO measure just before and just after the live run (and beyond the
-//! slots, where the server runs its clients in step or staggered as a race decides round by
-//! round, with both patterns) and at its speed in the capacity check: some prediction within
-//! 10 % (plus the server's own pass-to-pass variation of that median, as calibration measured
-//! it) of a value the measured median may
-//! take at 95 % confidence — where a shape's latencies come in two modes, a median of 21
-//! requests sat in either, run to run (TTFT 353–519 ms in five runs of one shape on a quiet
-//! machine, the engine's 346), so the half-load runs measure 64 (72 with the warm-up).
+//! is finer than a concurrency search's step, between a capacity the live search left
+//! possible and one the predicting search left possible (each its bracket when its budget ran
+//! out before it converged). The half-load medians are judged at the speeds checks without an
+//! SLO measure just before and just after the live run (and beyond the slots, where the server
+//! runs its clients in step or staggered as a race decides round by round, with both patterns)
+//! and at its speed in the capacity check: some prediction within 10 % (plus the server's own
+//! pass-to-pass variation of that median, as calibration measured it) of a value the measured
+//! median may take at 95 % confidence — where a shape's latencies come in two modes, a median
+//! of 21 requests sat in either, run to run (TTFT 353–519 ms in five runs of one shape on a
+//! quiet machine, the engine's 346), so the half-load runs measure 64 (72 with the warm-up).
 //! `calibrate_predicts` holds the plain medians to 10 % against an exact-timing server.
 #![allow(clippy::unwrap_used)]
 
