@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use goodput_core::units::parse_duration;
 use goodput_protocol::hardware::{GpuSpec, ModelSpec};
 use goodput_sim::config::{
-    AgentConfig, BatchingConfig, EngineConfig, EnginePolicy, FixedTimingConfig, ReasoningFormat,
-    SimConfig, SpeculativeConfig,
+    AgentConfig, BatchingConfig, EngineConfig, FixedTimingConfig, ReasoningFormat, SimConfig,
+    SpeculativeConfig,
 };
 
 use crate::options::sim::SimOptions;
@@ -322,9 +322,8 @@ impl BatchingArgs {
                 .map_err(|e| anyhow::anyhow!("--kv-dtype: {e}"))?;
         }
         if let Some(name) = &self.engine_policy {
-            config.policy = EnginePolicy::from_name(name).with_context(|| {
-                format!("--engine-policy {name}: one of vllm, vllm-v0, sglang, tensorrt-llm, bare")
-            })?;
+            config.policy = crate::args::sim_deploy::parse_policy(name)
+                .map_err(|e| anyhow::anyhow!("--engine-policy: {e}"))?;
         }
         if self.max_num_seqs.is_some() {
             config.max_num_seqs = self.max_num_seqs;

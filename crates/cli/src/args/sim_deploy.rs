@@ -90,7 +90,7 @@ fn parse_dtype(text: &str) -> Result<DType, String> {
     text.parse()
 }
 
-fn parse_policy(text: &str) -> Result<EnginePolicy, String> {
+pub(crate) fn parse_policy(text: &str) -> Result<EnginePolicy, String> {
     EnginePolicy::from_name(text).ok_or_else(|| {
         let names: Vec<&str> = EnginePolicy::ALL.iter().map(|(name, _)| *name).collect();
         format!(
