@@ -45,21 +45,27 @@ fn second_prompt_step(steps: &[StepSummary]) -> StepSummary {
     *steps.iter().find(|s| s.prefill_tokens == 512).unwrap()
 }
 
-#[test]
-fn sglang_runs_a_prompt_in_a_step_of_its_own() {
-    let sglang = steps(EnginePolicy::Sglang);
-    let prompt = second_prompt_step(&sglang);
+/// The second prompt's step, checked to carry that prompt alone, whole, with decodes in steps
+/// after it (the first request's answer went on).
+fn prompt_step_alone(steps: &[StepSummary]) -> StepSummary {
+    let prompt = second_prompt_step(steps);
     assert_eq!(
         (prompt.sequences, prompt.batched_tokens),
         (1, 512),
-        "{prompt:?}"
+        "{steps:?}"
     );
-    // The first request's decodes went on in the steps before and after it.
     assert!(
-        sglang
+        steps
             .iter()
-            .any(|s| s.started > prompt.started && s.prefill_tokens == 0)
+            .any(|s| s.started > prompt.started && s.prefill_tokens == 0),
+        "{steps:?}"
     );
+    prompt
+}
+
+#[test]
+fn sglang_runs_a_prompt_in_a_step_of_its_own() {
+    prompt_step_alone(&steps(EnginePolicy::Sglang));
 }
 
 #[test]
@@ -80,18 +86,7 @@ fn vllm_v0_runs_a_prompt_alone_without_chunked_prefill_and_mixes_with_it() {
             ..BatchingConfig::default()
         })
     };
-    let alone = v0(false);
-    let prompt = second_prompt_step(&alone);
-    assert_eq!(
-        (prompt.sequences, prompt.batched_tokens),
-        (1, 512),
-        "{prompt:?}"
-    );
-    assert!(
-        alone
-            .iter()
-            .any(|s| s.started > prompt.started && s.prefill_tokens == 0)
-    );
+    prompt_step_alone(&v0(false));
     // With chunked prefill V0 schedules the decodes first and the prompt beside them, in
     // chunks of its 512-token budget: the decode's token and 511 of the prompt's.
     let mixed = v0(true);
@@ -122,12 +117,7 @@ fn a_prompt_run_alone_has_the_whole_token_budget_the_decodes_it_displaces_take_n
             max_num_batched_tokens: Some(512),
             ..BatchingConfig::default()
         });
-        let prompt = second_prompt_step(&steps);
-        assert_eq!(
-            (prompt.sequences, prompt.batched_tokens),
-            (1, 512),
-            "{policy:?}: {steps:?}"
-        );
+        let prompt = prompt_step_alone(&steps);
         // Not deferred until the first request finished: both decode after it.
         assert!(
             steps
