@@ -1,6 +1,6 @@
 //! Shared vocabulary of goodput: the OpenAI-compatible wire types (requests, streamed chunks,
 //! usage, error bodies, model lists), the model/accelerator descriptions with their derived
-//! roofline figures, KServe v2's gRPC messages (prost), base64, and the order a server admits queued requests in. Used by both the client (`goodput-core`) and the simulator (`goodput-sim`),
+//! roofline figures, KServe v2's gRPC messages (prost), base64, the order a server admits queued requests in, and time on a scaled clock. Used by both the client (`goodput-core`) and the simulator (`goodput-sim`),
 //! so neither depends on the other. No I/O and no async here: serde types and arithmetic only.
 #![deny(missing_docs)]
 
@@ -13,6 +13,7 @@ pub mod image;
 pub mod models;
 pub mod queue;
 pub mod stream;
+pub mod time_scale;
 pub mod usage;
 pub mod v2_grpc;
 pub mod vocabulary;

@@ -28,20 +28,12 @@ impl SimClock {
 
     /// Simulated duration of a real one.
     pub fn to_sim(&self, real: Duration) -> Duration {
-        if self.time_scale == 1.0 {
-            real
-        } else {
-            scale(real, self.time_scale)
-        }
+        goodput_protocol::time_scale::to_target(real, self.time_scale)
     }
 
     /// Real duration of a simulated one.
     pub fn to_real(&self, sim: Duration) -> Duration {
-        if self.time_scale == 1.0 {
-            sim
-        } else {
-            scale(sim, 1.0 / self.time_scale)
-        }
+        goodput_protocol::time_scale::to_clock(sim, self.time_scale)
     }
 
     /// The real instant at which simulated time reaches `at` (a year from now if that is
@@ -51,9 +43,4 @@ impl SimClock {
             .checked_add(self.to_real(at))
             .unwrap_or_else(|| Instant::now() + Duration::from_secs(365 * 24 * 3600))
     }
-}
-
-/// `duration × factor`, saturating instead of panicking on overflow.
-fn scale(duration: Duration, factor: f64) -> Duration {
-    Duration::try_from_secs_f64(duration.as_secs_f64() * factor).unwrap_or(Duration::MAX)
 }

@@ -439,3 +439,41 @@ fn an_extended_probe_draws_fresh_arrivals_for_each_run() {
     let arrivals = |step: &StepReport| (step.interval.last_arrival_secs, step.requests.sent);
     assert_ne!(arrivals(&steps[0]), arrivals(&steps[1]));
 }
+
+#[test]
+fn every_record_reads_the_simulators_nanosecond_truncated_to_the_microsecond() {
+    // TTFT and ITL with fractions of a microsecond: one request at a time, each sent the
+    // instant the previous ended, so request k starts at k × (TTFT + 10 × ITL) exactly and
+    // every timestamp is that arithmetic in nanoseconds, truncated to the microsecond (a
+    // timer tick of a simulated microsecond put them up to 1 µs late).
+    let (ttft, itl) = (200_000_457_u64, 10_000_333_u64);
+    let target = VirtualTarget {
+        sim: SimConfig {
+            engine: EngineConfig::Fixed(FixedTimingConfig {
+                ttft: Duration::from_nanos(ttft),
+                itl: Duration::from_nanos(itl),
+                slots: 1,
+                ..FixedTimingConfig::default()
+            }),
+            ..SimConfig::default()
+        },
+        requests: VirtualRequests::fixed(10, 11, 0),
+    };
+    let config = RunConfig {
+        load: LoadSpec::Closed { concurrency: 1 },
+        max_requests: Some(40),
+        warmup: Warmup::None,
+        ..RunConfig::default()
+    };
+    let mut records = target.records(&config).unwrap();
+    records.sort_by_key(|r| r.index);
+    assert_eq!(records.len(), 40);
+    for (k, record) in (0u64..).zip(&records) {
+        let start = k * (ttft + 10 * itl);
+        assert_eq!(record.sent_us, Some(start / 1000), "{record:?}");
+        let chunks: Vec<u64> = record.chunks.iter().map(|c| c[0]).collect();
+        let expected: Vec<u64> = (0..11).map(|j| (start + ttft + j * itl) / 1000).collect();
+        assert_eq!(chunks, expected, "request {k}");
+        assert_eq!(record.end_us, expected[10], "request {k}");
+    }
+}

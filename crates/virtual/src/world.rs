@@ -7,13 +7,17 @@
 //! Tokio's timer counts whole milliseconds, which would round every arrival and engine step
 //! of a virtual run to one. So the world runs dilated: [`DILATION`] simulated seconds per
 //! second of the paused clock (the simulator's `time_scale`, the run's `time_scale`), one
-//! tick of the timer a simulated microsecond — the resolution of every record.
+//! tick of the timer a simulated nanosecond — the simulator's own resolution. The dilation is
+//! the reciprocal of a whole number, so both sides convert between the clocks exactly
+//! (`goodput_protocol::time_scale`): every arrival, step and token lands on the nanosecond the
+//! simulator computed, and each record reads it truncated to the microsecond.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::backend::{Activity, Backend, BoxFuture, RequestSpec};
 use goodput_core::record::Exchange;
+use goodput_protocol::time_scale;
 
 use goodput_core::config::RunConfig;
 use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
@@ -24,8 +28,9 @@ use crate::VirtualRequests;
 use goodput_sim::{SimConfig, SimServer};
 use tokio_util::sync::CancellationToken;
 
-/// Simulated seconds per second of the paused clock: a millisecond tick is a microsecond.
-pub const DILATION: f64 = 1e-3;
+/// Simulated seconds per second of the paused clock: a millisecond tick is a nanosecond, the
+/// simulator's own resolution.
+pub const DILATION: f64 = 1e-6;
 
 /// Why a virtual run could not run.
 #[derive(Debug, thiserror::Error)]
@@ -139,7 +144,7 @@ async fn run_here(
     let http = HttpClient::new(target, Arc::new(connector), HttpConfig::default());
     let backend = Arc::new(RoundTrip {
         inner: (client.backend)(http, DILATION).map_err(WorldError::Backend)?,
-        least: ROUND_TRIP.div_f64(DILATION),
+        least: time_scale::to_clock(ROUND_TRIP, DILATION),
     });
     let config = RunConfig {
         time_scale: DILATION,
@@ -166,6 +171,6 @@ async fn run_here(
         .run(&mut [&mut until], CancellationToken::new())
         .await;
     // The runner timed the run on the dilated clock.
-    outcome.elapsed = outcome.elapsed.mul_f64(DILATION);
+    outcome.elapsed = time_scale::to_target(outcome.elapsed, DILATION);
     Ok(outcome)
 }

@@ -224,9 +224,7 @@ impl Runner {
         if !self.target_time_timeouts || !scale.is_finite() || scale <= 0.0 {
             return timeout;
         }
-        let real =
-            Duration::try_from_secs_f64(timeout.as_secs_f64() / scale).unwrap_or(Duration::MAX);
-        real.saturating_add(TIMER_TICK)
+        goodput_protocol::time_scale::to_clock(timeout, scale).saturating_add(TIMER_TICK)
     }
 
     /// Stamps every record with step `index` (sweeps and capacity probes).

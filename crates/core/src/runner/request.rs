@@ -67,13 +67,9 @@ pub(crate) struct RequestContext {
 impl RequestContext {
     /// Microseconds of target time since the run start at real instant `at`.
     pub(crate) fn target_micros(&self, at: Instant) -> u64 {
-        let real = at.saturating_duration_since(self.start).as_micros() as f64;
-        let scaled = if self.time_scale == 1.0 {
-            real
-        } else {
-            (real * self.time_scale).round()
-        };
-        scaled as u64
+        let real = at.saturating_duration_since(self.start);
+        let target = goodput_protocol::time_scale::to_target(real, self.time_scale);
+        u64::try_from(target.as_micros()).unwrap_or(u64::MAX)
     }
 
     /// A request due `offset` of target time after the run start (a schedule's arrival).
@@ -95,11 +91,7 @@ impl RequestContext {
 
     /// The real instant `after` of target time past `at` (a think time in the target's time).
     pub(crate) fn real_after(&self, at: Instant, after: Duration) -> Instant {
-        if self.time_scale == 1.0 {
-            at + after
-        } else {
-            at + after.div_f64(self.time_scale)
-        }
+        at + goodput_protocol::time_scale::to_clock(after, self.time_scale)
     }
 
     /// The failure of a request stopped by the run's cancellation.
