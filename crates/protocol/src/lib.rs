@@ -1,7 +1,9 @@
 //! Shared vocabulary of goodput: the OpenAI-compatible wire types (requests, streamed chunks,
 //! usage, error bodies, model lists), the model/accelerator descriptions with their derived
-//! roofline figures, KServe v2's gRPC messages (prost), base64, the order a server admits queued requests in, and time on a scaled clock. Used by both the client (`goodput-core`) and the simulator (`goodput-sim`),
-//! so neither depends on the other. No I/O and no async here: serde types and arithmetic only.
+//! roofline figures, KServe v2's gRPC messages (prost), base64, the order a server admits
+//! queued requests in, and time on a scaled clock. Used by both the client (`goodput-core`) and
+//! the simulator (`goodput-sim`), so neither depends on the other. No I/O and no async here:
+//! serde types and arithmetic only.
 #![deny(missing_docs)]
 
 pub mod base64;

@@ -133,7 +133,7 @@ impl RealtimeBackend {
         if !(config.time_scale.is_finite() && config.time_scale > 0.0) {
             return Err(bad("the time scale must be a positive number"));
         }
-        let pace = config.chunk.div_f64(config.time_scale);
+        let pace = goodput_protocol::time_scale::to_clock(config.chunk, config.time_scale);
         Ok(RealtimeBackend {
             config,
             appends,
