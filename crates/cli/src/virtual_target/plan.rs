@@ -2,14 +2,8 @@
 //! model × accelerator in virtual time, with an account of what limits it (the decode step at
 //! the batch the capacity runs, memory- or compute-bound).
 
-use std::time::Duration;
-
 use anyhow::{Context, Result};
-use goodput_core::config::RunConfig;
-use goodput_core::decide::capacity::early_stopping::probe_requests;
-use goodput_core::decide::capacity::{
-    Criteria, Dimension, Outcome, ProbePlan, ProbeTiming, SearchConfig,
-};
+use goodput_core::decide::capacity::{Outcome, ProbePlan, SearchConfig};
 use goodput_core::decide::plan::{CapacityEstimate, DemandUnit};
 use goodput_core::report::StepReport;
 use goodput_sim::config::BatchingConfig;
@@ -59,7 +53,7 @@ fn estimate_as(
     layout: Option<(&str, u32)>,
 ) -> Result<(CapacityEstimate, String)> {
     let what = hardware(simulate, layout);
-    let plan = probe_plan(simulate.seed, simulate.criteria.clone());
+    let plan = ProbePlan::for_planning(simulate.seed, simulate.criteria.clone());
     let target = VirtualTarget {
         sim: simulate.sim.clone(),
         requests: crate::virtual_target::VirtualRequests::fixed(
@@ -71,7 +65,7 @@ fn estimate_as(
     let (start, calibration) = super::capacity::calibrated_start(&target, &plan.base)?;
     let search = SearchConfig {
         ceiling: Some(calibration.throughput.requests_per_sec),
-        ..search_around(start)
+        ..SearchConfig::around(start)
     };
     let (capacity, steps) = virtual_capacity(&target, &plan, search, |_| {});
     let rate = capacity.lower_bound.with_context(|| {
@@ -130,37 +124,6 @@ fn explain_layout(
         ));
     }
     line
-}
-
-/// A rate search from `start` over six orders of magnitude, to 2 %.
-fn search_around(start: f64) -> SearchConfig {
-    SearchConfig {
-        start,
-        min: start / 1000.0,
-        max: start * 1000.0,
-        tolerance: 0.02,
-        max_probes: 30,
-        integer: false,
-        budget_secs: None,
-        ceiling: None,
-    }
-}
-
-/// Probes as `goodput capacity` shapes them by default: Poisson arrivals, a 10 s warmup, at
-/// least a minute measured and enough requests for the attainment target.
-fn probe_plan(seed: u64, criteria: Criteria) -> ProbePlan {
-    let base = RunConfig {
-        seed,
-        slo: Some(criteria.slo.clone()),
-        ..RunConfig::default()
-    };
-    let measured = probe_requests(criteria.attainment, criteria.confidence);
-    let timing = ProbeTiming {
-        warmup: Duration::from_secs(10),
-        min_duration: Duration::from_secs(60),
-        max_duration: Duration::from_secs(600),
-    };
-    ProbePlan::around(base, Dimension::Rate, criteria, measured, timing)
 }
 
 /// `value` units a second with a decimal prefix and three significant digits: 3.35 TB/s for

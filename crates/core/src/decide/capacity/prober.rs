@@ -97,6 +97,27 @@ impl ProbePlan {
         }
     }
 
+    /// The rate probes of a capacity plan (`plan --simulate`): Poisson arrivals, uncapped, from
+    /// `seed`, judged by `criteria` over enough requests for its attainment target
+    /// ([`probe_requests`](super::early_stopping::probe_requests)); a 10 s warmup (as
+    /// `goodput capacity`'s default), at least a minute measured (twice its default, so a plan
+    /// rests on a longer look at stability) and at most ten.
+    pub fn for_planning(seed: u64, criteria: Criteria) -> ProbePlan {
+        let base = RunConfig {
+            seed,
+            slo: Some(criteria.slo.clone()),
+            ..RunConfig::default()
+        };
+        let measured =
+            super::early_stopping::probe_requests(criteria.attainment, criteria.confidence);
+        let timing = ProbeTiming {
+            warmup: Duration::from_secs(10),
+            min_duration: Duration::from_secs(60),
+            max_duration: Duration::from_secs(600),
+        };
+        ProbePlan::around(base, Dimension::Rate, criteria, measured, timing)
+    }
+
     /// How long each probe warms up and runs.
     pub fn timing(&self) -> ProbeTiming {
         ProbeTiming {

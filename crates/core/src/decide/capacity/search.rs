@@ -36,6 +36,24 @@ pub struct SearchConfig {
     pub ceiling: Option<f64>,
 }
 
+impl SearchConfig {
+    /// The rate search of a capacity plan, which knows no bounds of its own (`plan
+    /// --simulate`): from `start` over three orders of magnitude either way, to 2 %, in at most
+    /// 30 probes.
+    pub fn around(start: f64) -> SearchConfig {
+        SearchConfig {
+            start,
+            min: start / 1000.0,
+            max: start * 1000.0,
+            tolerance: 0.02,
+            max_probes: 30,
+            integer: false,
+            budget_secs: None,
+            ceiling: None,
+        }
+    }
+}
+
 /// Search state: every probe's load and outcome.
 #[derive(Debug, Clone)]
 pub struct Search {
