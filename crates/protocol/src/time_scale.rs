@@ -31,6 +31,12 @@ pub fn to_target(clock: Duration, time_scale: f64) -> Duration {
     }
 }
 
+/// Whole microseconds of target time in `clock` time (truncated, as a journal records every
+/// time; saturating).
+pub fn to_target_micros(clock: Duration, time_scale: f64) -> u64 {
+    u64::try_from(to_target(clock, time_scale).as_micros()).unwrap_or(u64::MAX)
+}
+
 /// Clock time of `target` time (`target / time_scale`; exact on an exact scale, saturating
 /// on overflow).
 pub fn to_clock(target: Duration, time_scale: f64) -> Duration {
@@ -78,5 +84,10 @@ mod tests {
         assert_eq!(divisor(0.3), None);
         assert_eq!(divisor(1e-3), Some(1_000));
         assert_eq!(to_clock(Duration::MAX, 1e-6), Duration::MAX);
+        assert_eq!(
+            to_target_micros(Duration::from_nanos(2_999_999_999), 1e-3),
+            2_999
+        );
+        assert_eq!(to_target_micros(Duration::from_nanos(1_999), 1.0), 1);
     }
 }

@@ -68,8 +68,7 @@ impl RequestContext {
     /// Microseconds of target time since the run start at real instant `at`.
     pub(crate) fn target_micros(&self, at: Instant) -> u64 {
         let real = at.saturating_duration_since(self.start);
-        let target = goodput_protocol::time_scale::to_target(real, self.time_scale);
-        u64::try_from(target.as_micros()).unwrap_or(u64::MAX)
+        goodput_protocol::time_scale::to_target_micros(real, self.time_scale)
     }
 
     /// A request due `offset` of target time after the run start (a schedule's arrival).

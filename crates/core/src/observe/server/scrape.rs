@@ -102,8 +102,8 @@ impl MetricsEndpoint {
     pub async fn scrape(&self, start: Option<Instant>) -> Scrape {
         let stamp = |at: Instant| {
             start.map_or(0, |start| {
-                let real = at.saturating_duration_since(start).as_secs_f64() * 1e6;
-                (real * self.time_scale).round().clamp(0.0, u64::MAX as f64) as u64
+                let real = at.saturating_duration_since(start);
+                goodput_protocol::time_scale::to_target_micros(real, self.time_scale)
             })
         };
         let fetched = tokio::time::timeout(self.timeout, self.fetch()).await;
