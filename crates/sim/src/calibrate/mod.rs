@@ -294,6 +294,8 @@ fn calibrated_accelerator(c: &Constants, memory_gib: f64) -> GpuSpec {
         kv_read_efficiency: c.kv_gb_per_sec / bandwidth,
         gemm_efficiency_bf16: c.gemm_gflops / flops,
         gemm_efficiency_fp8: 1.0,
+        // A calibrated server sums its rooflines (`roofline = "sum"`): no overlap to lose.
+        gemm_ridge_loss: 0.0,
         attention_efficiency: c.attention_gflops / flops,
         interconnect_gb_per_sec: 1.0,
         all_reduce_us: 0.0,

@@ -2,8 +2,9 @@
 //! modelled hardware.
 //!
 //! ```text
-//! linear    = max(2 · layer_params · N / (peak_w · eff_gemm_w) ÷ tp + shard_tail,
-//!                 layer weight bytes / (BW · η_w) ÷ tp)
+//! linear    = max(C, M) + ridge · min(C, M), where
+//!             C = 2 · layer_params · N / (peak_w · eff_gemm_w) ÷ tp + shard_tail,
+//!             M = layer weight bytes / (BW · η_w) ÷ tp
 //! shard_tail = layers · F_tail · min(N / N_tail, 1) · (1 − 1/tp) / (peak_w · eff_gemm_w)  (tp > 1)
 //! replicated = layers · P_elem · N · hidden · 2 B · (1 − 1/tp) / (BW · η_w)             (tp > 1)
 //! logits    = max(2 · vocab · hidden · S / (peak_w · eff_gemm_w), head bytes / (BW · η_w))        ÷ tp
@@ -104,15 +105,20 @@ pub struct StepCost {
     pub prefill_overhead_secs: f64,
     /// Whether weight reads and arithmetic add up (`roofline = "sum"`) rather than overlap.
     pub summed: bool,
+    /// Share of the smaller of the layer GEMMs' arithmetic and weight reads that does not
+    /// overlap the larger (the accelerator's `gemm_ridge_loss`; unused when summed).
+    pub ridge_loss: f64,
 }
 
 impl StepCost {
-    /// The layer GEMMs: their FLOPs and their weight reads overlap.
+    /// The layer GEMMs: their FLOPs and their weight reads overlap, but for `ridge_loss` of
+    /// the smaller (most where the two are equal).
     pub fn linear_secs(&self) -> f64 {
+        let (compute, memory) = (self.linear_compute_secs, self.linear_memory_secs);
         if self.summed {
-            self.linear_compute_secs + self.linear_memory_secs
+            compute + memory
         } else {
-            self.linear_compute_secs.max(self.linear_memory_secs)
+            compute.max(memory) + self.ridge_loss * compute.min(memory)
         }
     }
 
@@ -263,6 +269,7 @@ impl StepCostModel {
             decode_attention_secs,
             comm_secs: self.all_reduce_secs(t.tokens),
             summed: self.summed,
+            ridge_loss: self.gpu.gemm_ridge_loss,
             ..StepCost::default()
         };
         if drafting {
@@ -548,9 +555,45 @@ mod tests {
         // The mixed step costs less than a prompt step and a decode step one after the other.
         let apart = d.total_secs() + p.total_secs();
         assert!(m.total_secs() < apart - 0.9 * d.linear_memory_secs, "{m:?}");
-        // The GPU default still overlaps them.
+        // The GPU default still overlaps them, but for its ridge loss.
         let gpu = StepCostModel::new(&BatchingConfig::default()).cost(&decodes, false);
-        assert!(!gpu.summed && gpu.linear_secs() == gpu.linear_memory_secs);
+        let overlapped = gpu.linear_memory_secs + gpu.ridge_loss * gpu.linear_compute_secs;
+        assert!(!gpu.summed && (gpu.linear_secs() - overlapped).abs() < 1e-15);
+    }
+
+    #[test]
+    fn gemms_lose_most_overlap_at_the_ridge() {
+        let (config, model) = model_8b_h100();
+        assert_eq!(config.gpu.gemm_ridge_loss, 0.28);
+        let linear = |tokens: u32| {
+            let c = model.cost(&[prompt(tokens)], false);
+            let (compute, memory) = (c.linear_compute_secs, c.linear_memory_secs);
+            (c.linear_secs(), compute, memory)
+        };
+        // One token: the weight reads, and 0.28 of a token's arithmetic (under 0.3 %).
+        let (one, compute, memory) = linear(1);
+        assert!((one - (memory + 0.28 * compute)).abs() < 1e-15);
+        assert!(one < memory * 1.003, "{one} vs {memory}");
+        // Where arithmetic and weight reads are equal — 0.62 × 989.5 TF ÷ (0.80 × 3.35 TB/s)
+        // = 229 tokens (two FLOPs and two bytes a parameter) — 1.28 × either.
+        let ridge = (1..4096)
+            .min_by(|&a, &b| {
+                let gap = |n| {
+                    let (_, c, m) = linear(n);
+                    (c / m - 1.0f64).abs()
+                };
+                gap(a).total_cmp(&gap(b))
+            })
+            .unwrap_or(1);
+        let (at, compute, memory) = linear(ridge);
+        assert!((228..=230).contains(&ridge), "{ridge}");
+        assert!(
+            (at / compute.max(memory) - 1.28).abs() < 0.01,
+            "{at} {compute} {memory}"
+        );
+        // Far above it, the arithmetic and 0.28 of the (now small) weight reads: within 1 %.
+        let (far, compute, _) = linear(32_768);
+        assert!(far / compute < 1.01);
     }
 
     #[test]

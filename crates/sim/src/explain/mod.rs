@@ -299,9 +299,12 @@ fn explain_terms(out: &mut String, config: &BatchingConfig, step: &StepCost) {
         let _ = writeln!(out, "  {name:<18}  {:>10.3} ms  = {formula}", secs * 1e3);
     }
     let linear = if step.summed {
-        "linear compute + linear weights (roofline = \"sum\")"
+        "linear compute + linear weights (roofline = \"sum\")".to_string()
     } else {
-        "max(linear compute, linear weights)"
+        format!(
+            "max(linear compute, linear weights) + {} · min(…)",
+            sig(step.ridge_loss)
+        )
     };
     let _ = writeln!(
         out,
@@ -355,9 +358,12 @@ fn linear_terms(config: &BatchingConfig, step: &StepCost) -> [Term; 2] {
                 sig(gpu.hbm_tb_per_sec),
                 sig(gpu.bandwidth_efficiency),
                 if step.summed {
-                    "the sum of the two"
+                    "the sum of the two".to_string()
                 } else {
-                    "the larger of the two"
+                    format!(
+                        "the larger of the two + {} (ridge loss) of the smaller",
+                        sig(step.ridge_loss)
+                    )
                 }
             ),
         ),
