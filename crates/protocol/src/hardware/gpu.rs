@@ -365,6 +365,13 @@ impl GpuSpec {
         {
             return Err(SpecError::new(&self.name, field, "must be 0 or positive"));
         }
+        if !(0.0..=1.0).contains(&self.gemm_ridge_loss) {
+            return Err(SpecError::new(
+                &self.name,
+                "gemm_ridge_loss",
+                "must be in [0, 1] (0: the GEMMs' arithmetic and weight reads overlap fully; 1: they add up)",
+            ));
+        }
         Ok(())
     }
 }

@@ -550,4 +550,32 @@ mod tests {
             GpuSpec::preset(name).unwrap().validate().unwrap();
         }
     }
+
+    #[test]
+    fn a_ridge_loss_outside_zero_to_one_is_refused_by_name() {
+        let mut gpu = GpuSpec::preset("h100").unwrap();
+        for (loss, ok) in [
+            (0.0, true),
+            (1.0, true),
+            (-0.1, false),
+            (1.5, false),
+            (f64::NAN, false),
+        ] {
+            gpu.gemm_ridge_loss = loss;
+            match gpu.validate() {
+                Ok(()) => assert!(ok, "{loss} accepted"),
+                Err(error) => {
+                    assert!(!ok, "{loss} refused");
+                    assert!(error.to_string().contains("gemm_ridge_loss"), "{error}");
+                }
+            }
+        }
+        // A configured accelerator without the key takes the unprofiled default.
+        let parsed: GpuSpec = serde_json::from_value(serde_json::json!({
+            "name": "custom", "bf16_tflops": 100.0, "fp8_tflops": 0.0, "hbm_tb_per_sec": 1.0,
+            "memory_gib": 40.0, "interconnect_gb_per_sec": 50.0
+        }))
+        .unwrap();
+        assert_eq!(parsed.gemm_ridge_loss, 0.35);
+    }
 }
