@@ -163,13 +163,7 @@ const KNOWN_LAYER_MISSES: [(&str, &str, u32, u32); 0] = [];
 /// attention, logits or overheads), per layer, µs: (GEMMs, all-reduces).
 fn simulated_layer_us(model: &str, gpu: &str, tp: u32, tokens: u32) -> (f64, f64) {
     let config = BatchingConfig {
-        overheads: Some(StepOverheads {
-            per_step_us: 0.0,
-            per_layer_us: 0.0,
-            per_sequence_us: 0.0,
-            per_prefill_us: 0.0,
-            frontend_us: 0.0,
-        }),
+        overheads: Some(StepOverheads::NONE),
         ..deploy(model, gpu, tp, DType::Bf16, EnginePolicy::Vllm)
     };
     let chunk = BatchEntry {

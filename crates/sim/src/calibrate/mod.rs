@@ -377,15 +377,12 @@ pub fn calibrated_config(facts: &Facts, constants: &Constants) -> SimConfig {
 /// overhead (the fitted accelerator prices the steps).
 fn fitted_overheads(constants: &Constants) -> StepOverheads {
     StepOverheads {
-        per_step_us: 0.0,
-        per_layer_us: 0.0,
-        per_sequence_us: 0.0,
-        per_prefill_us: 0.0,
         frontend_us: if constants.latency_holds_slot {
             0.0
         } else {
             constants.latency_ms * 1e3
         },
+        ..StepOverheads::NONE
     }
 }
 

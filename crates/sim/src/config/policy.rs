@@ -252,6 +252,15 @@ impl Default for StepOverheads {
 }
 
 impl StepOverheads {
+    /// No overhead at all: steps cost their kernels alone and requests reach the engine at once.
+    pub const NONE: StepOverheads = StepOverheads {
+        per_step_us: 0.0,
+        per_layer_us: 0.0,
+        per_sequence_us: 0.0,
+        per_prefill_us: 0.0,
+        frontend_us: 0.0,
+    };
+
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
         let fields = [
             ("overheads.per_step_us", self.per_step_us),

@@ -106,20 +106,16 @@ pub struct StepCost {
     /// Whether weight reads and arithmetic add up (`roofline = "sum"`) rather than overlap.
     pub summed: bool,
     /// Share of the smaller of the layer GEMMs' arithmetic and weight reads that does not
-    /// overlap the larger (the accelerator's `gemm_ridge_loss`; unused when summed).
+    /// overlap the larger: the accelerator's `gemm_ridge_loss`, or 1 when summed.
     pub ridge_loss: f64,
 }
 
 impl StepCost {
     /// The layer GEMMs: their FLOPs and their weight reads overlap, but for `ridge_loss` of
-    /// the smaller (most where the two are equal).
+    /// the smaller (most where the two are equal; all of it when summed).
     pub fn linear_secs(&self) -> f64 {
         let (compute, memory) = (self.linear_compute_secs, self.linear_memory_secs);
-        if self.summed {
-            compute + memory
-        } else {
-            compute.max(memory) + self.ridge_loss * compute.min(memory)
-        }
+        compute.max(memory) + self.ridge_loss * compute.min(memory)
     }
 
     /// Every fixed cost: per step, per layer, per sequence, per prefill.
@@ -269,7 +265,11 @@ impl StepCostModel {
             decode_attention_secs,
             comm_secs: self.all_reduce_secs(t.tokens),
             summed: self.summed,
-            ridge_loss: self.gpu.gemm_ridge_loss,
+            ridge_loss: if self.summed {
+                1.0
+            } else {
+                self.gpu.gemm_ridge_loss
+            },
             ..StepCost::default()
         };
         if drafting {

@@ -160,13 +160,7 @@ fn a_shard_pays_its_gemm_tail_and_the_replicated_elementwise_beyond_its_share() 
 fn a_summed_roofline_charges_a_mixed_step_one_weight_pass_and_every_tokens_arithmetic() {
     let config = BatchingConfig {
         roofline: Roofline::Sum,
-        overheads: Some(StepOverheads {
-            per_step_us: 0.0,
-            per_layer_us: 0.0,
-            per_sequence_us: 0.0,
-            per_prefill_us: 0.0,
-            frontend_us: 0.0,
-        }),
+        overheads: Some(StepOverheads::NONE),
         ..BatchingConfig::default()
     };
     let model = StepCostModel::new(&config);
