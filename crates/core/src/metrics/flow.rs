@@ -9,12 +9,15 @@ use super::timeline::RESOLUTION_US;
 struct Bin {
     arrivals: u32,
     ends: u32,
+    /// Arrivals the server turned away for overload or that timed out ([`crate::record::Failure::is_shed`]).
+    shed: u32,
     e2e_count: u32,
     e2e_sum_us: u64,
 }
 
-/// Arrivals (by scheduled send), ends (successful or not) and the E2E of successful requests
-/// (by scheduled send), over the whole run.
+/// Arrivals (by scheduled send), ends (successful or not), arrivals shed (turned away for
+/// overload or timed out, by scheduled send) and the E2E of successful requests (by scheduled
+/// send), over the whole run.
 #[derive(Debug, Clone, Default)]
 pub struct Flow {
     bins: Vec<Bin>,
@@ -31,6 +34,8 @@ pub struct FlowPoint {
     pub arrivals: u64,
     /// Ends in the interval.
     pub ends: u64,
+    /// Arrivals in the interval that the server shed (HTTP 429/503/504) or that timed out.
+    pub shed: u64,
     /// Mean E2E (ms) of the successful requests scheduled in the interval.
     pub mean_e2e_ms: Option<f64>,
 }
@@ -47,10 +52,11 @@ impl Flow {
     }
 
     /// A request scheduled at `scheduled_us` that ended at `end_us`, with its E2E when it
-    /// succeeded.
-    pub fn add(&mut self, scheduled_us: u64, end_us: u64, e2e_us: Option<u64>) {
+    /// succeeded and whether it was shed.
+    pub fn add(&mut self, scheduled_us: u64, end_us: u64, e2e_us: Option<u64>, shed: bool) {
         let arrival = self.at(scheduled_us);
         arrival.arrivals += 1;
+        arrival.shed += u32::from(shed);
         if let Some(e2e) = e2e_us {
             arrival.e2e_count += 1;
             arrival.e2e_sum_us += e2e;
@@ -83,6 +89,7 @@ impl Flow {
                     in_flight: 0.0,
                     arrivals: 0,
                     ends: 0,
+                    shed: 0,
                     mean_e2e_ms: None,
                 };
                 let (mut count, mut sum) = (0u64, 0u64);
@@ -90,6 +97,7 @@ impl Flow {
                     let b = bin(i);
                     point.arrivals += u64::from(b.arrivals);
                     point.ends += u64::from(b.ends);
+                    point.shed += u64::from(b.shed);
                     count += u64::from(b.e2e_count);
                     sum += b.e2e_sum_us;
                 }
@@ -124,12 +132,15 @@ mod tests {
         // Four arrivals a second, each lasting 2.5 s.
         for i in 0..30u64 {
             let at = i * 250_000;
-            flow.add(at, at + 2_500_000, Some(2_500_000));
+            flow.add(at, at + 2_500_000, Some(2_500_000), i % 10 == 9);
         }
         let points = flow.resample(0, 1_000_000, 4);
         let in_flight: Vec<f64> = points.iter().map(|p| p.in_flight).collect();
         assert_eq!(in_flight, vec![4.0, 8.0, 10.0, 10.0]);
         assert_eq!(points[0].mean_e2e_ms, Some(2500.0));
+        let shed: Vec<u64> = points.iter().map(|p| p.shed).collect();
+        // The 10th arrival (2.25 s) by its scheduled send; the 20th (4.75 s) is past the four.
+        assert_eq!(shed, vec![0, 0, 1, 0]);
         assert_eq!(flow.in_flight_at(1_000_000), 4.0);
     }
 }

@@ -5,13 +5,15 @@
 //! and a quarter into the measured arrivals) to the last measured arrival, resampled into about
 //! twenty intervals (never wider than the report's windows), so a 5-second run is judged as
 //! surely as a minute. σ is the arrival count's spread (from the arrival process when known).
-//! **Unstable**: fewer than half as many requests ended as arrived; or the in-flight count grew
+//! **Unstable**: fewer than half as many requests ended as arrived; or the server shed load
+//! ([`SHED`] of the arrivals turned away with 429/503/504 or timed out); or the in-flight count grew
 //! steadily (slope with t > 3, growth above 2, 3 × its residual spread, 3 × √ of the in-flight
 //! count at the span's start and 3σ); or completions fell behind arrivals by more than 2σ while
 //! E2E rose (t > 3, +10 % over the span). **Inconclusive**: fewer than four intervals or eight
 //! arrivals, or too little data to rule out an overload of [`OVERLOAD`]. **Stable** otherwise —
-//! and a closed loop is stable by construction unless its completions fell behind (it cannot
-//! have more requests in flight than its concurrency, so no queue can build).
+//! and a closed loop is stable by construction unless its completions fell behind or the
+//! server shed load (it cannot have more requests in flight than its concurrency, so no queue
+//! can build).
 
 use super::flow::{Flow, FlowPoint};
 use super::trend::{Fit, LATENCY_RISE, SIGNIFICANT_T, Trend, fit};
@@ -39,6 +41,8 @@ struct Evidence {
     points: usize,
     arrivals: u64,
     ends: u64,
+    /// Arrivals the server shed (HTTP 429/503/504) or that timed out.
+    shed: u64,
     start_in_flight: f64,
     /// Standard deviation of the arrival count over the span: from the arrival process when
     /// known (√arrivals for Poisson, 1 for constant), else from the per-interval counts.
@@ -52,6 +56,19 @@ struct Evidence {
 impl Evidence {
     fn ratio(&self) -> Option<f64> {
         (self.arrivals > 0).then(|| self.ends as f64 / self.arrivals as f64)
+    }
+
+    fn shed_ratio(&self) -> Option<f64> {
+        (self.arrivals > 0).then(|| self.shed as f64 / self.arrivals as f64)
+    }
+
+    /// The server shed a material share of the arrivals: at least [`SHED`] of them, and at
+    /// least [`MIN_SHED`] requests. A server that caps its queue answers 429/503 past
+    /// capacity (and a client gives up on a queue that never moves), so the in-flight count
+    /// stays flat and the E2E of the requests it served stops rising: the queue cannot show
+    /// this overload, the shed requests do.
+    fn shed_load(&self) -> bool {
+        self.shed >= MIN_SHED && self.shed as f64 >= SHED * self.arrivals as f64
     }
 
     fn span(&self) -> f64 {
@@ -130,6 +147,11 @@ impl Evidence {
     }
 }
 
+/// The share of arrivals shed (HTTP 429/503/504 or timeouts) that makes a step unstable.
+pub const SHED: f64 = 0.05;
+/// Fewest shed requests that make a step unstable.
+const MIN_SHED: u64 = 3;
+
 /// The smallest overload a stable verdict must rule out: 15 % above capacity.
 pub const OVERLOAD: f64 = 0.15;
 
@@ -198,6 +220,7 @@ pub fn judge(
         verdict,
         queue_growth_per_sec: evidence.growth.map(|f| f.slope),
         completion_ratio: evidence.ratio(),
+        shed_ratio: evidence.shed_ratio(),
         e2e_growth_ms_per_sec: evidence.latency.map(|f| f.slope),
         windows_assessed: evidence.points,
         assessed_window_secs: step as f64 / 1e6,
@@ -226,6 +249,7 @@ fn evidence(flow: &Flow, from_us: u64, points: &[FlowPoint], process: ArrivalPro
         points: points.len(),
         arrivals,
         ends: points.iter().map(|p| p.ends).sum(),
+        shed: points.iter().map(|p| p.shed).sum(),
         start_in_flight: flow.in_flight_at(from_us),
         arrival_sd: process.sd(arrivals, (n * dispersion).sqrt()),
         growth: fit(&in_flight),
@@ -259,6 +283,17 @@ fn verdict(e: &Evidence) -> (Verdict, String) {
         return (
             Verdict::Unstable,
             format!("completions fell behind: {pace}"),
+        );
+    }
+    if e.shed_load() {
+        return (
+            Verdict::Unstable,
+            format!(
+                "the server shed load: {} of {} arrivals turned away (HTTP 429/503/504) or timed out ({:.0} %), so its queue cannot grow to show the overload; {pace}",
+                e.shed,
+                e.arrivals,
+                e.shed_ratio().unwrap_or(0.0) * 100.0
+            ),
         );
     }
     if e.closed {
@@ -300,10 +335,15 @@ fn verdict(e: &Evidence) -> (Verdict, String) {
             ),
         );
     }
+    let shed = if e.shed > 0 {
+        format!("; {} shed (429/503/504 or timed out)", e.shed)
+    } else {
+        String::new()
+    };
     (
         Verdict::Stable,
         format!(
-            "in-flight requests did not grow beyond chance (±{noise:.0}) and completions kept pace ({pace})"
+            "in-flight requests did not grow beyond chance (±{noise:.0}) and completions kept pace ({pace}{shed})"
         ),
     )
 }

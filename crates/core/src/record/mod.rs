@@ -105,6 +105,17 @@ impl Failure {
         }
     }
 
+    /// Whether the server turned the request away for overload — HTTP 429 (Too Many
+    /// Requests), 503 (Service Unavailable) or 504 (Gateway Timeout) — or it timed out: what
+    /// a server that caps its queue, or a gateway in front of one, does past capacity.
+    pub fn is_shed(&self) -> bool {
+        match self.kind {
+            OutcomeKind::Timeout => true,
+            OutcomeKind::Http => matches!(self.status, Some(429 | 503 | 504)),
+            _ => false,
+        }
+    }
+
     /// An HTTP status failure.
     pub fn http(status: u16, message: impl Into<String>) -> Self {
         Failure {

@@ -15,6 +15,10 @@ pub struct Stability {
     pub queue_growth_per_sec: Option<f64>,
     /// Ends ÷ arrivals over the assessed span.
     pub completion_ratio: Option<f64>,
+    /// Share of the assessed arrivals the server shed — turned away with HTTP 429, 503 or 504,
+    /// or that timed out; 5 % or more (and at least 3) makes the step unstable.
+    #[serde(default)]
+    pub shed_ratio: Option<f64>,
     /// Least-squares change of the mean E2E over the assessed span, ms per second of run.
     #[serde(default)]
     pub e2e_growth_ms_per_sec: Option<f64>,

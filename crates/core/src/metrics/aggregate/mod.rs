@@ -160,7 +160,9 @@ impl StepAggregator {
     fn add_work(&mut self, record: &RequestRecord, complies: bool) {
         let e2e = record.e2e().filter(|_| record.is_ok());
         let e2e_us = e2e.map(|d| u64::try_from(d.as_micros()).unwrap_or(u64::MAX));
-        self.flow.add(record.scheduled_us, record.end_us, e2e_us);
+        let shed = record.failure.as_ref().is_some_and(|f| f.is_shed());
+        self.flow
+            .add(record.scheduled_us, record.end_us, e2e_us, shed);
         if !record.is_ok() {
             return;
         }
