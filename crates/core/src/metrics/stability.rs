@@ -270,42 +270,26 @@ fn too_little(e: &Evidence) -> Option<String> {
     })
 }
 
+/// Why a step whose server shed load is unstable.
+fn shed_reason(e: &Evidence, pace: &str) -> String {
+    format!(
+        "the server shed load: {} of {} arrivals turned away (HTTP 429/503/504) or timed out ({:.0} %), so its queue cannot grow to show the overload; {pace}",
+        e.shed,
+        e.arrivals,
+        e.shed_ratio().unwrap_or(0.0) * 100.0
+    )
+}
+
 /// The verdict and a reason built from the same figures.
 fn verdict(e: &Evidence) -> (Verdict, String) {
-    let ratio = e.ratio().unwrap_or(1.0);
     let pace = format!(
         "{} of {} arrivals ended ({:.0} %)",
         e.ends,
         e.arrivals,
-        ratio * 100.0
+        e.ratio().unwrap_or(1.0) * 100.0
     );
-    if e.arrivals >= 5 && ratio < 0.5 {
-        return (
-            Verdict::Unstable,
-            format!("completions fell behind: {pace}"),
-        );
-    }
-    if e.shed_load() {
-        return (
-            Verdict::Unstable,
-            format!(
-                "the server shed load: {} of {} arrivals turned away (HTTP 429/503/504) or timed out ({:.0} %), so its queue cannot grow to show the overload; {pace}",
-                e.shed,
-                e.arrivals,
-                e.shed_ratio().unwrap_or(0.0) * 100.0
-            ),
-        );
-    }
-    if e.closed {
-        return (
-            Verdict::Stable,
-            format!(
-                "closed loop: no more requests in flight than the concurrency, so no queue can build ({pace})"
-            ),
-        );
-    }
-    if let Some(reason) = too_little(e) {
-        return (Verdict::Inconclusive, reason);
+    if let Some(decided) = before_the_trends(e, &pace) {
+        return decided;
     }
     let (span, grown, noise) = (e.span(), e.growth(), e.noise());
     if e.grew() {
@@ -346,4 +330,27 @@ fn verdict(e: &Evidence) -> (Verdict, String) {
             "in-flight requests did not grow beyond chance (±{noise:.0}) and completions kept pace ({pace}{shed})"
         ),
     )
+}
+
+/// What is decided before the trends are read: completions far behind, load shed, a closed
+/// loop, or too little to judge.
+fn before_the_trends(e: &Evidence, pace: &str) -> Option<(Verdict, String)> {
+    if e.arrivals >= 5 && e.ratio().unwrap_or(1.0) < 0.5 {
+        return Some((
+            Verdict::Unstable,
+            format!("completions fell behind: {pace}"),
+        ));
+    }
+    if e.shed_load() {
+        return Some((Verdict::Unstable, shed_reason(e, pace)));
+    }
+    if e.closed {
+        return Some((
+            Verdict::Stable,
+            format!(
+                "closed loop: no more requests in flight than the concurrency, so no queue can build ({pace})"
+            ),
+        ));
+    }
+    too_little(e).map(|reason| (Verdict::Inconclusive, reason))
 }
