@@ -251,6 +251,7 @@ fn direction(path: &str) -> Option<bool> {
         "mismatches",
         "disagreements",
         "growth",
+        "shed",
     ];
     let higher = [
         "completed",
@@ -460,6 +461,14 @@ mod tests {
         );
         assert!(c.metrics.iter().all(|m| !m.path.contains("windows")));
         assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+    }
+
+    #[test]
+    fn more_shed_or_failed_is_worse_more_completed_is_better() {
+        assert_eq!(direction("steps.0.stability.shed_ratio"), Some(true));
+        assert_eq!(direction("steps.0.requests.failed"), Some(true));
+        assert_eq!(direction("steps.0.stability.completion_ratio"), Some(false));
+        assert_eq!(direction("steps.0.stability.windows_assessed"), None);
     }
 
     #[test]
