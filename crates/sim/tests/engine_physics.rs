@@ -194,6 +194,18 @@ fn kv_exhaustion_preempts_and_refuses_instead_of_growing_without_bound() {
     );
 }
 
+#[test]
+fn by_default_the_waiting_queue_takes_every_request_as_vllm_does() {
+    // 3,000 requests at once (trtllm-bench and `--request-rate inf` send thousands): the
+    // engines the simulator mimics queue them all; none is refused.
+    let arrivals = (0..3_000).map(|id| (Duration::ZERO, request(id, 16, 2)));
+    let sim = Simulation::run_open_loop(engine(BatchingConfig::default()), arrivals);
+    let refused = sim.timelines().iter().filter(|t| t.rejected.is_some());
+    assert_eq!(refused.count(), 0);
+    let finished = sim.timelines().iter().filter(|t| t.finished.is_some());
+    assert_eq!(finished.count(), 3_000);
+}
+
 /// Worst gap between token deliveries of decoding requests while a long prompt arrives.
 fn worst_itl_with_long_prefill(chunked: bool) -> Duration {
     let config = BatchingConfig {

@@ -151,7 +151,8 @@ pub(crate) struct BatchingArgs {
     /// Force the KV pool size, in blocks.
     #[arg(long)]
     pub(crate) kv_blocks: Option<u64>,
-    /// Most waiting requests before answering 429.
+    /// Most waiting requests before answering 429 (default: in effect none, as vLLM, SGLang
+    /// and TensorRT-LLM; e.g. 128 to mimic TGI's `--max-concurrent-requests`).
     #[arg(long)]
     pub(crate) max_waiting: Option<usize>,
     /// Speculative decoding: per-position conditional acceptance rates, e.g. 0.8,0.6,0.4.

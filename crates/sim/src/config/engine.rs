@@ -10,6 +10,12 @@ use super::QueueOrder;
 use super::policy::{BatchLimits, EnginePolicy, Roofline, StepOverheads};
 use super::{ConfigError, duration_ms, gpu_ref, model_ref, preset_gpu, preset_model};
 
+/// The batching engine's default bound on its waiting queue: in effect none, as the engines it
+/// mimics keep none by default (vLLM's scheduler queue is unbounded; SGLang's
+/// `--max-queued-requests` defaults to none; `trtllm-bench` queues thousands of requests at
+/// once). 2^20 requests is a safeguard for the simulator's memory, not a server's policy.
+pub const UNBOUNDED_WAITING: usize = 1 << 20;
+
 /// A continuous-batching engine (vLLM, SGLang or TensorRT-LLM style) on modelled hardware.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -42,7 +48,9 @@ pub struct BatchingConfig {
     pub prefix_caching: bool,
     /// Fraction of KV blocks kept free when admitting new requests.
     pub watermark: f64,
-    /// Most requests waiting for admission; beyond it requests get HTTP 429.
+    /// Most requests waiting for admission; beyond it requests get HTTP 429. Default
+    /// [`UNBOUNDED_WAITING`]: vLLM, SGLang and TensorRT-LLM queue whatever they are sent; set it
+    /// to mimic a server or gateway that caps its queue (TGI's `--max-concurrent-requests`).
     pub max_waiting: usize,
     /// Override the KV pool size in blocks (default: derived from memory).
     pub kv_blocks_override: Option<u64>,
@@ -134,7 +142,7 @@ impl Default for BatchingConfig {
             chunked_prefill: true,
             prefix_caching: true,
             watermark: 0.01,
-            max_waiting: 1024,
+            max_waiting: UNBOUNDED_WAITING,
             kv_blocks_override: None,
             policy: EnginePolicy::Vllm,
             overheads: None,
@@ -214,6 +222,14 @@ impl BatchingConfig {
             self.effective_max_model_len(),
             self.chunked_prefill,
         )
+    }
+
+    /// The waiting queue's bound, in words when it is the default (in effect none).
+    pub fn waiting_bound(&self) -> String {
+        match self.max_waiting {
+            n if n >= UNBOUNDED_WAITING => "unbounded (as vLLM, SGLang)".into(),
+            n => format!("{n} (429 beyond)"),
+        }
     }
 
     /// Most sequences in one step: the configured limit, or the engine's default.

@@ -10,7 +10,9 @@ mod layout;
 mod policy;
 
 pub use agent::{AgentConfig, ReasoningFormat};
-pub use engine::{BatchingConfig, FixedTimingConfig, SlotPromptSimilarity, SpeculativeConfig};
+pub use engine::{
+    BatchingConfig, FixedTimingConfig, SlotPromptSimilarity, SpeculativeConfig, UNBOUNDED_WAITING,
+};
 pub use faults::FaultConfig;
 pub use fleet::{AdapterConfig, DisaggregationConfig};
 pub use goodput_protocol::QueueOrder;

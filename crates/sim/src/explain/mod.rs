@@ -164,7 +164,7 @@ fn explain_batching(out: &mut String, config: &BatchingConfig) {
         config.chunked_prefill,
         config.prefix_caching,
         config.policy.reserved_output_fraction() * 100.0,
-        config.max_waiting,
+        config.waiting_bound(),
         config.queue_order.name(),
     );
     if let Some(speculative) = &config.speculative {
