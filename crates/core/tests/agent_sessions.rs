@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::config::{LoadSpec, RunConfig, Warmup};
-use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::workload::{AgentTurns, PromptVocabulary, SyntheticConversations, ThinkTime};
 use serde_json::{Value, json};
 use support::{RunResult, openai, run_with};
@@ -51,16 +50,7 @@ fn answer(tool_call: bool) -> Vec<Step> {
 async fn play(agent: &str, tool_calls_from_server: bool) -> (RunResult, Vec<Value>) {
     let state = State::new(move |_, _| answer(tool_calls_from_server));
     let server = state.clone();
-    let connector = FnConnector::new(move || {
-        let state = server.clone();
-        async move {
-            let (client, mut served) = tokio::io::duplex(1 << 16);
-            tokio::spawn(async move { wire_server::serve(&mut served, &state).await });
-            Ok(Box::new(client) as BoxIo)
-        }
-    });
-    let target = Target::parse("http://agent.test/v1").unwrap();
-    let client = HttpClient::new(target, Arc::new(connector), HttpConfig::default());
+    let client = wire_server::in_memory_client(server, "http://agent.test/v1");
     let sessions = Arc::new(SyntheticConversations {
         turns: "3".parse().unwrap(),
         user_tokens: "10".parse().unwrap(),

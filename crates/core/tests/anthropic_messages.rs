@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use goodput_core::backend::openai::ApiKind;
 use goodput_core::config::{LoadSpec, RunConfig, Warmup};
-use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::record::OutcomeKind;
 use goodput_core::workload::SyntheticWorkload;
 use serde_json::{Value, json};
@@ -70,16 +69,7 @@ async fn run(
 ) -> (RunResult, State) {
     let state = State::new(move |_, _| steps.clone());
     let captured = state.clone();
-    let connector = FnConnector::new(move || {
-        let state = state.clone();
-        async move {
-            let (client, mut served) = tokio::io::duplex(1 << 16);
-            tokio::spawn(async move { wire_server::serve(&mut served, &state).await });
-            Ok(Box::new(client) as BoxIo)
-        }
-    });
-    let target = Target::parse("http://script.test/v1").unwrap();
-    let client = HttpClient::new(target, Arc::new(connector), HttpConfig::default());
+    let client = wire_server::in_memory_client(state, "http://script.test/v1");
     let workload = Arc::new(SyntheticWorkload {
         input_tokens: 8,
         output_tokens: Some(6),

@@ -20,7 +20,6 @@ use goodput_core::backend::audio::{
     AudioApi, AudioBackend, AudioConfig, Clip, DrawnTones, SpeechFormat, SpeechStream,
 };
 use goodput_core::config::{LoadSpec, RunConfig, Warmup};
-use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::metrics::StepAggregator;
 use goodput_core::record::OutcomeKind;
 use goodput_core::report::LoadReport;
@@ -73,16 +72,7 @@ fn config(api: AudioApi, stream: bool, format: SpeechFormat) -> AudioConfig {
 
 /// Runs `requests` requests one at a time against `state`'s server.
 async fn run(state: State, config: AudioConfig, requests: u64) -> RunResult {
-    let connector = FnConnector::new(move || {
-        let state = state.clone();
-        async move {
-            let (client, mut served) = tokio::io::duplex(1 << 16);
-            tokio::spawn(async move { wire_server::serve(&mut served, &state).await });
-            Ok(Box::new(client) as BoxIo)
-        }
-    });
-    let target = Target::parse("http://script.test/v1").unwrap();
-    let client = HttpClient::new(target, Arc::new(connector), HttpConfig::default());
+    let client = wire_server::in_memory_client(state, "http://script.test/v1");
     let streamed = config.stream;
     let backend = Arc::new(AudioBackend::new(config, client).unwrap());
     let run_config = RunConfig {

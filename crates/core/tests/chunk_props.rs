@@ -7,17 +7,15 @@
 #[path = "support/wire_server.rs"]
 mod wire_server;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use goodput_core::backend::openai::{OpenAiBackend, OpenAiConfig};
 use goodput_core::backend::{Activity, Backend, RequestInput, RequestSpec};
-use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use goodput_core::record::{Exchange, OutcomeKind};
 use goodput_protocol::stream::ChunkView;
 use proptest::prelude::*;
 use serde_json::json;
-use wire_server::{LAST_CHUNK, State, Step, chunk, serve, sse_head};
+use wire_server::{LAST_CHUNK, State, Step, chunk, sse_head};
 
 /// Sends one request to a server answering with `body` cut into HTTP chunks at `cuts`, over
 /// an in-memory pipe; returns what the backend recorded.
@@ -40,16 +38,7 @@ fn exchange_over(body: Vec<u8>, cuts: &[usize]) -> Exchange {
         .build()
         .unwrap();
     runtime.block_on(async move {
-        let connector = FnConnector::new(move || {
-            let state = state.clone();
-            async move {
-                let (client, mut served) = tokio::io::duplex(1 << 16);
-                tokio::spawn(async move { serve(&mut served, &state).await });
-                Ok(Box::new(client) as BoxIo)
-            }
-        });
-        let target = Target::parse("http://wire.test/v1").unwrap();
-        let client = HttpClient::new(target, Arc::new(connector), HttpConfig::default());
+        let client = wire_server::in_memory_client(state, "http://wire.test/v1");
         let config = OpenAiConfig {
             model: "m".into(),
             ..OpenAiConfig::default()

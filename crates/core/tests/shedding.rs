@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use goodput_core::config::{Arrival, LoadSpec, RunConfig, Warmup};
-use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
+use goodput_core::http::HttpClient;
 use goodput_core::metrics::stability::Verdict;
 use goodput_core::record::OutcomeKind;
 use goodput_core::workload::SyntheticWorkload;
@@ -24,7 +24,7 @@ use harness::{DONE, ROLE, content, usage};
 use support::{RunResult, openai, run_with};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use wire_server::{State, Step, response, serve, sse};
+use wire_server::{State, Step, response, sse};
 
 /// An M/D/c/K queue: `slots` servers of `service`, at most `queue` waiting.
 struct Queue {
@@ -82,16 +82,7 @@ fn shedding_server(slots: usize, service_ms: u64, queue: usize) -> HttpClient {
             steps
         }
     });
-    let connector = FnConnector::new(move || {
-        let state = state.clone();
-        async move {
-            let (client, mut served) = tokio::io::duplex(1 << 16);
-            tokio::spawn(async move { serve(&mut served, &state).await });
-            Ok(Box::new(client) as BoxIo)
-        }
-    });
-    let target = Target::parse("http://shed.test/v1").unwrap();
-    HttpClient::new(target, Arc::new(connector), HttpConfig::default())
+    wire_server::in_memory_client(state, "http://shed.test/v1")
 }
 
 /// `secs` of arrivals at `rate` against 4 slots × 1 s (4/s) with 8 waiting.

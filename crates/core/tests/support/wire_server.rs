@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use goodput_core::http::{BoxIo, FnConnector, HttpClient, HttpConfig, Target};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -190,6 +191,21 @@ impl Drop for TcpServer {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// An HTTP client for `url` whose connections are in-memory pipes served by `state` (exact
+/// under paused time: no socket, no kernel).
+pub(crate) fn in_memory_client(state: State, url: &str) -> HttpClient {
+    let connector = FnConnector::new(move || {
+        let state = state.clone();
+        async move {
+            let (client, mut served) = tokio::io::duplex(1 << 16);
+            tokio::spawn(async move { serve(&mut served, &state).await });
+            Ok(Box::new(client) as BoxIo)
+        }
+    });
+    let target = Target::parse(url).unwrap();
+    HttpClient::new(target, Arc::new(connector), HttpConfig::default())
 }
 
 /// One HTTP/1.1 chunk of a chunked body.
