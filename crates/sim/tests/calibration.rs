@@ -49,7 +49,6 @@ impl Deploy {
             gpu: self.gpu.clone(),
             tensor_parallel: self.tp,
             policy: self.policy,
-            max_waiting: 1 << 20,
             ..BatchingConfig::default()
         }
     }

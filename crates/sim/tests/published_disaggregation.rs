@@ -53,7 +53,6 @@ fn distserve_engine() -> BatchingConfig {
         chunked_prefill: false,
         prefix_caching: false,
         max_num_batched_tokens: Some(2048),
-        max_waiting: 1 << 20,
         policy: EnginePolicy::Vllm,
         ..BatchingConfig::default()
     }
@@ -238,7 +237,6 @@ fn dynamo_engine(tensor_parallel: u32) -> BatchingConfig {
         max_num_batched_tokens: Some(3500),
         chunked_prefill: false,
         prefix_caching: false,
-        max_waiting: 1 << 20,
         policy: EnginePolicy::Vllm,
         ..BatchingConfig::default()
     }

@@ -43,7 +43,6 @@ fn deploy(model: &str, gpu: &str, tp: u32, dtype: DType, policy: EnginePolicy) -
         gpu: GpuSpec::preset(gpu).unwrap(),
         tensor_parallel: tp,
         policy,
-        max_waiting: 1 << 20,
         ..BatchingConfig::default()
     }
 }

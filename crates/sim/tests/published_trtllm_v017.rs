@@ -148,7 +148,6 @@ fn engine(gpu: &str, tp: u32, dtype: DType, isl: u32, osl: u32) -> BatchingConfi
         gpu,
         tensor_parallel: tp,
         policy: EnginePolicy::TensorrtLlm,
-        max_waiting: 1 << 20,
         gpu_memory_utilization: 0.95,
         max_num_seqs: Some(batch),
         max_num_batched_tokens: Some(tokens),
